@@ -1,0 +1,85 @@
+"""The loaded, validated form of a spec file: plain frozen dataclasses.
+
+Everything downstream (the model compiler, the exporters, the GPU generator) reads these,
+never the TOML dictionaries. `spec.load` builds them and is the only place that validates.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+# Op names of the core language (DESIGN.md "Ops"). Order is the order used in error messages.
+OPS = (
+    "wait_full", "wait_empty", "try_full", "try_empty",
+    "arrive_full", "arrive_empty", "expect_tx", "copy", "write", "read",
+    "commit_empty", "advance", "reset", "drain", "sync",
+)
+TARGETS = ("self", "leader", "peer", "all")
+BACKENDS = ("nvidia", "amd")
+SIDES = ("producer", "consumer")
+TX_LIMIT = (1 << 20) - 1  # mbarrier tx-count range is +-(2^20 - 1)
+MAX_COUNT = (1 << 20) - 1  # mbarrier expected-count range is 1 .. 2^20 - 1
+
+
+class SpecError(Exception):
+    """Bad input. str() is one line: `FILE: KEY: what is wrong (what is allowed)`."""
+
+
+@dataclass(frozen=True)
+class Op:
+    name: str                 # one of OPS
+    n: int = 1                # arrive/commit count, or bytes for expect_tx/copy
+    to: str = "self"          # one of TARGETS (arrive_*, expect_tx, copy, commit_empty)
+    leader_only: bool = False  # "@leader": only agent 0 of the role in each CTA runs it
+    unless_ready: bool = False  # "wait_full unless=ready"
+    barrier: str = ""         # for "sync NAME"
+    ring: str = "main"        # [expressiveness] ring=NAME; the core has only "main"
+    text: str = ""            # the op as written, for messages
+
+    def __str__(self) -> str:
+        return self.text or self.name
+
+
+@dataclass(frozen=True)
+class Role:
+    name: str
+    side: str                 # "producer" | "consumer"; only sets the default initial phase
+    count: int                # agents per CTA
+    items: int                # body iterations per agent
+    initial_stage: int
+    initial_phase: int
+    prologue: tuple[Op, ...] = ()
+    body: tuple[Op, ...] = ()
+    epilogue: tuple[Op, ...] = ()
+
+
+@dataclass(frozen=True)
+class Barrier:
+    name: str
+    roles: tuple[str, ...]
+    count: int | None = None  # explicit arrival count per CTA, else agents of `roles` in the CTA
+
+
+@dataclass(frozen=True)
+class Spec:
+    path: str                 # file the spec came from (for messages)
+    name: str
+    backend: str              # "nvidia" | "amd"
+    stages: int
+    producer_arrive_count: int
+    consumer_arrive_count: int
+    items: int
+    roles: tuple[Role, ...]
+    k_group_size: int = 1
+    cluster_size: int = 1
+    barriers: tuple[Barrier, ...] = ()
+    expect: str | None = None
+    expect_any: tuple[str, ...] = ()
+    template: str | None = None
+    description: str = ""
+    extra: dict = field(default_factory=dict, compare=False, hash=False)
+
+    def role(self, name: str) -> Role:
+        for r in self.roles:
+            if r.name == name:
+                return r
+        raise KeyError(name)
