@@ -1,0 +1,67 @@
+"""NVIDIA mbarrier semantics (DESIGN.md "Backends"; reference/mbarrier_cutlass.md §0, App. A, C).
+
+State `(phase_no, pending, tx)`; `expected` is the init count and never changes (no
+arrive_drop). Every update is atomic: apply the arrive count and the tx delta, then CHECK:
+when pending == 0 and tx == 0 the phase completes and pending reloads from expected.
+
+Measured on an H200 and reproduced here (tests/test_backends.py pins each one):
+- one arrive update larger than `pending` traps, pending 0 included (App. A, App. C);
+- separate extra arrivals are no trap: they complete the next phase(s) (the barrier runs ahead);
+- tx may go negative (a copy may land before its expect_tx) and the phase waits for it;
+- |tx| above 2^20 - 1 traps (`expect_tx(2^20)` trapped).
+"""
+from backends.base import jit
+
+TX_LIMIT = (1 << 20) - 1
+
+# Outcome bits of one update.
+TRAP_OVER_ARRIVAL = 1   # an arrive count above pending: the kernel traps
+TRAP_TX_RANGE = 2       # tx left +-(2^20 - 1): the kernel traps
+COMPLETED = 4           # this update completed the current phase
+
+
+@jit
+def init(expected):
+    """`mbarrier.init(n)`: phase 0, pending n, tx 0."""
+    return 0, expected, 0
+
+
+@jit
+def update(phase_no, pending, tx, expected, arrive_count, tx_delta):
+    """One atomic update: `arrive_count` arrivals (0 for a bare tx change) and tx += tx_delta.
+
+    `mbarrier.arrive` is (c, 0); `arrive.expect_tx(b)` is (1, +b); `expect_tx(b)` is (0, +b);
+    a copy landing (`complete_tx(b)`) is (0, -b). Returns (phase_no, pending, tx, outcome bits).
+    """
+    if arrive_count > pending:
+        return phase_no, pending, tx, TRAP_OVER_ARRIVAL
+    pending -= arrive_count
+    tx += tx_delta
+    if tx > TX_LIMIT or tx < -TX_LIMIT:
+        return phase_no, pending, tx, TRAP_TX_RANGE
+    if pending == 0 and tx == 0:
+        return phase_no + 1, expected, 0, COMPLETED
+    return phase_no, pending, tx, 0
+
+
+@jit
+def ready(phase_no, phase):
+    """`try_wait.parity(phase & 1)`: the phase of that parity has completed."""
+    return (phase_no & 1) != (phase & 1)
+
+
+@jit
+def intended_phase(phase, initial_phase):
+    """The signal phase a waiter at lap-count `phase` means (DESIGN.md phase_alias).
+
+    A consumer (initial 0) at phase ph means phase ph; a producer (initial 1) at phase ph means
+    ph - 2 (its first wait refers to "phase -1", complete on a fresh barrier).
+    """
+    return (phase - initial_phase) - (initial_phase & 1)
+
+
+@jit
+def in_window(phase_no, phase, initial_phase):
+    """A parity wait is only meaningful while phase_no is the intended phase or the next one."""
+    k = intended_phase(phase, initial_phase)
+    return phase_no == k or phase_no == k + 1

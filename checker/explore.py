@@ -1,0 +1,277 @@
+"""Breadth-first explicit-state exploration of every interleaving.
+
+States are packed into `words` int64 words and stored once, in discovery order, in `store`;
+an open-addressing hash table of indices deduplicates them; `parent` and `via` (the action
+code that first reached a state) give the shortest path back to the initial state. Because
+states are stored in BFS order, each level is a contiguous index range.
+
+The hot loop (`expand`) is numba-compiled and works on a chunk of one level, so the Python
+driver can check the time limit, print progress and grow the arrays between chunks.
+
+Minimal depth: expanding level d finds state violations at depth d (deadlock, a waiter outside
+its phase window) and step violations at depth d+1. After level d we stop if anything was
+found at depth d; if something was found at depth d+1 we only check the state properties of
+level d+1 and stop there, so every kind at the minimal depth is reported, each with the first
+trace in BFS order. A step that commits a violation ends its path (its successor is not
+stored): the run is already broken there, and a trap leaves no meaningful state.
+"""
+from __future__ import annotations
+
+import sys
+import time
+
+import numpy as np
+from numba import njit
+
+from checker import semantics as S
+from checker.model import Model
+
+EMPTY_SLOT = -1
+# Per stored state: words*8 bytes of state, 4 of parent, 2 of action, 8..16 of hash table.
+# Statuses returned by `expand`.
+DONE, NEED_ROOM, INFLIGHT_OVERFLOW, STATE_LIMIT = 0, 1, 2, 3
+
+
+@njit(cache=True)
+def pack(PK, st, key):
+    for w in range(key.shape[0]):
+        key[w] = 0
+    for f in range(st.shape[0]):
+        if PK.width[f] > 0:
+            key[PK.word[f]] |= (st[f] - PK.bias[f]) << PK.shift[f]
+
+
+@njit(cache=True)
+def unpack(PK, key, st):
+    for f in range(st.shape[0]):
+        if PK.width[f] > 0:
+            st[f] = ((key[PK.word[f]] >> PK.shift[f]) & ((1 << PK.width[f]) - 1)) + PK.bias[f]
+        else:
+            st[f] = PK.bias[f]
+
+
+@njit(cache=True)
+def hash_key(key):
+    h = np.int64(-3750763034362895579)  # FNV offset basis, as int64
+    for w in range(key.shape[0]):
+        h ^= key[w]
+        h *= np.int64(1099511628211)
+        h ^= (h >> 29) & np.int64(0x7FFFFFFFF)
+    return h
+
+
+@njit(cache=True)
+def find_or_insert(store, n_stored, table, key):
+    """Index of `key` in store, inserting it at n_stored if new; returns (index, is_new)."""
+    mask = table.shape[0] - 1
+    i = hash_key(key) & mask
+    words = key.shape[0]
+    while True:
+        idx = table[i]
+        if idx == EMPTY_SLOT:
+            for w in range(words):
+                store[n_stored, w] = key[w]
+            table[i] = n_stored
+            return n_stored, True
+        same = True
+        for w in range(words):
+            if store[idx, w] != key[w]:
+                same = False
+                break
+        if same:
+            return idx, False
+        i = (i + 1) & mask
+
+
+@njit(cache=True)
+def rehash(store, n_stored, table):
+    table[:] = EMPTY_SLOT
+    mask = table.shape[0] - 1
+    for idx in range(n_stored):
+        i = hash_key(store[idx]) & mask
+        while table[i] != EMPTY_SLOT:
+            i = (i + 1) & mask
+        table[i] = idx
+
+
+@njit(cache=True)
+def record(vrec, bits, depth, state_idx, action, det, vdet):
+    """Remember the first occurrence of each violation kind (BFS order = shortest first)."""
+    for k in range(S.N_KINDS):
+        if bits & (1 << k) and vrec[k, 0] == 0:
+            vrec[k, 0] = 1
+            vrec[k, 1] = depth
+            vrec[k, 2] = state_idx
+            vrec[k, 3] = action
+            for j in range(S.DET_W):
+                vdet[k, j] = det[k * S.DET_W + j]
+
+
+@njit(cache=True)
+def expand(T, PK, store, n_stored, table, parent, via, lo, hi, depth, vrec, vdet,
+           check_only, max_states, counters):
+    """Expand states lo..hi-1 (all at `depth`). Returns (status, next index, n_stored)."""
+    n_fields = T.cfg[S.C_FIELDS]
+    n_actions = T.cfg[S.C_AGENTS] + T.cfg[S.C_INFLIGHT]
+    st = np.empty(n_fields, dtype=np.int64)
+    out = np.empty(n_fields, dtype=np.int64)
+    key = np.empty(store.shape[1], dtype=np.int64)
+    det = np.empty(S.N_KINDS * S.DET_W, dtype=np.int64)
+    sdet = np.empty(S.N_KINDS * S.DET_W, dtype=np.int64)
+    capacity = store.shape[0]
+    for i in range(lo, hi):
+        if not check_only:
+            if n_stored + n_actions > capacity or 2 * (n_stored + n_actions) > table.shape[0]:
+                return NEED_ROOM, i, n_stored
+            if n_stored >= max_states:
+                return STATE_LIMIT, i, n_stored
+        unpack(PK, store[i], st)
+        enabled = 0
+        for code in range(n_actions):
+            bits = S.step(T, st, code, out, det)
+            if bits < 0:
+                continue
+            if bits == S.INFLIGHT_FULL:
+                return INFLIGHT_OVERFLOW, i, n_stored
+            enabled += 1
+            if check_only:
+                continue
+            counters[0] += 1
+            if bits != 0:
+                record(vrec, bits, depth + 1, i, code, det, vdet)
+                continue
+            pack(PK, out, key)
+            idx, new = find_or_insert(store, n_stored, table, key)
+            if new:
+                parent[idx] = i
+                via[idx] = code
+                n_stored += 1
+        for j in range(sdet.shape[0]):
+            sdet[j] = -1
+        sbits = S.state_violations(T, st, enabled, sdet)
+        if sbits != 0:
+            record(vrec, sbits, depth, i, -1, sdet, vdet)
+    return DONE, hi, n_stored
+
+
+def _grown(arr, cap, fill):
+    out = np.full((cap,) + arr.shape[1:], fill, dtype=arr.dtype)
+    out[:arr.shape[0]] = arr
+    return out
+
+
+class Search:
+    """The explored state graph of one model, as far as the last `run` took it."""
+
+    def __init__(self, model: Model, max_states: int | None = None, timeout: float | None = None,
+                 progress: bool = False):
+        self.model = model
+        self.max_states = max_states or (1 << 62)
+        self.timeout = timeout
+        self.progress = progress
+        words = model.words
+        cap = 1 << 12
+        self.store = np.zeros((cap, words), dtype=np.int64)
+        self.table = np.full(cap * 2, EMPTY_SLOT, dtype=np.int32)
+        self.parent = np.full(cap, -1, dtype=np.int32)
+        self.via = np.full(cap, -1, dtype=np.int16)
+        self.n_stored = 0
+        self.vrec = np.zeros((S.N_KINDS, 4), dtype=np.int64)
+        self.vdet = np.full((S.N_KINDS, S.DET_W), -1, dtype=np.int64)
+        self.counters = np.zeros(1, dtype=np.int64)
+        self.limit = ""
+        self.max_depth = 0
+        key = np.zeros(words, dtype=np.int64)
+        pack(model.packing, model.initial_vector(), key)
+        self.n_stored = find_or_insert(self.store, 0, self.table, key)[0] + 1
+
+    @property
+    def transitions(self) -> int:
+        return int(self.counters[0])
+
+    def _grow(self):
+        """Room for 1.5x the states; the table is rebuilt at twice the new capacity."""
+        old = self.store.shape[0]
+        cap = old + old // 2
+        self.table = None  # free it before the bigger arrays are made
+        self.store = _grown(self.store, cap, 0)
+        self.parent = _grown(self.parent, cap, -1)
+        self.via = _grown(self.via, cap, -1)
+        self.table = np.full(2 * cap, EMPTY_SLOT, dtype=np.int32)
+        rehash(self.store, self.n_stored, self.table)
+
+    def _expand_range(self, lo, hi, depth, check_only, started):
+        """Expand lo..hi in chunks; returns '' or the reason a limit stopped it."""
+        m = self.model
+        chunk = 50_000
+        i = lo
+        last_report = started
+        while i < hi:
+            status, i, self.n_stored = expand(
+                m.tables, m.packing, self.store, self.n_stored, self.table, self.parent, self.via,
+                i, min(hi, i + chunk), depth, self.vrec, self.vdet, check_only,
+                self.max_states, self.counters)
+            if status == NEED_ROOM:
+                self._grow()
+            elif status == STATE_LIMIT:
+                return f"max-states {self.max_states}"
+            elif status == INFLIGHT_OVERFLOW:
+                return f"more than {m.inflight} copies/commits in flight (model capacity)"
+            now = time.monotonic()
+            if self.timeout is not None and now - started > self.timeout:
+                return f"timeout {self.timeout:g} s"
+            if self.progress and now - last_report > 1.0:
+                last_report = now
+                rate = self.n_stored / max(now - started, 1e-9)
+                print(f"\r  {self.n_stored:,} states, depth {depth}, {rate:,.0f} states/s",
+                      end="", file=sys.stderr, flush=True)
+        return ""
+
+    def found_at(self, depth) -> list[int]:
+        return [k for k in range(S.N_KINDS) if self.vrec[k, 0] and self.vrec[k, 1] == depth]
+
+    def run(self):
+        """Explore; returns (kinds found at the minimal depth, that depth) or ([], None)."""
+        started = time.monotonic()
+        lo, hi, depth = 0, self.n_stored, 0
+        try:
+            while lo < hi:
+                self.max_depth = depth
+                self.limit = self._expand_range(lo, hi, depth, False, started)
+                if self.found_at(depth):
+                    return self.found_at(depth), depth
+                if self.limit:
+                    # A violation already seen is real, though maybe not the shortest.
+                    seen = [k for k in range(S.N_KINDS) if self.vrec[k, 0]]
+                    if seen:
+                        d = min(self.vrec[k, 1] for k in seen)
+                        return [k for k in seen if self.vrec[k, 1] == d], d
+                    return [], None
+                if self.found_at(depth + 1):
+                    self._expand_range(hi, self.n_stored, depth + 1, True, started)
+                    self.max_depth = depth + 1
+                    return self.found_at(depth + 1), depth + 1
+                lo, hi, depth = hi, self.n_stored, depth + 1
+            return [], None
+        finally:
+            if self.progress:
+                print("\r\033[K", end="", file=sys.stderr, flush=True)
+
+    def path_to(self, idx: int) -> list[int]:
+        """Action codes from the initial state to stored state `idx`."""
+        codes = []
+        while self.parent[idx] >= 0:
+            codes.append(int(self.via[idx]))
+            idx = int(self.parent[idx])
+        return codes[::-1]
+
+    def counterexample(self, k: int) -> list[int]:
+        """Action codes of the shortest trace found for violation kind index k."""
+        idx, action = int(self.vrec[k, 2]), int(self.vrec[k, 3])
+        codes = self.path_to(idx)
+        return codes + [action] if action >= 0 else codes
+
+    def stored_vector(self, idx: int) -> np.ndarray:
+        st = np.empty(self.model.n_fields, dtype=np.int64)
+        unpack(self.model.packing, self.store[idx], st)
+        return st

@@ -1,0 +1,31 @@
+"""What one verification run returns; the CLI, reports and tests read only this."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from checker.trace import Trace
+from spec.schema import Spec
+
+# Violation kinds in the contract's reporting order (DESIGN.md "Properties").
+KINDS = ("deadlock", "read_before_fill", "overwrite_before_drain", "phase_alias",
+         "over_arrival", "tx_range", "inflight_at_exit")
+VERDICTS = ("ok", "violation", "inconclusive")
+JSON_SCHEMA_VERSION = 1
+
+
+@dataclass
+class Result:
+    spec: Spec
+    verdict: str                          # one of VERDICTS
+    states: int                           # distinct states stored
+    transitions: int                      # transitions generated
+    seconds: float
+    kinds: tuple[str, ...] = ()           # every kind found at the minimal depth, in KINDS order
+    depth: int | None = None              # steps in the shortest counterexample
+    traces: dict[str, Trace] = field(default_factory=dict)  # kind -> its shortest trace
+    limit: str = ""                       # why the run is inconclusive ("max-states 1000", ...)
+    max_depth: int = 0                    # deepest BFS level explored
+
+    @property
+    def kind(self) -> str | None:
+        return self.kinds[0] if self.kinds else None

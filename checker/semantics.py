@@ -1,0 +1,505 @@
+"""The transition relation of a compiled pipeline model, in numba-compatible Python.
+
+One function, `step`, is the whole semantics: given an unpacked state vector `st`, an action
+code and the model tables `T` (checker/model.py builds them), it writes the successor into
+`out` and returns the violation bits the step commits, or -1 when the action is not enabled.
+`state_violations` gives the properties of a state itself (deadlock, a waiter outside its
+phase window). Signal updates go through backends/ and nowhere else.
+
+Action codes: 0 .. A-1 = agent a executes its next op; A + j = in-flight entry j of `st`
+lands (copy) or fires (commit_empty).
+
+State vector layout (offsets in T.cfg; see model.py `Layout`):
+  agent a:  [pc, item, at_sync, (stage, phase, ready) per ring]
+  signal:   [a, b, c, observed]  (backends/base.py: nvidia phase_no/pending/tx, amd counter)
+  slot:     tag (-1: never stored)
+  barrier:  arrivals in the current generation, per (barrier, cta)
+  inflight: M packed entries, sorted descending, 0 = unused
+"""
+from backends import amd, nvidia
+from backends.base import AMD, EMPTY, FULL, jit
+
+# Op codes (model.py maps op names to these).
+WAIT_FULL, WAIT_EMPTY, TRY_FULL, TRY_EMPTY = 0, 1, 2, 3
+ARRIVE_FULL, ARRIVE_EMPTY, EXPECT_TX, COPY = 4, 5, 6, 7
+WRITE, READ, COMMIT_EMPTY, ADVANCE, RESET, DRAIN, SYNC = 8, 9, 10, 11, 12, 13, 14
+
+# Targets.
+T_SELF, T_LEADER, T_PEER, T_ALL = 0, 1, 2, 3
+
+# Violation bits, in the contract's reporting order.
+DEADLOCK = 1
+READ_BEFORE_FILL = 2
+OVERWRITE_BEFORE_DRAIN = 4
+PHASE_ALIAS = 8
+OVER_ARRIVAL = 16
+TX_RANGE = 32
+INFLIGHT_AT_EXIT = 64
+N_KINDS = 7
+INFLIGHT_FULL = 1 << 20   # not a violation: the model's in-flight capacity ran out (inconclusive)
+
+# cfg indices
+C_AGENTS, C_CTAS, C_RINGS, C_BACKEND, C_INFLIGHT, C_AGF, C_MAXS = 0, 1, 2, 3, 4, 5, 6
+C_OFF_SIG, C_OFF_SLOT, C_OFF_BAR, C_OFF_INF, C_FIELDS, C_NBAR = 7, 8, 9, 10, 11, 12
+
+# agent table columns
+A_CTA, A_BODY_START, A_BODY_END, A_LEN, A_ITEMS, A_PROG = 0, 1, 2, 3, 4, 5
+A_RING0 = 6  # then (initial_stage, initial_phase) per ring
+
+# prog table columns
+P_CODE, P_RING, P_N, P_TARGET, P_UNLESS, P_BARRIER, P_BYTES_IDX = 0, 1, 2, 3, 4, 5, 6
+
+# agent state fields
+F_PC, F_ITEM, F_SYNC, F_RING0 = 0, 1, 2, 3
+# ring table columns
+R_STAGES, R_FULL_COUNT, R_EMPTY_COUNT = 0, 1, 2
+# entry layout (T.ent): shifts and masks of the packed in-flight entry fields
+E_KIND, E_CTA, E_RING, E_STAGE, E_VAL, E_BIDX = 0, 1, 2, 3, 4, 5
+ENTRY_COPY, ENTRY_COMMIT = 1, 2
+# detail record (det): per violation kind 4 ints, filled by the first detection in a step
+DET_W = 4
+
+
+@jit
+def agent_base(T, a):
+    return a * T.cfg[C_AGF]
+
+
+@jit
+def ring_base(T, a, r):
+    return a * T.cfg[C_AGF] + F_RING0 + 3 * r
+
+
+@jit
+def sig_index(T, cta, r, s, kind):
+    return ((cta * T.cfg[C_RINGS] + r) * T.cfg[C_MAXS] + s) * 2 + kind
+
+
+@jit
+def sig_base(T, sig):
+    return T.cfg[C_OFF_SIG] + 4 * sig
+
+
+@jit
+def slot_pos(T, cta, r, s):
+    return T.cfg[C_OFF_SLOT] + (cta * T.cfg[C_RINGS] + r) * T.cfg[C_MAXS] + s
+
+
+@jit
+def expected_of(T, sig):
+    r = (sig // 2 // T.cfg[C_MAXS]) % T.cfg[C_RINGS]
+    if sig % 2 == FULL:
+        return T.ring[r, R_FULL_COUNT]
+    return T.ring[r, R_EMPTY_COUNT]
+
+
+@jit
+def finished(T, st, a):
+    return st[agent_base(T, a) + F_PC] >= T.agent[a, A_LEN]
+
+
+@jit
+def cta_gone(T, st, cta):
+    for a in range(T.cfg[C_AGENTS]):
+        if T.agent[a, A_CTA] == cta and not finished(T, st, a):
+            return False
+    return True
+
+
+@jit
+def settle_pc(T, a, pc, item):
+    """Skip an empty or exhausted body: the agent goes straight to its epilogue."""
+    if pc == T.agent[a, A_BODY_START] and pc < T.agent[a, A_BODY_END] and item >= T.agent[a, A_ITEMS]:
+        return T.agent[a, A_BODY_END], item
+    return pc, item
+
+
+@jit
+def next_pc(T, a, pc, item):
+    """Program position after executing the op at `pc`: body ops repeat once per item."""
+    pc += 1
+    if pc == T.agent[a, A_BODY_END] and T.agent[a, A_BODY_START] < pc:
+        item += 1
+        if item < T.agent[a, A_ITEMS]:
+            pc = T.agent[a, A_BODY_START]
+    return settle_pc(T, a, pc, item)
+
+
+@jit
+def op_row(T, a, pc):
+    return T.agent[a, A_PROG] + pc
+
+
+@jit
+def targets_mask(T, a, target):
+    """Destination CTAs of an op as a bit mask (K <= 16)."""
+    k = T.cfg[C_CTAS]
+    cta = T.agent[a, A_CTA]
+    if k == 1 or target == T_SELF:
+        return 1 << cta
+    if target == T_LEADER:
+        return 1
+    if target == T_PEER:
+        return 1 << ((cta + 1) % k)
+    return (1 << k) - 1
+
+
+@jit
+def advance_stage(T, st, a, r):
+    rb = ring_base(T, a, r)
+    st[rb] += 1
+    if st[rb] == T.ring[r, R_STAGES]:
+        st[rb] = 0
+        st[rb + 1] += 1
+
+
+# ---------------------------------------------------------------- signals
+
+@jit
+def signal_ready(T, st, sig, phase):
+    b = sig_base(T, sig)
+    if T.cfg[C_BACKEND] == AMD:
+        r = (sig // 2 // T.cfg[C_MAXS]) % T.cfg[C_RINGS]
+        if sig % 2 == FULL:
+            return amd.full_ready(st[b], phase, T.ring[r, R_FULL_COUNT])
+        return amd.empty_ready(st[b], phase, T.ring[r, R_EMPTY_COUNT])
+    return nvidia.ready(st[b], phase)
+
+
+@jit
+def observe(T, st, sig):
+    """A wait or try on `sig` passed: the current phase has been seen by someone."""
+    st[sig_base(T, sig) + 3] = 1
+
+
+@jit
+def signal_update(T, st, sig, arrive_count, tx_delta, det):
+    """Apply one atomic update to a signal; returns violation bits (traps included)."""
+    b = sig_base(T, sig)
+    if T.cfg[C_BACKEND] == AMD:
+        st[b] = amd.arrive(st[b], arrive_count)
+        return 0
+    old_phase = st[b]
+    ph, pend, tx, outcome = nvidia.update(st[b], st[b + 1], st[b + 2], expected_of(T, sig),
+                                          arrive_count, tx_delta)
+    if outcome & nvidia.TRAP_OVER_ARRIVAL:
+        note(det, OVER_ARRIVAL, sig, arrive_count, st[b + 1], 0)
+        return OVER_ARRIVAL
+    if outcome & nvidia.TRAP_TX_RANGE:
+        note(det, TX_RANGE, sig, tx, 0, 1)
+        return TX_RANGE
+    bits = 0
+    if outcome & nvidia.COMPLETED:
+        if old_phase >= 1 and st[b + 3] == 0:
+            note(det, OVER_ARRIVAL, sig, old_phase, 0, 1)
+            bits |= OVER_ARRIVAL
+        st[b + 3] = 0
+    st[b] = ph
+    st[b + 1] = pend
+    st[b + 2] = tx
+    return bits
+
+
+@jit
+def note(det, bit, x, y, z, w):
+    """Record the first detail of violation `bit` in this step (for the human message)."""
+    k = 0
+    while (1 << k) != bit:
+        k += 1
+    if det[k * DET_W] == -1:
+        det[k * DET_W] = x
+        det[k * DET_W + 1] = y
+        det[k * DET_W + 2] = z
+        det[k * DET_W + 3] = w
+
+
+# ---------------------------------------------------------------- in-flight entries
+
+@jit
+def entry_field(T, e, f):
+    return (e >> T.ent[f, 0]) & T.ent[f, 1]
+
+
+@jit
+def make_entry(T, kind, cta, r, s, val, bidx):
+    return ((kind << T.ent[E_KIND, 0]) | (cta << T.ent[E_CTA, 0]) | (r << T.ent[E_RING, 0])
+            | (s << T.ent[E_STAGE, 0]) | (val << T.ent[E_VAL, 0]) | (bidx << T.ent[E_BIDX, 0]))
+
+
+@jit
+def add_entry(T, st, e):
+    """Insert into the descending in-flight array; False when it is full."""
+    off = T.cfg[C_OFF_INF]
+    m = T.cfg[C_INFLIGHT]
+    if m == 0 or st[off + m - 1] != 0:
+        return False
+    j = m - 1
+    while j > 0 and st[off + j - 1] < e:
+        st[off + j] = st[off + j - 1]
+        j -= 1
+    st[off + j] = e
+    return True
+
+
+@jit
+def remove_entry(T, st, j):
+    off = T.cfg[C_OFF_INF]
+    m = T.cfg[C_INFLIGHT]
+    for i in range(j, m - 1):
+        st[off + i] = st[off + i + 1]
+    st[off + m - 1] = 0
+
+
+@jit
+def copy_in_flight_to(T, st, cta, r, s):
+    off = T.cfg[C_OFF_INF]
+    for j in range(T.cfg[C_INFLIGHT]):
+        e = st[off + j]
+        if e == 0:
+            break
+        if (entry_field(T, e, E_KIND) == ENTRY_COPY and entry_field(T, e, E_CTA) == cta
+                and entry_field(T, e, E_RING) == r and entry_field(T, e, E_STAGE) == s):
+            return True
+    return False
+
+
+@jit
+def anything_targets(T, st, cta):
+    off = T.cfg[C_OFF_INF]
+    for j in range(T.cfg[C_INFLIGHT]):
+        e = st[off + j]
+        if e == 0:
+            break
+        if entry_field(T, e, E_CTA) == cta:
+            return True
+    return False
+
+
+# ---------------------------------------------------------------- slots and readers
+
+@jit
+def reads_pending(T, st, a, t, r, s):
+    """Will agent `a` still read item `t` of ring `r` at stage `s`? (forward, ignoring waits)."""
+    base = agent_base(T, a)
+    pc = st[base + F_PC]
+    item = st[base + F_ITEM]
+    stage = st[ring_base(T, a, r)]
+    length = T.agent[a, A_LEN]
+    stages = T.ring[r, R_STAGES]
+    while pc < length and item <= t:
+        row = op_row(T, a, pc)
+        code = T.prog[row, P_CODE]
+        if T.prog[row, P_RING] == r:
+            if code == READ and item == t and stage == s:
+                return True
+            if code == ADVANCE or code == DRAIN:
+                stage += 1
+                if stage == stages:
+                    stage = 0
+            elif code == RESET:
+                stage = T.agent[a, A_RING0 + 2 * r]
+        pc, item = next_pc(T, a, pc, item)
+    return False
+
+
+@jit
+def store_tag(T, st, cta, r, s, tag, det):
+    """A write or landing stores `tag`; overwrite_before_drain if a reader still needs the old."""
+    pos = slot_pos(T, cta, r, s)
+    old = st[pos]
+    bits = 0
+    if old >= 0 and old != tag:
+        for b in range(T.cfg[C_AGENTS]):
+            if T.agent[b, A_CTA] == cta and reads_pending(T, st, b, old, r, s):
+                note(det, OVERWRITE_BEFORE_DRAIN, pos, old, tag, b)
+                bits = OVERWRITE_BEFORE_DRAIN
+                break
+    st[pos] = tag
+    return bits
+
+
+# ---------------------------------------------------------------- the step
+
+@jit
+def wait_signal_kind(code):
+    if code == WAIT_FULL or code == TRY_FULL:
+        return FULL
+    return EMPTY
+
+
+@jit
+def step(T, st, code, out, det):
+    """Successor of `st` under action `code` into `out`; -1 if disabled, else violation bits."""
+    for i in range(T.cfg[C_FIELDS]):
+        out[i] = st[i]
+    for i in range(det.shape[0]):
+        det[i] = -1
+    n_agents = T.cfg[C_AGENTS]
+    if code >= n_agents:
+        return fire_entry(T, out, code - n_agents, det)
+    a = code
+    base = agent_base(T, a)
+    pc = st[base + F_PC]
+    if pc >= T.agent[a, A_LEN] or st[base + F_SYNC] == 1:
+        return -1
+    row = op_row(T, a, pc)
+    op = T.prog[row, P_CODE]
+    r = T.prog[row, P_RING]
+    rb = ring_base(T, a, r)
+    stage = st[rb]
+    phase = st[rb + 1]
+    cta = T.agent[a, A_CTA]
+    bits = 0
+    if op == WAIT_FULL or op == WAIT_EMPTY or op == DRAIN:
+        if not (op != DRAIN and T.prog[row, P_UNLESS] == 1 and st[rb + 2] == 1):
+            sig = sig_index(T, cta, r, stage, wait_signal_kind(op))
+            if not signal_ready(T, st, sig, phase):
+                return -1
+            observe(T, out, sig)
+        if op == DRAIN:
+            advance_stage(T, out, a, r)
+    elif op == TRY_FULL or op == TRY_EMPTY:
+        sig = sig_index(T, cta, r, stage, wait_signal_kind(op))
+        ok = signal_ready(T, st, sig, phase)
+        out[rb + 2] = 1 if ok else 0
+        if ok:
+            observe(T, out, sig)
+        if T.cfg[C_BACKEND] != AMD and not nvidia.in_window(st[sig_base(T, sig)], phase,
+                                                               T.agent[a, A_RING0 + 2 * r + 1]):
+            note(det, PHASE_ALIAS, sig, a, phase, st[sig_base(T, sig)])
+            bits |= PHASE_ALIAS
+    elif op == ARRIVE_FULL or op == ARRIVE_EMPTY or op == EXPECT_TX:
+        kind = EMPTY if op == ARRIVE_EMPTY else FULL
+        count = 1 if op == EXPECT_TX else T.prog[row, P_N]
+        tx = T.prog[row, P_N] if op == EXPECT_TX else 0
+        if op == EXPECT_TX and tx > nvidia.TX_LIMIT:
+            note(det, TX_RANGE, sig_index(T, cta, r, stage, FULL), tx, a, 0)
+            bits |= TX_RANGE
+        mask = targets_mask(T, a, T.prog[row, P_TARGET])
+        for dst in range(T.cfg[C_CTAS]):
+            if mask & (1 << dst):
+                sig = sig_index(T, dst, r, stage, kind)
+                if cta_gone(T, st, dst):
+                    note(det, INFLIGHT_AT_EXIT, dst, a, sig, 1)
+                    bits |= INFLIGHT_AT_EXIT
+                bits |= signal_update(T, out, sig, count, tx, det)
+    elif op == COPY or op == COMMIT_EMPTY:
+        if op == COPY and T.prog[row, P_N] > nvidia.TX_LIMIT:
+            note(det, TX_RANGE, sig_index(T, cta, r, stage, FULL), T.prog[row, P_N], a, 0)
+            bits |= TX_RANGE
+        mask = targets_mask(T, a, T.prog[row, P_TARGET])
+        for dst in range(T.cfg[C_CTAS]):
+            if mask & (1 << dst):
+                if cta_gone(T, st, dst):
+                    note(det, INFLIGHT_AT_EXIT, dst, a, -1, 2)
+                    bits |= INFLIGHT_AT_EXIT
+                if op == COPY:
+                    e = make_entry(T, ENTRY_COPY, dst, r, stage, st[base + F_ITEM] + 1,
+                                   T.prog[row, P_BYTES_IDX])
+                else:
+                    e = make_entry(T, ENTRY_COMMIT, dst, r, stage, T.prog[row, P_N], 0)
+                if not add_entry(T, out, e):
+                    return INFLIGHT_FULL
+    elif op == WRITE:
+        bits |= store_tag(T, out, cta, r, stage, st[base + F_ITEM], det)
+    elif op == READ:
+        pos = slot_pos(T, cta, r, stage)
+        if st[pos] != st[base + F_ITEM] or copy_in_flight_to(T, st, cta, r, stage):
+            note(det, READ_BEFORE_FILL, pos, a, st[pos], st[base + F_ITEM])
+            bits |= READ_BEFORE_FILL
+    elif op == ADVANCE:
+        advance_stage(T, out, a, r)
+    elif op == RESET:
+        out[rb] = T.agent[a, A_RING0 + 2 * r]
+        out[rb + 1] = T.agent[a, A_RING0 + 2 * r + 1]
+    elif op == SYNC:
+        bar = T.cfg[C_OFF_BAR] + T.prog[row, P_BARRIER] * T.cfg[C_CTAS] + cta
+        out[bar] += 1
+        if out[bar] < T.bar_count[T.prog[row, P_BARRIER], cta]:
+            out[base + F_SYNC] = 1
+            return bits  # blocked: pc stays at the sync
+        out[bar] = 0
+        release_sync(T, out, a, cta, T.prog[row, P_BARRIER])
+    out[base + F_PC], out[base + F_ITEM] = next_pc(T, a, pc, st[base + F_ITEM])
+    if finished(T, out, a) and cta_gone(T, out, cta) and anything_targets(T, out, cta):
+        note(det, INFLIGHT_AT_EXIT, cta, a, -1, 0)
+        bits |= INFLIGHT_AT_EXIT
+    return bits
+
+
+@jit
+def release_sync(T, st, releaser, cta, barrier):
+    """The last arrival releases every agent of the CTA blocked on this barrier, in one step."""
+    for b in range(T.cfg[C_AGENTS]):
+        if b == releaser or T.agent[b, A_CTA] != cta:
+            continue
+        bb = agent_base(T, b)
+        if st[bb + F_SYNC] == 1 and T.prog[op_row(T, b, st[bb + F_PC]), P_BARRIER] == barrier:
+            st[bb + F_SYNC] = 0
+            st[bb + F_PC], st[bb + F_ITEM] = next_pc(T, b, st[bb + F_PC], st[bb + F_ITEM])
+
+
+@jit
+def fire_entry(T, out, j, det):
+    """In-flight entry j lands (copy: tag, then complete_tx) or fires (commit: arrive n)."""
+    if j >= T.cfg[C_INFLIGHT]:
+        return -1
+    e = out[T.cfg[C_OFF_INF] + j]
+    if e == 0:
+        return -1
+    remove_entry(T, out, j)
+    cta = entry_field(T, e, E_CTA)
+    r = entry_field(T, e, E_RING)
+    s = entry_field(T, e, E_STAGE)
+    bits = 0
+    if cta_gone(T, out, cta):
+        note(det, INFLIGHT_AT_EXIT, cta, -1, -1, 3)
+        bits |= INFLIGHT_AT_EXIT
+    if entry_field(T, e, E_KIND) == ENTRY_COPY:
+        bits |= store_tag(T, out, cta, r, s, entry_field(T, e, E_VAL) - 1, det)
+        nbytes = T.bytes_vals[entry_field(T, e, E_BIDX)]
+        bits |= signal_update(T, out, sig_index(T, cta, r, s, FULL), 0, -nbytes, det)
+    else:
+        bits |= signal_update(T, out, sig_index(T, cta, r, s, EMPTY), entry_field(T, e, E_VAL), 0, det)
+    return bits
+
+
+@jit
+def at_blocking_wait(T, st, a):
+    """(signal, phase) an agent is spinning on, or (-1, 0): its next op blocks on a signal."""
+    base = agent_base(T, a)
+    pc = st[base + F_PC]
+    if pc >= T.agent[a, A_LEN] or st[base + F_SYNC] == 1:
+        return -1, 0
+    row = op_row(T, a, pc)
+    op = T.prog[row, P_CODE]
+    if op != WAIT_FULL and op != WAIT_EMPTY and op != DRAIN:
+        return -1, 0
+    r = T.prog[row, P_RING]
+    rb = ring_base(T, a, r)
+    if op != DRAIN and T.prog[row, P_UNLESS] == 1 and st[rb + 2] == 1:
+        return -1, 0  # a skipped wait is not evaluated
+    return sig_index(T, T.agent[a, A_CTA], r, st[rb], wait_signal_kind(op)), st[rb + 1]
+
+
+@jit
+def state_violations(T, st, n_enabled, det):
+    """Properties of the state itself: deadlock, and (nvidia) waiters outside their window."""
+    bits = 0
+    if T.cfg[C_BACKEND] != AMD:
+        for a in range(T.cfg[C_AGENTS]):
+            sig, phase = at_blocking_wait(T, st, a)
+            if sig >= 0:
+                p0 = T.agent[a, A_RING0 + 2 * T.prog[op_row(T, a, st[agent_base(T, a) + F_PC]), P_RING] + 1]
+                pn = st[sig_base(T, sig)]
+                if not nvidia.in_window(pn, phase, p0):
+                    note(det, PHASE_ALIAS, sig, a, phase, pn)
+                    bits |= PHASE_ALIAS
+                    break
+    if n_enabled == 0:
+        nothing_in_flight = T.cfg[C_INFLIGHT] == 0 or st[T.cfg[C_OFF_INF]] == 0
+        for a in range(T.cfg[C_AGENTS]):
+            if not finished(T, st, a) and nothing_in_flight:
+                bits |= DEADLOCK
+                break
+    return bits

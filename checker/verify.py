@@ -1,0 +1,206 @@
+"""Verify one spec: explore, then turn what was found into Results with readable traces.
+
+Traces are rebuilt by re-executing the recorded action codes from the initial state through
+the model, and each rebuilt state is checked against the stored one, so a trace can never show
+a state the search did not reach.
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from checker import semantics as S
+from checker.explore import Search, pack
+from checker.model import Model, compile_model
+from checker.result import KINDS, Result
+from checker.trace import Event, Step, Trace
+from spec.schema import Spec
+
+
+def verify(spec: Spec, max_states: int | None = None, timeout: float | None = None,
+           progress: bool = False) -> Result:
+    started = time.monotonic()
+    model = compile_model(spec)
+    search = Search(model, max_states=max_states, timeout=timeout, progress=progress)
+    kinds, depth = search.run()
+    result = Result(spec=spec, verdict="ok", states=search.n_stored, transitions=search.transitions,
+                    seconds=0.0, limit=search.limit, max_depth=search.max_depth)
+    if kinds:
+        result.verdict = "violation"
+        result.kinds = tuple(KINDS[k] for k in kinds)
+        result.depth = depth
+        result.traces = {KINDS[k]: build_trace(model, search, k) for k in kinds}
+    elif search.limit:
+        result.verdict = "inconclusive"
+    result.seconds = time.monotonic() - started
+    return result
+
+
+# ------------------------------------------------------------------ traces
+
+def build_trace(model: Model, search: Search, k: int) -> Trace:
+    codes = search.counterexample(k)
+    bit = 1 << k
+    state = model.initial_state()
+    initial = model.view(state)
+    steps, det, last_bits = [], None, 0
+    for i, code in enumerate(codes):
+        nxt, bits, det = model.apply(state, code)
+        if bits < 0:
+            raise AssertionError(f"internal: step {i + 1} of the {KINDS[k]} trace is not enabled")
+        last = i == len(codes) - 1
+        violates = last and bits > 0
+        if nxt is None or (bits and not last):
+            raise AssertionError(f"internal: step {i + 1} of the {KINDS[k]} trace is broken")
+        stage, phase = model.action_stage_phase(state, code)
+        steps.append(Step(
+            index=i + 1, event=Event(**_event_args(model.action_event(state, code))),
+            action=model.format_action(state, code), actor=model.actor(state, code),
+            stage=stage, phase=phase, changes=tuple(describe_changes(model, state, nxt)),
+            state=model.view(nxt),
+            violations=tuple(KINDS[j] for j in range(S.N_KINDS) if violates and bits & (1 << j))))
+        before, state, last_bits = state, nxt, bits
+    if last_bits & bit:
+        reason = explain_step(model, k, search.vdet[k], before, codes[-1])
+    else:
+        sbits, sdet = model.state_violation_bits(state)
+        if not sbits & bit:
+            raise AssertionError(f"internal: the {KINDS[k]} trace does not end in a violation")
+        _check_stored(model, search, state, int(search.vrec[k, 2]))
+        reason = explain_state(model, k, sdet[k * S.DET_W:(k + 1) * S.DET_W], state)
+    return Trace(spec_name=model.spec.name, spec_path=model.spec.path, backend=model.spec.backend,
+                 initial=initial, steps=tuple(steps), kind=KINDS[k], reason=reason)
+
+
+def _event_args(ev: dict) -> dict:
+    if ev["kind"] == "agent":
+        return {"kind": "agent", "agent": ev["agent"], "op": ev["op"], "pc": ev["pc"]}
+    return {"kind": ev["kind"], "entry": ev["entry"]}
+
+
+def _check_stored(model, search, state, idx):
+    key = np.zeros(model.words, dtype=np.int64)
+    pack(model.packing, np.array(state, dtype=np.int64), key)
+    if not np.array_equal(key, search.store[idx]):
+        raise AssertionError("internal: rebuilt trace state differs from the stored state")
+
+
+def describe_changes(model: Model, before, after) -> list[str]:
+    """What the step changed in signals, slots, barriers and the in-flight set."""
+    va, vb = model.view(before), model.view(after)
+    lines = []
+    for name, old in va["signals"].items():
+        new = vb["signals"][name]
+        diffs = [f"{f} {old[f]}->{new[f]}" for f in old if old[f] != new[f]]
+        if diffs:
+            lines.append(f"{name}: {', '.join(diffs)}")
+    for name, old in va["slots"].items():
+        if old != vb["slots"][name]:
+            lines.append(f"{name}: item {old}->{vb['slots'][name]}")
+    for name, old in va["barriers"].items():
+        if old != vb["barriers"][name]:
+            lines.append(f"{name}: arrivals {old}->{vb['barriers'][name]}")
+    gone = list(va["inflight"])
+    added = []
+    for e in vb["inflight"]:
+        if e in gone:
+            gone.remove(e)
+        else:
+            added.append(e)
+    lines += [f"in flight: +{_entry_text(e)}" for e in added]
+    lines += [f"in flight: -{_entry_text(e)}" for e in gone]
+    return lines
+
+
+def _entry_text(e: dict) -> str:
+    if e["kind"] == "copy":
+        return f"copy item {e['tag']} -> cta{e['cta']} stage {e['stage']} ({e['bytes']} B)"
+    return f"commit {e['n']} -> cta{e['cta']}.empty[{e['stage']}]"
+
+
+# ------------------------------------------------------------------ reasons
+
+def _agent_name(model, a):
+    return model.agents[a].name if 0 <= a < len(model.agents) else "a copy"
+
+
+def explain_step(model: Model, k: int, det, state, code) -> str:
+    x, y, z, w = (int(v) for v in det)
+    actor = model.actor(state, code)
+    kind = KINDS[k]
+    if kind == "read_before_fill":
+        slot = model.slot_name(x)
+        if z != w:
+            held = "nothing" if z < 0 else f"item {z}"
+            return f"{_agent_name(model, y)} reads item {w} from {slot}, which holds {held}"
+        return f"{_agent_name(model, y)} reads item {w} from {slot} while a copy into it is still in flight"
+    if kind == "overwrite_before_drain":
+        return (f"{actor} stores item {z} into {model.slot_name(x)} while {_agent_name(model, w)} "
+                f"has not yet read item {y} there")
+    if kind == "phase_alias":
+        return _alias_text(model, x, y, z, w, "tries")
+    if kind == "over_arrival":
+        if w == 0:
+            return (f"{actor} arrives {y} on {model.sig_name(x)} with only {z} pending "
+                    f"(an arrive update above pending traps the hardware)")
+        return (f"{actor} completes phase {y} of {model.sig_name(x)}, which no wait or try observed "
+                f"(the barrier ran two phases ahead of every observer)")
+    if kind == "tx_range":
+        if w == 0:
+            return f"{actor} uses {y} bytes, above the tx-count limit 2^20-1 = {(1 << 20) - 1}"
+        return f"tx of {model.sig_name(x)} reaches {y}, outside +-(2^20-1) (the hardware traps)"
+    if kind == "inflight_at_exit":
+        what = {0: f"cta{x} exits ({actor} finishes) while a copy or commit still targets it",
+                1: f"{actor} updates {model.sig_name(z) if z >= 0 else 'a signal'} of cta{x}, which has exited",
+                2: f"{actor} issues a copy or commit to cta{x}, which has exited",
+                3: f"{actor} targets cta{x}, which has exited"}
+        return what.get(w, f"cta{x} is targeted after it exited")
+    return kind
+
+
+def _alias_text(model, sig, a, phase, phase_no, verb):
+    from backends import nvidia
+    agent = model.agents[a]
+    k = nvidia.intended_phase(phase, agent.initial_phase)
+    return (f"{agent.name} {verb} {model.sig_short(sig)} at phase {phase} (meaning signal phase {k}) "
+            f"but the signal is at phase {phase_no}, outside {k}..{k + 1}: its parity answers for "
+            f"another phase")
+
+
+def explain_state(model: Model, k: int, det, state) -> str:
+    kind = KINDS[k]
+    if kind == "phase_alias":
+        x, y, z, w = (int(v) for v in det)
+        return _alias_text(model, x, y, z, w, "waits on")
+    if kind == "deadlock":
+        return describe_blocked(model, state)
+    return kind
+
+
+def describe_blocked(model: Model, state) -> str:
+    """`producer[0] waits on empty[0] (phase 1), consumer[0..1] wait on full[1] (phase 0)`."""
+    groups = []  # [(role, what, [indices])]
+    for a, agent in enumerate(model.agents):
+        op = model.current_op(state, a)
+        if op is None:
+            continue
+        sig, phase = S.at_blocking_wait(model.tables, np.array(state, dtype=np.int64), a)
+        if sig >= 0:
+            what = f"on {model.sig_short(sig)} (phase {phase})"
+        elif op.name == "sync":
+            what = f"at sync {op.barrier}"
+        else:
+            what = f"at {op.text}"
+        prefix = agent.name.rsplit("[", 1)[0]
+        if groups and groups[-1][0] == prefix and groups[-1][1] == what:
+            groups[-1][2].append(agent.index)
+        else:
+            groups.append((prefix, what, [agent.index]))
+    parts = []
+    for prefix, what, idx in groups:
+        many = len(idx) > 1
+        who = f"{prefix}[{idx[0]}..{idx[-1]}]" if many and idx == list(range(idx[0], idx[-1] + 1)) \
+            else (f"{prefix}[{','.join(map(str, idx))}]" if many else f"{prefix}[{idx[0]}]")
+        parts.append(f"{who} {'wait' if many else 'waits'} {what}")
+    return ", ".join(parts)
