@@ -1,0 +1,137 @@
+"""Human and machine reports of verification results.
+
+Human text is compiler-style: one line that says everything (`PATH: KIND after D steps: WHY`),
+then the counterexample as a table of steps. It is plain text (no colour) so tests and golden
+files compare it verbatim. The JSON document is the `--json` contract (DESIGN.md "Command
+line"); its layout is versioned by `JSON_SCHEMA_VERSION`.
+"""
+from __future__ import annotations
+
+from checker.result import JSON_SCHEMA_VERSION, Result
+from checker.trace import Step, Trace
+
+SCHEMA = f"pipeproof.verify/{JSON_SCHEMA_VERSION}"
+COLUMNS = ("step", "agent", "op", "stage", "phase", "changes")
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def _depth(result: Result) -> int:
+    if result.depth is not None:
+        return result.depth
+    trace = result.traces.get(result.kind or "")
+    return len(trace.steps) if trace else 0
+
+
+def _reason(result: Result, kind: str) -> str:
+    trace = result.traces.get(kind)
+    return trace.reason if trace else ""
+
+
+def first_line(result: Result) -> str:
+    """The one-line verdict, e.g. `spec.toml: deadlock after 17 steps: producer[0] waits ...`."""
+    path = result.spec.path
+    if result.verdict == "ok":
+        return (f"{path}: ok ({_plural(result.states, 'state')}, "
+                f"{_plural(result.transitions, 'transition')}, {result.seconds:.2f} s)")
+    if result.verdict == "inconclusive":
+        return (f"{path}: inconclusive: {result.limit or 'limit reached'} "
+                f"({_plural(result.states, 'state')} explored, no violation found so far)")
+    kind = result.kind or "violation"
+    line = f"{path}: {kind} after {_plural(_depth(result), 'step')}"
+    reason = _reason(result, kind)
+    if reason:
+        line += f": {reason}"
+    if len(result.kinds) > 1:
+        line += f" (also: {', '.join(result.kinds[1:])})"
+    return line
+
+
+def _op_text(step: Step) -> str:
+    # The agent has its own column, so drop the "consumer[1]." prefix of the printed action.
+    prefix = step.actor + "."
+    return step.action[len(prefix):] if step.action.startswith(prefix) else step.action
+
+
+def _dash(v: object) -> str:
+    return "-" if v is None else str(v)
+
+
+def _row(step: Step) -> tuple[str, ...]:
+    return (str(step.index), step.actor, _op_text(step), _dash(step.stage), _dash(step.phase),
+            "; ".join(step.changes) or "-")
+
+
+def format_table(trace: Trace) -> list[str]:
+    """The steps of a trace as aligned rows under a header (the last column is not padded)."""
+    rows = [COLUMNS] + [_row(s) for s in trace.steps]
+    widths = [max(len(r[i]) for r in rows) for i in range(len(COLUMNS) - 1)]
+    lines = []
+    for r in rows:
+        cells = [r[0].rjust(widths[0])]  # step numbers right-aligned, the rest left-aligned
+        cells += [c.ljust(w) for c, w in zip(r[1:-1], widths[1:])]
+        lines.append("  ".join(cells + [r[-1]]).rstrip())
+    return lines
+
+
+def summary_line(result: Result) -> str:
+    return (f"{_plural(result.states, 'state')}, {_plural(result.transitions, 'transition')}, "
+            f"max depth {result.max_depth}, {result.seconds:.2f} s")
+
+
+def format_text(result: Result) -> str:
+    """Full human report: verdict line, counterexample table, why, other kinds, summary."""
+    lines = [first_line(result)]
+    if result.verdict == "violation" and result.kind in result.traces:
+        trace = result.traces[result.kind]
+        lines += format_table(trace)
+        lines.append(f"why: {trace.reason}")
+        others = [f"{k} ({_plural(len(result.traces[k].steps), 'step')})"
+                  for k in result.kinds[1:] if k in result.traces]
+        if others:
+            lines.append(f"also found: {', '.join(others)}")
+    lines.append(summary_line(result))
+    return "\n".join(lines) + "\n"
+
+
+def result_to_json(result: Result) -> dict:
+    """One result as the JSON object described in DESIGN.md (`--json`)."""
+    violation = None
+    if result.verdict == "violation":
+        kind = result.kind
+        violation = {
+            "kind": kind,
+            "kinds": list(result.kinds),
+            "depth": _depth(result),
+            "reason": _reason(result, kind or ""),
+            "trace": result.traces[kind].to_json() if kind in result.traces else None,
+            "traces": {k: result.traces[k].to_json() for k in result.kinds
+                       if k in result.traces},
+        }
+    return {
+        "spec": result.spec.path,
+        "name": result.spec.name,
+        "verdict": result.verdict,
+        "states": result.states,
+        "transitions": result.transitions,
+        "seconds": round(result.seconds, 3),
+        "max_depth": result.max_depth,
+        "limit": result.limit or None,
+        "expect": result.spec.expect,
+        "violation": violation,
+    }
+
+
+def to_json(results: list[Result]) -> dict:
+    """The `--json` document for one run over one or more specs.
+
+    With exactly one spec its keys are also copied to the top level, so scripts can read
+    `doc["verdict"]` and `doc["violation"]["kind"]` without indexing `results`.
+    """
+    items = [result_to_json(r) for r in results]
+    doc = {"schema": SCHEMA, "version": JSON_SCHEMA_VERSION, "results": items}
+    if len(items) == 1:
+        doc.update(items[0])
+    return doc
