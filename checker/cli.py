@@ -1,0 +1,109 @@
+"""`pipeproof`: the command line (DESIGN.md "Command line: the contract").
+
+Exit codes: 0 every spec holds, 1 a violation, 2 bad input or usage, 3 inconclusive (a limit
+was hit), 4 internal error. Several specs give one verdict each and the worst exit code.
+Human output goes to stderr, machine output (--json) to stdout.
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+import traceback
+
+import click
+
+EXIT_OK, EXIT_VIOLATION, EXIT_USAGE, EXIT_INCONCLUSIVE, EXIT_INTERNAL = 0, 1, 2, 3, 4
+# How bad each outcome is, for the exit code of several specs.
+SEVERITY = {EXIT_OK: 0, EXIT_INCONCLUSIVE: 1, EXIT_VIOLATION: 2, EXIT_USAGE: 3, EXIT_INTERNAL: 4}
+TRACE_SUFFIXES = (".itf.json", ".trace.json")
+
+
+class UsageFailure(click.UsageError):
+    exit_code = EXIT_USAGE
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="pipeproof")
+def main():
+    """pipeproof: exhaustive checking of GPU producer/consumer pipeline protocols."""
+
+
+def _trace_path(base: str, spec_path: str, several: bool) -> str:
+    """With several specs, `cx.itf.json` becomes `cx.<spec stem>.itf.json`."""
+    if not several:
+        return base
+    stem = os.path.splitext(os.path.basename(spec_path))[0]
+    for suffix in TRACE_SUFFIXES:
+        if base.endswith(suffix):
+            return f"{base[:-len(suffix)]}.{stem}{suffix}"
+    return base
+
+
+def _exit_code(result) -> int:
+    return {"ok": EXIT_OK, "violation": EXIT_VIOLATION, "inconclusive": EXIT_INCONCLUSIVE}[result.verdict]
+
+
+@main.command()
+@click.argument("specs", nargs=-1, required=True)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout.")
+@click.option("--trace", "trace_file", metavar="F",
+              help="Write the counterexample: *.itf.json (ITF) or *.trace.json (Chrome/Perfetto).")
+@click.option("--max-states", type=click.IntRange(min=1), help="Stop (inconclusive) after this many states.")
+@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), help="Stop (inconclusive) after this many seconds.")
+@click.option("--graph", "graph_file", metavar="F", help="Write the explored state graph as DOT (small specs).")
+def verify(specs, as_json, trace_file, max_states, timeout, graph_file):
+    """Explore every interleaving of each SPEC; print a verdict per spec."""
+    from checker.export import write_trace
+    from checker.report import format_text, to_json
+    from checker.verify import verify as run_verify
+    from spec.load import load_spec
+    from spec.schema import SpecError
+
+    if trace_file and not trace_file.endswith(TRACE_SUFFIXES):
+        raise UsageFailure(f"--trace {trace_file}: the file name must end in .itf.json or .trace.json")
+    results, worst = [], EXIT_OK
+    progress = sys.stderr.isatty() and not as_json
+    for path in specs:
+        try:
+            spec = load_spec(path)
+        except SpecError as err:
+            click.echo(str(err), err=True)
+            worst = max(worst, EXIT_USAGE, key=SEVERITY.get)
+            continue
+        try:
+            result = run_verify(spec, max_states=max_states, timeout=timeout, progress=progress)
+            if graph_file:
+                from checker.graph import write_dot
+                write_dot(spec, graph_file, max_states=max_states)
+        except Exception:  # an internal error must still say which spec and exit 4
+            click.echo(f"{path}: internal error (please report):\n{traceback.format_exc()}", err=True)
+            worst = max(worst, EXIT_INTERNAL, key=SEVERITY.get)
+            continue
+        results.append(result)
+        click.echo(format_text(result), err=True)
+        if trace_file and result.traces:
+            target = _trace_path(trace_file, path, len(specs) > 1)
+            write_trace(result.traces[result.kind], target)
+            click.echo(f"{path}: {result.kind} trace written to {target}", err=True)
+        worst = max(worst, _exit_code(result), key=SEVERITY.get)
+    if as_json:
+        click.echo(json.dumps(to_json(results), indent=2))
+    sys.exit(worst)
+
+
+def run():
+    """Console entry point: click's own usage errors exit 2 as the contract says."""
+    try:
+        main.main(standalone_mode=False)
+    except click.exceptions.Exit as e:
+        sys.exit(e.exit_code)
+    except click.ClickException as e:
+        e.show()
+        sys.exit(EXIT_USAGE)
+    except click.exceptions.Abort:
+        sys.exit(EXIT_USAGE)
+
+
+if __name__ == "__main__":
+    run()
