@@ -36,9 +36,9 @@ DONE, NEED_ROOM, INFLIGHT_OVERFLOW, STATE_LIMIT = 0, 1, 2, 3
 def pack(PK, st, key):
     for w in range(key.shape[0]):
         key[w] = 0
-    for f in range(st.shape[0]):
-        if PK.width[f] > 0:
-            key[PK.word[f]] |= (st[f] - PK.bias[f]) << PK.shift[f]
+    for i in range(PK.live.shape[0]):
+        f = PK.live[i]
+        key[PK.word[f]] |= (st[f] - PK.bias[f]) << PK.shift[f]
 
 
 @njit(cache=True)
@@ -116,7 +116,7 @@ def expand(T, PK, store, n_stored, table, parent, via, lo, hi, depth, vrec, vdet
     st = np.empty(n_fields, dtype=np.int64)
     out = np.empty(n_fields, dtype=np.int64)
     key = np.empty(store.shape[1], dtype=np.int64)
-    det = np.empty(S.N_KINDS * S.DET_W, dtype=np.int64)
+    det = np.full(S.N_KINDS * S.DET_W, -1, dtype=np.int64)
     sdet = np.empty(S.N_KINDS * S.DET_W, dtype=np.int64)
     capacity = store.shape[0]
     for i in range(lo, hi):
@@ -135,10 +135,13 @@ def expand(T, PK, store, n_stored, table, parent, via, lo, hi, depth, vrec, vdet
                 return INFLIGHT_OVERFLOW, i, n_stored
             enabled += 1
             if check_only:
+                if bits != 0:
+                    det[:] = -1
                 continue
             counters[0] += 1
             if bits != 0:
                 record(vrec, bits, depth + 1, i, code, det, vdet)
+                det[:] = -1
                 continue
             pack(PK, out, key)
             idx, new = find_or_insert(store, n_stored, table, key)
@@ -152,6 +155,11 @@ def expand(T, PK, store, n_stored, table, parent, via, lo, hi, depth, vrec, vdet
         if sbits != 0:
             record(vrec, sbits, depth, i, -1, sdet, vdet)
     return DONE, hi, n_stored
+
+
+def _table_size(cap: int) -> int:
+    """A power of two (the probe mask needs it) at least twice the capacity: load <= 1/2."""
+    return 1 << (2 * cap - 1).bit_length()
 
 
 def _grown(arr, cap, fill):
@@ -172,7 +180,7 @@ class Search:
         words = model.words
         cap = 1 << 12
         self.store = np.zeros((cap, words), dtype=np.int64)
-        self.table = np.full(cap * 2, EMPTY_SLOT, dtype=np.int32)
+        self.table = np.full(_table_size(cap), EMPTY_SLOT, dtype=np.int32)
         self.parent = np.full(cap, -1, dtype=np.int32)
         self.via = np.full(cap, -1, dtype=np.int16)
         self.n_stored = 0
@@ -197,7 +205,7 @@ class Search:
         self.store = _grown(self.store, cap, 0)
         self.parent = _grown(self.parent, cap, -1)
         self.via = _grown(self.via, cap, -1)
-        self.table = np.full(2 * cap, EMPTY_SLOT, dtype=np.int32)
+        self.table = np.full(_table_size(cap), EMPTY_SLOT, dtype=np.int32)
         rehash(self.store, self.n_stored, self.table)
 
     def _expand_range(self, lo, hi, depth, check_only, started):

@@ -35,7 +35,7 @@ MAX_INFLIGHT = 24
 # The numba-visible model: every member an int64 numpy array.
 Tables = namedtuple("Tables", ["cfg", "ring", "agent", "prog", "bar_count", "bytes_vals", "ent"])
 # Bit packing of the state vector into `words` int64 words (63 bits used per word).
-Packing = namedtuple("Packing", ["word", "shift", "width", "bias"])
+Packing = namedtuple("Packing", ["word", "shift", "width", "bias", "live"])
 
 
 @dataclass(frozen=True)
@@ -213,7 +213,8 @@ class Model:
             bias.append(b)
             used += bits
         arr = lambda xs: np.array(xs, dtype=np.int64)
-        return Packing(arr(word), arr(shift), arr(width), arr(bias)), w + 1
+        live = [f for f, bits in enumerate(width) if bits > 0]
+        return Packing(arr(word), arr(shift), arr(width), arr(bias), arr(live)), w + 1
 
     # ------------------------------------------------------------ the model interface
 

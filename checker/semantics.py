@@ -328,15 +328,24 @@ def wait_signal_kind(code):
 
 
 @jit
-def step(T, st, code, out, det):
-    """Successor of `st` under action `code` into `out`; -1 if disabled, else violation bits."""
+def copy_state(T, st, out):
     for i in range(T.cfg[C_FIELDS]):
         out[i] = st[i]
-    for i in range(det.shape[0]):
-        det[i] = -1
+
+
+@jit
+def step(T, st, code, out, det):
+    """Successor of `st` under action `code` into `out`; -1 if disabled, else violation bits.
+
+    `det` must hold -1 everywhere on entry; a violating step fills the entries of its kinds.
+    """
     n_agents = T.cfg[C_AGENTS]
     if code >= n_agents:
-        return fire_entry(T, out, code - n_agents, det)
+        j = code - n_agents
+        if j >= T.cfg[C_INFLIGHT] or st[T.cfg[C_OFF_INF] + j] == 0:
+            return -1
+        copy_state(T, st, out)
+        return fire_entry(T, out, j, det)
     a = code
     base = agent_base(T, a)
     pc = st[base + F_PC]
@@ -351,13 +360,20 @@ def step(T, st, code, out, det):
     cta = T.agent[a, A_CTA]
     bits = 0
     if op == WAIT_FULL or op == WAIT_EMPTY or op == DRAIN:
-        if not (op != DRAIN and T.prog[row, P_UNLESS] == 1 and st[rb + 2] == 1):
-            sig = sig_index(T, cta, r, stage, wait_signal_kind(op))
-            if not signal_ready(T, st, sig, phase):
-                return -1
+        # Decide enabledness before copying the state: most disabled actions are waits.
+        waits = not (op != DRAIN and T.prog[row, P_UNLESS] == 1 and st[rb + 2] == 1)
+        sig = sig_index(T, cta, r, stage, wait_signal_kind(op))
+        if waits and not signal_ready(T, st, sig, phase):
+            return -1
+        copy_state(T, st, out)
+        if waits:
             observe(T, out, sig)
         if op == DRAIN:
             advance_stage(T, out, a, r)
+    else:
+        copy_state(T, st, out)
+    if op == WAIT_FULL or op == WAIT_EMPTY or op == DRAIN:
+        pass
     elif op == TRY_FULL or op == TRY_EMPTY:
         sig = sig_index(T, cta, r, stage, wait_signal_kind(op))
         ok = signal_ready(T, st, sig, phase)
@@ -442,11 +458,7 @@ def release_sync(T, st, releaser, cta, barrier):
 @jit
 def fire_entry(T, out, j, det):
     """In-flight entry j lands (copy: tag, then complete_tx) or fires (commit: arrive n)."""
-    if j >= T.cfg[C_INFLIGHT]:
-        return -1
     e = out[T.cfg[C_OFF_INF] + j]
-    if e == 0:
-        return -1
     remove_entry(T, out, j)
     cta = entry_field(T, e, E_CTA)
     r = entry_field(T, e, E_RING)
