@@ -30,14 +30,26 @@ def main():
 
 
 def _trace_path(base: str, spec_path: str, several: bool) -> str:
-    """With several specs, `cx.itf.json` becomes `cx.<spec stem>.itf.json`."""
+    """With several specs, `cx.itf.json` becomes `cx.<spec stem>.itf.json` (`g.dot`: `g.<stem>.dot`)."""
     if not several:
         return base
     stem = os.path.splitext(os.path.basename(spec_path))[0]
-    for suffix in TRACE_SUFFIXES:
-        if base.endswith(suffix):
+    for suffix in TRACE_SUFFIXES + (os.path.splitext(base)[1],):
+        if suffix and base.endswith(suffix):
             return f"{base[:-len(suffix)]}.{stem}{suffix}"
-    return base
+    return f"{base}.{stem}"
+
+
+def _write_graph(spec, target: str, max_states) -> int:
+    """--graph: the state graph as DOT; a spec too big for it is a usage error, not a crash."""
+    from checker.graph import write_dot
+    try:
+        write_dot(spec, target, max_states=max_states)
+    except ValueError as err:
+        click.echo(f"{err} (--graph)", err=True)
+        return EXIT_USAGE
+    click.echo(f"{spec.path}: state graph written to {target}", err=True)
+    return EXIT_OK
 
 
 def _exit_code(result) -> int:
@@ -62,33 +74,37 @@ def verify(specs, as_json, trace_file, max_states, timeout, graph_file):
 
     if trace_file and not trace_file.endswith(TRACE_SUFFIXES):
         raise UsageFailure(f"--trace {trace_file}: the file name must end in .itf.json or .trace.json")
-    results, worst = [], EXIT_OK
+    results, errors, worst = [], [], EXIT_OK
     progress = sys.stderr.isatty() and not as_json
     for path in specs:
         try:
             spec = load_spec(path)
         except SpecError as err:
             click.echo(str(err), err=True)
+            errors.append({"spec": path, "error": str(err), "exit_code": EXIT_USAGE})
             worst = max(worst, EXIT_USAGE, key=SEVERITY.get)
             continue
         try:
             result = run_verify(spec, max_states=max_states, timeout=timeout, progress=progress)
-            if graph_file:
-                from checker.graph import write_dot
-                write_dot(spec, graph_file, max_states=max_states)
         except Exception:  # an internal error must still say which spec and exit 4
             click.echo(f"{path}: internal error (please report):\n{traceback.format_exc()}", err=True)
+            errors.append({"spec": path, "error": "internal error", "exit_code": EXIT_INTERNAL})
             worst = max(worst, EXIT_INTERNAL, key=SEVERITY.get)
             continue
         results.append(result)
-        click.echo(format_text(result), err=True)
+        click.echo(format_text(result).rstrip("\n"), err=True)
         if trace_file and result.traces:
             target = _trace_path(trace_file, path, len(specs) > 1)
             write_trace(result.traces[result.kind], target)
             click.echo(f"{path}: {result.kind} trace written to {target}", err=True)
         worst = max(worst, _exit_code(result), key=SEVERITY.get)
+        if graph_file:
+            worst = max(worst, _write_graph(spec, _trace_path(graph_file, path, len(specs) > 1),
+                                            max_states), key=SEVERITY.get)
     if as_json:
-        click.echo(json.dumps(to_json(results), indent=2))
+        doc = to_json(results)
+        doc["errors"] = errors  # specs that could not be verified, so none goes missing
+        click.echo(json.dumps(doc, indent=2))
     sys.exit(worst)
 
 

@@ -12,8 +12,9 @@ Minimal depth: expanding level d finds state violations at depth d (deadlock, a 
 its phase window) and step violations at depth d+1. After level d we stop if anything was
 found at depth d; if something was found at depth d+1 we only check the state properties of
 level d+1 and stop there, so every kind at the minimal depth is reported, each with the first
-trace in BFS order. A step that commits a violation ends its path (its successor is not
-stored): the run is already broken there, and a trap leaves no meaningful state.
+trace in BFS order. The successor of a violating step is stored like any other (its own state
+properties count at the same depth), except after a hardware trap (an arrive above pending,
+a tx-count out of range), which leaves no state to go on from.
 """
 from __future__ import annotations
 
@@ -61,14 +62,19 @@ def hash_key(key):
 
 
 @njit(cache=True)
-def find_or_insert(store, n_stored, table, key):
-    """Index of `key` in store, inserting it at n_stored if new; returns (index, is_new)."""
+def find_or_insert(store, n_stored, table, key, limit):
+    """Index of `key` in store, inserting it at n_stored if new; returns (index, is_new).
+
+    A new state that would make more than `limit` states is not inserted: (-1, False).
+    """
     mask = table.shape[0] - 1
     i = hash_key(key) & mask
     words = key.shape[0]
     while True:
         idx = table[i]
         if idx == EMPTY_SLOT:
+            if n_stored >= limit:
+                return -1, False
             for w in range(words):
                 store[n_stored, w] = key[w]
             table[i] = n_stored
@@ -123,8 +129,6 @@ def expand(T, PK, store, n_stored, table, parent, via, lo, hi, depth, vrec, vdet
         if not check_only:
             if n_stored + n_actions > capacity or 2 * (n_stored + n_actions) > table.shape[0]:
                 return NEED_ROOM, i, n_stored
-            if n_stored >= max_states:
-                return STATE_LIMIT, i, n_stored
         unpack(PK, store[i], st)
         enabled = 0
         for code in range(n_actions):
@@ -142,9 +146,12 @@ def expand(T, PK, store, n_stored, table, parent, via, lo, hi, depth, vrec, vdet
             if bits != 0:
                 record(vrec, bits, depth + 1, i, code, det, vdet)
                 det[:] = -1
-                continue
+                if bits & S.TRAP:
+                    continue
             pack(PK, out, key)
-            idx, new = find_or_insert(store, n_stored, table, key)
+            idx, new = find_or_insert(store, n_stored, table, key, max_states)
+            if idx < 0:
+                return STATE_LIMIT, i, n_stored
             if new:
                 parent[idx] = i
                 via[idx] = code
@@ -191,7 +198,7 @@ class Search:
         self.max_depth = 0
         key = np.zeros(words, dtype=np.int64)
         pack(model.packing, model.initial_vector(), key)
-        self.n_stored = find_or_insert(self.store, 0, self.table, key)[0] + 1
+        self.n_stored = find_or_insert(self.store, 0, self.table, key, 1)[0] + 1
 
     @property
     def transitions(self) -> int:

@@ -235,7 +235,7 @@ class Model:
         return st
 
     def initial_state(self) -> tuple:
-        return tuple(int(x) for x in self.initial_vector())
+        return tuple(self.initial_vector().tolist())
 
     def n_actions(self) -> int:
         return len(self.agents) + self.inflight
@@ -248,7 +248,7 @@ class Model:
         bits = S.step(self.tables, st, action, out, det)
         if bits < 0:
             return None, bits, det
-        return tuple(int(x) for x in out), bits, det
+        return tuple(out.tolist()), bits, det
 
     def actions(self, state) -> list[int]:
         return [a for a in range(self.n_actions()) if self.apply(state, a)[0] is not None]

@@ -37,6 +37,7 @@ TX_RANGE = 32
 INFLIGHT_AT_EXIT = 64
 N_KINDS = 7
 INFLIGHT_FULL = 1 << 20   # not a violation: the model's in-flight capacity ran out (inconclusive)
+TRAP = 1 << 21            # with a violation bit: the hardware traps here, so the path ends
 
 # cfg indices
 C_AGENTS, C_CTAS, C_RINGS, C_BACKEND, C_INFLIGHT, C_AGF, C_MAXS = 0, 1, 2, 3, 4, 5, 6
@@ -184,10 +185,10 @@ def signal_update(T, st, sig, arrive_count, tx_delta, det):
                                           arrive_count, tx_delta)
     if outcome & nvidia.TRAP_OVER_ARRIVAL:
         note(det, OVER_ARRIVAL, sig, arrive_count, st[b + 1], 0)
-        return OVER_ARRIVAL
+        return OVER_ARRIVAL | TRAP
     if outcome & nvidia.TRAP_TX_RANGE:
         note(det, TX_RANGE, sig, tx, 0, 1)
-        return TX_RANGE
+        return TX_RANGE | TRAP
     bits = 0
     if outcome & nvidia.COMPLETED:
         if old_phase >= 1 and st[b + 3] == 0:
@@ -390,7 +391,7 @@ def step(T, st, code, out, det):
         tx = T.prog[row, P_N] if op == EXPECT_TX else 0
         if op == EXPECT_TX and tx > nvidia.TX_LIMIT:
             note(det, TX_RANGE, sig_index(T, cta, r, stage, FULL), tx, a, 0)
-            bits |= TX_RANGE
+            bits |= TX_RANGE | TRAP
         mask = targets_mask(T, a, T.prog[row, P_TARGET])
         for dst in range(T.cfg[C_CTAS]):
             if mask & (1 << dst):
@@ -402,7 +403,7 @@ def step(T, st, code, out, det):
     elif op == COPY or op == COMMIT_EMPTY:
         if op == COPY and T.prog[row, P_N] > nvidia.TX_LIMIT:
             note(det, TX_RANGE, sig_index(T, cta, r, stage, FULL), T.prog[row, P_N], a, 0)
-            bits |= TX_RANGE
+            bits |= TX_RANGE | TRAP
         mask = targets_mask(T, a, T.prog[row, P_TARGET])
         for dst in range(T.cfg[C_CTAS]):
             if mask & (1 << dst):

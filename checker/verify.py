@@ -81,7 +81,9 @@ def build_trace(model: Model, search: Search, k: int) -> Trace:
             state=model.view(nxt),
             violations=tuple(KINDS[j] for j in range(S.N_KINDS) if violates and bits & (1 << j))))
         before, state, last_bits = state, nxt, bits
-    if last_bits & bit:
+    if search.vrec[k, 3] >= 0:  # recorded as a step violation (else as a state property)
+        if not last_bits & bit:
+            raise AssertionError(f"internal: the last step of the {KINDS[k]} trace does not violate it")
         reason = explain_step(model, k, search.vdet[k], before, codes[-1])
     else:
         sbits, sdet = model.state_violation_bits(state)

@@ -428,6 +428,7 @@ def test_tx_range_operand(text, kinds):
     world = initial_state(spec)
     name = text.split()[0]
     assert apply(world, ev("producer[0]", name, 0)) == kinds
+    assert world.trapped == bool(kinds)  # the hardware faults: the state after it is meaningless
 
 
 def test_tx_range_after_update():
@@ -442,6 +443,19 @@ def test_tx_range_after_update():
     assert "tx_range" not in apply(world, first)
     assert "tx_range" in apply(world, second)       # tx = -(2^20)
     assert world.signals[(0, "full", 0)]["tx"] == -BIG
+    assert world.trapped
+
+
+def test_view_op_may_be_the_op_as_written():
+    spec = make_spec(role("producer", ["expect_tx 16 @leader", "copy 16"]), stages=1, items=1)
+    world = initial_state(spec)
+    view = state_view(world)
+    assert view["agents"]["producer[0]"]["op"] == "expect_tx"
+    view["agents"]["producer[0]"]["op"] = "expect_tx 16 @leader"
+    replay(spec, {"initial": view, "steps": []})
+    view["agents"]["producer[0]"]["op"] = "copy 16"
+    with pytest.raises(ReplayError):
+        replay(spec, {"initial": view, "steps": []})
 
 
 def test_try_and_unless_ready():
