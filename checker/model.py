@@ -24,8 +24,11 @@ OP_CODES = {
     "try_empty": S.TRY_EMPTY, "arrive_full": S.ARRIVE_FULL, "arrive_empty": S.ARRIVE_EMPTY,
     "expect_tx": S.EXPECT_TX, "copy": S.COPY, "write": S.WRITE, "read": S.READ,
     "commit_empty": S.COMMIT_EMPTY, "advance": S.ADVANCE, "reset": S.RESET, "drain": S.DRAIN,
-    "sync": S.SYNC,
+    "sync": S.SYNC, "read_async": S.READ_ASYNC, "read_wait": S.READ_WAIT,
+    "sync_arrive": S.SYNC_ARRIVE, "sync_wait": S.SYNC_WAIT,
 }
+BARRIER_OPS = ("sync", "sync_arrive", "sync_wait")
+ASYNC_OPS = ("copy", "commit_empty", "read_async")
 OP_NAMES = {v: k for k, v in OP_CODES.items()}
 TARGET_CODES = {"self": S.T_SELF, "leader": S.T_LEADER, "peer": S.T_PEER, "all": S.T_ALL}
 KIND_BITS = (S.DEADLOCK, S.READ_BEFORE_FILL, S.OVERWRITE_BEFORE_DRAIN, S.PHASE_ALIAS,
@@ -48,8 +51,16 @@ class Agent:
     body_start: int
     body_end: int
     items: int
-    initial_stage: int
-    initial_phase: int
+    initial_stages: tuple  # per ring
+    initial_phases: tuple  # per ring
+
+    @property
+    def initial_stage(self):
+        return self.initial_stages[0]
+
+    @property
+    def initial_phase(self):
+        return self.initial_phases[0]
 
 
 def bits_for(max_value: int) -> int:
@@ -58,13 +69,15 @@ def bits_for(max_value: int) -> int:
 
 def flatten_program(spec: Spec, role, leader: bool):
     """(ops, body_start, body_end): the agent's program, @leader ops kept only for the leader."""
+    stages = {ring.name: ring.stages for ring in spec.all_rings}
+
     def expand(ops):
         out = []
         for op in ops:
             if op.leader_only and not leader:
                 continue
             if op.name == "drain":
-                out.extend((op, k) for k in range(spec.stages))
+                out.extend((op, k) for k in range(stages[op.ring]))
             else:
                 out.append((op, -1))
         return out
@@ -79,10 +92,12 @@ class Model:
         self.spec = spec
         self.backend = BACKEND_CODES[spec.backend]
         self.ctas = spec.cluster_size
-        self.rings = 1
-        self.max_stages = spec.stages
-        self.agents = self._make_agents()
+        self.ring_specs = spec.all_rings
+        self.ring_names = [r.name for r in self.ring_specs]
+        self.rings = len(self.ring_specs)
+        self.max_stages = max(r.stages for r in self.ring_specs)
         self.barrier_names = [b.name for b in spec.barriers]
+        self.agents = self._make_agents()
         self.bytes_vals = sorted({op.n for a in self.agents for op, _ in a.ops if op.name == "copy"}) or [0]
         self.inflight = self._inflight_capacity()
         self.tables = self._make_tables()
@@ -94,12 +109,14 @@ class Model:
         spec = self.spec
         agents = []
         for role in spec.roles:
-            for cta in range(self.ctas):
+            stages = (role.initial_stage,) + (0,) * (self.rings - 1)
+            phases = tuple(role.initial_phase_of(name) for name in self.ring_names)
+            for cta in (role.ctas or range(self.ctas)):
                 for i in range(role.count):
                     ops, bs, be = flatten_program(spec, role, leader=(i == 0))
                     name = f"{role.name}[{i}]" if self.ctas == 1 else f"cta{cta}.{role.name}[{i}]"
                     agents.append(Agent(name, role.name, cta, i, ops, bs, be, role.items,
-                                        role.initial_stage, role.initial_phase))
+                                        stages, phases))
         return agents
 
     def _inflight_capacity(self) -> int:
@@ -107,16 +124,16 @@ class Model:
         per_lap = 0
         for a in self.agents:
             for op, _ in a.ops:
-                if op.name in ("copy", "commit_empty"):
+                if op.name in ASYNC_OPS:
                     per_lap += self.ctas if op.to == "all" and self.ctas > 1 else 1
         return min(MAX_INFLIGHT, per_lap * (self.max_stages + 1)) if per_lap else 0
 
     def _layout(self):
         n_agents = len(self.agents)
-        agf = S.F_RING0 + 3 * self.rings
+        agf = S.F_RING0 + 3 * self.rings + len(self.barrier_names)
         n_sig = self.ctas * self.rings * self.max_stages * 2
         n_slot = self.ctas * self.rings * self.max_stages
-        n_bar = len(self.barrier_names) * self.ctas
+        n_bar = 2 * len(self.barrier_names) * self.ctas
         off_sig = n_agents * agf
         off_slot = off_sig + 4 * n_sig
         off_bar = off_slot + n_slot
@@ -131,17 +148,20 @@ class Model:
         cfg = np.array([len(self.agents), self.ctas, self.rings, self.backend, self.inflight, agf,
                         self.max_stages, off_sig, off_slot, off_bar, off_inf, n_fields,
                         len(self.barrier_names)], dtype=np.int64)
-        ring = np.array([[spec.stages, spec.producer_arrive_count, spec.consumer_arrive_count]],
-                        dtype=np.int64)
+        ring = np.array([[r.stages, r.producer_arrive_count, r.consumer_arrive_count]
+                         for r in self.ring_specs], dtype=np.int64)
         prog_rows, agent_rows = [], []
         for a in self.agents:
-            agent_rows.append([a.cta, a.body_start, a.body_end, len(a.ops), a.items, len(prog_rows),
-                               a.initial_stage, a.initial_phase])
+            row = [a.cta, a.body_start, a.body_end, len(a.ops), a.items, len(prog_rows)]
+            for r in range(self.rings):
+                row += [a.initial_stages[r], a.initial_phases[r]]
+            agent_rows.append(row)
             for op, _ in a.ops:
-                prog_rows.append([OP_CODES[op.name], 0, op.n, TARGET_CODES[op.to],
-                                  int(op.unless_ready),
-                                  self.barrier_names.index(op.barrier) if op.name == "sync" else -1,
-                                  self.bytes_vals.index(op.n) if op.name == "copy" else 0])
+                prog_rows.append([OP_CODES[op.name], self.ring_names.index(op.ring), op.n,
+                                  TARGET_CODES[op.to], int(op.unless_ready),
+                                  self.barrier_names.index(op.barrier) if op.name in BARRIER_OPS else -1,
+                                  self.bytes_vals.index(op.n) if op.name == "copy" else 0,
+                                  op.every, op.at])
         bar_count = np.zeros((max(len(self.barrier_names), 1), self.ctas), dtype=np.int64)
         for b, bar in enumerate(spec.barriers):
             for cta in range(self.ctas):
@@ -149,16 +169,19 @@ class Model:
                     1 for a in self.agents if a.cta == cta and a.role in bar.roles)
         self.entry_fields = self._entry_layout()
         ent = np.array(self.entry_fields, dtype=np.int64)
-        return Tables(cfg, ring, np.array(agent_rows, dtype=np.int64).reshape(-1, 8),
-                      np.array(prog_rows or [[0] * 7], dtype=np.int64), bar_count,
-                      np.array(self.bytes_vals, dtype=np.int64), ent)
+        return Tables(cfg, ring, np.array(agent_rows, dtype=np.int64).reshape(len(self.agents), -1),
+                      np.array(prog_rows or [[0, 0, 0, 0, 0, -1, 0, 1, 0]], dtype=np.int64),
+                      bar_count, np.array(self.bytes_vals, dtype=np.int64), ent)
 
     def _entry_layout(self):
-        """(shift, mask) of kind, cta, ring, stage, value, bytes index in a packed entry."""
+        """(shift, mask) of kind, cta, ring, stage, value, bytes index, agent, seq in an entry."""
         max_items = max([a.items for a in self.agents] + [1])
         max_n = max([op.n for a in self.agents for op, _ in a.ops if op.name == "commit_empty"] + [1])
+        has_reads = any(op.name == "read_async" for a in self.agents for op, _ in a.ops)
         widths = [2, bits_for(self.ctas - 1), bits_for(self.rings - 1), bits_for(self.max_stages - 1),
-                  bits_for(max(max_items + 1, max_n)), bits_for(len(self.bytes_vals) - 1)]
+                  bits_for(max(max_items + 1, max_n)), bits_for(len(self.bytes_vals) - 1),
+                  bits_for(len(self.agents) - 1) if has_reads else 0,
+                  bits_for(self.inflight) if has_reads else 0]
         fields, shift = [], 0
         for w in reversed(widths):  # kind in the top bits: copies sort before commits
             fields.append((shift, (1 << w) - 1))
@@ -168,37 +191,51 @@ class Model:
 
     def _field_bounds(self):
         """(bias, max offset) per state field: the packing widths come from these."""
-        spec = self.spec
         bounds = []
-        total_ops = sum(len(a.ops) - (a.body_end - a.body_start) + a.items * (a.body_end - a.body_start)
-                        for a in self.agents)
-        for a in self.agents:
+        executed = [len(a.ops) - (a.body_end - a.body_start) + a.items * (a.body_end - a.body_start)
+                    for a in self.agents]
+        total_ops = sum(executed)
+        for a, n_exec in zip(self.agents, executed):
             n_body = a.body_end - a.body_start
-            adv = sum(1 for i, (op, _) in enumerate(a.ops) if op.name in ("advance", "drain")
-                      and not a.body_start <= i < a.body_end)
-            adv += a.items * sum(1 for op, _ in a.ops[a.body_start:a.body_end] if op.name in ("advance", "drain"))
-            laps = (a.initial_stage + adv) // spec.stages
             has_sync = any(op.name == "sync" for op, _ in a.ops)
             has_try = any(op.name.startswith("try_") for op, _ in a.ops)
             bounds += [(0, len(a.ops)), (0, a.items if n_body else 0), (0, int(has_sync))]
-            bounds += [(0, spec.stages - 1), (a.initial_phase, laps), (0, int(has_try))]
+            for r, ring in enumerate(self.ring_specs):
+                def advances(ops):
+                    return sum(1 for op, _ in ops if op.ring == ring.name and op.name in ("advance", "drain"))
+                adv = (advances(a.ops[:a.body_start]) + advances(a.ops[a.body_end:])
+                       + a.items * advances(a.ops[a.body_start:a.body_end]))
+                laps = (a.initial_stages[r] + adv) // ring.stages
+                bounds += [(0, ring.stages - 1), (a.initial_phases[r], laps), (0, int(has_try))]
+            for name in self.barrier_names:  # the generation it last sync_arrived in, plus 1
+                arrives = any(op.name == "sync_arrive" and op.barrier == name for op, _ in a.ops)
+                bounds.append((0, total_ops + 1 if arrives else 0))
         has_tx = any(op.name in ("expect_tx", "copy") for a in self.agents for op, _ in a.ops)
         max_n = max([op.n for a in self.agents for op, _ in a.ops
                      if op.name in ("arrive_full", "arrive_empty", "commit_empty")] + [1])
         updates = total_ops * self.ctas
         for sig in range(self.ctas * self.rings * self.max_stages * 2):
-            expected = spec.producer_arrive_count if sig % 2 == FULL else spec.consumer_arrive_count
-            if self.backend == AMD:
+            ring, stage = self.sig_ring_stage(sig)
+            expected = ring.producer_arrive_count if sig % 2 == FULL else ring.consumer_arrive_count
+            if stage >= ring.stages:
+                bounds += [(0, 0)] * 4  # a ring shorter than the longest has unused signals
+            elif self.backend == AMD:
                 bounds += [(0, updates * max_n), (0, 0), (0, 0), (0, 0)]
             else:
                 bounds += [(0, updates), (0, expected),
                            (-nvidia.TX_LIMIT, 2 * nvidia.TX_LIMIT) if has_tx else (0, 0), (0, 1)]
         max_items = max([a.items for a in self.agents] + [0])
-        bounds += [(-1, max_items)] * (self.ctas * self.rings * self.max_stages)
+        for pos in range(self.ctas * self.rings * self.max_stages):
+            used = pos % self.max_stages < self.ring_specs[(pos // self.max_stages) % self.rings].stages
+            bounds.append((-1, max_items if used else 0))
         for b in range(len(self.barrier_names)):
-            bounds += [(0, int(self.tables.bar_count[b].max()))] * self.ctas
+            for _ in range(self.ctas):
+                bounds += [(0, int(self.tables.bar_count[b].max())), (0, total_ops)]
         bounds += [(0, (1 << self.entry_bits) - 1)] * self.inflight
         return bounds
+
+    def sig_ring_stage(self, sig: int):
+        return self.ring_specs[(sig // 2 // self.max_stages) % self.rings], (sig // 2) % self.max_stages
 
     def _make_packing(self):
         word, shift, width, bias = [], [], [], []
@@ -224,12 +261,14 @@ class Model:
             base = i * self.agf
             pc, item = S.settle_pc(self.tables, i, 0, 0)
             st[base + S.F_PC], st[base + S.F_ITEM] = pc, item
-            st[base + S.F_RING0] = a.initial_stage
-            st[base + S.F_RING0 + 1] = a.initial_phase
+            for r in range(self.rings):
+                st[base + S.F_RING0 + 3 * r] = a.initial_stages[r]
+                st[base + S.F_RING0 + 3 * r + 1] = a.initial_phases[r]
         for sig in range(self.ctas * self.rings * self.max_stages * 2):
             b = self.off_sig + 4 * sig
-            if self.backend != AMD:
-                expected = self.spec.producer_arrive_count if sig % 2 == FULL else self.spec.consumer_arrive_count
+            ring, stage = self.sig_ring_stage(sig)
+            if self.backend != AMD and stage < ring.stages:
+                expected = ring.producer_arrive_count if sig % 2 == FULL else ring.consumer_arrive_count
                 st[b], st[b + 1], st[b + 2] = nvidia.init(expected)
         st[self.off_slot:self.off_bar] = -1
         return st
@@ -271,10 +310,15 @@ class Model:
         ag = self.agents[a]
         return ag.ops[pc][0] if pc < len(ag.ops) else None
 
+    def _ring_prefix(self, r: int) -> str:
+        return "" if r == 0 else f"{self.ring_names[r]}."
+
     def sig_name(self, sig: int) -> str:
+        """`cta0.full[2]` on the main ring, `cta0.acc.empty[1]` on ring acc."""
         s = (sig // 2) % self.max_stages
+        r = (sig // 2 // self.max_stages) % self.rings
         cta = sig // 2 // self.max_stages // self.rings
-        return f"cta{cta}.{'full' if sig % 2 == FULL else 'empty'}[{s}]"
+        return f"cta{cta}.{self._ring_prefix(r)}{'full' if sig % 2 == FULL else 'empty'}[{s}]"
 
     def sig_short(self, sig: int) -> str:
         name = self.sig_name(sig)
@@ -282,14 +326,20 @@ class Model:
 
     def slot_name(self, pos: int) -> str:
         i = pos - self.off_slot
-        return f"cta{i // self.rings // self.max_stages}.slot[{i % self.max_stages}]"
+        r = (i // self.max_stages) % self.rings
+        return f"cta{i // self.rings // self.max_stages}.{self._ring_prefix(r)}slot[{i % self.max_stages}]"
 
     def decode_entry(self, e: int) -> dict:
         f = [(e >> sh) & mask for sh, mask in self.entry_fields]
+        where = {"cta": f[S.E_CTA], "ring": self.ring_names[f[S.E_RING]], "stage": f[S.E_STAGE]}
         if f[S.E_KIND] == S.ENTRY_COPY:
-            return {"kind": "copy", "cta": f[S.E_CTA], "stage": f[S.E_STAGE], "tag": f[S.E_VAL] - 1,
-                    "bytes": self.bytes_vals[f[S.E_BIDX]]}
-        return {"kind": "commit", "cta": f[S.E_CTA], "stage": f[S.E_STAGE], "n": f[S.E_VAL]}
+            return {"kind": "copy", **where, "tag": f[S.E_VAL] - 1, "bytes": self.bytes_vals[f[S.E_BIDX]]}
+        if f[S.E_KIND] == S.ENTRY_READ:
+            return {"kind": "read", **where, "tag": f[S.E_VAL] - 1,
+                    "agent": self.agents[f[S.E_AGENT]].name, "seq": f[S.E_SEQ]}
+        waiting = f[S.E_SEQ] > 0
+        return {"kind": "commit", **where, "n": f[S.E_VAL],
+                "agent": self.agents[f[S.E_AGENT]].name if waiting else "", "after": f[S.E_SEQ]}
 
     def inflight_entries(self, state) -> list[int]:
         return [e for e in state[self.off_inf:self.off_inf + self.inflight] if e]
@@ -307,18 +357,34 @@ class Model:
                 "phase": state[rb + 1], "ready": bool(state[rb + 2]),
                 "at_sync": bool(self.agent_field(state, i, S.F_SYNC)), "done": op is None,
             }
+            if any(op.name in ("sync_arrive", "sync_wait") for ag in self.agents for op, _ in ag.ops):
+                # the generation it last sync_arrived in (0 also when it never did)
+                agents[a.name]["arrived"] = {
+                    name: max(state[rb + 3 * self.rings + b] - 1, 0)
+                    for b, name in enumerate(self.barrier_names)}
+            if self.rings > 1:
+                agents[a.name]["rings"] = {
+                    name: {"stage": state[rb + 3 * r], "phase": state[rb + 3 * r + 1],
+                           "ready": bool(state[rb + 3 * r + 2])}
+                    for r, name in enumerate(self.ring_names) if r > 0}
         signals = {}
         for sig in range(self.ctas * self.rings * self.max_stages * 2):
-            if (sig // 2) % self.max_stages >= self.spec.stages:
+            ring, stage = self.sig_ring_stage(sig)
+            if stage >= ring.stages:
                 continue
             b = self.off_sig + 4 * sig
             signals[self.sig_name(sig)] = ({"count": state[b]} if self.backend == AMD else
                                            {"phase_no": state[b], "pending": state[b + 1], "tx": state[b + 2]})
-        slots = {self.slot_name(p): state[p] for p in range(self.off_slot, self.off_bar)}
+        slots = {}
+        for p in range(self.off_slot, self.off_bar):
+            i = p - self.off_slot
+            if i % self.max_stages < self.ring_specs[(i // self.max_stages) % self.rings].stages:
+                slots[self.slot_name(p)] = state[p]
         barriers = {}
         for b, name in enumerate(self.barrier_names):
             for cta in range(self.ctas):
-                barriers[f"cta{cta}.{name}"] = state[self.off_bar + b * self.ctas + cta]
+                pos = self.off_bar + 2 * (b * self.ctas + cta)
+                barriers[f"cta{cta}.{name}"] = {"arrivals": state[pos], "generation": state[pos + 1]}
         return {"agents": agents, "signals": signals, "slots": slots,
                 "inflight": [self.decode_entry(e) for e in self.inflight_entries(state)],
                 "barriers": barriers}
@@ -329,41 +395,51 @@ class Model:
         if action < len(self.agents):
             return self.agents[action].name
         e = self.decode_entry(state[self.off_inf + action - len(self.agents)])
-        return f"cta{e['cta']}.{e['kind']}"
+        return e["agent"] if e["kind"] == "read" else f"cta{e['cta']}.{e['kind']}"
+
+    def ring_stage_phase(self, state, a: int, op) -> tuple[int, int]:
+        rb = a * self.agf + S.F_RING0 + 3 * self.ring_names.index(op.ring)
+        return state[rb], state[rb + 1]
 
     def format_action(self, state, action) -> str:
         """`consumer[1].wait_full(stage=0, phase=1)`, or `cta0.copy.land(stage=2, item=3, bytes=16384)`."""
         n_agents = len(self.agents)
         if action >= n_agents:
             e = self.decode_entry(state[self.off_inf + action - n_agents])
+            where = f"{'' if e['ring'] == 'main' else 'ring=' + e['ring'] + ', '}stage={e['stage']}"
             if e["kind"] == "copy":
-                return f"cta{e['cta']}.copy.land(stage={e['stage']}, item={e['tag']}, bytes={e['bytes']})"
-            return f"cta{e['cta']}.commit.fire(stage={e['stage']}, n={e['n']})"
+                return f"cta{e['cta']}.copy.land({where}, item={e['tag']}, bytes={e['bytes']})"
+            if e["kind"] == "read":
+                return f"{e['agent']}.read_async.finish({where}, item={e['tag']})"
+            return f"cta{e['cta']}.commit.fire({where}, n={e['n']})"
         a = self.agents[action]
         op = self.current_op(state, action)
-        rb = action * self.agf + S.F_RING0
-        stage, phase = state[rb], state[rb + 1]
+        stage, phase = self.ring_stage_phase(state, action, op)
         item = self.agent_field(state, action, S.F_ITEM)
         args = [f"stage={stage}", f"phase={phase}"]
+        if op.ring != "main":
+            args.insert(0, f"ring={op.ring}")
         if op.name in ("arrive_full", "arrive_empty", "commit_empty") and op.n != 1:
             args.append(f"n={op.n}")
         if op.name in ("expect_tx", "copy"):
             args.append(f"bytes={op.n}")
-        if op.name in ("write", "read", "copy"):
-            args.insert(1, f"item={item}")
+        if op.name in ("write", "read", "copy", "read_async"):
+            args.insert(args.index(f"stage={stage}") + 1, f"item={item}")
         if op.to != "self" and self.ctas > 1:
             args.append(f"to={op.to}")
         if op.unless_ready:
             args.append("unless=ready")
-        if op.name == "sync":
+        if op.name in BARRIER_OPS:
             args = [op.barrier]
+        if op.name == "read_wait":
+            args = [f"n={op.n}"]
         return f"{a.name}.{op.name}({', '.join(args)})"
 
     def action_event(self, state, action) -> dict:
         n_agents = len(self.agents)
         if action >= n_agents:
             e = self.decode_entry(state[self.off_inf + action - n_agents])
-            return {"kind": "land" if e["kind"] == "copy" else "fire", "entry": e}
+            return {"kind": {"copy": "land", "commit": "fire", "read": "finish"}[e["kind"]], "entry": e}
         op = self.current_op(state, action)
         return {"kind": "agent", "agent": self.agents[action].name, "op": op.name,
                 "pc": self.agent_field(state, action, S.F_PC)}
@@ -371,8 +447,7 @@ class Model:
     def action_stage_phase(self, state, action):
         if action >= len(self.agents):
             return self.decode_entry(state[self.off_inf + action - len(self.agents)])["stage"], None
-        rb = action * self.agf + S.F_RING0
-        return state[rb], state[rb + 1]
+        return self.ring_stage_phase(state, action, self.current_op(state, action))
 
 
 def compile_model(spec: Spec) -> Model:

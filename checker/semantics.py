@@ -7,14 +7,18 @@ code and the model tables `T` (checker/model.py builds them), it writes the succ
 phase window). Signal updates go through backends/ and nowhere else.
 
 Action codes: 0 .. A-1 = agent a executes its next op; A + j = in-flight entry j of `st`
-lands (copy) or fires (commit_empty).
+lands (copy), fires (commit_empty) or finishes (read_async).
 
-State vector layout (offsets in T.cfg; see model.py `Layout`):
-  agent a:  [pc, item, at_sync, (stage, phase, ready) per ring]
+State vector layout (offsets in T.cfg; see model.py):
+  agent a:  [pc, item, at_sync, (stage, phase, ready) per ring, arrived generation per barrier]
   signal:   [a, b, c, observed]  (backends/base.py: nvidia phase_no/pending/tx, amd counter)
   slot:     tag (-1: never stored)
-  barrier:  arrivals in the current generation, per (barrier, cta)
+  barrier:  [arrivals in the current generation, generation] per (barrier, cta)
   inflight: M packed entries, sorted descending, 0 = unused
+
+In-flight entries: a copy (cta, ring, stage, tag, bytes); a commit (cta, ring, stage, n, and
+while it still waits for its agent's earlier async reads: agent, after = how many); an async
+read (cta, ring, stage, tag, agent, seq = its place in the agent's FIFO, 0 = oldest).
 """
 from backends import amd, nvidia
 from backends.base import AMD, EMPTY, FULL, jit
@@ -23,6 +27,7 @@ from backends.base import AMD, EMPTY, FULL, jit
 WAIT_FULL, WAIT_EMPTY, TRY_FULL, TRY_EMPTY = 0, 1, 2, 3
 ARRIVE_FULL, ARRIVE_EMPTY, EXPECT_TX, COPY = 4, 5, 6, 7
 WRITE, READ, COMMIT_EMPTY, ADVANCE, RESET, DRAIN, SYNC = 8, 9, 10, 11, 12, 13, 14
+READ_ASYNC, READ_WAIT, SYNC_ARRIVE, SYNC_WAIT = 15, 16, 17, 18
 
 # Targets.
 T_SELF, T_LEADER, T_PEER, T_ALL = 0, 1, 2, 3
@@ -48,15 +53,16 @@ A_CTA, A_BODY_START, A_BODY_END, A_LEN, A_ITEMS, A_PROG = 0, 1, 2, 3, 4, 5
 A_RING0 = 6  # then (initial_stage, initial_phase) per ring
 
 # prog table columns
-P_CODE, P_RING, P_N, P_TARGET, P_UNLESS, P_BARRIER, P_BYTES_IDX = 0, 1, 2, 3, 4, 5, 6
+P_CODE, P_RING, P_N, P_TARGET, P_UNLESS, P_BARRIER, P_BYTES_IDX, P_EVERY, P_AT = 0, 1, 2, 3, 4, 5, 6, 7, 8
 
 # agent state fields
 F_PC, F_ITEM, F_SYNC, F_RING0 = 0, 1, 2, 3
 # ring table columns
 R_STAGES, R_FULL_COUNT, R_EMPTY_COUNT = 0, 1, 2
 # entry layout (T.ent): shifts and masks of the packed in-flight entry fields
-E_KIND, E_CTA, E_RING, E_STAGE, E_VAL, E_BIDX = 0, 1, 2, 3, 4, 5
-ENTRY_COPY, ENTRY_COMMIT = 1, 2
+E_KIND, E_CTA, E_RING, E_STAGE, E_VAL, E_BIDX, E_AGENT, E_SEQ = 0, 1, 2, 3, 4, 5, 6, 7
+ENTRY_COPY, ENTRY_COMMIT, ENTRY_READ = 1, 2, 3
+
 # detail record (det): per violation kind 4 ints, filled by the first detection in a step
 DET_W = 4
 
@@ -108,21 +114,37 @@ def cta_gone(T, st, cta):
 
 
 @jit
-def settle_pc(T, a, pc, item):
-    """Skip an empty or exhausted body: the agent goes straight to its epilogue."""
-    if pc == T.agent[a, A_BODY_START] and pc < T.agent[a, A_BODY_END] and item >= T.agent[a, A_ITEMS]:
-        return T.agent[a, A_BODY_END], item
-    return pc, item
-
-
-@jit
-def next_pc(T, a, pc, item):
-    """Program position after executing the op at `pc`: body ops repeat once per item."""
+def raw_next(T, a, pc, item):
+    """The next program position, ignoring guards: body ops repeat once per item."""
     pc += 1
     if pc == T.agent[a, A_BODY_END] and T.agent[a, A_BODY_START] < pc:
         item += 1
         if item < T.agent[a, A_ITEMS]:
             pc = T.agent[a, A_BODY_START]
+    return pc, item
+
+
+@jit
+def settle_pc(T, a, pc, item):
+    """Move to the next op that exists for this item: skip an empty or exhausted body, and
+    body ops whose every=K / at=j guard does not select this item (they take no step)."""
+    start = T.agent[a, A_BODY_START]
+    end = T.agent[a, A_BODY_END]
+    while True:
+        if pc == start and pc < end and item >= T.agent[a, A_ITEMS]:
+            return end, item
+        if start <= pc < end:
+            row = op_row(T, a, pc)
+            if item % T.prog[row, P_EVERY] != T.prog[row, P_AT]:
+                pc, item = raw_next(T, a, pc, item)
+                continue
+        return pc, item
+
+
+@jit
+def next_pc(T, a, pc, item):
+    """Program position after executing the op at `pc`."""
+    pc, item = raw_next(T, a, pc, item)
     return settle_pc(T, a, pc, item)
 
 
@@ -222,9 +244,63 @@ def entry_field(T, e, f):
 
 
 @jit
-def make_entry(T, kind, cta, r, s, val, bidx):
+def make_entry(T, kind, cta, r, s, val, bidx, agent, seq):
     return ((kind << T.ent[E_KIND, 0]) | (cta << T.ent[E_CTA, 0]) | (r << T.ent[E_RING, 0])
-            | (s << T.ent[E_STAGE, 0]) | (val << T.ent[E_VAL, 0]) | (bidx << T.ent[E_BIDX, 0]))
+            | (s << T.ent[E_STAGE, 0]) | (val << T.ent[E_VAL, 0]) | (bidx << T.ent[E_BIDX, 0])
+            | (agent << T.ent[E_AGENT, 0]) | (seq << T.ent[E_SEQ, 0]))
+
+
+@jit
+def with_field(T, e, f, value):
+    return (e & ~(T.ent[f, 1] << T.ent[f, 0])) | (value << T.ent[f, 0])
+
+
+@jit
+def reads_in_flight(T, st, a):
+    """How many async reads agent `a` has in flight."""
+    off = T.cfg[C_OFF_INF]
+    n = 0
+    for j in range(T.cfg[C_INFLIGHT]):
+        e = st[off + j]
+        if e == 0:
+            break
+        if entry_field(T, e, E_KIND) == ENTRY_READ and entry_field(T, e, E_AGENT) == a:
+            n += 1
+    return n
+
+
+@jit
+def sort_entries(T, st):
+    """Restore the canonical (descending) order after entries were rewritten in place."""
+    off = T.cfg[C_OFF_INF]
+    m = T.cfg[C_INFLIGHT]
+    for i in range(1, m):
+        e = st[off + i]
+        j = i
+        while j > 0 and st[off + j - 1] < e:
+            st[off + j] = st[off + j - 1]
+            j -= 1
+        st[off + j] = e
+
+
+@jit
+def finish_read(T, st, a):
+    """Agent a's oldest async read finished: its later reads move up the FIFO, and commits
+    that waited for it need one read fewer (an entry no longer waiting forgets its agent)."""
+    off = T.cfg[C_OFF_INF]
+    for j in range(T.cfg[C_INFLIGHT]):
+        e = st[off + j]
+        if e == 0:
+            break
+        if entry_field(T, e, E_AGENT) != a or entry_field(T, e, E_SEQ) == 0:
+            continue
+        kind = entry_field(T, e, E_KIND)
+        if kind == ENTRY_READ or kind == ENTRY_COMMIT:
+            e = with_field(T, e, E_SEQ, entry_field(T, e, E_SEQ) - 1)
+            if kind == ENTRY_COMMIT and entry_field(T, e, E_SEQ) == 0:
+                e = with_field(T, e, E_AGENT, 0)
+            st[off + j] = e
+    sort_entries(T, st)
 
 
 @jit
@@ -280,7 +356,17 @@ def anything_targets(T, st, cta):
 
 @jit
 def reads_pending(T, st, a, t, r, s):
-    """Will agent `a` still read item `t` of ring `r` at stage `s`? (forward, ignoring waits)."""
+    """Will agent `a` still read item `t` of ring `r` at stage `s`? An async read of it still in
+    flight counts; otherwise its program is simulated forward, ignoring waits."""
+    off = T.cfg[C_OFF_INF]
+    for j in range(T.cfg[C_INFLIGHT]):
+        e = st[off + j]
+        if e == 0:
+            break
+        if (entry_field(T, e, E_KIND) == ENTRY_READ and entry_field(T, e, E_AGENT) == a
+                and entry_field(T, e, E_RING) == r and entry_field(T, e, E_STAGE) == s
+                and entry_field(T, e, E_VAL) - 1 == t):
+            return True
     base = agent_base(T, a)
     pc = st[base + F_PC]
     item = st[base + F_ITEM]
@@ -291,7 +377,7 @@ def reads_pending(T, st, a, t, r, s):
         row = op_row(T, a, pc)
         code = T.prog[row, P_CODE]
         if T.prog[row, P_RING] == r:
-            if code == READ and item == t and stage == s:
+            if (code == READ or code == READ_ASYNC) and item == t and stage == s:
                 return True
             if code == ADVANCE or code == DRAIN:
                 stage += 1
@@ -345,6 +431,8 @@ def step(T, st, code, out, det):
         j = code - n_agents
         if j >= T.cfg[C_INFLIGHT] or st[T.cfg[C_OFF_INF] + j] == 0:
             return -1
+        if entry_field(T, st[T.cfg[C_OFF_INF] + j], E_SEQ) != 0:
+            return -1  # a read that is not its agent's oldest, or a commit still waiting
         copy_state(T, st, out)
         return fire_entry(T, out, j, det)
     a = code
@@ -360,6 +448,13 @@ def step(T, st, code, out, det):
     phase = st[rb + 1]
     cta = T.agent[a, A_CTA]
     bits = 0
+    if op == READ_WAIT and reads_in_flight(T, st, a) > T.prog[row, P_N]:
+        return -1
+    if op == SYNC_WAIT:
+        b = T.prog[row, P_BARRIER]
+        arrived = st[base + F_RING0 + 3 * T.cfg[C_RINGS] + b]
+        if st[bar_pos(T, b, cta) + 1] < max(arrived, 1):
+            return -1
     if op == WAIT_FULL or op == WAIT_EMPTY or op == DRAIN:
         # Decide enabledness before copying the state: most disabled actions are waits.
         waits = not (op != DRAIN and T.prog[row, P_UNLESS] == 1 and st[rb + 2] == 1)
@@ -412,36 +507,56 @@ def step(T, st, code, out, det):
                     bits |= INFLIGHT_AT_EXIT
                 if op == COPY:
                     e = make_entry(T, ENTRY_COPY, dst, r, stage, st[base + F_ITEM] + 1,
-                                   T.prog[row, P_BYTES_IDX])
+                                   T.prog[row, P_BYTES_IDX], 0, 0)
                 else:
-                    e = make_entry(T, ENTRY_COMMIT, dst, r, stage, T.prog[row, P_N], 0)
+                    # tcgen05.commit: fires only after the agent's async reads issued before it
+                    after = reads_in_flight(T, st, a)
+                    e = make_entry(T, ENTRY_COMMIT, dst, r, stage, T.prog[row, P_N], 0,
+                                   a if after > 0 else 0, after)
                 if not add_entry(T, out, e):
                     return INFLIGHT_FULL
     elif op == WRITE:
         bits |= store_tag(T, out, cta, r, stage, st[base + F_ITEM], det)
-    elif op == READ:
+    elif op == READ or op == READ_ASYNC:
         pos = slot_pos(T, cta, r, stage)
         if st[pos] != st[base + F_ITEM] or copy_in_flight_to(T, st, cta, r, stage):
             note(det, READ_BEFORE_FILL, pos, a, st[pos], st[base + F_ITEM])
             bits |= READ_BEFORE_FILL
+        if op == READ_ASYNC:
+            e = make_entry(T, ENTRY_READ, cta, r, stage, st[base + F_ITEM] + 1, 0, a,
+                           reads_in_flight(T, st, a))
+            if not add_entry(T, out, e):
+                return INFLIGHT_FULL
     elif op == ADVANCE:
         advance_stage(T, out, a, r)
     elif op == RESET:
         out[rb] = T.agent[a, A_RING0 + 2 * r]
         out[rb + 1] = T.agent[a, A_RING0 + 2 * r + 1]
-    elif op == SYNC:
-        bar = T.cfg[C_OFF_BAR] + T.prog[row, P_BARRIER] * T.cfg[C_CTAS] + cta
-        out[bar] += 1
-        if out[bar] < T.bar_count[T.prog[row, P_BARRIER], cta]:
-            out[base + F_SYNC] = 1
-            return bits  # blocked: pc stays at the sync
-        out[bar] = 0
-        release_sync(T, out, a, cta, T.prog[row, P_BARRIER])
+    elif op == SYNC or op == SYNC_ARRIVE:
+        b = T.prog[row, P_BARRIER]
+        pos = bar_pos(T, b, cta)
+        if op == SYNC_ARRIVE:
+            out[base + F_RING0 + 3 * T.cfg[C_RINGS] + b] = out[pos + 1] + 1
+        out[pos] += 1
+        if out[pos] < T.bar_count[b, cta]:
+            if op == SYNC:
+                out[base + F_SYNC] = 1
+                return bits  # blocked: pc stays at the sync
+        else:
+            # The generation completes: later arrivals count towards the next one.
+            out[pos] = 0
+            out[pos + 1] += 1
+            release_sync(T, out, a, cta, b)
     out[base + F_PC], out[base + F_ITEM] = next_pc(T, a, pc, st[base + F_ITEM])
     if finished(T, out, a) and cta_gone(T, out, cta) and anything_targets(T, out, cta):
         note(det, INFLIGHT_AT_EXIT, cta, a, -1, 0)
         bits |= INFLIGHT_AT_EXIT
     return bits
+
+
+@jit
+def bar_pos(T, b, cta):
+    return T.cfg[C_OFF_BAR] + 2 * (b * T.cfg[C_CTAS] + cta)
 
 
 @jit
@@ -451,24 +566,30 @@ def release_sync(T, st, releaser, cta, barrier):
         if b == releaser or T.agent[b, A_CTA] != cta:
             continue
         bb = agent_base(T, b)
-        if st[bb + F_SYNC] == 1 and T.prog[op_row(T, b, st[bb + F_PC]), P_BARRIER] == barrier:
+        row = op_row(T, b, st[bb + F_PC])
+        if st[bb + F_SYNC] == 1 and T.prog[row, P_CODE] == SYNC and T.prog[row, P_BARRIER] == barrier:
             st[bb + F_SYNC] = 0
             st[bb + F_PC], st[bb + F_ITEM] = next_pc(T, b, st[bb + F_PC], st[bb + F_ITEM])
 
 
 @jit
 def fire_entry(T, out, j, det):
-    """In-flight entry j lands (copy: tag, then complete_tx) or fires (commit: arrive n)."""
+    """In-flight entry j lands (copy: tag, then complete_tx), fires (commit: arrive n) or
+    finishes (an async read: nothing changes but the FIFO and the commits waiting on it)."""
     e = out[T.cfg[C_OFF_INF] + j]
     remove_entry(T, out, j)
     cta = entry_field(T, e, E_CTA)
     r = entry_field(T, e, E_RING)
     s = entry_field(T, e, E_STAGE)
     bits = 0
+    kind = entry_field(T, e, E_KIND)
+    if kind == ENTRY_READ:
+        finish_read(T, out, entry_field(T, e, E_AGENT))
+        return 0
     if cta_gone(T, out, cta):
         note(det, INFLIGHT_AT_EXIT, cta, -1, -1, 3)
         bits |= INFLIGHT_AT_EXIT
-    if entry_field(T, e, E_KIND) == ENTRY_COPY:
+    if kind == ENTRY_COPY:
         bits |= store_tag(T, out, cta, r, s, entry_field(T, e, E_VAL) - 1, det)
         nbytes = T.bytes_vals[entry_field(T, e, E_BIDX)]
         bits |= signal_update(T, out, sig_index(T, cta, r, s, FULL), 0, -nbytes, det)
@@ -489,6 +610,7 @@ def at_blocking_wait(T, st, a):
     if op != WAIT_FULL and op != WAIT_EMPTY and op != DRAIN:
         return -1, 0
     r = T.prog[row, P_RING]
+
     rb = ring_base(T, a, r)
     if op != DRAIN and T.prog[row, P_UNLESS] == 1 and st[rb + 2] == 1:
         return -1, 0  # a skipped wait is not evaluated

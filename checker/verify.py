@@ -121,8 +121,10 @@ def describe_changes(model: Model, before, after) -> list[str]:
         if old != vb["slots"][name]:
             lines.append(f"{name}: item {old}->{vb['slots'][name]}")
     for name, old in va["barriers"].items():
-        if old != vb["barriers"][name]:
-            lines.append(f"{name}: arrivals {old}->{vb['barriers'][name]}")
+        new = vb["barriers"][name]
+        diffs = [f"{f} {old[f]}->{new[f]}" for f in old if old[f] != new[f]]
+        if diffs:
+            lines.append(f"{name}: {', '.join(diffs)}")
     gone = list(va["inflight"])
     added = []
     for e in vb["inflight"]:
@@ -136,9 +138,13 @@ def describe_changes(model: Model, before, after) -> list[str]:
 
 
 def _entry_text(e: dict) -> str:
+    ring = "" if e["ring"] == "main" else f"{e['ring']}."
     if e["kind"] == "copy":
-        return f"copy item {e['tag']} -> cta{e['cta']} stage {e['stage']} ({e['bytes']} B)"
-    return f"commit {e['n']} -> cta{e['cta']}.empty[{e['stage']}]"
+        return f"copy item {e['tag']} -> cta{e['cta']}.{ring}slot[{e['stage']}] ({e['bytes']} B)"
+    if e["kind"] == "read":
+        return f"async read of item {e['tag']} by {e['agent']} from cta{e['cta']}.{ring}slot[{e['stage']}]"
+    after = f" after {e['after']} more read(s) of {e['agent']}" if e["after"] else ""
+    return f"commit {e['n']} -> cta{e['cta']}.{ring}empty[{e['stage']}]{after}"
 
 
 # ------------------------------------------------------------------ reasons
@@ -173,7 +179,7 @@ def explain_step(model: Model, k: int, det, state, code) -> str:
             return f"{actor} uses {y} bytes, above the tx-count limit 2^20-1 = {(1 << 20) - 1}"
         return f"tx of {model.sig_name(x)} reaches {y}, outside +-(2^20-1) (the hardware traps)"
     if kind == "inflight_at_exit":
-        what = {0: f"cta{x} exits ({actor} finishes) while a copy or commit still targets it",
+        what = {0: f"cta{x} exits ({actor} finishes) while a copy, commit or async read still targets it",
                 1: f"{actor} updates {model.sig_name(z) if z >= 0 else 'a signal'} of cta{x}, which has exited",
                 2: f"{actor} issues a copy or commit to cta{x}, which has exited",
                 3: f"{actor} targets cta{x}, which has exited"}
@@ -210,8 +216,8 @@ def describe_blocked(model: Model, state) -> str:
         sig, phase = S.at_blocking_wait(model.tables, np.array(state, dtype=np.int64), a)
         if sig >= 0:
             what = f"on {model.sig_short(sig)} (phase {phase})"
-        elif op.name == "sync":
-            what = f"at sync {op.barrier}"
+        elif op.name in ("sync", "sync_wait"):
+            what = f"at {op.name} {op.barrier}"
         else:
             what = f"at {op.text}"
         prefix = agent.name.rsplit("[", 1)[0]

@@ -6,6 +6,11 @@ problem becomes a `SpecError` whose str() is one line, compiler-style:
     spec/examples/x.toml: role 'consumer' body[1]: unknown op 'arrive_ful' (expected one of: ...)
     x.toml: [pipeline] stages: must be an integer from 1 to 64, got 0
 
+[expressiveness] additions: `[ring.NAME]` tables and `ring=NAME` on ring ops, `every=K` /
+`at=j` on body ops, `read_async`, `read_wait [n]`, `sync_arrive NAME`, `sync_wait NAME`,
+`[barrier.NAME] count = K` without roles, role keys `ctas = [...]` and an `initial_phase`
+table `{ main = 1, acc = 0 }`. A spec without them loads exactly as in the core language.
+
 Nothing in a spec is ever executed: the file is parsed with `tomllib` and op strings are
 split into tokens.
 """
@@ -19,7 +24,8 @@ from pathlib import Path
 
 from spec import templates
 from spec.schema import (
-    BACKENDS, MAX_COUNT, OPS, SIDES, TARGETS, Barrier, Op, Role, Spec, SpecError,
+    BACKENDS, MAIN_RING, MAX_COUNT, OPS, RING_OPS, SIDES, TARGETS, Barrier, Op, Ring, Role,
+    Spec, SpecError,
 )
 
 VIOLATION_KINDS = (
@@ -35,7 +41,7 @@ MAX_CLUSTER = 16
 MAX_PHASE = (1 << 32) - 1
 MAX_BYTES = (1 << 32) - 1  # above TX_LIMIT is legal here: the model reports it as tx_range
 
-TOP_LEVEL_KEYS = ("barrier", "pipeline", "role")
+TOP_LEVEL_KEYS = ("barrier", "pipeline", "ring", "role")
 PIPELINE_KEYS = (
     "backend", "cluster_size", "consumer_arrive_count", "consumers", "description", "expect",
     "expect_any", "items", "k_group_size", "name", "producer_arrive_count", "stages",
@@ -58,19 +64,31 @@ REQUIRED_BEFORE_TEMPLATE = ("backend", "stages", "items")
 REQUIRED_AFTER_TEMPLATE = ("producer_arrive_count", "consumer_arrive_count")
 
 ROLE_KEYS = (
-    "body", "count", "epilogue", "initial_phase", "initial_stage", "items", "name",
+    "body", "count", "ctas", "epilogue", "initial_phase", "initial_stage", "items", "name",
     "prologue", "side",
 )
 SECTIONS = ("prologue", "body", "epilogue")
 BARRIER_KEYS = ("count", "roles")
+RING_KEYS = ("consumer_arrive_count", "producer_arrive_count", "stages")
+RING_INT_RANGES = {
+    "stages": (1, MAX_STAGES),
+    "producer_arrive_count": (1, MAX_COUNT),
+    "consumer_arrive_count": (1, MAX_COUNT),
+}
 
 # Op families (DESIGN.md "Ops").
 COUNT_OPS = ("arrive_full", "arrive_empty", "commit_empty")   # optional count N
 BYTE_OPS = ("expect_tx", "copy")                             # required byte count N
 TARGET_OPS = COUNT_OPS + BYTE_OPS                            # take to=
 WAIT_OPS = ("wait_full", "wait_empty")                       # take unless=ready
-BODY_ONLY_OPS = ("read", "write", "copy")
+BARRIER_OPS = ("sync", "sync_arrive", "sync_wait")           # take a barrier name
+BODY_ONLY_OPS = ("read", "write", "copy", "read_async")
 NVIDIA_ONLY_OPS = ("expect_tx", "copy")
+ITEM_KEYS = ("every", "at")                                  # any op, body only
+MAX_READ_WAIT = 64                                           # read_wait [n]: n in 0..64
+# Which signal of a ring an op waits on, for the default initial phase per ring.
+WAITS_ON_EMPTY = ("wait_empty", "try_empty", "drain")
+WAITS_ON_FULL = ("wait_full", "try_full")
 
 IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # Decimal with optional underscores (as TOML writes integers), or hex.
@@ -221,6 +239,7 @@ def _build_spec(document: dict, path: str) -> Spec:
     pipeline = _check_table(document["pipeline"], "pipeline", "write [pipeline]")
     raw_roles = _role_tables(document.get("role", []))
     raw_barriers = _barrier_tables(document.get("barrier", {}))
+    raw_rings = _ring_tables(document.get("ring", {}))
 
     _check_pipeline_before_template(pipeline)
     if "template" in pipeline:
@@ -232,7 +251,9 @@ def _build_spec(document: dict, path: str) -> Spec:
                                    "side, count and body)")
     role_names = _role_names(raw_roles)
     barriers = _barriers(raw_barriers, role_names)
-    roles = tuple(_role(raw, name, settings, barriers) for raw, name in zip(raw_roles, role_names))
+    rings = _rings(raw_rings)
+    context = _Context(settings, barriers, rings)
+    roles = tuple(_role(raw, name, context) for raw, name in zip(raw_roles, role_names))
 
     return Spec(
         path=path,
@@ -246,6 +267,7 @@ def _build_spec(document: dict, path: str) -> Spec:
         k_group_size=settings.k_group_size,
         cluster_size=settings.cluster_size,
         barriers=tuple(barriers[name] for name in sorted(barriers)),
+        rings=tuple(rings[name] for name in sorted(rings)),
         expect=settings.expect,
         expect_any=settings.expect_any,
         template=settings.template,
@@ -266,7 +288,16 @@ def _role_tables(value) -> list[dict]:
 def _barrier_tables(value) -> dict:
     tables = _check_table(value, "barrier", "write [barrier.NAME] for each named barrier")
     for name, table in tables.items():
-        _check_table(table, f"[barrier] {name}", f"write [barrier.{name}] with roles = [...]")
+        _check_table(table, f"[barrier] {name}", f"write [barrier.{name}] with roles = [...] "
+                                                 "or count = K")
+    return tables
+
+
+def _ring_tables(value) -> dict:
+    tables = _check_table(value, "ring", "write [ring.NAME] for each extra ring")
+    for name, table in tables.items():
+        _check_table(table, f"[ring] {name}", f"write [ring.{name}] with "
+                                              f"{', '.join(sorted(RING_INT_RANGES))}")
     return tables
 
 
@@ -373,9 +404,15 @@ def _barrier(name: str, table: dict, role_names: list[str]) -> Barrier:
         raise _Invalid(f"[barrier.{name!r}]", f"bad barrier name {name!r} (expected an "
                                               "identifier: a letter or _ then letters, digits, _)")
     _check_keys(table, BARRIER_KEYS, where)
+    count = table.get("count")
+    if count is not None:
+        _check_int(count, 1, MAX_COUNT, f"{where} count")
     if "roles" not in table:
-        raise _Invalid(f"{where} roles", "missing required key (a non-empty list of role names: "
-                                         f"{', '.join(role_names)})")
+        if count is None:
+            raise _Invalid(where, "missing required key: roles or count (roles = a non-empty "
+                                  f"list of role names: {', '.join(role_names)}; count = arrivals "
+                                  f"per CTA, an integer from 1 to {MAX_COUNT}; or both)")
+        return Barrier(name=name, roles=(), count=count)  # any role may use it
     roles = table["roles"]
     if not isinstance(roles, list) or not roles:
         raise _Invalid(f"{where} roles", "must be a non-empty list of role names (roles: "
@@ -385,14 +422,50 @@ def _barrier(name: str, table: dict, role_names: list[str]) -> Barrier:
         _check_choice(role, role_names, member, "role")
         if role in roles[:index]:
             raise _Invalid(member, f"role {role!r} is listed twice (list each role once)")
-    count = table.get("count")
-    if count is not None:
-        _check_int(count, 1, MAX_COUNT, f"{where} count")
     return Barrier(name=name, roles=tuple(roles), count=count)
 
 
 # ---------------------------------------------------------------------------------------
+# [ring.NAME]
+
+
+def _rings(tables: dict) -> dict[str, Ring]:
+    return {name: _ring(name, table) for name, table in tables.items()}
+
+
+def _ring(name: str, table: dict) -> Ring:
+    where = f"[ring.{name}]"
+    if name == MAIN_RING:
+        raise _Invalid(where, f"ring name {MAIN_RING!r} is reserved for the [pipeline] ring "
+                              "(set its stages and counts in [pipeline]; name extra rings "
+                              "anything else)")
+    if not IDENTIFIER.fullmatch(name):
+        raise _Invalid(f"[ring.{name!r}]", f"bad ring name {name!r} (expected an identifier: "
+                                           "a letter or _ then letters, digits, _)")
+    _check_keys(table, RING_KEYS, where)
+    values = {}
+    for key, (low, high) in RING_INT_RANGES.items():
+        if key not in table:
+            raise _Invalid(f"{where} {key}", f"missing required key (an integer from {low} "
+                                             f"to {high})")
+        values[key] = _check_int(table[key], low, high, f"{where} {key}")
+    return Ring(name=name, **values)
+
+
+# ---------------------------------------------------------------------------------------
 # [[role]]
+
+
+@dataclass(frozen=True)
+class _Context:
+    """What op and role checks need from the rest of the spec."""
+    settings: _PipelineSettings
+    barriers: dict[str, Barrier]
+    rings: dict[str, Ring]  # the [ring.NAME] rings (not main)
+
+    @property
+    def ring_names(self) -> list[str]:
+        return [MAIN_RING] + sorted(self.rings)
 
 
 def _role_names(raw_roles: list[dict]) -> list[str]:
@@ -411,8 +484,8 @@ def _role_names(raw_roles: list[dict]) -> list[str]:
     return names
 
 
-def _role(raw: dict, name: str, settings: _PipelineSettings,
-          barriers: dict[str, Barrier]) -> Role:
+def _role(raw: dict, name: str, context: _Context) -> Role:
+    settings = context.settings
     label = f"role {name!r}"
     _check_keys(raw, ROLE_KEYS, label)
     if "side" not in raw:
@@ -425,19 +498,67 @@ def _role(raw: dict, name: str, settings: _PipelineSettings,
     items = _check_int(raw.get("items", settings.items), 0, MAX_ITEMS, f"{label} items")
     initial_stage = _check_int(raw.get("initial_stage", 0), 0, settings.stages - 1,
                                f"{label} initial_stage")
-    default_phase = 1 if side == "producer" else 0
-    initial_phase = _check_int(raw.get("initial_phase", default_phase), 0, MAX_PHASE,
-                               f"{label} initial_phase")
+    ctas = _ctas(raw["ctas"], settings.cluster_size, f"{label} ctas") if "ctas" in raw else ()
+    phases = _initial_phases(raw.get("initial_phase"), context, f"{label} initial_phase")
     programs = {
-        section: _program(raw.get(section, []), name, section, settings, barriers)
+        section: _program(raw.get(section, []), name, section, context)
         for section in SECTIONS
     }
+    side_default = 1 if side == "producer" else 0
+    initial_phase = phases.get(MAIN_RING, side_default)
+    ring_phases = tuple(
+        (ring, phases[ring] if ring in phases
+         else _default_phase(ring, programs, side_default))
+        for ring in sorted(context.rings))
     return Role(name=name, side=side, count=count, items=items, initial_stage=initial_stage,
-                initial_phase=initial_phase, **programs)
+                initial_phase=initial_phase, ctas=ctas, ring_phases=ring_phases, **programs)
 
 
-def _program(value, role: str, section: str, settings: _PipelineSettings,
-             barriers: dict[str, Barrier]) -> tuple[Op, ...]:
+def _ctas(value, cluster_size: int, where: str) -> tuple[int, ...]:
+    """`ctas = [..]`: distinct CTA indices of the cluster, returned sorted."""
+    allowed = f"CTA indices from 0 to {cluster_size - 1} (cluster_size is {cluster_size})"
+    if not isinstance(value, list) or not value:
+        raise _Invalid(where, f"must be a non-empty list of {allowed}, got {_show(value)}")
+    for index, cta in enumerate(value):
+        if isinstance(cta, bool) or not isinstance(cta, int) or not 0 <= cta < cluster_size:
+            raise _Invalid(f"{where}[{index}]", f"must be an integer from 0 to {cluster_size - 1} "
+                                                f"(cluster_size is {cluster_size}), "
+                                                f"got {_show(cta)}")
+        if cta in value[:index]:
+            raise _Invalid(f"{where}[{index}]", f"CTA {cta} is listed twice (list each CTA once)")
+    return tuple(sorted(value))
+
+
+def _initial_phases(value, context: _Context, where: str) -> dict[str, int]:
+    """`initial_phase`: an int (the main ring) or a table {ring = phase}; {} when absent."""
+    if value is None:
+        return {}
+    rings = context.ring_names
+    if not isinstance(value, dict):
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_PHASE:
+            raise _Invalid(where, f"must be an integer from 0 to {MAX_PHASE} (the main ring), or "
+                                  f"a table of ring = phase like {{ main = 1 }} (rings: "
+                                  f"{', '.join(rings)}), got {_show(value)}")
+        return {MAIN_RING: value}
+    for ring, phase in value.items():
+        if ring not in rings:
+            raise _Invalid(f"{where}.{ring}", f"unknown ring {ring!r} (allowed: "
+                                              f"{', '.join(rings)}){_did_you_mean(ring, rings)}")
+        _check_int(phase, 0, MAX_PHASE, f"{where}.{ring}")
+    return dict(value)
+
+
+def _default_phase(ring: str, programs: dict[str, tuple[Op, ...]], side_default: int) -> int:
+    """DESIGN: 1 if the role waits on `empty` of the ring, 0 if on `full`; else by side."""
+    ops = [op for section in SECTIONS for op in programs[section] if op.ring == ring]
+    on_empty = any(op.name in WAITS_ON_EMPTY for op in ops)
+    on_full = any(op.name in WAITS_ON_FULL for op in ops)
+    if on_empty != on_full:
+        return 1 if on_empty else 0
+    return side_default  # waits on both signals of the ring, or on neither
+
+
+def _program(value, role: str, section: str, context: _Context) -> tuple[Op, ...]:
     where = f"role {role!r} {section}"
     if not isinstance(value, list):
         raise _Invalid(where, f"must be a list of op strings (e.g. [\"wait_full\", \"read\"]), "
@@ -446,7 +567,7 @@ def _program(value, role: str, section: str, settings: _PipelineSettings,
     for index, text in enumerate(value):
         op_where = f"{where}[{index}]"
         op = _parse_op(text, op_where)
-        _check_op_in_context(op, op_where, role, section, settings, barriers)
+        _check_op_in_context(op, op_where, role, section, context)
         ops.append(op)
     return tuple(ops)
 
@@ -506,10 +627,15 @@ def _operand_fields(name: str, operands: list[str], text: str, where: str) -> di
             raise _Invalid(where, f"op {text!r}: missing byte count (write '{name} BYTES', "
                                   f"e.g. '{name} 16384')")
         return {"n": _op_integer(operands[0], 1, MAX_BYTES, "byte count", text, where)}
-    if name == "sync":
-        _at_most_one(operands, "sync takes one barrier name", text, where)
+    if name == "read_wait":
+        _at_most_one(operands, "read_wait takes at most one count", text, where)
         if not operands:
-            raise _Invalid(where, f"op {text!r}: missing barrier name (write 'sync NAME' with "
+            return {"n": 0}  # wait until no async read of the agent is in flight
+        return {"n": _op_integer(operands[0], 0, MAX_READ_WAIT, "count", text, where)}
+    if name in BARRIER_OPS:
+        _at_most_one(operands, f"{name} takes one barrier name", text, where)
+        if not operands:
+            raise _Invalid(where, f"op {text!r}: missing barrier name (write '{name} NAME' with "
                                   "NAME defined in [barrier.NAME])")
         if not IDENTIFIER.fullmatch(operands[0]):
             raise _Invalid(where, f"op {text!r}: bad barrier name {operands[0]!r} (expected an "
@@ -535,14 +661,29 @@ def _op_integer(token: str, low: int, high: int, what: str, text: str, where: st
 
 
 def _option_fields(name: str, options: dict[str, str], text: str, where: str) -> dict:
-    """key=value options: to= on arrivals, expect_tx, copy, commit; unless=ready on waits."""
-    allowed = ("to",) if name in TARGET_OPS else ("unless",) if name in WAIT_OPS else ()
+    """key=value options: to= on arrivals, expect_tx, copy, commit; unless=ready on waits;
+    ring= on ring ops; every= and at= on any op (their section is checked in context)."""
+    allowed = (("to",) if name in TARGET_OPS else ("unless",) if name in WAIT_OPS else ()) + \
+        (("ring",) if name in RING_OPS else ()) + ITEM_KEYS
     fields = {}
     for key, value in options.items():
+        if key == "ring" and name not in RING_OPS:
+            raise _Invalid(where, f"op {text!r}: ring= is not allowed on {name} (it does not act "
+                                  f"on a ring; ring= is allowed on: {', '.join(RING_OPS)})")
         if key not in allowed:
-            hint = ", ".join(f"{a}=..." for a in allowed) or "none"
-            raise _Invalid(where, f"op {text!r}: unknown key {key!r} (allowed on {name}: {hint})")
-        if key == "to":
+            hint = ", ".join(f"{a}=..." for a in allowed)
+            raise _Invalid(where, f"op {text!r}: unknown key {key!r} (allowed on {name}: {hint})"
+                                  f"{_did_you_mean(key, allowed)}")
+        if key == "ring":
+            if not IDENTIFIER.fullmatch(value):
+                raise _Invalid(where, f"op {text!r}: bad ring name {value!r} (expected {MAIN_RING} "
+                                      "or an identifier defined in [ring.NAME])")
+            fields["ring"] = value  # defined or not: checked in context
+        elif key == "every":
+            fields["every"] = _op_integer(value, 1, MAX_ITEMS, "every", text, where)
+        elif key == "at":
+            pass  # below, against every
+        elif key == "to":
             if value not in TARGETS:
                 raise _Invalid(where, f"op {text!r}: unknown target {value!r} (allowed: to="
                                       f"{', to='.join(TARGETS)})")
@@ -552,19 +693,41 @@ def _option_fields(name: str, options: dict[str, str], text: str, where: str) ->
                 raise _Invalid(where, f"op {text!r}: unless={value} is not supported "
                                       "(allowed: unless=ready)")
             fields["unless_ready"] = True
+    if "at" in options:
+        if "every" not in options:
+            raise _Invalid(where, f"op {text!r}: at= needs every= (write 'every=K at=j' to run "
+                                  "the op in items with item % K == j)")
+        every = fields["every"]
+        fields["at"] = _op_integer(options["at"], 0, every - 1, f"at (with every={every})",
+                                   text, where)
     return fields
 
 
 def _check_op_in_context(op: Op, where: str, role: str, section: str,
-                         settings: _PipelineSettings, barriers: dict[str, Barrier]) -> None:
+                         context: _Context) -> None:
+    settings = context.settings
     if section != "body" and op.name in BODY_ONLY_OPS:
         raise _Invalid(where, f"op {op.text!r}: {op.name!r} is not allowed in {section} "
                               f"({', '.join(BODY_ONLY_OPS)} are only allowed in body)")
+    if section != "body" and _has_item_keys(op):
+        raise _Invalid(where, f"op {op.text!r}: every=/at= are not allowed in {section} (they "
+                              f"select items, so they are only allowed in body)")
     if settings.backend != "nvidia" and op.name in NVIDIA_ONLY_OPS:
         raise _Invalid(where, f"op {op.text!r}: {op.name!r} is not available on backend "
                               f"{settings.backend!r} (nvidia only)")
-    if op.name == "sync":
-        _check_sync(op, where, role, barriers)
+    if op.ring != MAIN_RING and op.ring not in context.rings:
+        rings = context.ring_names
+        raise _Invalid(where, f"op {op.text!r}: ring {op.ring!r} is not defined (define "
+                              f"[ring.{op.ring}]; defined: {', '.join(rings)})"
+                              f"{_did_you_mean(op.ring, rings)}")
+    if op.name in BARRIER_OPS:
+        _check_sync(op, where, role, context.barriers)
+
+
+def _has_item_keys(op: Op) -> bool:
+    """Whether the op as written has every= or at= (every=1 included)."""
+    return any(token.partition("=")[0] in ITEM_KEYS for token in op.text.split()[1:]
+               if "=" in token)
 
 
 def _check_sync(op: Op, where: str, role: str, barriers: dict[str, Barrier]) -> None:
@@ -573,6 +736,6 @@ def _check_sync(op: Op, where: str, role: str, barriers: dict[str, Barrier]) -> 
         defined = ", ".join(sorted(barriers)) or "none"
         raise _Invalid(where, f"op {op.text!r}: barrier {op.barrier!r} is not defined "
                               f"(define [barrier.{op.barrier}]; defined: {defined})")
-    if role not in barrier.roles:
+    if barrier.roles and role not in barrier.roles:
         raise _Invalid(where, f"op {op.text!r}: role {role!r} is not in [barrier.{op.barrier}] "
                               f"roles (roles: {', '.join(barrier.roles)})")

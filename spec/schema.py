@@ -12,7 +12,15 @@ OPS = (
     "wait_full", "wait_empty", "try_full", "try_empty",
     "arrive_full", "arrive_empty", "expect_tx", "copy", "write", "read",
     "commit_empty", "advance", "reset", "drain", "sync",
+    # [expressiveness]
+    "read_async", "read_wait", "sync_arrive", "sync_wait",
 )
+# Ops that act on a ring's current slot or signals, and so take `ring=NAME`.
+RING_OPS = (
+    "wait_full", "wait_empty", "try_full", "try_empty", "arrive_full", "arrive_empty",
+    "expect_tx", "copy", "write", "read", "read_async", "commit_empty", "advance", "reset", "drain",
+)
+MAIN_RING = "main"  # the ring of [pipeline]
 TARGETS = ("self", "leader", "peer", "all")
 BACKENDS = ("nvidia", "amd")
 SIDES = ("producer", "consumer")
@@ -32,11 +40,22 @@ class Op:
     leader_only: bool = False  # "@leader": only agent 0 of the role in each CTA runs it
     unless_ready: bool = False  # "wait_full unless=ready"
     barrier: str = ""         # for "sync NAME"
-    ring: str = "main"        # [expressiveness] ring=NAME; the core has only "main"
+    ring: str = MAIN_RING     # ring=NAME: which ring's stage, phase, slot and signals
+    every: int = 1            # every=K: the op runs only in items with item % K == at
+    at: int = 0               # at=j (0 <= j < every)
     text: str = ""            # the op as written, for messages
 
     def __str__(self) -> str:
         return self.text or self.name
+
+
+@dataclass(frozen=True)
+class Ring:
+    """A ring of `stages` slots with full/empty signals: [pipeline] is "main", [ring.NAME] more."""
+    name: str
+    stages: int
+    producer_arrive_count: int
+    consumer_arrive_count: int
 
 
 @dataclass(frozen=True)
@@ -50,6 +69,11 @@ class Role:
     prologue: tuple[Op, ...] = ()
     body: tuple[Op, ...] = ()
     epilogue: tuple[Op, ...] = ()
+    ctas: tuple[int, ...] = ()          # CTAs the role exists in; empty: every CTA
+    ring_phases: tuple[tuple[str, int], ...] = ()  # initial phase per extra ring (loader fills all)
+
+    def initial_phase_of(self, ring: str) -> int:
+        return dict(self.ring_phases).get(ring, self.initial_phase) if ring != MAIN_RING else self.initial_phase
 
 
 @dataclass(frozen=True)
@@ -72,11 +96,18 @@ class Spec:
     k_group_size: int = 1
     cluster_size: int = 1
     barriers: tuple[Barrier, ...] = ()
+    rings: tuple[Ring, ...] = ()        # [ring.NAME] tables, sorted by name (the main ring excluded)
     expect: str | None = None
     expect_any: tuple[str, ...] = ()
     template: str | None = None
     description: str = ""
     extra: dict = field(default_factory=dict, compare=False, hash=False)
+
+    @property
+    def all_rings(self) -> tuple[Ring, ...]:
+        """The main ring first, then the [ring.NAME] rings: ring index i in the model."""
+        return (Ring(MAIN_RING, self.stages, self.producer_arrive_count,
+                     self.consumer_arrive_count),) + tuple(self.rings)
 
     def role(self, name: str) -> Role:
         for r in self.roles:

@@ -17,7 +17,52 @@ API:
 
 How each agent's program is held: it is unrolled once into a list of `Instr` (every op it will
 execute, in order, with its pc and item number), and the agent's position is an index into
-that list. Finished = position at the end of the list.
+that list. Finished = position at the end of the list. `@leader` ops of non-leaders are dropped
+before pcs are numbered (they do not exist); `drain [ring=R]` becomes R's `stages` consecutive
+pcs; a body op with `every=K at=j` keeps its pc but is left out of the items with
+item % K != j (it exists only in the others). `every`/`at` act on body ops only.
+
+State view (checker/trace.py format, extended by [expressiveness]; the checker matches it)
+-----------------------------------------------------------------------------------------
+    "agents": {NAME: {"role", "cta", "index", "pc", "op", "item", "done", "at_sync",
+                      "stage", "phase", "ready",                 # the main ring
+                      "rings": {"acc": {"stage": 0, "phase": 0, "ready": False}},
+                      #   ^ only when the spec has [ring.*] tables: one entry per extra ring
+                      "arrived": {"bar": 0}}}
+                      #   ^ only when the spec uses sync_arrive or sync_wait: for every
+                      #     [barrier.NAME], the generation the agent last arrived in with
+                      #     `sync_arrive` (0 when it never did: a sync_wait then waits for
+                      #     generation 0 to complete, exactly as after an arrival in 0)
+    "signals":  {"cta0.full[2]": {...}, "cta0.acc.full[1]": {...}}   # main ring / ring acc
+    "slots":    {"cta0.slot[0]": tag, "cta0.acc.slot[1]": tag}        # -1: never stored
+    "inflight": [  # a multiset; every entry carries "ring"
+        {"kind": "copy",   "cta": c, "ring": "main", "stage": s, "tag": t, "bytes": b},
+        {"kind": "commit", "cta": c, "ring": "main", "stage": s, "n": n,
+                           "agent": "", "after": 0},
+        {"kind": "read",   "cta": c, "ring": "main", "stage": s, "tag": t,
+                           "agent": NAME, "seq": k}]
+    "barriers": {"cta0.bar": {"arrivals": a, "generation": g}}
+
+  - copy: an async copy into slot (cta, ring, stage) carrying item `tag`; `cta` is the target.
+  - commit: an async arrival of n on empty[stage] of `ring` in `cta` (the target). "after" =
+    how many of the issuing agent's async reads must still finish before it may fire; while
+    after > 0, "agent" names the issuing agent; when after is (or reaches) 0, "agent" is "".
+    A commit issued with no read in flight is {"agent": "", "after": 0}.
+  - read: an async read (read_async) of slot (cta, ring, stage) of the agent's own CTA,
+    carrying item `tag`; "seq" = position in the agent's FIFO of in-flight reads (0 =
+    oldest; when the oldest finishes every other seq of that agent drops by 1).
+  - barriers: per (CTA, barrier): arrivals in the current generation, and the number of
+    generations completed.
+
+Events: {"kind": "agent", "agent", "op", "pc"}; {"kind": "land", "entry": COPY};
+{"kind": "fire", "entry": COMMIT} (only when after == 0); {"kind": "finish", "entry": READ}
+(only for the agent's oldest read, seq 0). A step's "stage" and "phase" are the acting agent's,
+before the step, in the ring of its op (`op.ring`; "main" for ops without a ring); for async
+events the entry's stage.
+
+Transitional leniency (traces written before the [expressiveness] views): an inflight entry
+without "ring" is read as ring "main", a commit without "agent"/"after" as agent "" and
+after 0, and a barrier shown as a plain int is compared with "arrivals" only.
 """
 from __future__ import annotations
 
@@ -29,9 +74,12 @@ from spec.schema import Op, Spec
 
 TX_LIMIT = (1 << 20) - 1
 WRAP = 1 << 32
+MAIN = "main"
 
 WAITS = ("wait_full", "wait_empty")
 TRIES = ("try_full", "try_empty")
+# Ops that do not act on a ring's stage (the step's "stage" is not compared for them).
+NO_STAGE_OPS = ("advance", "reset", "sync", "sync_arrive", "sync_wait", "read_wait")
 
 
 class ReplayError(Exception):
@@ -51,22 +99,68 @@ class Instr:
 
 
 @dataclass
+class RingPos:
+    """One agent's position in one ring."""
+    stages: int
+    initial_stage: int
+    initial_phase: int
+    stage: int = 0
+    phase: int = 0
+    ready: bool = False
+
+    def advance(self) -> None:
+        self.stage, self.phase = _advanced(self.stage, self.phase, self.stages)
+
+    def reset(self) -> None:
+        self.stage, self.phase = self.initial_stage, self.initial_phase
+
+
+@dataclass
 class Agent:
     name: str
     role: str
     cta: int
     index: int
-    initial_stage: int
-    initial_phase: int
     program: list    # list[Instr], fully unrolled
     program_length: int  # number of pc values (the pc a finished agent shows)
     items: int
-    stages: int
+    rings: dict      # ring name -> RingPos ("main" first)
     pos: int = 0
-    stage: int = 0
-    phase: int = 0
-    ready: bool = False
     at_sync: bool = False
+    arrived: dict = field(default_factory=dict)  # barrier -> generation of the last sync_arrive
+
+    # The main ring's position, under the names the core used.
+    @property
+    def stage(self) -> int:
+        return self.rings[MAIN].stage
+
+    @stage.setter
+    def stage(self, v: int) -> None:
+        self.rings[MAIN].stage = v
+
+    @property
+    def phase(self) -> int:
+        return self.rings[MAIN].phase
+
+    @phase.setter
+    def phase(self, v: int) -> None:
+        self.rings[MAIN].phase = v
+
+    @property
+    def ready(self) -> bool:
+        return self.rings[MAIN].ready
+
+    @ready.setter
+    def ready(self, v: bool) -> None:
+        self.rings[MAIN].ready = v
+
+    @property
+    def initial_stage(self) -> int:
+        return self.rings[MAIN].initial_stage
+
+    @property
+    def initial_phase(self) -> int:
+        return self.rings[MAIN].initial_phase
 
     @property
     def done(self) -> bool:
@@ -86,10 +180,10 @@ class Agent:
 class World:
     spec: Spec
     agents: list                      # list[Agent], ordered cta, role, index
-    signals: dict                     # (cta, "full"|"empty", stage) -> dict
-    slots: dict                       # (cta, stage) -> tag (-1 = never stored)
+    signals: dict                     # (cta, ring, "full"|"empty", stage) -> dict
+    slots: dict                       # (cta, ring, stage) -> tag (-1 = never stored)
     inflight: list                    # list of entry dicts (a multiset)
-    barriers: dict                    # (cta, NAME) -> arrivals in the current generation
+    barriers: dict                    # (cta, NAME) -> {"arrivals": a, "generation": g}
     gone: set = field(default_factory=set)  # CTAs whose agents have all finished
     trapped: bool = False             # a hardware trap happened (an arrive above pending, or a
     #                                   tx_range fault): the state after it is meaningless
@@ -100,6 +194,13 @@ class World:
                 return a
         raise ReplayError(f"no agent named {name!r} (agents: "
                           f"{', '.join(a.name for a in self.agents)})")
+
+    def ring(self, name: str):
+        for r in self.spec.all_rings:
+            if r.name == name:
+                return r
+        raise ReplayError(f"unknown ring {name!r} (rings: "
+                          f"{', '.join(r.name for r in self.spec.all_rings)})")
 
 
 @dataclass
@@ -122,60 +223,94 @@ def agent_name(spec: Spec, cta: int, role: str, index: int) -> str:
     return f"cta{cta}.{role}[{index}]"
 
 
-def _flatten(ops, is_leader: bool, stages: int) -> list:
-    """The ops this agent runs, drain expanded into `stages` ops, @leader ops dropped."""
+def _ring_stages(spec: Spec, ring: str) -> int:
+    for r in spec.all_rings:
+        if r.name == ring:
+            return r.stages
+    raise ReplayError(f"op names unknown ring {ring!r}")
+
+
+def _flatten(ops, is_leader: bool, spec: Spec) -> list:
+    """The ops this agent runs, drain expanded into its ring's `stages` ops, @leader ops
+    dropped."""
     out = []
     for op in ops:
         if op.leader_only and not is_leader:
             continue
         if op.name == "drain":
-            out.extend([op] * stages)
+            out.extend([op] * _ring_stages(spec, op.ring))
         else:
             out.append(op)
     return out
 
 
-def _unroll(role, is_leader: bool, stages: int) -> tuple[list, int]:
-    prologue = _flatten(role.prologue, is_leader, stages)
-    body = _flatten(role.body, is_leader, stages)
-    epilogue = _flatten(role.epilogue, is_leader, stages)
+def _in_item(op: Op, item: int) -> bool:
+    return op.every <= 1 or item % op.every == op.at
+
+
+def _unroll(role, is_leader: bool, spec: Spec) -> tuple[list, int]:
+    prologue = _flatten(role.prologue, is_leader, spec)
+    body = _flatten(role.body, is_leader, spec)
+    epilogue = _flatten(role.epilogue, is_leader, spec)
     program = []
     for j, op in enumerate(prologue):
         program.append(Instr(j, 0, "prologue", op))
     body_start = len(prologue)
     for item in range(role.items):
         for j, op in enumerate(body):
-            program.append(Instr(body_start + j, item, "body", op))
+            if _in_item(op, item):
+                program.append(Instr(body_start + j, item, "body", op))
     epilogue_start = body_start + len(body)
     for j, op in enumerate(epilogue):
         program.append(Instr(epilogue_start + j, role.items, "epilogue", op))
     return program, epilogue_start + len(epilogue)
 
 
+def _role_ctas(spec: Spec, role) -> list:
+    if not role.ctas:
+        return list(range(spec.cluster_size))
+    return [c for c in range(spec.cluster_size) if c in role.ctas]
+
+
+def _uses_arrive_wait(spec: Spec) -> bool:
+    return any(op.name in ("sync_arrive", "sync_wait")
+               for r in spec.roles for op in r.prologue + r.body + r.epilogue)
+
+
 def initial_state(spec: Spec) -> World:
     agents = []
     for cta in range(spec.cluster_size):
         for role in spec.roles:
+            if cta not in _role_ctas(spec, role):
+                continue
             for i in range(role.count):
-                program, length = _unroll(role, i == 0, spec.stages)
+                program, length = _unroll(role, i == 0, spec)
+                rings = {}
+                for r in spec.all_rings:
+                    st = role.initial_stage if r.name == MAIN else 0
+                    ph = role.initial_phase_of(r.name)
+                    rings[r.name] = RingPos(stages=r.stages, initial_stage=st,
+                                            initial_phase=ph, stage=st, phase=ph)
                 agents.append(Agent(
                     name=agent_name(spec, cta, role.name, i), role=role.name, cta=cta, index=i,
-                    initial_stage=role.initial_stage, initial_phase=role.initial_phase,
-                    program=program, program_length=length, items=role.items,
-                    stages=spec.stages, stage=role.initial_stage, phase=role.initial_phase))
+                    program=program, program_length=length, items=role.items, rings=rings,
+                    arrived={b.name: 0 for b in spec.barriers}))
     signals = {}
     slots = {}
     for cta in range(spec.cluster_size):
-        for s in range(spec.stages):
-            for kind, n in (("full", spec.producer_arrive_count),
-                            ("empty", spec.consumer_arrive_count)):
-                if spec.backend == "nvidia":
-                    signals[(cta, kind, s)] = {"phase_no": 0, "pending": n, "expected": n,
-                                               "tx": 0, "observed": False}
-                else:
-                    signals[(cta, kind, s)] = {"count": 0}
-            slots[(cta, s)] = -1
-    barriers = {(cta, b.name): 0 for cta in range(spec.cluster_size) for b in spec.barriers}
+        for r in spec.all_rings:
+            for s in range(r.stages):
+                for kind, n in (("full", r.producer_arrive_count),
+                                ("empty", r.consumer_arrive_count)):
+                    if spec.backend == "nvidia":
+                        signals[(cta, r.name, kind, s)] = {
+                            "phase_no": 0, "pending": n, "expected": n, "tx": 0,
+                            "observed": False}
+                    else:
+                        signals[(cta, r.name, kind, s)] = {"count": 0}
+                slots[(cta, r.name, s)] = -1
+    barriers = {(cta, b.name): {"arrivals": 0, "generation": 0}
+                for cta in range(spec.cluster_size) for b in spec.barriers}
     world = World(spec=spec, agents=agents, signals=signals, slots=slots, inflight=[],
                   barriers=barriers)
     for cta in range(spec.cluster_size):
@@ -188,19 +323,24 @@ def initial_state(spec: Spec) -> World:
 # Backends
 # --------------------------------------------------------------------------------------------
 
-def _signal(world: World, cta: int, kind: str, stage: int) -> dict:
-    return world.signals[(cta, kind, stage)]
+def _signal(world: World, cta: int, kind: str, stage: int, ring: str = MAIN) -> dict:
+    try:
+        return world.signals[(cta, ring, kind, stage)]
+    except KeyError:
+        raise ReplayError(f"no signal {_signal_name(cta, ring, kind, stage)}") from None
 
 
-def signal_ready(world: World, cta: int, kind: str, stage: int, phase: int) -> bool:
-    """The backend's answer to a wait/try on signal `kind` of `stage` in `cta` at `phase`."""
-    spec = world.spec
-    sig = _signal(world, cta, kind, stage)
-    if spec.backend == "nvidia":
+def signal_ready(world: World, cta: int, kind: str, stage: int, phase: int,
+                 ring: str = MAIN) -> bool:
+    """The backend's answer to a wait/try on signal `kind` of `stage` of `ring` in `cta` at
+    `phase`."""
+    sig = _signal(world, cta, kind, stage, ring)
+    if world.spec.backend == "nvidia":
         return sig["phase_no"] % 2 != phase % 2
+    r = world.ring(ring)
     if kind == "full":
-        return sig["count"] >= ((phase + 1) % WRAP) * spec.producer_arrive_count
-    return sig["count"] >= ((phase - 1) % WRAP) * spec.consumer_arrive_count
+        return sig["count"] >= ((phase + 1) % WRAP) * r.producer_arrive_count
+    return sig["count"] >= ((phase - 1) % WRAP) * r.consumer_arrive_count
 
 
 def _nvidia_update(world: World, sig: dict, add_tx: int = 0, arrive: int = 0) -> set:
@@ -225,18 +365,18 @@ def _nvidia_update(world: World, sig: dict, add_tx: int = 0, arrive: int = 0) ->
     return kinds
 
 
-def _arrive(world: World, cta: int, kind: str, stage: int, n: int) -> set:
-    sig = _signal(world, cta, kind, stage)
+def _arrive(world: World, cta: int, ring: str, kind: str, stage: int, n: int) -> set:
+    sig = _signal(world, cta, kind, stage, ring)
     if world.spec.backend == "nvidia":
         return _nvidia_update(world, sig, arrive=n)
     sig["count"] += n
     return set()
 
 
-def _observe(world: World, cta: int, kind: str, stage: int) -> None:
+def _observe(world: World, cta: int, ring: str, kind: str, stage: int) -> None:
     """A wait or try on this signal returned ready (nvidia over_arrival bookkeeping)."""
     if world.spec.backend == "nvidia":
-        _signal(world, cta, kind, stage)["observed"] = True
+        _signal(world, cta, kind, stage, ring)["observed"] = True
 
 
 # --------------------------------------------------------------------------------------------
@@ -249,11 +389,17 @@ def _wait_kind(op: Op) -> str:
 
 
 def _is_skipped_wait(agent: Agent, op: Op) -> bool:
-    return op.name in WAITS and op.unless_ready and agent.ready
+    return op.name in WAITS and op.unless_ready and agent.rings[op.ring].ready
 
 
 def _is_blocking_wait(agent: Agent, op: Op) -> bool:
     return op.name == "drain" or (op.name in WAITS and not _is_skipped_wait(agent, op))
+
+
+def _reads_in_flight(world: World, agent: Agent) -> list:
+    """The agent's in-flight async reads, oldest first."""
+    reads = [e for e in world.inflight if e["kind"] == "read" and e["agent"] == agent.name]
+    return sorted(reads, key=lambda e: e["seq"])
 
 
 def _agent_enabled(world: World, agent: Agent) -> bool:
@@ -261,12 +407,30 @@ def _agent_enabled(world: World, agent: Agent) -> bool:
         return False
     op = agent.current.op
     if _is_blocking_wait(agent, op):
-        return signal_ready(world, agent.cta, _wait_kind(op), agent.stage, agent.phase)
+        pos = agent.rings[op.ring]
+        return signal_ready(world, agent.cta, _wait_kind(op), pos.stage, pos.phase, op.ring)
+    if op.name == "read_wait":
+        return len(_reads_in_flight(world, agent)) <= op.n
+    if op.name == "sync_wait":
+        bar = _barrier_state(world, agent.cta, op.barrier)
+        return bar["generation"] > agent.arrived.get(op.barrier, 0)
     return True
 
 
 def _entry_key(entry: dict) -> str:
     return json.dumps(entry, sort_keys=True)
+
+
+def _entry_enabled(entry: dict) -> bool:
+    if entry["kind"] == "read":
+        return entry["seq"] == 0
+    if entry["kind"] == "commit":
+        return entry["after"] == 0
+    return True
+
+
+EVENT_OF = {"copy": "land", "commit": "fire", "read": "finish"}
+ENTRY_OF = {v: k for k, v in EVENT_OF.items()}
 
 
 def enabled_events(world: World) -> list:
@@ -278,11 +442,10 @@ def enabled_events(world: World) -> list:
     seen = set()
     for entry in world.inflight:
         key = _entry_key(entry)
-        if key in seen:
+        if key in seen or not _entry_enabled(entry):
             continue
         seen.add(key)
-        kind = "land" if entry["kind"] == "copy" else "fire"
-        events.append({"kind": kind, "entry": dict(entry)})
+        events.append({"kind": EVENT_OF[entry["kind"]], "entry": dict(entry)})
     return events
 
 
@@ -290,26 +453,32 @@ def enabled_events(world: World) -> list:
 # Properties used inside steps
 # --------------------------------------------------------------------------------------------
 
-def _phase_alias(world: World, agent: Agent, kind: str) -> bool:
+def _phase_alias(world: World, agent: Agent, kind: str, ring: str = MAIN) -> bool:
     if world.spec.backend != "nvidia":
         return False
-    p0 = agent.initial_phase
-    k = (agent.phase - p0) - (p0 % 2)
-    phase_no = _signal(world, agent.cta, kind, agent.stage)["phase_no"]
+    pos = agent.rings[ring]
+    p0 = pos.initial_phase
+    k = (pos.phase - p0) - (p0 % 2)
+    phase_no = _signal(world, agent.cta, kind, pos.stage, ring)["phase_no"]
     return phase_no not in (k, k + 1)
 
 
-def _will_read(agent: Agent, tag: int, stage: int) -> bool:
-    """Does `agent`, run forward from its position ignoring waits, still read `tag` at `stage`?"""
-    st, ph = agent.stage, agent.phase
+def _will_read(agent: Agent, ring: str, tag: int, stage: int) -> bool:
+    """Does `agent`, run forward from its position ignoring waits, still read (read or
+    read_async) `tag` at `stage` of `ring`?"""
+    pos = agent.rings[ring]
+    sim = RingPos(stages=pos.stages, initial_stage=pos.initial_stage,
+                  initial_phase=pos.initial_phase, stage=pos.stage, phase=pos.phase)
     for ins in agent.program[agent.pos:]:
+        if ins.op.ring != ring:
+            continue
         name = ins.op.name
-        if name == "read" and ins.item == tag and st == stage:
+        if name in ("read", "read_async") and ins.item == tag and sim.stage == stage:
             return True
         if name in ("advance", "drain"):
-            st, ph = _advanced(st, ph, agent.stages)
+            sim.advance()
         elif name == "reset":
-            st, ph = agent.initial_stage, agent.initial_phase
+            sim.reset()
     return False
 
 
@@ -321,17 +490,28 @@ def _advanced(stage: int, phase: int, stages: int) -> tuple[int, int]:
     return stage, phase
 
 
-def _store(world: World, cta: int, stage: int, tag: int) -> set:
-    """Store `tag` in slot (cta, stage); overwrite_before_drain if an unread tag is lost."""
+def _store(world: World, cta: int, ring: str, stage: int, tag: int) -> set:
+    """Store `tag` in slot (cta, ring, stage); overwrite_before_drain if an unread tag is
+    lost: an agent of the CTA still reads it there, or an async read of it is in flight."""
     kinds = set()
-    old = world.slots[(cta, stage)]
+    old = world.slots[(cta, ring, stage)]
     if old >= 0 and old != tag:
+        if any(e["kind"] == "read" and e["cta"] == cta and e["ring"] == ring
+               and e["stage"] == stage and e["tag"] == old for e in world.inflight):
+            kinds.add("overwrite_before_drain")
         for a in world.agents:
-            if a.cta == cta and _will_read(a, old, stage):
+            if a.cta == cta and _will_read(a, ring, old, stage):
                 kinds.add("overwrite_before_drain")
                 break
-    world.slots[(cta, stage)] = tag
+    world.slots[(cta, ring, stage)] = tag
     return kinds
+
+
+def _read_before_fill(world: World, cta: int, ring: str, stage: int, item: int) -> bool:
+    if world.slots[(cta, ring, stage)] != item:
+        return True
+    return any(e["kind"] == "copy" and e["cta"] == cta and e["ring"] == ring
+               and e["stage"] == stage for e in world.inflight)
 
 
 def _targets(world: World, cta: int, to: str) -> list:
@@ -360,8 +540,17 @@ def _barrier_count(world: World, cta: int, name: str) -> int:
         if b.name == name:
             if b.count is not None:
                 return b.count
-            return sum(r.count for r in world.spec.roles if r.name in b.roles)
-    raise ReplayError(f"sync on unknown barrier {name!r}")
+            return sum(r.count for r in world.spec.roles
+                       if r.name in b.roles and cta in _role_ctas(world.spec, r))
+    raise ReplayError(f"unknown barrier {name!r}")
+
+
+def _barrier_state(world: World, cta: int, name: str) -> dict:
+    key = (cta, name)
+    if key not in world.barriers:
+        _barrier_count(world, cta, name)      # raises for an unknown barrier
+        world.barriers[key] = {"arrivals": 0, "generation": 0}
+    return world.barriers[key]
 
 
 # --------------------------------------------------------------------------------------------
@@ -374,24 +563,28 @@ def _apply_agent_op(world: World, a: Agent) -> set:
     ins = a.current
     op = ins.op
     name = op.name
+    ring = op.ring
     kinds = set()
-    stage = a.stage
+    pos = a.rings[ring] if ring in a.rings else None
+    if pos is None:
+        raise ReplayError(f"{a.name}: op {op} names unknown ring {ring!r}")
+    stage = pos.stage
 
     if name in WAITS:
         if not _is_skipped_wait(a, op):
-            _observe(world, a.cta, _wait_kind(op), stage)
+            _observe(world, a.cta, ring, _wait_kind(op), stage)
     elif name in TRIES:
         kind = _wait_kind(op)
-        if _phase_alias(world, a, kind):
+        if _phase_alias(world, a, kind, ring):
             kinds.add("phase_alias")
-        a.ready = signal_ready(world, a.cta, kind, stage, a.phase)
-        if a.ready:
-            _observe(world, a.cta, kind, stage)
+        pos.ready = signal_ready(world, a.cta, kind, stage, pos.phase, ring)
+        if pos.ready:
+            _observe(world, a.cta, ring, kind, stage)
     elif name in ("arrive_full", "arrive_empty"):
         kind = "full" if name == "arrive_full" else "empty"
         for dst in _targets(world, a.cta, op.to):
             kinds |= _aimed(world, dst)
-            kinds |= _arrive(world, dst, kind, stage, op.n)
+            kinds |= _arrive(world, dst, ring, kind, stage, op.n)
     elif name == "expect_tx":
         if spec.backend != "nvidia":
             raise ReplayError("expect_tx on the amd backend")
@@ -400,7 +593,7 @@ def _apply_agent_op(world: World, a: Agent) -> set:
             kinds.add("tx_range")
         for dst in _targets(world, a.cta, op.to):
             kinds |= _aimed(world, dst)
-            kinds |= _nvidia_update(world, _signal(world, dst, "full", stage),
+            kinds |= _nvidia_update(world, _signal(world, dst, "full", stage, ring),
                                     add_tx=op.n, arrive=1)
     elif name == "copy":
         if spec.backend != "nvidia":
@@ -410,50 +603,83 @@ def _apply_agent_op(world: World, a: Agent) -> set:
             kinds.add("tx_range")
         for dst in _targets(world, a.cta, op.to):
             kinds |= _aimed(world, dst)
-            world.inflight.append({"kind": "copy", "cta": dst, "stage": stage,
+            world.inflight.append({"kind": "copy", "cta": dst, "ring": ring, "stage": stage,
                                    "tag": ins.item, "bytes": op.n})
     elif name == "commit_empty":
+        after = len(_reads_in_flight(world, a))
         for dst in _targets(world, a.cta, op.to):
             kinds |= _aimed(world, dst)
-            world.inflight.append({"kind": "commit", "cta": dst, "stage": stage, "n": op.n})
+            world.inflight.append({"kind": "commit", "cta": dst, "ring": ring, "stage": stage,
+                                   "n": op.n, "agent": a.name if after else "",
+                                   "after": after})
     elif name == "write":
-        kinds |= _store(world, a.cta, stage, ins.item)
+        kinds |= _store(world, a.cta, ring, stage, ins.item)
     elif name == "read":
-        if world.slots[(a.cta, stage)] != ins.item:
+        if _read_before_fill(world, a.cta, ring, stage, ins.item):
             kinds.add("read_before_fill")
-        for e in world.inflight:
-            if e["kind"] == "copy" and e["cta"] == a.cta and e["stage"] == stage:
-                kinds.add("read_before_fill")
+    elif name == "read_async":
+        if _read_before_fill(world, a.cta, ring, stage, ins.item):
+            kinds.add("read_before_fill")
+        world.inflight.append({"kind": "read", "cta": a.cta, "ring": ring, "stage": stage,
+                               "tag": ins.item, "agent": a.name,
+                               "seq": len(_reads_in_flight(world, a))})
+    elif name == "read_wait":
+        pass                           # enabled only with at most n reads in flight
     elif name == "advance":
-        a.stage, a.phase = _advanced(a.stage, a.phase, spec.stages)
+        pos.advance()
     elif name == "reset":
-        a.stage, a.phase = a.initial_stage, a.initial_phase
+        pos.reset()
     elif name == "drain":
-        _observe(world, a.cta, "empty", stage)
-        a.stage, a.phase = _advanced(a.stage, a.phase, spec.stages)
+        _observe(world, a.cta, ring, "empty", stage)
+        pos.advance()
     elif name == "sync":
-        return kinds | _apply_sync(world, a, op.barrier)
+        _, completed = _barrier_arrive(world, a.cta, op.barrier)
+        if not completed:
+            a.at_sync = True           # stays at its sync op, blocked
+            return kinds
+    elif name == "sync_arrive":
+        a.arrived[op.barrier], _ = _barrier_arrive(world, a.cta, op.barrier)
+    elif name == "sync_wait":
+        pass                           # enabled only once that generation has completed
     else:
         raise ReplayError(f"unknown op {name!r}")
     a.pos += 1
     return kinds
 
 
-def _apply_sync(world: World, a: Agent, barrier: str) -> set:
-    key = (a.cta, barrier)
-    count = _barrier_count(world, a.cta, barrier)
-    world.barriers[key] = world.barriers.get(key, 0) + 1
-    if world.barriers[key] < count:
-        a.at_sync = True              # stays at its sync op, blocked
-        return set()
-    world.barriers[key] = 0
+def _barrier_arrive(world: World, cta: int, name: str) -> tuple[int, bool]:
+    """One arrival on barrier `name` of `cta`: returns the generation it arrived in and whether
+    it completed that generation. On completion every agent of the CTA blocked in `sync name`
+    moves on (the arriving agent itself is moved on by its caller)."""
+    bar = _barrier_state(world, cta, name)
+    count = _barrier_count(world, cta, name)
+    generation = bar["generation"]
+    bar["arrivals"] += 1
+    if bar["arrivals"] < count:
+        return generation, False
+    bar["generation"] += 1
+    bar["arrivals"] = 0
     for b in world.agents:
-        if b.cta == a.cta and b.at_sync and b.current.op.name == "sync" \
-                and b.current.op.barrier == barrier:
+        if b.cta == cta and b.at_sync and b.current.op.barrier == name:
             b.at_sync = False
             b.pos += 1
-    a.pos += 1
-    return set()
+    return generation, True
+
+
+def _blocked_reason(world: World, a: Agent) -> str:
+    op = a.current.op
+    if op.name == "read_wait":
+        n = len(_reads_in_flight(world, a))
+        return f"{n} async read(s) in flight, more than {op.n}"
+    if op.name == "sync_wait":
+        bar = _barrier_state(world, a.cta, op.barrier)
+        return (f"cta{a.cta}.{op.barrier} generation {bar['generation']} has not completed "
+                f"generation {a.arrived.get(op.barrier, 0)}")
+    pos = a.rings[op.ring]
+    kind = _wait_kind(op)
+    sig = _signal(world, a.cta, kind, pos.stage, op.ring)
+    return (f"{_signal_name(a.cta, op.ring, kind, pos.stage)} = {_public_signal(sig)} "
+            f"is not ready for phase {pos.phase}")
 
 
 def _check_agent_event(world: World, event: dict) -> Agent:
@@ -467,35 +693,65 @@ def _check_agent_event(world: World, event: dict) -> Agent:
     if a.at_sync:
         raise ReplayError(f"{a.name} is blocked at sync {ins.op.barrier!r}")
     if not _agent_enabled(world, a):
-        kind = _wait_kind(ins.op)
-        sig = _signal(world, a.cta, kind, a.stage)
-        raise ReplayError(f"{a.name} {ins.op.name} is blocked: cta{a.cta}.{kind}[{a.stage}] "
-                          f"= {_public_signal(sig)} is not ready for phase {a.phase}")
+        raise ReplayError(f"{a.name} {ins.op.name} is blocked: {_blocked_reason(world, a)}")
     return a
 
 
+def _normal_entry(entry: dict) -> dict:
+    """An inflight entry with the keys older traces leave out filled in (ring "main"; a
+    commit's agent "" and after 0)."""
+    e = dict(entry)
+    if e.get("kind") in ("copy", "commit", "read"):
+        e.setdefault("ring", MAIN)
+    if e.get("kind") == "commit":
+        e.setdefault("agent", "")
+        e.setdefault("after", 0)
+    return e
+
+
 def _take_inflight(world: World, event: dict) -> dict:
-    want = "copy" if event["kind"] == "land" else "commit"
-    entry = event.get("entry", {})
+    want = ENTRY_OF[event["kind"]]
+    entry = _normal_entry(event.get("entry", {}))
     if entry.get("kind") != want:
         raise ReplayError(f"a {event['kind']} event needs a {want!r} entry, got {entry}")
     for i, e in enumerate(world.inflight):
         if e == entry:
+            if want == "read" and e["seq"] != 0:
+                raise ReplayError(f"finish: {entry} is not {e['agent']}'s oldest async read "
+                                  f"(reads finish in issue order)")
+            if want == "commit" and e["after"] != 0:
+                raise ReplayError(f"fire: {entry} still waits for {e['after']} of "
+                                  f"{e['agent']}'s async reads")
             return world.inflight.pop(i)
     raise ReplayError(f"{event['kind']}: {entry} is not in flight (in flight: "
                       f"{world.inflight})")
 
 
+def _finish_read(world: World, entry: dict) -> None:
+    """The agent's oldest read has finished: the rest move up, its commits wait one less."""
+    who = entry["agent"]
+    for e in world.inflight:
+        if e["kind"] == "read" and e["agent"] == who:
+            e["seq"] -= 1
+        elif e["kind"] == "commit" and e["agent"] == who and e["after"] > 0:
+            e["after"] -= 1
+            if e["after"] == 0:
+                e["agent"] = ""
+
+
 def _apply_async(world: World, event: dict) -> set:
     entry = _take_inflight(world, event)
-    cta, stage = entry["cta"], entry["stage"]
+    cta, ring, stage = entry["cta"], entry["ring"], entry["stage"]
+    if entry["kind"] == "read":
+        _finish_read(world, entry)     # a read of the agent's own CTA: aimed at nothing
+        return set()
     kinds = _aimed(world, cta)
     if entry["kind"] == "copy":
-        kinds |= _store(world, cta, stage, entry["tag"])
-        kinds |= _nvidia_update(world, _signal(world, cta, "full", stage),
+        kinds |= _store(world, cta, ring, stage, entry["tag"])
+        kinds |= _nvidia_update(world, _signal(world, cta, "full", stage, ring),
                                 add_tx=-entry["bytes"])
     else:
-        kinds |= _arrive(world, cta, "empty", stage, entry["n"])
+        kinds |= _arrive(world, cta, ring, "empty", stage, entry["n"])
     return kinds
 
 
@@ -505,7 +761,7 @@ def apply(world: World, event: dict) -> set:
     if kind == "agent":
         a = _check_agent_event(world, event)
         kinds = _apply_agent_op(world, a)
-    elif kind in ("land", "fire"):
+    elif kind in ENTRY_OF:
         kinds = _apply_async(world, event)
     else:
         raise ReplayError(f"unknown event kind {kind!r}")
@@ -525,7 +781,7 @@ def state_violations(world: World) -> set:
     if world.spec.backend == "nvidia":
         for a in unfinished:
             op = a.current.op
-            if _is_blocking_wait(a, op) and _phase_alias(world, a, _wait_kind(op)):
+            if _is_blocking_wait(a, op) and _phase_alias(world, a, _wait_kind(op), op.ring):
                 kinds.add("phase_alias")
     return kinds
 
@@ -534,6 +790,14 @@ def state_violations(world: World) -> set:
 # State view (checker/trace.py format) and replay
 # --------------------------------------------------------------------------------------------
 
+def _signal_name(cta: int, ring: str, kind: str, stage: int) -> str:
+    return f"cta{cta}.{kind}[{stage}]" if ring == MAIN else f"cta{cta}.{ring}.{kind}[{stage}]"
+
+
+def _slot_name(cta: int, ring: str, stage: int) -> str:
+    return f"cta{cta}.slot[{stage}]" if ring == MAIN else f"cta{cta}.{ring}.slot[{stage}]"
+
+
 def _public_signal(sig: dict) -> dict:
     if "count" in sig:
         return {"count": sig["count"]}
@@ -541,23 +805,32 @@ def _public_signal(sig: dict) -> dict:
 
 
 def state_view(world: World) -> dict:
+    spec = world.spec
+    show_arrived = _uses_arrive_wait(spec)
     agents = {}
     for a in world.agents:
         ins = a.current
-        agents[a.name] = {
+        view = {
             "role": a.role, "cta": a.cta, "index": a.index,
             "pc": a.program_length if ins is None else ins.pc,
             "op": None if ins is None else ins.op.name,
             "item": a.item, "stage": a.stage, "phase": a.phase, "ready": a.ready,
             "at_sync": a.at_sync, "done": a.done,
         }
+        if spec.rings:
+            view["rings"] = {r.name: {"stage": a.rings[r.name].stage,
+                                      "phase": a.rings[r.name].phase,
+                                      "ready": a.rings[r.name].ready} for r in spec.rings}
+        if show_arrived:
+            view["arrived"] = {b.name: a.arrived.get(b.name, 0) for b in spec.barriers}
+        agents[a.name] = view
     return {
         "agents": agents,
-        "signals": {f"cta{c}.{k}[{s}]": _public_signal(sig)
-                    for (c, k, s), sig in world.signals.items()},
-        "slots": {f"cta{c}.slot[{s}]": tag for (c, s), tag in world.slots.items()},
+        "signals": {_signal_name(c, r, k, s): _public_signal(sig)
+                    for (c, r, k, s), sig in world.signals.items()},
+        "slots": {_slot_name(c, r, s): tag for (c, r, s), tag in world.slots.items()},
         "inflight": [dict(e) for e in world.inflight],
-        "barriers": {f"cta{c}.{name}": n for (c, name), n in world.barriers.items()},
+        "barriers": {f"cta{c}.{name}": dict(b) for (c, name), b in world.barriers.items()},
     }
 
 
@@ -587,6 +860,17 @@ def _compare_agents(world: World, theirs: dict, ours: dict, where: str) -> None:
                     raise _mismatch(where, f"{name}.{key}", t[key], a.current.op.text or o[key])
             elif t[key] != o[key]:
                 raise _mismatch(where, f"{name}.{key}", t[key], o[key])
+        for ring, fields in t.get("rings", {}).items():
+            if ring not in o.get("rings", {}):
+                raise _mismatch(where, f"{name}.rings", sorted(t["rings"]),
+                                sorted(o.get("rings", {})))
+            for key, value in fields.items():
+                if key in o["rings"][ring] and o["rings"][ring][key] != value:
+                    raise _mismatch(where, f"{name}.rings.{ring}.{key}", value,
+                                    o["rings"][ring][key])
+        for bar, value in t.get("arrived", {}).items():
+            if a.arrived.get(bar, 0) != value:
+                raise _mismatch(where, f"{name}.arrived.{bar}", value, a.arrived.get(bar, 0))
 
 
 def _compare_view(world: World, view: dict | None, where: str) -> None:
@@ -601,28 +885,36 @@ def _compare_view(world: World, view: dict | None, where: str) -> None:
         for key, value in fields.items():
             if key in ours["signals"][name] and ours["signals"][name][key] != value:
                 raise _mismatch(where, f"{name}.{key}", value, ours["signals"][name][key])
-    for group in ("slots", "barriers"):
-        for name, value in view.get(group, {}).items():
-            if ours[group].get(name) != value:
-                raise _mismatch(where, f"{group} {name}", value, ours[group].get(name))
+    for name, value in view.get("slots", {}).items():
+        if ours["slots"].get(name) != value:
+            raise _mismatch(where, f"slots {name}", value, ours["slots"].get(name))
+    for name, value in view.get("barriers", {}).items():
+        mine = ours["barriers"].get(name)
+        if isinstance(value, int) and mine is not None:
+            mine = mine["arrivals"]            # an older view: arrivals only
+        if mine != value:
+            raise _mismatch(where, f"barriers {name}", value, mine)
     if "inflight" in view:
-        theirs_ms = Counter(_entry_key(e) for e in view["inflight"])
+        theirs_ms = Counter(_entry_key(_normal_entry(e)) for e in view["inflight"])
         ours_ms = Counter(_entry_key(e) for e in ours["inflight"])
         if theirs_ms != ours_ms:
             raise _mismatch(where, "inflight", view["inflight"], ours["inflight"])
 
 
 def _compare_step_header(world: World, step: dict, where: str) -> None:
-    """The step's `phase` (and `stage`, where the op acts on one) is the agent's, before it."""
+    """The step's `phase` (and `stage`, where the op acts on one) is the agent's, before it,
+    in the ring of its op."""
     event = step["event"]
     if event.get("kind") != "agent":
         return
     a = world.agent(event["agent"])
-    if step.get("phase") is not None and step["phase"] != a.phase:
-        raise _mismatch(where, "step phase", step["phase"], a.phase)
-    acts_on_stage = event.get("op") not in ("advance", "reset", "sync")
-    if acts_on_stage and step.get("stage") is not None and step["stage"] != a.stage:
-        raise _mismatch(where, "step stage", step["stage"], a.stage)
+    ring = a.current.op.ring if not a.done else MAIN
+    pos = a.rings.get(ring, a.rings[MAIN])
+    if step.get("phase") is not None and step["phase"] != pos.phase:
+        raise _mismatch(where, "step phase", step["phase"], pos.phase)
+    acts_on_stage = event.get("op") not in NO_STAGE_OPS
+    if acts_on_stage and step.get("stage") is not None and step["stage"] != pos.stage:
+        raise _mismatch(where, "step stage", step["stage"], pos.stage)
 
 
 def replay(spec: Spec, trace_json: dict) -> ReplayOutcome:

@@ -11,7 +11,7 @@ from collections import deque
 
 import pytest
 
-from spec.schema import Barrier, Op, Role, Spec
+from spec.schema import Barrier, Op, Ring, Role, Spec
 from tests.replay import (
     ReplayError, apply, enabled_events, initial_state, replay, signal_ready, state_view,
     state_violations,
@@ -32,9 +32,11 @@ def op(text: str) -> Op:
             kw["leader_only"] = True
         elif p == "unless=ready":
             kw["unless_ready"] = True
-        elif p.startswith("to="):
-            kw["to"] = p[3:]
-        elif name == "sync":
+        elif "=" in p:
+            key, value = p.split("=", 1)
+            assert key in ("to", "ring", "every", "at"), p
+            kw[key] = int(value) if key in ("every", "at") else value
+        elif name in ("sync", "sync_arrive", "sync_wait"):
             kw["barrier"] = p
         else:
             kw["n"] = int(p)
@@ -42,25 +44,38 @@ def op(text: str) -> Op:
 
 
 def role(name, body, side="producer", count=1, items=None, initial_phase=None,
-         initial_stage=0, prologue=(), epilogue=()):
+         initial_stage=0, prologue=(), epilogue=(), ctas=(), ring_phases=None):
     if initial_phase is None:
         initial_phase = 1 if side == "producer" else 0
     return dict(name=name, side=side, count=count, items=items, initial_stage=initial_stage,
                 initial_phase=initial_phase, prologue=tuple(op(t) for t in prologue),
-                body=tuple(op(t) for t in body), epilogue=tuple(op(t) for t in epilogue))
+                body=tuple(op(t) for t in body), epilogue=tuple(op(t) for t in epilogue),
+                ctas=tuple(ctas), ring_phases=tuple(sorted((ring_phases or {}).items())))
 
 
 def make_spec(*roles, backend="nvidia", stages=2, pac=1, cac=1, items=2, cluster_size=1,
-              barriers=()):
+              barriers=(), rings=()):
+    """`rings`: extra rings as Ring objects or (name, stages, pac, cac) tuples."""
     built = []
     for r in roles:
         r = dict(r)
         if r["items"] is None:
             r["items"] = items
         built.append(Role(**r))
+    rings = tuple(r if isinstance(r, Ring) else Ring(*r) for r in rings)
     return Spec(path="<test>", name="test", backend=backend, stages=stages,
                 producer_arrive_count=pac, consumer_arrive_count=cac, items=items,
-                roles=tuple(built), cluster_size=cluster_size, barriers=tuple(barriers))
+                roles=tuple(built), cluster_size=cluster_size, barriers=tuple(barriers),
+                rings=tuple(sorted(rings, key=lambda r: r.name)))
+
+
+def copy_entry(tag=0, nbytes=16, cta=0, stage=0, ring="main") -> dict:
+    return {"kind": "copy", "cta": cta, "ring": ring, "stage": stage, "tag": tag,
+            "bytes": nbytes}
+
+
+def land(tag=0, nbytes=16, cta=0, stage=0, ring="main") -> dict:
+    return {"kind": "land", "entry": copy_entry(tag, nbytes, cta, stage, ring)}
 
 
 PRODUCER_WRITE = ["wait_empty", "write", "arrive_full", "advance"]
@@ -100,8 +115,9 @@ def make_trace(spec, events) -> dict:
     steps = []
     for i, e in enumerate(events, start=1):
         agent = world.agent(e["agent"]) if e["kind"] == "agent" else None
-        stage = agent.stage if agent else e["entry"]["stage"]
-        phase = agent.phase if agent else None
+        pos = agent.rings[agent.current.op.ring] if agent else None   # the op's ring
+        stage = pos.stage if agent else e["entry"]["stage"]
+        phase = pos.phase if agent else None
         apply(world, e)
         steps.append({"index": i, "event": e, "action": json.dumps(e), "actor": "",
                       "stage": stage, "phase": phase, "changes": [],
@@ -151,10 +167,10 @@ def test_correct_run_replays_to_the_end_without_violations():
     assert all(k == set() for k in kinds)
     assert state_violations(world) == set()
     assert all(a.done for a in world.agents)
-    assert world.slots == {(0, 0): 0, (0, 1): 1}
-    assert world.signals[(0, "full", 0)]["phase_no"] == 1
-    assert world.signals[(0, "empty", 1)]["phase_no"] == 1
-    assert world.signals[(0, "full", 1)]["pending"] == 1
+    assert world.slots == {(0, "main", 0): 0, (0, "main", 1): 1}
+    assert world.signals[(0, "main", "full", 0)]["phase_no"] == 1
+    assert world.signals[(0, "main", "empty", 1)]["phase_no"] == 1
+    assert world.signals[(0, "main", "full", 1)]["pending"] == 1
     assert world.agent("producer[0]").phase == 2 and world.agent("producer[0]").stage == 0
     assert world.agent("consumer[0]").phase == 1
 
@@ -208,9 +224,9 @@ def test_blocked_wait_raises():
     (ev("producer[0]", "wait_empty", 1), r"at pc 0 op 'wait_empty', not pc 1"),
     (ev("producer[0]", "write", 0), r"not pc 0 op 'write'"),
     (ev("producer[7]", "wait_empty", 0), r"no agent named 'producer\[7\]'"),
-    ({"kind": "land", "entry": {"kind": "copy", "cta": 0, "stage": 0, "tag": 0, "bytes": 4}},
+    (land(nbytes=4),
      r"is not in flight"),
-    ({"kind": "fire", "entry": {"kind": "copy", "cta": 0, "stage": 0, "tag": 0, "bytes": 4}},
+    ({"kind": "fire", "entry": copy_entry(nbytes=4)},
      r"needs a 'commit' entry"),
     ({"kind": "teleport"}, r"unknown event kind"),
 ])
@@ -292,7 +308,7 @@ def test_drain_blocks_until_the_slot_is_released():
     world.agents[0].phase = 2          # a producer one lap in: waits for empty phase 0 to end
     assert enabled_events(world) == []
     assert state_violations(world) == {"deadlock"}
-    world.signals[(0, "empty", 0)]["phase_no"] = 1
+    world.signals[(0, "main", "empty", 0)]["phase_no"] = 1
     assert enabled_events(world) == [ev("producer[0]", "drain", 0)]
 
 
@@ -304,11 +320,11 @@ def test_cluster_names_targets_and_remote_arrive():
     assert [a.name for a in world.agents] == [
         "cta0.producer[0]", "cta0.producer[1]", "cta1.producer[0]", "cta1.producer[1]"]
     apply(world, ev("cta1.producer[1]", "arrive_full", 0))
-    assert world.signals[(0, "full", 0)]["pending"] == 3
-    assert world.signals[(1, "full", 0)]["pending"] == 3
+    assert world.signals[(0, "main", "full", 0)]["pending"] == 3
+    assert world.signals[(1, "main", "full", 0)]["pending"] == 3
     apply(world, ev("cta1.producer[1]", "arrive_empty", 1))
-    assert world.signals[(0, "empty", 0)]["pending"] == 1   # peer of CTA 1 is CTA 0
-    assert world.signals[(1, "empty", 0)]["pending"] == 2
+    assert world.signals[(0, "main", "empty", 0)]["pending"] == 1   # peer of CTA 1 is CTA 0
+    assert world.signals[(1, "main", "empty", 0)]["pending"] == 2
 
 
 def test_copy_to_all_is_one_transfer_per_cta():
@@ -317,13 +333,12 @@ def test_copy_to_all_is_one_transfer_per_cta():
     world = initial_state(spec)
     apply(world, ev("cta0.producer[0]", "copy", 0))
     assert sorted(json.dumps(e, sort_keys=True) for e in world.inflight) == sorted(
-        json.dumps({"kind": "copy", "cta": c, "stage": 0, "tag": 0, "bytes": 32},
+        json.dumps({"kind": "copy", "ring": "main", "cta": c, "stage": 0, "tag": 0, "bytes": 32},
                    sort_keys=True) for c in (0, 1))
-    apply(world, {"kind": "land",
-                  "entry": {"kind": "copy", "cta": 1, "stage": 0, "tag": 0, "bytes": 32}})
-    assert world.slots == {(0, 0): -1, (1, 0): 0}
-    assert world.signals[(1, "full", 0)]["tx"] == -32
-    assert world.signals[(0, "full", 0)]["tx"] == 0
+    apply(world, land(nbytes=32, cta=1))
+    assert world.slots == {(0, "main", 0): -1, (1, "main", 0): 0}
+    assert world.signals[(1, "main", "full", 0)]["tx"] == -32
+    assert world.signals[(0, "main", "full", 0)]["tx"] == 0
 
 
 # ------------------------------------------------------------------------------------------
@@ -339,7 +354,8 @@ def test_too_few_arrivals_deadlocks():
     assert world.agent("producer[0]").done
     c = world.agent("consumer[0]")
     assert (c.done, c.current.op.name, c.current.pc) == (False, "wait_full", 0)
-    assert world.signals[(0, "full", 0)] | {} == {"phase_no": 0, "pending": 1, "expected": 2,
+    assert world.signals[(0, "main", "full", 0)] | {} == {
+        "phase_no": 0, "pending": 1, "expected": 2,
                                                    "tx": 0, "observed": False}
     assert state_violations(world) == {"deadlock"}
     outcome = replay(spec, make_trace(spec, events))
@@ -355,7 +371,7 @@ def test_extra_arrival_completes_a_phase_early():
     world = initial_state(spec)
     kinds = run(world, events)
     assert kinds == [set(), set(), set(), {"over_arrival"}]
-    assert world.signals[(0, "full", 0)]["phase_no"] == 2
+    assert world.signals[(0, "main", "full", 0)]["phase_no"] == 2
     # the consumer, at its wait for phase 0, now sees parity 0 again: blocked and aliased
     assert ev("consumer[0]", "wait_full", 0) not in enabled_events(world)
     assert state_violations(world) == {"phase_alias"}
@@ -374,7 +390,7 @@ def test_extra_arrival_after_an_observer_is_not_over_arrival():
     kinds = run(world, [ev("producer[0]", "arrive_full", 0), ev("consumer[0]", "wait_full", 0),
                         ev("producer[0]", "arrive_full", 1)])
     assert kinds == [set(), set(), set()]
-    assert world.signals[(0, "full", 0)]["phase_no"] == 2
+    assert world.signals[(0, "main", "full", 0)]["phase_no"] == 2
 
 
 def test_arrive_count_above_pending_traps():
@@ -388,7 +404,7 @@ def test_arrive_count_equal_to_pending_is_fine():
     spec = make_spec(role("producer", ["arrive_full 2"]), stages=1, items=1, pac=2)
     world = initial_state(spec)
     assert apply(world, ev("producer[0]", "arrive_full", 0)) == set()
-    assert world.signals[(0, "full", 0)]["phase_no"] == 1
+    assert world.signals[(0, "main", "full", 0)]["phase_no"] == 1
     assert not world.trapped
 
 
@@ -396,7 +412,8 @@ def test_expect_tx_while_pending_zero_and_tx_outstanding_traps():
     spec = make_spec(role("producer", ["expect_tx 16", "expect_tx 16"]), stages=1, items=1)
     world = initial_state(spec)
     assert apply(world, ev("producer[0]", "expect_tx", 0)) == set()
-    assert world.signals[(0, "full", 0)] | {} == {"phase_no": 0, "pending": 0, "expected": 1,
+    assert world.signals[(0, "main", "full", 0)] | {} == {
+        "phase_no": 0, "pending": 0, "expected": 1,
                                                    "tx": 16, "observed": False}
     assert apply(world, ev("producer[0]", "expect_tx", 1)) == {"over_arrival"}
 
@@ -405,14 +422,13 @@ def test_copy_may_land_before_its_expect_tx():
     spec = make_spec(role("producer", ["wait_empty", "copy 100", "expect_tx 100", "advance"]),
                      role("consumer", CONSUMER, side="consumer"), stages=1, items=1)
     world = initial_state(spec)
-    landing = {"kind": "land",
-               "entry": {"kind": "copy", "cta": 0, "stage": 0, "tag": 0, "bytes": 100}}
+    landing = land(nbytes=100)
     kinds = run(world, [ev("producer[0]", "wait_empty", 0), ev("producer[0]", "copy", 1),
                         landing])
     assert kinds == [set(), set(), set()]
-    full = world.signals[(0, "full", 0)]
+    full = world.signals[(0, "main", "full", 0)]
     assert (full["phase_no"], full["pending"], full["tx"]) == (0, 1, -100)
-    assert world.slots[(0, 0)] == 0
+    assert world.slots[(0, "main", 0)] == 0
     assert apply(world, ev("producer[0]", "expect_tx", 2)) == set()
     assert (full["phase_no"], full["pending"], full["tx"]) == (1, 1, 0)
     assert run(world, [ev("consumer[0]", "wait_full", 0), ev("consumer[0]", "read", 1)]) \
@@ -436,13 +452,11 @@ def test_tx_range_after_update():
                      stages=1, items=1)
     world = initial_state(spec)
     run(world, [ev("producer[0]", "copy", 0), ev("producer[0]", "copy", 1)])
-    first = {"kind": "land",
-             "entry": {"kind": "copy", "cta": 0, "stage": 0, "tag": 0, "bytes": 1048575}}
-    second = {"kind": "land",
-              "entry": {"kind": "copy", "cta": 0, "stage": 0, "tag": 0, "bytes": 1}}
+    first = land(nbytes=1048575)
+    second = land(nbytes=1)
     assert "tx_range" not in apply(world, first)
     assert "tx_range" in apply(world, second)       # tx = -(2^20)
-    assert world.signals[(0, "full", 0)]["tx"] == -BIG
+    assert world.signals[(0, "main", "full", 0)]["tx"] == -BIG
     assert world.trapped
 
 
@@ -473,7 +487,7 @@ def test_try_and_unless_ready():
     apply(world, ev("producer[0]", "arrive_full", 0))
     apply(world, ev("consumer[0]", "try_full", 0))
     assert c.ready is True
-    world.signals[(0, "full", 0)]["phase_no"] = 2    # not ready any more: still skipped
+    world.signals[(0, "main", "full", 0)]["phase_no"] = 2    # not ready any more: still skipped
     assert ev("consumer[0]", "wait_full", 1) in enabled_events(world)
     assert state_violations(world) == set()          # a skipped wait is not evaluated
     apply(world, ev("consumer[0]", "wait_full", 1))
@@ -483,7 +497,7 @@ def test_try_and_unless_ready():
 def test_try_outside_the_window_is_phase_alias():
     spec = make_spec(role("consumer", ["try_full"], side="consumer"), stages=1, items=1)
     world = initial_state(spec)
-    world.signals[(0, "full", 0)]["phase_no"] = 2
+    world.signals[(0, "main", "full", 0)]["phase_no"] = 2
     assert apply(world, ev("consumer[0]", "try_full", 0)) == {"phase_alias"}
     assert world.agent("consumer[0]").ready is False
 
@@ -497,7 +511,7 @@ def test_phase_alias_window(p0, ph, ok):
     for phase_no in range(0, 5):
         world = initial_state(spec)
         world.agents[0].phase = ph
-        world.signals[(0, "empty", 0)]["phase_no"] = phase_no
+        world.signals[(0, "main", "empty", 0)]["phase_no"] = phase_no
         alias = "phase_alias" in state_violations(world)
         assert alias == (phase_no not in ok), (p0, ph, phase_no)
 
@@ -510,7 +524,7 @@ def test_amd_thresholds_and_wrap():
     spec = make_spec(role("producer", ["wait_empty"]), backend="amd", stages=1, items=1,
                      pac=2, cac=3)
     world = initial_state(spec)
-    empty, full = world.signals[(0, "empty", 0)], world.signals[(0, "full", 0)]
+    empty, full = world.signals[(0, "main", "empty", 0)], world.signals[(0, "main", "full", 0)]
     assert signal_ready(world, 0, "empty", 0, 1)            # (1-1)*3 = 0
     assert not signal_ready(world, 0, "empty", 0, 0)        # (0-1) mod 2^32 = 2^32-1 laps
     empty["count"] = (2 ** 32 - 1) * 3 - 1
@@ -545,7 +559,8 @@ def test_amd_correct_pipeline_with_commit_empty():
     assert len(finals) == 1 and all(a.done for a in finals[0].agents)
     assert not finals[0].inflight
     assert {k: s["count"] for k, s in finals[0].signals.items()} == {
-        (0, "full", 0): 2, (0, "empty", 0): 2, (0, "full", 1): 1, (0, "empty", 1): 1}
+        (0, "main", "full", 0): 2, (0, "main", "empty", 0): 2, (0, "main", "full", 1): 1,
+        (0, "main", "empty", 1): 1}
     # without the producer's drain, the CTA can exit while the last commit is in flight
     spec = make_spec(role("producer", PRODUCER_WRITE), consumer, backend="amd", stages=2,
                      items=3)
@@ -557,14 +572,15 @@ def test_amd_arrive_adds_and_commit_fires_later():
                      backend="amd", stages=1, items=1)
     world = initial_state(spec)
     run(world, [ev("consumer[0]", "arrive_full", 0)])
-    assert world.signals[(0, "full", 0)] == {"count": 3}
+    assert world.signals[(0, "main", "full", 0)] == {"count": 3}
     kinds = apply(world, ev("consumer[0]", "commit_empty", 1))
     assert kinds == {"inflight_at_exit"}       # its CTA is gone with the commit in flight
-    assert world.signals[(0, "empty", 0)] == {"count": 0}
+    assert world.signals[(0, "main", "empty", 0)] == {"count": 0}
     assert enabled_events(world) == [
-        {"kind": "fire", "entry": {"kind": "commit", "cta": 0, "stage": 0, "n": 2}}]
+        {"kind": "fire", "entry": {"kind": "commit", "cta": 0, "ring": "main", "stage": 0, "n": 2,
+                                   "agent": "", "after": 0}}]
     apply(world, enabled_events(world)[0])
-    assert world.signals[(0, "empty", 0)] == {"count": 2}
+    assert world.signals[(0, "main", "empty", 0)] == {"count": 2}
 
 
 # ------------------------------------------------------------------------------------------
@@ -577,12 +593,12 @@ def test_sync_releases_everybody_in_one_step():
     world = initial_state(spec)
     apply(world, ev("w[0]", "sync", 0))
     apply(world, ev("w[1]", "sync", 0))
-    assert world.barriers[(0, "bar")] == 2
+    assert world.barriers[(0, "bar")] == {"arrivals": 2, "generation": 0}
     assert [a.at_sync for a in world.agents] == [True, True, False]
     assert enabled_events(world) == [ev("w[2]", "sync", 0)]
     assert state_view(world)["agents"]["w[0]"]["op"] == "sync"
     assert apply(world, ev("w[2]", "sync", 0)) == set()
-    assert world.barriers[(0, "bar")] == 0
+    assert world.barriers[(0, "bar")] == {"arrivals": 0, "generation": 1}
     assert [a.at_sync for a in world.agents] == [False, False, False]
     assert enabled_events(world) == [ev(f"w[{i}]", "advance", 1) for i in range(3)]
 
@@ -594,7 +610,8 @@ def test_sync_with_explicit_count_restarts():
     run(world, [ev("w[0]", "sync", 0), ev("w[1]", "sync", 0)])
     assert world.agent("w[0]").done and world.agent("w[1]").done
     apply(world, ev("w[2]", "sync", 0))
-    assert world.barriers[(0, "bar")] == 1 and world.agent("w[2]").at_sync
+    assert world.barriers[(0, "bar")] == {"arrivals": 1, "generation": 1}
+    assert world.agent("w[2]").at_sync
     assert state_violations(world) == {"deadlock"}
 
 
@@ -621,7 +638,7 @@ def test_read_with_a_copy_in_flight_is_read_before_fill():
                      role("consumer", ["read"], side="consumer"), stages=1, items=1)
     world = initial_state(spec)
     run(world, [ev("producer[0]", "write", 0), ev("producer[0]", "copy", 1)])
-    assert world.slots[(0, 0)] == 0                     # the right tag is already there
+    assert world.slots[(0, "main", 0)] == 0                     # the right tag is already there
     assert apply(world, ev("consumer[0]", "read", 0)) == {"read_before_fill"}
 
 
@@ -632,7 +649,7 @@ def test_overwrite_when_the_consumer_has_not_read_yet():
     kinds = run(world, [ev("producer[0]", "write", 0), ev("producer[0]", "arrive_full", 1),
                         ev("producer[0]", "advance", 2), ev("producer[0]", "write", 0)])
     assert kinds == [set(), set(), set(), {"overwrite_before_drain"}]
-    assert world.slots[(0, 0)] == 1
+    assert world.slots[(0, "main", 0)] == 1
 
 
 def test_no_overwrite_after_the_consumer_has_read():
@@ -658,10 +675,6 @@ def test_release_before_read_then_landing_overwrites():
                      role("consumer", ["wait_full", "arrive_empty", "read", "advance"],
                           side="consumer"), stages=1, items=2)
     world = initial_state(spec)
-
-    def land(tag):
-        return {"kind": "land",
-                "entry": {"kind": "copy", "cta": 0, "stage": 0, "tag": tag, "bytes": 16}}
     kinds = run(world, [
         ev("producer[0]", "wait_empty", 0), ev("producer[0]", "expect_tx", 1),
         ev("producer[0]", "copy", 2), land(0), ev("consumer[0]", "wait_full", 0),
@@ -701,8 +714,7 @@ def test_cta_exits_with_a_copy_in_flight():
                         ev("producer[0]", "advance", 2)])
     assert kinds == [set(), set(), {"inflight_at_exit"}]
     assert world.gone == {0}
-    landing = {"kind": "land",
-               "entry": {"kind": "copy", "cta": 0, "stage": 0, "tag": 0, "bytes": 16}}
+    landing = land()
     assert enabled_events(world) == [landing]
     assert state_violations(world) == set()             # not a deadlock: a copy is in flight
     assert apply(world, landing) == {"inflight_at_exit"}
@@ -712,12 +724,11 @@ def test_no_exit_violation_when_the_copy_landed_first():
     spec = make_spec(role("producer", ["expect_tx 16", "copy 16", "advance"]),
                      stages=1, items=1)
     world = initial_state(spec)
-    landing = {"kind": "land",
-               "entry": {"kind": "copy", "cta": 0, "stage": 0, "tag": 0, "bytes": 16}}
+    landing = land()
     kinds = run(world, [ev("producer[0]", "expect_tx", 0), ev("producer[0]", "copy", 1),
                         landing, ev("producer[0]", "advance", 2)])
     assert kinds == [set()] * 4
-    assert world.signals[(0, "full", 0)]["phase_no"] == 1
+    assert world.signals[(0, "main", "full", 0)]["phase_no"] == 1
 
 
 def test_remote_arrive_to_a_gone_cta():
@@ -725,7 +736,7 @@ def test_remote_arrive_to_a_gone_cta():
                      stages=1, items=1, cluster_size=2)
     world = initial_state(spec)
     assert apply(world, ev("cta0.c[0]", "arrive_empty", 0)) == set()
-    assert world.signals[(1, "empty", 0)]["phase_no"] == 1      # took effect at once
+    assert world.signals[(1, "main", "empty", 0)]["phase_no"] == 1      # took effect at once
     assert world.gone == {0}
     assert apply(world, ev("cta1.c[0]", "arrive_empty", 0)) == {"inflight_at_exit"}
     assert world.gone == {0, 1}
@@ -743,7 +754,7 @@ def test_an_observation_counts_only_for_its_own_phase():
                         ev("producer[0]", "arrive_full", 1),   # completes phase 1: observed
                         ev("producer[0]", "arrive_full", 2)])  # completes phase 2: nobody saw
     assert kinds == [set(), set(), set(), {"over_arrival"}]
-    assert world.signals[(0, "full", 0)]["phase_no"] == 3
+    assert world.signals[(0, "main", "full", 0)]["phase_no"] == 3
 
 
 def test_a_try_that_answers_ready_is_an_observation():
@@ -771,3 +782,563 @@ def test_reset_restores_stage_and_phase_but_not_ready():
     assert (p.stage, p.phase, p.ready) == (0, 3, True)
     apply(world, ev("producer[0]", "reset", 4))
     assert (p.stage, p.phase, p.ready, p.done) == (1, 1, True, True)
+
+
+# ------------------------------------------------------------------------------------------
+# [expressiveness] several rings
+# ------------------------------------------------------------------------------------------
+
+# main: loader -> mma (2 stages); acc: mma -> epi (1 stage). mma is a consumer of main and a
+# producer of acc, epi a consumer of acc only.
+LOADER = ["wait_empty", "write", "arrive_full", "advance"]
+MMA = ["wait_full", "read", "wait_empty ring=acc", "write ring=acc", "arrive_full ring=acc",
+       "arrive_empty", "advance", "advance ring=acc"]
+EPI = ["wait_full ring=acc", "read ring=acc", "arrive_empty ring=acc", "advance ring=acc"]
+
+
+def two_ring_spec(items=3, mma=MMA, mma_phases=None, epi_phases=None, **kw):
+    return make_spec(
+        role("loader", LOADER),
+        role("mma", mma, side="consumer", ring_phases=mma_phases or {"acc": 1}),
+        role("epi", EPI, side="consumer", ring_phases=epi_phases or {"acc": 0}),
+        stages=2, items=items, rings=[("acc", 1, 1, 1)], **kw)
+
+
+def test_two_rings_have_their_own_signals_slots_and_agent_positions():
+    spec = two_ring_spec()
+    world = initial_state(spec)
+    view = state_view(world)
+    assert sorted(view["signals"]) == [
+        "cta0.acc.empty[0]", "cta0.acc.full[0]", "cta0.empty[0]", "cta0.empty[1]",
+        "cta0.full[0]", "cta0.full[1]"]
+    assert view["slots"] == {"cta0.slot[0]": -1, "cta0.slot[1]": -1, "cta0.acc.slot[0]": -1}
+    assert view["agents"]["mma[0]"]["phase"] == 0
+    assert view["agents"]["mma[0]"]["rings"] == {"acc": {"stage": 0, "phase": 1,
+                                                         "ready": False}}
+    assert view["agents"]["epi[0]"]["rings"] == {"acc": {"stage": 0, "phase": 0,
+                                                         "ready": False}}
+    # a single-ring spec shows no "rings" key (the core view is unchanged)
+    assert "rings" not in state_view(initial_state(simple_spec()))["agents"]["producer[0]"]
+
+    run(world, [ev("loader[0]", "wait_empty", 0), ev("loader[0]", "write", 1),
+                ev("loader[0]", "arrive_full", 2), ev("mma[0]", "wait_full", 0),
+                ev("mma[0]", "read", 1), ev("mma[0]", "wait_empty", 2),
+                ev("mma[0]", "write", 3), ev("mma[0]", "arrive_full", 4),
+                ev("mma[0]", "arrive_empty", 5)])
+    assert world.slots == {(0, "main", 0): 0, (0, "main", 1): -1, (0, "acc", 0): 0}
+    assert world.signals[(0, "acc", "full", 0)]["phase_no"] == 1
+    assert world.signals[(0, "main", "full", 0)]["phase_no"] == 1
+    assert world.signals[(0, "main", "full", 1)]["phase_no"] == 0
+    mma = world.agent("mma[0]")
+    apply(world, ev("mma[0]", "advance", 6))          # main only: 2 stages
+    assert (mma.stage, mma.phase) == (1, 0)
+    assert (mma.rings["acc"].stage, mma.rings["acc"].phase) == (0, 1)
+    apply(world, ev("mma[0]", "advance", 7))          # acc only: 1 stage, a new lap
+    assert (mma.stage, mma.phase) == (1, 0)
+    assert (mma.rings["acc"].stage, mma.rings["acc"].phase) == (0, 2)
+    assert state_view(world)["agents"]["mma[0]"]["rings"]["acc"]["phase"] == 2
+    # the epilogue may take acc slot 0 now; mma's next acc wait needs epi's release first
+    assert ev("epi[0]", "wait_full", 0) in enabled_events(world)
+    world.agent("mma[0]").pos += 2                   # (to its acc wait of item 1)
+    assert world.agent("mma[0]").current.op.text == "wait_empty ring=acc"
+    assert ev("mma[0]", "wait_empty", 2) not in enabled_events(world)
+
+
+def test_two_ring_pipeline_is_clean_and_its_trace_replays():
+    spec = two_ring_spec(items=3)
+    kinds, _, finals = explore(spec)
+    assert kinds == set()
+    assert len({world_key(w) for w in finals}) == 1
+    final = finals[0]
+    assert all(a.done for a in final.agents)
+    epi = final.agent("epi[0]")
+    assert (epi.rings["acc"].stage, epi.rings["acc"].phase) == (0, 3)
+    assert (epi.stage, epi.phase) == (0, 0)            # never touched the main ring
+    mma = final.agent("mma[0]")
+    assert (mma.stage, mma.phase) == (1, 1) and mma.rings["acc"].phase == 4
+    world = initial_state(spec)
+    events, _ = run_first_enabled(world)
+    outcome = replay(spec, make_trace(spec, events))
+    assert outcome.kinds == set()
+    # a trace that shows the acc ring wrongly is caught
+    trace = make_trace(spec, events)
+    trace["steps"][-1]["state"]["agents"]["epi[0]"]["rings"]["acc"]["phase"] = 9
+    with pytest.raises(ReplayError, match=r"epi\[0\]\.rings\.acc\.phase: trace says 9"):
+        replay(spec, trace)
+
+
+def test_wait_uses_the_agents_phase_of_that_ring_and_checks_the_step_header():
+    spec = two_ring_spec()
+    world = initial_state(spec)
+    # epi waits on acc full at its acc phase 0: not ready; mma's acc wait_empty at phase 1 is
+    with pytest.raises(ReplayError, match=r"cta0\.acc\.full\[0\] = .* not ready for phase 0"):
+        apply(world, ev("epi[0]", "wait_full", 0))
+    assert signal_ready(world, 0, "empty", 0, 1, ring="acc")
+    assert not signal_ready(world, 0, "full", 0, 0, ring="acc")
+    trace = make_trace(spec, [ev("loader[0]", "wait_empty", 0)])
+    trace["steps"][0]["phase"] = 1
+    replay(spec, trace)
+    trace["steps"][0]["phase"] = 0
+    with pytest.raises(ReplayError, match="step phase"):
+        replay(spec, trace)
+
+
+def test_reset_and_drain_act_on_their_own_ring():
+    spec = make_spec(role("p", ["advance ring=acc", "advance", "reset ring=acc"],
+                          epilogue=["drain ring=acc"], ring_phases={"acc": 1}),
+                     stages=2, items=1, rings=[("acc", 3, 1, 1)])
+    world = initial_state(spec)
+    p = world.agent("p[0]")
+    assert [(i.pc, i.op.name) for i in p.program] == [
+        (0, "advance"), (1, "advance"), (2, "reset"), (3, "drain"), (4, "drain"),
+        (5, "drain")]
+    run(world, [ev("p[0]", "advance", 0), ev("p[0]", "advance", 1)])
+    assert (p.stage, p.phase, p.rings["acc"].stage) == (1, 1, 1)
+    apply(world, ev("p[0]", "reset", 2))
+    assert (p.stage, p.phase, p.rings["acc"].stage, p.rings["acc"].phase) == (1, 1, 0, 1)
+    run(world, [ev("p[0]", "drain", 3), ev("p[0]", "drain", 4), ev("p[0]", "drain", 5)])
+    assert (p.rings["acc"].stage, p.rings["acc"].phase, p.done) == (0, 2, True)
+    assert (p.stage, p.phase) == (1, 1)
+
+
+# A throttle ring between two roles: each must produce before it consumes, or both wait.
+P_WRONG = ["wait_full ring=acc", "arrive_empty ring=acc", "advance ring=acc",
+           "wait_empty", "write", "arrive_full", "advance"]
+C_WRONG = ["wait_full", "read", "arrive_empty", "advance",
+           "wait_empty ring=acc", "arrive_full ring=acc", "advance ring=acc"]
+C_RIGHT = ["wait_empty ring=acc", "arrive_full ring=acc", "advance ring=acc",
+           "wait_full", "read", "arrive_empty", "advance"]
+
+
+def throttle_spec(c_body):
+    return make_spec(role("p", P_WRONG, ring_phases={"acc": 0}),
+                     role("c", c_body, side="consumer", ring_phases={"acc": 1}),
+                     stages=1, items=2, rings=[("acc", 1, 1, 1)])
+
+
+def test_cross_ring_deadlock_from_the_wrong_acquire_order():
+    spec = throttle_spec(C_WRONG)
+    world = initial_state(spec)
+    assert enabled_events(world) == []                 # p waits on acc, c on main
+    assert state_violations(world) == {"deadlock"}
+    assert replay(spec, make_trace(spec, [])).end_state_kinds == {"deadlock"}
+    kinds, _, finals = explore(throttle_spec(C_RIGHT))
+    assert kinds == set()
+    assert all(all(a.done for a in w.agents) for w in finals)
+
+
+def test_phase_alias_is_judged_per_ring():
+    spec = two_ring_spec()
+    world = initial_state(spec)
+    world.signals[(0, "acc", "full", 0)]["phase_no"] = 2   # epi waits for acc phase 0
+    assert state_violations(world) == {"phase_alias"}
+    world = initial_state(spec)
+    world.signals[(0, "main", "full", 0)]["phase_no"] = 2  # mma waits for main phase 0
+    assert state_violations(world) == {"phase_alias"}
+
+
+def test_amd_ring_uses_its_own_arrive_counts():
+    spec = make_spec(role("c", ["wait_full ring=acc"], side="consumer"), backend="amd",
+                     stages=1, items=1, pac=1, rings=[("acc", 1, 3, 1)])
+    world = initial_state(spec)
+    world.signals[(0, "acc", "full", 0)]["count"] = 2
+    assert not signal_ready(world, 0, "full", 0, 0, ring="acc")
+    world.signals[(0, "acc", "full", 0)]["count"] = 3
+    assert enabled_events(world) == [ev("c[0]", "wait_full", 0)]
+
+
+def test_copy_and_overwrite_on_another_ring():
+    spec = make_spec(role("p", ["copy 16 ring=acc", "write ring=acc"], items=2),
+                     role("c", ["read ring=acc"], side="consumer", items=1),
+                     stages=1, items=1, rings=[("acc", 1, 1, 1)])
+    world = initial_state(spec)
+    apply(world, ev("p[0]", "copy", 0))
+    assert world.inflight == [copy_entry(ring="acc")]
+    assert apply(world, ev("c[0]", "read", 0)) == {"read_before_fill"}   # copy in flight
+    apply(world, land(ring="acc"))
+    assert world.slots[(0, "acc", 0)] == 0 and world.slots[(0, "main", 0)] == -1
+    assert world.signals[(0, "acc", "full", 0)]["tx"] == -16
+    # c has read item 0 already: p's later writes of item 1 overwrite nothing unread
+    assert run(world, [ev("p[0]", "write", 1), ev("p[0]", "copy", 0)]) == [set(), set()]
+
+
+# ------------------------------------------------------------------------------------------
+# [expressiveness] every=K, at=j
+# ------------------------------------------------------------------------------------------
+
+def test_every_op_exists_only_in_its_items_and_keeps_its_pc():
+    spec = make_spec(role("c", ["read every=2", "advance", "reset every=3 at=1"],
+                          side="consumer", epilogue=["advance"]), stages=4, items=5)
+    world = initial_state(spec)
+    c = world.agent("c[0]")
+    assert [(i.item, i.pc, i.op.name) for i in c.program] == [
+        (0, 0, "read"), (0, 1, "advance"),
+        (1, 1, "advance"), (1, 2, "reset"),
+        (2, 0, "read"), (2, 1, "advance"),
+        (3, 1, "advance"),
+        (4, 0, "read"), (4, 1, "advance"), (4, 2, "reset"),
+        (5, 3, "advance")]
+    assert c.program_length == 4
+    events, _ = run_first_enabled(world)
+    assert [e["pc"] for e in events] == [0, 1, 1, 2, 0, 1, 1, 0, 1, 2, 3]
+    assert (c.stage, c.phase) == (1, 0)
+
+
+def test_every_read_decides_which_tags_are_still_unread():
+    for at, kinds in ((0, {"overwrite_before_drain"}), (1, set())):
+        spec = make_spec(role("p", ["write"]),
+                         role("c", [f"read every=2 at={at}"], side="consumer"),
+                         stages=1, items=2)
+        world = initial_state(spec)
+        # p writes item 0 then item 1 into the one slot; c reads item `at` only
+        assert run(world, [ev("p[0]", "write", 0), ev("p[0]", "write", 0)]) == [set(), kinds]
+
+
+def test_every_release_counts_exhaustively():
+    # the consumer releases only every other item, with a count of 2 per release
+    spec = make_spec(role("p", ["wait_empty", "write", "arrive_full", "advance"]),
+                     role("c", ["wait_full", "read", "arrive_empty 2 every=2 at=1",
+                                "advance"], side="consumer"),
+                     stages=2, items=4, cac=1)
+    kinds, _, _ = explore(spec)
+    assert "over_arrival" in kinds                      # an arrive of 2 with pending 1 traps
+    spec = make_spec(role("p", ["wait_empty", "write", "arrive_full", "advance"]),
+                     role("c", ["wait_full", "read", "arrive_empty every=2 at=1",
+                                "arrive_empty every=2", "advance"], side="consumer"),
+                     stages=2, items=4)
+    kinds, _, finals = explore(spec)
+    assert kinds == set() and all(all(a.done for a in w.agents) for w in finals)
+
+
+# ------------------------------------------------------------------------------------------
+# [expressiveness] ctas = [...]
+# ------------------------------------------------------------------------------------------
+
+CLUSTER_P = ["wait_empty", "arrive_full to=all", "advance"]
+CLUSTER_C = ["wait_full", "arrive_empty to=leader", "advance"]
+
+
+def cluster_spec(c1_items):
+    return make_spec(role("p", CLUSTER_P, ctas=[0], epilogue=["drain"]),
+                     role("c0", CLUSTER_C, side="consumer", ctas=[0]),
+                     role("c1", CLUSTER_C, side="consumer", ctas=[1], items=c1_items),
+                     stages=1, items=2, pac=1, cac=2, cluster_size=2)
+
+
+def test_ctas_limit_a_role_to_its_ctas_and_names_keep_the_cta():
+    spec = make_spec(role("p", ["arrive_full @leader"], ctas=[1], count=2),
+                     role("c", ["arrive_empty"], side="consumer"),
+                     stages=1, items=1, pac=1, cluster_size=2)
+    world = initial_state(spec)
+    assert [a.name for a in world.agents] == [
+        "cta0.c[0]", "cta1.p[0]", "cta1.p[1]", "cta1.c[0]"]
+    assert [(a.cta, a.index) for a in world.agents] == [(0, 0), (1, 0), (1, 1), (1, 0)]
+    assert len(world.agent("cta1.p[0]").program) == 1   # the leader of p in CTA 1
+    assert len(world.agent("cta1.p[1]").program) == 0
+    assert sorted(state_view(world)["agents"]) == [
+        "cta0.c[0]", "cta1.c[0]", "cta1.p[0]", "cta1.p[1]"]
+    # CTA 0 is gone as soon as ITS agents are done
+    apply(world, ev("cta0.c[0]", "arrive_empty", 0))
+    assert world.gone == {0}
+    apply(world, ev("cta1.p[0]", "arrive_full", 0))
+    assert world.gone == {0} and world.signals[(1, "main", "full", 0)]["phase_no"] == 1
+
+
+def test_ctas_with_the_same_item_counts_are_clean():
+    kinds, _, finals = explore(cluster_spec(2))
+    assert kinds == set()
+    assert all(all(a.done for a in w.agents) for w in finals)
+
+
+def test_cta_with_more_items_deadlocks():
+    kinds, _, finals = explore(cluster_spec(3))
+    assert kinds == {"deadlock"}
+    (final,) = {world_key(w): w for w in finals}.values()
+    stuck = [a.name for a in final.agents if not a.done]
+    assert stuck == ["cta1.c1[0]"] and final.gone == {0}
+
+
+def test_cta_with_fewer_items_leaves_early():
+    kinds, _, _ = explore(cluster_spec(1))
+    # p's arrive_full to=all of item 1 reaches CTA 1 after it is gone; and the leader's empty
+    # never completes its second phase
+    assert "inflight_at_exit" in kinds and "deadlock" in kinds
+
+
+def test_barrier_count_counts_the_roles_present_in_the_cta():
+    spec = make_spec(role("a", ["sync bar"], ctas=[0], count=2), role("b", ["sync bar"]),
+                     stages=1, items=1, cluster_size=2,
+                     barriers=[Barrier("bar", ("a", "b"))])
+    world = initial_state(spec)
+    apply(world, ev("cta1.b[0]", "sync", 0))           # count 1 in CTA 1
+    assert world.agent("cta1.b[0]").done
+    run(world, [ev("cta0.b[0]", "sync", 0), ev("cta0.a[0]", "sync", 0)])
+    assert world.barriers[(0, "bar")] == {"arrivals": 2, "generation": 0}
+    apply(world, ev("cta0.a[1]", "sync", 0))           # count 3 in CTA 0
+    assert all(a.done for a in world.agents)
+
+
+# ------------------------------------------------------------------------------------------
+# [expressiveness] async reads
+# ------------------------------------------------------------------------------------------
+
+def read_entry(agent, seq, tag=0, stage=0, cta=0, ring="main") -> dict:
+    return {"kind": "read", "cta": cta, "ring": ring, "stage": stage, "tag": tag,
+            "agent": agent, "seq": seq}
+
+
+def commit_entry(agent="", after=0, stage=0, n=1, cta=0, ring="main") -> dict:
+    return {"kind": "commit", "cta": cta, "ring": ring, "stage": stage, "n": n,
+            "agent": agent, "after": after}
+
+
+def finish(agent, seq, **kw) -> dict:
+    return {"kind": "finish", "entry": read_entry(agent, seq, **kw)}
+
+
+def fire(**kw) -> dict:
+    return {"kind": "fire", "entry": commit_entry(**kw)}
+
+
+def test_async_reads_finish_in_fifo_order_and_read_wait_blocks():
+    spec = make_spec(role("p", ["write", "advance"]),
+                     role("c", ["read_async", "advance"], side="consumer",
+                          epilogue=["read_wait 1", "read_wait 0", "advance"]),
+                     stages=2, items=2)
+    world = initial_state(spec)
+    run(world, [ev("p[0]", "write", 0), ev("p[0]", "advance", 1), ev("p[0]", "write", 0),
+                ev("p[0]", "advance", 1)])
+    assert run(world, [ev("c[0]", "read_async", 0), ev("c[0]", "advance", 1),
+                       ev("c[0]", "read_async", 0), ev("c[0]", "advance", 1)]) == [set()] * 4
+    assert world.inflight == [read_entry("c[0]", 0, tag=0, stage=0),
+                              read_entry("c[0]", 1, tag=1, stage=1)]
+    assert state_view(world)["inflight"] == world.inflight
+    # only the oldest may finish; read_wait 1 waits for it
+    assert enabled_events(world) == [finish("c[0]", 0)]
+    with pytest.raises(ReplayError, match="oldest"):
+        apply(world, finish("c[0]", 1, tag=1, stage=1))
+    with pytest.raises(ReplayError, match=r"c\[0\] read_wait is blocked: 2 async read"):
+        apply(world, ev("c[0]", "read_wait", 2))
+    assert state_violations(world) == set()            # reads in flight: not a deadlock
+    assert apply(world, finish("c[0]", 0)) == set()
+    assert world.inflight == [read_entry("c[0]", 0, tag=1, stage=1)]   # seq moved down
+    assert enabled_events(world) == [ev("c[0]", "read_wait", 2),
+                                     finish("c[0]", 0, tag=1, stage=1)]
+    apply(world, ev("c[0]", "read_wait", 2))
+    assert enabled_events(world) == [finish("c[0]", 0, tag=1, stage=1)]   # read_wait 0
+    apply(world, finish("c[0]", 0, tag=1, stage=1))
+    run(world, [ev("c[0]", "read_wait", 3), ev("c[0]", "advance", 4)])
+    assert all(a.done for a in world.agents) and world.inflight == []
+
+
+def test_read_async_checks_the_slot_at_issue():
+    spec = make_spec(role("p", ["copy 16"]), role("c", ["read_async"], side="consumer"),
+                     stages=1, items=1)
+    world = initial_state(spec)
+    assert apply(world, ev("c[0]", "read_async", 0)) == {"read_before_fill"}   # never stored
+    assert world.inflight == [read_entry("c[0]", 0)]   # issued all the same
+    world = initial_state(spec)
+    apply(world, ev("p[0]", "copy", 0))
+    assert apply(world, ev("c[0]", "read_async", 0)) == {"read_before_fill",
+                                                          "inflight_at_exit"}
+
+
+def test_cta_gone_with_an_async_read_in_flight():
+    spec = make_spec(role("p", ["write"]), role("c", ["read_async"], side="consumer"),
+                     stages=1, items=1)
+    world = initial_state(spec)
+    assert apply(world, ev("p[0]", "write", 0)) == set()
+    assert apply(world, ev("c[0]", "read_async", 0)) == {"inflight_at_exit"}
+    assert world.gone == {0}
+    assert apply(world, finish("c[0]", 0)) == set()    # a read is aimed at nothing
+    spec2 = make_spec(role("p", ["write"]),
+                      role("c", ["read_async", "read_wait 0"], side="consumer"),
+                      stages=1, items=1)
+    world = initial_state(spec2)
+    _, kinds = run_first_enabled(world)
+    assert all(k == set() for k in kinds) and world.gone == {0}
+
+
+def test_commit_waits_for_the_reads_issued_before_it():
+    spec = make_spec(role("c", ["read_async", "read_async", "commit_empty",
+                                "read_async", "commit_empty", "advance"], side="consumer"),
+                     stages=1, items=1, cac=2)
+    world = initial_state(spec)
+    run(world, [ev("c[0]", "read_async", 0), ev("c[0]", "read_async", 1),
+                ev("c[0]", "commit_empty", 2), ev("c[0]", "read_async", 3),
+                ev("c[0]", "commit_empty", 4)])
+    first, second = commit_entry("c[0]", 2), commit_entry("c[0]", 3)
+    assert [e for e in world.inflight if e["kind"] == "commit"] == [first, second]
+    assert [e["kind"] for e in enabled_events(world)] == ["agent", "finish"]
+    with pytest.raises(ReplayError, match=r"still waits for 2 of c\[0\]'s async reads"):
+        apply(world, {"kind": "fire", "entry": first})
+    apply(world, finish("c[0]", 0))
+    assert commit_entry("c[0]", 1) in world.inflight and commit_entry("c[0]", 2) in world.inflight
+    apply(world, finish("c[0]", 0))
+    # the first commit is free now (agent cleared); the read issued after it still runs
+    assert commit_entry() in world.inflight and commit_entry("c[0]", 1) in world.inflight
+    assert fire() in enabled_events(world)
+    assert apply(world, fire()) == set()
+    assert world.signals[(0, "main", "empty", 0)]["pending"] == 1
+    apply(world, finish("c[0]", 0))
+    assert world.inflight == [commit_entry()]
+    apply(world, ev("c[0]", "advance", 5))
+    # old-format fire events (no ring/agent/after) still name a free commit
+    assert apply(world, {"kind": "fire", "entry": {"kind": "commit", "cta": 0, "stage": 0,
+                                                    "n": 1}}) == {"inflight_at_exit"}
+
+
+def test_commit_with_no_reads_in_flight_is_free_at_once():
+    spec = make_spec(role("c", ["commit_empty 1"], side="consumer"), stages=1, items=1)
+    world = initial_state(spec)
+    apply(world, ev("c[0]", "commit_empty", 0))
+    assert world.inflight == [commit_entry()]
+
+
+# A consumer that releases its slot right after issuing the async read (no read_wait first):
+# the producer may overwrite the slot while the read is still in flight.
+ASYNC_P = ["wait_empty", "write", "arrive_full", "advance"]
+
+
+def async_spec(c_body, **kw):
+    return make_spec(role("p", ASYNC_P, epilogue=["drain"]),
+                     role("c", c_body, side="consumer", epilogue=["read_wait 0"]),
+                     stages=1, items=2, **kw)
+
+
+def test_release_before_read_wait_overwrites_a_slot_being_read():
+    spec = async_spec(["wait_full", "read_async", "arrive_empty", "advance"])
+    events = [ev("p[0]", "wait_empty", 0), ev("p[0]", "write", 1),
+              ev("p[0]", "arrive_full", 2), ev("c[0]", "wait_full", 0),
+              ev("c[0]", "read_async", 1), ev("c[0]", "arrive_empty", 2),
+              ev("p[0]", "advance", 3), ev("p[0]", "wait_empty", 0), ev("p[0]", "write", 1)]
+    world = initial_state(spec)
+    kinds = run(world, events)
+    assert kinds[:-1] == [set()] * 8 and kinds[-1] == {"overwrite_before_drain"}
+    outcome = replay(spec, make_trace(spec, events))
+    assert outcome.last_step_kinds == {"overwrite_before_drain"}
+    # had the read finished first, the same write would be fine
+    world = initial_state(spec)
+    kinds = run(world, events[:-1] + [finish("c[0]", 0), events[-1]])
+    assert kinds == [set()] * 10
+    assert explore(spec)[0] == {"overwrite_before_drain"}
+
+
+@pytest.mark.parametrize("body", [
+    ["wait_full", "read_async", "read_wait 0", "arrive_empty", "advance"],
+    ["wait_full", "read_async", "commit_empty", "advance"],
+])
+def test_waiting_for_the_read_before_the_release_is_clean(body):
+    kinds, _, finals = explore(async_spec(body))
+    assert kinds == set()
+    assert all(all(a.done for a in w.agents) and not w.inflight for w in finals)
+
+
+def test_async_read_trace_replays_with_finish_events():
+    spec = async_spec(["wait_full", "read_async", "commit_empty", "advance"])
+    world = initial_state(spec)
+    events, _ = run_first_enabled(world)
+    assert any(e["kind"] == "finish" for e in events)
+    assert any(e["kind"] == "fire" for e in events)
+    trace = make_trace(spec, events)
+    assert replay(spec, trace).kinds == set()
+    i = next(i for i, e in enumerate(events) if e["kind"] == "finish")
+    bad = copy.deepcopy(trace)
+    bad["steps"][i - 1]["state"]["inflight"][-1]["seq"] = 1
+    with pytest.raises(ReplayError, match="inflight"):
+        replay(spec, bad)
+
+
+# ------------------------------------------------------------------------------------------
+# [expressiveness] named barrier variants
+# ------------------------------------------------------------------------------------------
+
+def test_sync_arrive_does_not_wait_and_sync_wait_waits_for_its_generation():
+    spec = make_spec(role("p", ["sync_arrive bar", "sync_wait bar"]), role("q", ["sync bar"]),
+                     stages=1, items=1, barriers=[Barrier("bar", ("p", "q"))])
+    world = initial_state(spec)
+    apply(world, ev("p[0]", "sync_arrive", 0))
+    assert world.barriers[(0, "bar")] == {"arrivals": 1, "generation": 0}
+    assert enabled_events(world) == [ev("q[0]", "sync", 0)]    # p waits for generation 0
+    with pytest.raises(ReplayError, match=r"sync_wait is blocked: cta0\.bar generation 0"):
+        apply(world, ev("p[0]", "sync_wait", 1))
+    view = state_view(world)
+    assert view["barriers"] == {"cta0.bar": {"arrivals": 1, "generation": 0}}
+    assert view["agents"]["p[0]"]["arrived"] == {"bar": 0}
+    apply(world, ev("q[0]", "sync", 0))                 # completes generation 0
+    assert world.agent("q[0]").done
+    assert world.barriers[(0, "bar")] == {"arrivals": 0, "generation": 1}
+    assert enabled_events(world) == [ev("p[0]", "sync_wait", 1)]
+    apply(world, ev("p[0]", "sync_wait", 1))
+    assert all(a.done for a in world.agents)
+
+
+def test_sync_wait_without_an_arrival_waits_for_generation_zero():
+    spec = make_spec(role("p", ["sync_wait bar"]), role("q", ["sync_arrive bar"], count=2),
+                     stages=1, items=1, barriers=[Barrier("bar", ("q",))])
+    world = initial_state(spec)
+    assert enabled_events(world) == [ev("q[0]", "sync_arrive", 0),
+                                     ev("q[1]", "sync_arrive", 0)]
+    apply(world, ev("q[0]", "sync_arrive", 0))
+    assert ev("p[0]", "sync_wait", 0) not in enabled_events(world)
+    apply(world, ev("q[1]", "sync_arrive", 0))
+    assert ev("p[0]", "sync_wait", 0) in enabled_events(world)
+
+
+def test_arrivals_beyond_the_count_go_to_the_next_generation():
+    spec = make_spec(role("w", ["sync_arrive bar", "sync_wait bar"], count=3),
+                     stages=1, items=1, barriers=[Barrier("bar", ("w",), count=2)])
+    world = initial_state(spec)
+    run(world, [ev("w[0]", "sync_arrive", 0), ev("w[1]", "sync_arrive", 0),
+                ev("w[2]", "sync_arrive", 0)])
+    assert world.barriers[(0, "bar")] == {"arrivals": 1, "generation": 1}
+    assert [a.arrived["bar"] for a in world.agents] == [0, 0, 1]
+    assert enabled_events(world) == [ev("w[0]", "sync_wait", 1), ev("w[1]", "sync_wait", 1)]
+    run(world, [ev("w[0]", "sync_wait", 1), ev("w[1]", "sync_wait", 1)])
+    assert state_violations(world) == {"deadlock"}      # w[2]'s generation never completes
+
+
+def test_sync_arrive_where_sync_was_needed_mixes_generations():
+    # p signals twice with bar.arrive; q meant to meet p at each item with bar.sync. p's two
+    # arrivals complete generation 0 without q, and q's sync then waits in generation 1.
+    spec = make_spec(role("p", ["sync_arrive bar"]), role("q", ["sync bar"]),
+                     stages=1, items=2, barriers=[Barrier("bar", ("p", "q"))])
+    kinds, _, finals = explore(spec)
+    assert kinds == {"deadlock"}
+    world = initial_state(spec)
+    run(world, [ev("p[0]", "sync_arrive", 0), ev("p[0]", "sync_arrive", 0),
+                ev("q[0]", "sync", 0)])
+    assert world.barriers[(0, "bar")] == {"arrivals": 1, "generation": 1}
+    assert world.agent("q[0]").at_sync and state_violations(world) == {"deadlock"}
+    # with sync on both sides each generation is one item of each
+    spec = make_spec(role("p", ["sync bar"]), role("q", ["sync bar"]),
+                     stages=1, items=2, barriers=[Barrier("bar", ("p", "q"))])
+    kinds, _, finals = explore(spec)
+    assert kinds == set() and all(all(a.done for a in w.agents) for w in finals)
+
+
+def test_sync_arrive_completing_a_generation_releases_blocked_syncs():
+    spec = make_spec(role("q", ["sync bar", "advance"], count=2), role("p", ["sync_arrive bar"]),
+                     stages=1, items=1, barriers=[Barrier("bar", ("p", "q"))])
+    world = initial_state(spec)
+    run(world, [ev("q[0]", "sync", 0), ev("q[1]", "sync", 0)])
+    assert [a.at_sync for a in world.agents] == [True, True, False]
+    apply(world, ev("p[0]", "sync_arrive", 0))
+    assert [a.at_sync for a in world.agents] == [False, False, False]
+    assert world.agent("p[0]").arrived == {"bar": 0}
+    assert enabled_events(world) == [ev("q[0]", "advance", 1), ev("q[1]", "advance", 1)]
+
+
+def test_barrier_view_and_old_int_views():
+    spec = make_spec(role("w", ["sync bar"], count=2), stages=1, items=1,
+                     barriers=[Barrier("bar", ("w",))])
+    events = [ev("w[0]", "sync", 0)]
+    trace = make_trace(spec, events)
+    assert trace["steps"][0]["state"]["barriers"] == {
+        "cta0.bar": {"arrivals": 1, "generation": 0}}
+    assert "arrived" not in trace["initial"]["agents"]["w[0]"]   # no sync_arrive/wait used
+    trace["steps"][0]["state"]["barriers"] = {"cta0.bar": 1}   # the older int form
+    replay(spec, trace)
+    trace["steps"][0]["state"]["barriers"] = {"cta0.bar": {"arrivals": 1, "generation": 1}}
+    with pytest.raises(ReplayError, match="barriers cta0.bar"):
+        replay(spec, trace)

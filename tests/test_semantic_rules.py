@@ -438,7 +438,7 @@ def test_copy_in_flight_into_the_slot_makes_a_read_a_read_before_fill():
     r.do("cta0.copy.land(stage=0, item=0, bytes=16)")
     assert r.view["slots"]["cta0.slot[0]"] == 0
     r.do("P[0].copy(stage=0, item=0, phase=1, bytes=16)")
-    assert r.view["inflight"] == [{"kind": "copy", "cta": 0, "stage": 0, "tag": 0, "bytes": 16}]
+    assert r.view["inflight"] == [{"kind": "copy", "cta": 0, "ring": "main", "stage": 0, "tag": 0, "bytes": 16}]
     assert r.try_("C[0].read(stage=0, item=0, phase=0)") == ("read_before_fill",)
     r.do("cta0.copy.land(stage=0, item=0, bytes=16)")
     assert r.do("C[0].read(stage=0, item=0, phase=0)") == ()
@@ -687,14 +687,14 @@ BAR = '\n[barrier.bar]\nroles = ["P", "C"]\n'
 def test_named_barrier_releases_everyone_in_one_step():
     r = Run([P(["sync bar", "advance"], count=2), C(["sync bar", "advance"])], barriers=BAR)
     r.do("P[0].sync(bar)")
-    assert r.agent("P[0]")["at_sync"] is True and r.view["barriers"]["cta0.bar"] == 1
+    assert r.agent("P[0]")["at_sync"] is True and r.view["barriers"]["cta0.bar"] == {"arrivals": 1, "generation": 0}
     assert "P[0].sync(bar)" not in r.enabled()
     r.do("C[0].sync(bar)")
-    assert r.view["barriers"]["cta0.bar"] == 2
+    assert r.view["barriers"]["cta0.bar"] == {"arrivals": 2, "generation": 0}
     assert r.enabled() == ["P[1].sync(bar)"]
     r.do("P[1].sync(bar)")
     v = r.view
-    assert v["barriers"]["cta0.bar"] == 0
+    assert v["barriers"]["cta0.bar"] == {"arrivals": 0, "generation": 1}
     for name in ("P[0]", "P[1]", "C[0]"):
         assert v["agents"][name]["at_sync"] is False
         assert v["agents"][name]["op"] == "advance"
@@ -706,9 +706,9 @@ def test_named_barrier_count_restarts_each_generation():
     r = Run([P(["sync bar"], items=2), C(["sync bar"], items=2)], items=2, barriers=BAR)
     r.do("P[0].sync(bar)")
     r.do("C[0].sync(bar)")
-    assert r.view["barriers"]["cta0.bar"] == 0
+    assert r.view["barriers"]["cta0.bar"] == {"arrivals": 0, "generation": 1}
     r.do("C[0].sync(bar)")
-    assert r.agent("C[0]")["at_sync"] is True and r.view["barriers"]["cta0.bar"] == 1
+    assert r.agent("C[0]")["at_sync"] is True and r.view["barriers"]["cta0.bar"] == {"arrivals": 1, "generation": 1}
     r.do("P[0].sync(bar)")
     assert r.agent("C[0]")["done"] and r.agent("P[0]")["done"]
 
@@ -736,11 +736,13 @@ def test_named_barrier_is_per_cta():
     r.do("cta0.P[0].sync(bar)")
     r.do("cta1.C[0].sync(bar)")
     v = r.view
-    assert v["barriers"] == {"cta0.bar": 1, "cta1.bar": 1}
+    assert v["barriers"] == {"cta0.bar": {"arrivals": 1, "generation": 0},
+                            "cta1.bar": {"arrivals": 1, "generation": 0}}
     assert v["agents"]["cta0.P[0]"]["at_sync"] and v["agents"]["cta1.C[0]"]["at_sync"]
     r.do("cta0.C[0].sync(bar)")
     v = r.view
-    assert v["barriers"] == {"cta0.bar": 0, "cta1.bar": 1}
+    assert v["barriers"] == {"cta0.bar": {"arrivals": 0, "generation": 1},
+                            "cta1.bar": {"arrivals": 1, "generation": 0}}
     assert v["agents"]["cta0.P[0]"]["done"] and not v["agents"]["cta1.C[0]"]["done"]
 
 
@@ -791,7 +793,7 @@ def test_cluster_copy_to_all_is_one_transfer_per_cta():
 def test_cluster_commit_targets():
     r = Run([C(["commit_empty to=leader"])], cluster=2, cac=2)
     r.do("cta1.C[0].commit_empty(stage=0, phase=0, to=leader)")
-    assert r.view["inflight"] == [{"kind": "commit", "cta": 0, "stage": 0, "n": 1}]
+    assert r.view["inflight"] == [{"kind": "commit", "cta": 0, "ring": "main", "stage": 0, "n": 1, "agent": "", "after": 0}]
 
 
 def test_cluster_of_one_every_target_is_self():
@@ -912,7 +914,7 @@ def test_commit_n_fires_as_one_update():
     r = Run([C(["commit_empty 2", "advance"]), P(["advance", "wait_empty"])], stages=3, cac=2)
     r.do("C[0].commit_empty(stage=0, phase=0, n=2)")
     r.do("C[0].advance(stage=0, phase=0)")
-    assert r.view["inflight"] == [{"kind": "commit", "cta": 0, "stage": 0, "n": 2}]
+    assert r.view["inflight"] == [{"kind": "commit", "cta": 0, "ring": "main", "stage": 0, "n": 2, "agent": "", "after": 0}]
     assert r.do("cta0.commit.fire(stage=0, n=2)") == ()
     assert r.sig("cta0.empty[0]") == {"phase_no": 1, "pending": 2, "tx": 0}
     assert r.sig("cta0.empty[1]") == {"phase_no": 0, "pending": 2, "tx": 0}

@@ -61,6 +61,26 @@ def consumer_key(line: str) -> str:
 
 
 SYNC_ROLES = GOOD + '\n[barrier.b]\nroles = ["consumer"]\n'
+RING_ACC = """
+[ring.acc]
+stages = 2
+producer_arrive_count = 1
+consumer_arrive_count = 2
+"""
+RINGS = GOOD + RING_ACC  # a spec with one extra ring, `acc`
+
+
+def ring_producer_body(*ops: str) -> str:
+    return producer_body(*ops) + RING_ACC
+
+
+def ring_acc(old: str, new: str) -> str:
+    """RINGS with `old` replaced by `new` in the [ring.acc] table."""
+    return GOOD + edit(old, new, RING_ACC)
+
+
+def ring_consumer_key(line: str) -> str:
+    return consumer_key(line) + RING_ACC
 
 # (id, spec text, fragments the message must contain: the key or op, and the hint)
 CASES = [
@@ -71,12 +91,13 @@ CASES = [
      ["TOML syntax error", "Cannot overwrite"]),
     # unknown keys
     ("unknown_top_level", GOOD + "\n[pipline]\nstages = 3\n",
-     ["top level", "unknown key 'pipline'", "allowed: barrier, pipeline, role",
+     ["top level", "unknown key 'pipline'", "allowed: barrier, pipeline, ring, role",
       "did you mean 'pipeline'"]),
     ("unknown_pipeline_key", pipeline_key("stagse = 4"),
      ["[pipeline]", "unknown key 'stagse'", "allowed: backend, cluster_size"]),
-    ("unknown_role_key", consumer_key("ctas = [0]"),
-     ["role 'consumer'", "unknown key 'ctas'", "allowed: body, count"]),
+    ("unknown_role_key", consumer_key("cta = [0]"),
+     ["role 'consumer'", "unknown key 'cta'", "allowed: body, count, ctas",
+      "did you mean 'ctas'"]),
     ("unknown_barrier_key", SYNC_ROLES + "size = 3\n",
      ["[barrier.b]", "unknown key 'size'", "allowed: count, roles"]),
     # structure
@@ -181,18 +202,18 @@ CASES = [
      ["op 'copy 4294967296'", "byte count must be an integer from 1 to 4294967295"]),
     ("operand_on_no_operand_op", producer_body("write 3"),
      ["op 'write 3'", "unexpected operand '3'", "write takes no operand"]),
-    ("bad_key_on_op", producer_body("write ring=acc"),
-     ["op 'write ring=acc'", "unknown key 'ring'", "allowed on write: none"]),
-    ("every_key_on_wait", producer_body("wait_empty every=2"),
-     ["op 'wait_empty every=2'", "unknown key 'every'", "allowed on wait_empty: unless="]),
-    ("at_key_on_arrive", producer_body("arrive_full at=1"),
-     ["unknown key 'at'", "allowed on arrive_full: to="]),
+    ("bad_key_on_op", producer_body("write rng=acc"),
+     ["op 'write rng=acc'", "unknown key 'rng'", "allowed on write: ring=..., every=..., at=...",
+      "did you mean 'ring'"]),
+    ("every_key_typo_on_wait", producer_body("wait_empty evry=2"),
+     ["op 'wait_empty evry=2'", "unknown key 'evry'", "allowed on wait_empty: unless=",
+      "did you mean 'every'"]),
     ("to_on_wait", producer_body("wait_empty to=all"),
      ["unknown key 'to'", "allowed on wait_empty: unless="]),
     ("unless_on_non_wait", producer_body("arrive_full unless=ready"),
      ["op 'arrive_full unless=ready'", "unknown key 'unless'", "allowed on arrive_full: to="]),
     ("unless_on_try", producer_body("try_empty unless=ready"),
-     ["unknown key 'unless'", "allowed on try_empty: none"]),
+     ["unknown key 'unless'", "allowed on try_empty: ring=..., every=..., at=..."]),
     ("unless_bad_value", producer_body("wait_empty unless=done"),
      ["op 'wait_empty unless=done'", "allowed: unless=ready"]),
     ("bad_target", producer_body("arrive_full to=everyone"),
@@ -230,8 +251,9 @@ CASES = [
       "roles: consumer"]),
     ("barrier_unknown_role", GOOD + '\n[barrier.b]\nroles = ["consumer", "mma"]\n',
      ["[barrier.b] roles[1]", "unknown role 'mma'", "allowed: producer, consumer"]),
-    ("barrier_no_roles", GOOD + "\n[barrier.b]\ncount = 2\n",
-     ["[barrier.b] roles", "missing required key"]),
+    ("barrier_no_roles_no_count", GOOD + "\n[barrier.b]\n",
+     ["[barrier.b]: missing required key: roles or count", "role names: producer, consumer",
+      "count = arrivals per CTA"]),
     ("barrier_empty_roles", GOOD + "\n[barrier.b]\nroles = []\n",
      ["[barrier.b] roles", "non-empty list of role names"]),
     ("barrier_zero_count", SYNC_ROLES + "count = 0\n",
@@ -264,6 +286,136 @@ CASES = [
      ["[pipeline] items", "missing required key"]),
     ("template_role_override_bad", TEMPLATED + '\n[[role]]\nname = "consumer"\ncount = 0\n',
      ["role 'consumer' count", "from 1 to 64, got 0"]),
+] + [
+    # [expressiveness]: several rings
+    ("ring_undefined", producer_body("wait_empty ring=acx", "write"),
+     ["role 'producer' body[0]", "op 'wait_empty ring=acx'", "ring 'acx' is not defined",
+      "[ring.acx]", "defined: main"]),
+    ("ring_undefined_lists_rings", ring_producer_body("wait_empty ring=acx"),
+     ["op 'wait_empty ring=acx'", "ring 'acx' is not defined", "defined: main, acc",
+      "did you mean 'acc'"]),
+    ("ring_main_redefined", GOOD + RING_ACC.replace("[ring.acc]", "[ring.main]"),
+     ["[ring.main]", "ring name 'main' is reserved", "[pipeline]"]),
+    ("ring_key_typo", RINGS + "stagse = 3\n",
+     ["[ring.acc]", "unknown key 'stagse'",
+      "allowed: consumer_arrive_count, producer_arrive_count, stages", "did you mean 'stages'"]),
+    ("ring_zero_stages", ring_acc("stages = 2", "stages = 0"),
+     ["[ring.acc] stages", "integer from 1 to 64, got 0"]),
+    ("ring_huge_stages", ring_acc("stages = 2", "stages = 65"),
+     ["[ring.acc] stages", "integer from 1 to 64, got 65"]),
+    ("ring_missing_stages", ring_acc("stages = 2\n", ""),
+     ["[ring.acc] stages", "missing required key", "from 1 to 64"]),
+    ("ring_missing_consumer_count", ring_acc("consumer_arrive_count = 2\n", ""),
+     ["[ring.acc] consumer_arrive_count", "missing required key", "from 1 to 1048575"]),
+    ("ring_zero_producer_count", ring_acc("producer_arrive_count = 1", "producer_arrive_count = 0"),
+     ["[ring.acc] producer_arrive_count", "from 1 to 1048575, got 0"]),
+    ("ring_string_count", ring_acc("consumer_arrive_count = 2", 'consumer_arrive_count = "2"'),
+     ["[ring.acc] consumer_arrive_count", "integer from 1 to 1048575", "got '2'"]),
+    ("ring_not_table_of_tables", GOOD + "\n[ring]\nstages = 2\n",
+     ["[ring] stages", "must be a table", "[ring.stages]"]),
+    ("ring_bad_name", GOOD + RING_ACC.replace("[ring.acc]", '[ring."a-b"]'),
+     ["[ring.'a-b']", "bad ring name 'a-b'", "identifier"]),
+    ("ring_bad_name_in_op", ring_producer_body("wait_empty ring="),
+     ["op 'wait_empty ring='", "bad ring name ''", "[ring.NAME]"]),
+    ("ring_twice_in_op", ring_producer_body("wait_empty ring=acc ring=main"),
+     ["op 'wait_empty ring=acc ring=main'", "duplicate key 'ring'"]),
+    ("ring_on_sync", edit('"read", "arrive_empty"', '"read", "sync b ring=acc", "arrive_empty"',
+                          SYNC_ROLES + RING_ACC),
+     ["role 'consumer' body[2]", "op 'sync b ring=acc'", "ring= is not allowed on sync",
+      "allowed on: wait_full"]),
+    ("ring_on_read_wait", ring_producer_body("read_wait ring=acc"),
+     ["op 'read_wait ring=acc'", "ring= is not allowed on read_wait"]),
+    ("ring_expect_tx_on_amd", edit('backend = "nvidia"', 'backend = "amd"',
+                                   ring_producer_body("expect_tx 64 ring=acc")),
+     ["op 'expect_tx 64 ring=acc'", "not available on backend 'amd'", "nvidia only"]),
+    ("initial_stage_checks_main_ring", consumer_key("initial_stage = 4")
+                                        + RING_ACC.replace("stages = 2", "stages = 8"),
+     ["role 'consumer' initial_stage", "from 0 to 1, got 4"]),
+    # every= / at=
+    ("every_zero", producer_body("write every=0"),
+     ["role 'producer' body[0]", "op 'write every=0'", "every must be an integer from 1 to 100000",
+      "got '0'"]),
+    ("every_huge", producer_body("write every=100001"),
+     ["op 'write every=100001'", "every must be an integer from 1 to 100000"]),
+    ("every_not_integer", producer_body("write every=k"),
+     ["op 'write every=k'", "every must be an integer", "got 'k'"]),
+    ("at_not_below_every", producer_body("reset every=2 at=2"),
+     ["op 'reset every=2 at=2'", "at (with every=2) must be an integer from 0 to 1", "got '2'"]),
+    ("at_negative", producer_body("reset every=4 at=-1"),
+     ["op 'reset every=4 at=-1'", "from 0 to 3", "got '-1'"]),
+    ("at_without_every", producer_body("arrive_full at=1"),
+     ["op 'arrive_full at=1'", "at= needs every=", "every=K at=j"]),
+    ("every_in_prologue", consumer_key('prologue = ["advance every=2"]'),
+     ["role 'consumer' prologue[0]", "op 'advance every=2'", "not allowed in prologue",
+      "only allowed in body"]),
+    ("every_one_in_epilogue", consumer_key('epilogue = ["advance every=1 at=0"]'),
+     ["role 'consumer' epilogue[0]", "not allowed in epilogue", "select items"]),
+    # ctas
+    ("ctas_out_of_range", edit("items = 2\n", "items = 2\ncluster_size = 2\n",
+                               consumer_key("ctas = [0, 2]")),
+     ["role 'consumer' ctas[1]", "integer from 0 to 1", "cluster_size is 2", "got 2"]),
+    ("ctas_without_cluster", consumer_key("ctas = [1]"),
+     ["role 'consumer' ctas[0]", "integer from 0 to 0", "cluster_size is 1", "got 1"]),
+    ("ctas_negative", consumer_key("ctas = [-1]"), ["role 'consumer' ctas[0]", "got -1"]),
+    ("ctas_duplicate", edit("items = 2\n", "items = 2\ncluster_size = 4\n",
+                            consumer_key("ctas = [3, 1, 3]")),
+     ["role 'consumer' ctas[2]", "CTA 3 is listed twice"]),
+    ("ctas_empty", consumer_key("ctas = []"),
+     ["role 'consumer' ctas", "non-empty list of CTA indices from 0 to 0", "got []"]),
+    ("ctas_not_list", consumer_key("ctas = 0"),
+     ["role 'consumer' ctas", "non-empty list of CTA indices", "got 0"]),
+    ("ctas_bool_item", consumer_key("ctas = [true]"),
+     ["role 'consumer' ctas[0]", "integer from 0 to 0", "got true"]),
+    # initial_phase as a table
+    ("initial_phase_table_unknown_ring", ring_consumer_key("initial_phase = { main = 0, acx = 1 }"),
+     ["role 'consumer' initial_phase.acx", "unknown ring 'acx'", "allowed: main, acc",
+      "did you mean 'acc'"]),
+    ("initial_phase_table_without_rings", consumer_key("initial_phase = { acc = 1 }"),
+     ["role 'consumer' initial_phase.acc", "unknown ring 'acc'", "allowed: main"]),
+    ("initial_phase_table_negative", ring_consumer_key("initial_phase = { acc = -1 }"),
+     ["role 'consumer' initial_phase.acc", "integer from 0 to 4294967295", "got -1"]),
+    ("initial_phase_table_huge", ring_consumer_key("initial_phase = { main = 4294967296 }"),
+     ["role 'consumer' initial_phase.main", "integer from 0 to 4294967295"]),
+    ("initial_phase_table_string", ring_consumer_key('initial_phase = { acc = "1" }'),
+     ["role 'consumer' initial_phase.acc", "integer from 0 to 4294967295", "got '1'"]),
+    ("initial_phase_string", ring_consumer_key('initial_phase = "1"'),
+     ["role 'consumer' initial_phase", "integer from 0 to 4294967295",
+      "or a table of ring = phase", "rings: main, acc", "got '1'"]),
+    # async reads
+    ("read_async_in_epilogue", consumer_key('epilogue = ["read_async"]'),
+     ["role 'consumer' epilogue[0]", "'read_async' is not allowed in epilogue",
+      "only allowed in body"]),
+    ("read_async_in_prologue", consumer_key('prologue = ["read_async ring=main"]'),
+     ["role 'consumer' prologue[0]", "'read_async' is not allowed in prologue"]),
+    ("read_async_operand", producer_body("read_async 2"),
+     ["op 'read_async 2'", "unexpected operand '2'", "read_async takes no operand"]),
+    ("read_wait_too_big", producer_body("read_wait 65"),
+     ["op 'read_wait 65'", "count must be an integer from 0 to 64", "got '65'"]),
+    ("read_wait_negative", producer_body("read_wait -1"),
+     ["op 'read_wait -1'", "from 0 to 64"]),
+    ("read_wait_two_operands", producer_body("read_wait 1 2"),
+     ["op 'read_wait 1 2'", "unexpected extra operand '2'", "at most one count"]),
+    ("read_wait_to", producer_body("read_wait to=all"),
+     ["op 'read_wait to=all'", "unknown key 'to'", "allowed on read_wait: every=..., at=..."]),
+    # named barrier variants
+    ("sync_wait_undefined_barrier", producer_body("sync_wait nope"),
+     ["role 'producer' body[0]", "op 'sync_wait nope'", "barrier 'nope' is not defined",
+      "[barrier.nope]", "defined: none"]),
+    ("sync_arrive_missing_name", producer_body("sync_arrive"),
+     ["op 'sync_arrive'", "missing barrier name", "'sync_arrive NAME'"]),
+    ("sync_arrive_bad_name", producer_body("sync_arrive 3"),
+     ["op 'sync_arrive 3'", "bad barrier name '3'"]),
+    ("sync_wait_two_names", SYNC_ROLES.replace('"read"', '"sync_wait b c"'),
+     ["op 'sync_wait b c'", "unexpected extra operand 'c'", "sync_wait takes one barrier name"]),
+    ("sync_arrive_not_member", SYNC_ROLES.replace('"write"', '"sync_arrive b"'),
+     ["role 'producer' body[1]", "op 'sync_arrive b'", "role 'producer' is not in [barrier.b]",
+      "roles: consumer"]),
+    ("barrier_count_only_zero", GOOD + "\n[barrier.b]\ncount = 0\n",
+     ["[barrier.b] count", "from 1 to 1048575, got 0"]),
+    ("barrier_count_only_not_int", GOOD + '\n[barrier.b]\ncount = "all"\n',
+     ["[barrier.b] count", "integer from 1 to 1048575", "got 'all'"]),
+    ("barrier_empty_roles_with_count", GOOD + "\n[barrier.b]\nroles = []\ncount = 2\n",
+     ["[barrier.b] roles", "non-empty list of role names"]),
 ]
 
 
@@ -280,6 +432,8 @@ def assert_spec_error(path, load, *fragments: str) -> str:
 
 def test_enough_cases():
     assert len(CASES) >= 25
+    assert sum(1 for _, text, _ in CASES if "ring" in text or "every" in text or "ctas" in text
+               or "read_" in text or "sync_" in text) >= 15
     assert len({case_id for case_id, _, _ in CASES}) == len(CASES)
 
 
@@ -296,6 +450,7 @@ def test_good_base_loads(tmp_path):
     assert load_spec_text(GOOD, "good.toml").roles
     assert load_spec_text(TEMPLATED, "templated.toml").roles
     assert load_spec_text(SYNC_ROLES, "sync.toml").barriers
+    assert load_spec_text(RINGS, "rings.toml").rings
 
 
 def test_load_spec_text_names_path():

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from spec.load import load_spec, load_spec_text
-from spec.schema import TX_LIMIT, Barrier, Op, SpecError
+from spec.schema import TX_LIMIT, Barrier, Op, Ring, SpecError
 from spec.templates import TEMPLATES
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "spec" / "examples"
@@ -358,3 +358,322 @@ def test_examples_load(path):
     except SpecError as err:  # pragma: no cover - shows the loader's message
         pytest.fail(str(err))
     assert spec.roles
+
+
+# ---------------------------------------------------------------------------------------
+# [expressiveness]: several rings, async reads, every/at, ctas, named barrier variants
+
+MULTI_RING = """
+[pipeline]
+backend = "nvidia"
+stages = 4
+producer_arrive_count = 1
+consumer_arrive_count = 1
+items = 6
+cluster_size = 2
+
+# declared out of order: Spec.rings is sorted by name
+[ring.sched]
+stages = 1
+producer_arrive_count = 1
+consumer_arrive_count = 3
+
+[ring.acc]
+stages = 2
+producer_arrive_count = 1
+consumer_arrive_count = 4
+
+[barrier.epi]
+count = 4
+
+[barrier.wg]
+roles = ["epilogue"]
+count = 2
+
+[[role]]
+name = "loader"
+side = "producer"
+count = 1
+body = ["wait_empty", "expect_tx 4096 @leader", "copy 4096 to=all", "advance"]
+epilogue = ["drain"]
+
+[[role]]
+name = "mma"
+side = "consumer"
+count = 1
+ctas = [0]
+body = ["wait_full", "read_async", "wait_empty ring=acc", "write ring=acc", "read_wait",
+        "commit_empty to=all", "arrive_full ring=acc", "advance", "advance ring=acc"]
+epilogue = ["drain ring=acc"]
+
+[[role]]
+name = "epilogue"
+side = "producer"
+count = 4
+ctas = [1, 0]
+items = 3
+body = ["wait_full ring=acc", "read ring=acc", "sync_arrive epi every=2",
+        "sync_wait epi every=2 at=1", "sync wg", "arrive_empty ring=acc @leader",
+        "advance ring=acc"]
+
+[[role]]
+name = "scheduler"
+side = "consumer"
+count = 1
+initial_phase = { main = 3, acc = 5 }
+body = ["try_empty ring=sched", "wait_empty ring=sched unless=ready",
+        "wait_full ring=sched", "read_wait 2", "reset ring=sched every=4 at=3"]
+"""
+
+
+def test_multi_ring_spec_loads():
+    spec = load_spec_text(MULTI_RING, "multi.toml")
+    assert spec.rings == (Ring("acc", 2, 1, 4), Ring("sched", 1, 1, 3))
+    assert spec.all_rings == (Ring("main", 4, 1, 1), Ring("acc", 2, 1, 4),
+                              Ring("sched", 1, 1, 3))
+    assert spec.barriers == (Barrier("epi", (), count=4), Barrier("wg", ("epilogue",), count=2))
+    assert [r.name for r in spec.roles] == ["loader", "mma", "epilogue", "scheduler"]
+
+
+def test_multi_ring_ops():
+    spec = load_spec_text(MULTI_RING, "multi.toml")
+    mma = spec.role("mma")
+    assert mma.body[1] == Op(name="read_async", text="read_async")
+    assert mma.body[2] == Op(name="wait_empty", ring="acc", text="wait_empty ring=acc")
+    assert mma.body[4] == Op(name="read_wait", n=0, text="read_wait")
+    assert [op.ring for op in mma.body] == ["main", "main", "acc", "acc", "main", "main", "acc",
+                                            "main", "acc"]
+    assert mma.epilogue == (Op(name="drain", ring="acc", text="drain ring=acc"),)
+    epilogue = spec.role("epilogue")
+    assert epilogue.body[2] == Op(name="sync_arrive", barrier="epi", every=2,
+                                  text="sync_arrive epi every=2")
+    assert epilogue.body[3] == Op(name="sync_wait", barrier="epi", every=2, at=1,
+                                  text="sync_wait epi every=2 at=1")
+    assert epilogue.body[5] == Op(name="arrive_empty", ring="acc", leader_only=True,
+                                  text="arrive_empty ring=acc @leader")
+    scheduler = spec.role("scheduler")
+    assert scheduler.body[1] == Op(name="wait_empty", ring="sched", unless_ready=True,
+                                   text="wait_empty ring=sched unless=ready")
+    assert scheduler.body[3] == Op(name="read_wait", n=2, text="read_wait 2")
+    assert scheduler.body[4] == Op(name="reset", ring="sched", every=4, at=3,
+                                   text="reset ring=sched every=4 at=3")
+
+
+def test_ctas():
+    spec = load_spec_text(MULTI_RING, "multi.toml")
+    assert spec.role("loader").ctas == ()          # every CTA
+    assert spec.role("mma").ctas == (0,)
+    assert spec.role("epilogue").ctas == (0, 1)    # sorted
+    assert spec.role("epilogue").items == 3
+
+
+def test_initial_phase_per_ring():
+    spec = load_spec_text(MULTI_RING, "multi.toml")
+    loader, mma, epilogue, scheduler = spec.roles
+    # loader: producer side, touches neither extra ring: side default everywhere
+    assert loader.initial_phase == 1 and loader.ring_phases == (("acc", 1), ("sched", 1))
+    # mma: consumer side, waits on empty of acc (wait_empty, drain) -> 1; sched: side (0)
+    assert mma.initial_phase == 0 and mma.ring_phases == (("acc", 1), ("sched", 0))
+    # epilogue: producer side, waits on full of acc -> 0; sched: side (1)
+    assert epilogue.initial_phase == 1 and epilogue.ring_phases == (("acc", 0), ("sched", 1))
+    # scheduler: the table's main and acc; sched waited on both ways -> side default (0)
+    assert scheduler.initial_phase == 3
+    assert scheduler.ring_phases == (("acc", 5), ("sched", 0))
+    assert [scheduler.initial_phase_of(r.name) for r in spec.all_rings] == [3, 5, 0]
+    assert [mma.initial_phase_of(r.name) for r in spec.all_rings] == [0, 1, 0]
+
+
+RING_SPEC = DESIGN_EXAMPLE + """
+[ring.acc]
+stages = 2
+producer_arrive_count = 1
+consumer_arrive_count = 1
+"""
+
+
+@pytest.mark.parametrize("side, ops, expected", [
+    ("consumer", ["wait_empty ring=acc"], 1),
+    ("consumer", ["try_empty ring=acc"], 1),
+    ("consumer", ["advance", "drain ring=acc"], 1),
+    ("producer", ["wait_full ring=acc"], 0),
+    ("producer", ["try_full ring=acc", "wait_full ring=acc unless=ready"], 0),
+    ("producer", ["wait_full ring=acc", "wait_empty ring=acc"], 1),  # both: side default
+    ("consumer", ["wait_full ring=acc", "wait_empty ring=acc"], 0),
+    ("producer", ["arrive_full ring=acc"], 1),                        # neither: side default
+    ("consumer", ["arrive_full ring=acc", "wait_empty"], 0),          # main ring waits only
+])
+def test_ring_phase_default(side, ops, expected):
+    body = ", ".join(f'"{op}"' for op in ops)
+    text = f"""
+[pipeline]
+backend = "amd"
+stages = 2
+producer_arrive_count = 1
+consumer_arrive_count = 1
+items = 2
+
+[ring.acc]
+stages = 3
+producer_arrive_count = 2
+consumer_arrive_count = 2
+
+[[role]]
+name = "r"
+side = "{side}"
+count = 1
+body = [{body}]
+"""
+    role = load_spec_text(text, "x.toml").roles[0]
+    assert role.ring_phases == (("acc", expected),)
+    assert role.initial_phase == (1 if side == "producer" else 0)  # main: by side, as before
+
+
+def test_ring_phase_default_looks_at_every_section():
+    text = RING_SPEC.replace('body = ["wait_full"', 'epilogue = ["wait_empty ring=acc"]\n'
+                                                    'body = ["wait_full"')
+    assert load_spec_text(text, "x.toml").role("consumer").ring_phases == (("acc", 1),)
+
+
+def test_initial_phase_int_applies_to_main_ring_only():
+    text = RING_SPEC.replace("initial_phase = 1", "initial_phase = 6")
+    producer = load_spec_text(text, "x.toml").role("producer")
+    assert producer.initial_phase == 6
+    assert producer.ring_phases == (("acc", 1),)  # side default: producer, no waits on acc
+    assert producer.initial_phase_of("acc") == 1 and producer.initial_phase_of("main") == 6
+
+
+def test_initial_phase_table_partial():
+    text = RING_SPEC.replace("initial_phase = 1", "initial_phase = { acc = 0 }")
+    producer = load_spec_text(text, "x.toml").role("producer")
+    assert producer.initial_phase == 1  # main missing: the old default by side
+    assert producer.ring_phases == (("acc", 0),)
+    text = RING_SPEC.replace("initial_phase = 1", "initial_phase = { main = 0 }")
+    producer = load_spec_text(text, "x.toml").role("producer")
+    assert producer.initial_phase == 0 and producer.ring_phases == (("acc", 1),)
+
+
+def test_initial_phase_table_without_extra_rings():
+    text = DESIGN_EXAMPLE.replace("initial_phase = 1", "initial_phase = { main = 4294967295 }")
+    producer = load_spec_text(text, "x.toml").role("producer")
+    assert producer.initial_phase == (1 << 32) - 1 and producer.ring_phases == ()
+
+
+def test_single_ring_spec_has_no_ring_fields():
+    spec = load_spec_text(DESIGN_EXAMPLE, "x.toml")
+    assert spec.rings == () and spec.all_rings == (Ring("main", 4, 1, 2),)
+    for role in spec.roles:
+        assert role.ctas == () and role.ring_phases == ()
+        assert all(op.ring == "main" and op.every == 1 and op.at == 0
+                   for op in role.prologue + role.body + role.epilogue)
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("wait_full ring=main", Op(name="wait_full")),
+    ("write every=1", Op(name="write")),
+    ("write every=1 at=0", Op(name="write")),
+    ("reset every=4", Op(name="reset", every=4)),
+    ("reset at=3 every=4", Op(name="reset", every=4, at=3)),
+    ("advance ring=acc every=2 at=1", Op(name="advance", ring="acc", every=2, at=1)),
+    ("arrive_full 2 ring=acc to=all @leader", Op(name="arrive_full", n=2, ring="acc", to="all",
+                                                 leader_only=True)),
+    ("commit_empty ring=acc", Op(name="commit_empty", ring="acc")),
+    ("expect_tx 1024 ring=acc", Op(name="expect_tx", n=1024, ring="acc")),
+    ("copy 1024 ring=acc to=peer", Op(name="copy", n=1024, ring="acc", to="peer")),
+    ("read_async ring=acc", Op(name="read_async", ring="acc")),
+    ("read_async every=3 at=2", Op(name="read_async", every=3, at=2)),
+    ("read_wait 0", Op(name="read_wait", n=0)),
+    ("read_wait 64 every=2", Op(name="read_wait", n=64, every=2)),
+    ("drain ring=acc @leader", Op(name="drain", ring="acc", leader_only=True)),
+    ("sync b every=5 at=4", Op(name="sync", barrier="b", every=5, at=4)),
+    ("sync_arrive b", Op(name="sync_arrive", barrier="b")),
+    ("sync_wait b @leader", Op(name="sync_wait", barrier="b", leader_only=True)),
+])
+def test_expressive_op_parsing(text, expected):
+    spec_text = RING_SPEC.replace('body = ["wait_empty", "expect_tx 16384"',
+                                  f'body = ["{text}", "expect_tx 16384"') + \
+        "\n[barrier.b]\ncount = 3\n"
+    op = load_spec_text(spec_text, "x.toml").role("producer").body[0]
+    assert op == Op(**{**expected.__dict__, "text": text}) and str(op) == text
+
+
+def test_barrier_count_only_any_role(tmp_path):
+    text = DESIGN_EXAMPLE.replace('"advance"]\n', '"sync_arrive any", "sync_wait any", '
+                                                  '"sync any", "advance"]\n')
+    text += "\n[barrier.any]\ncount = 3\n"
+    spec = load_spec(write_spec(tmp_path, text))
+    assert spec.barriers == (Barrier("any", (), count=3),)
+    assert [op.name for op in spec.role("producer").body[-4:-1]] == ["sync_arrive", "sync_wait",
+                                                                     "sync"]
+    assert [op.barrier for op in spec.role("consumer").body[-4:-1]] == ["any"] * 3
+
+
+def test_barrier_roles_still_restrict_with_count():
+    text = DESIGN_EXAMPLE.replace('"read", "arrive_empty"', '"read", "sync_arrive wg", '
+                                  '"sync_wait wg", "arrive_empty"')
+    spec = load_spec_text(text + '\n[barrier.wg]\nroles = ["consumer"]\ncount = 1\n', "x.toml")
+    assert spec.barriers == (Barrier("wg", ("consumer",), count=1),)
+    with pytest.raises(SpecError, match="role 'producer' is not in \\[barrier.wg\\] roles"):
+        load_spec_text(text.replace('"copy 16384"', '"copy 16384", "sync_arrive wg"')
+                       + '\n[barrier.wg]\nroles = ["consumer"]\ncount = 1\n', "x.toml")
+
+
+def test_async_reads_on_amd():
+    text = """
+[pipeline]
+backend = "amd"
+stages = 2
+producer_arrive_count = 1
+consumer_arrive_count = 1
+items = 4
+
+[[role]]
+name = "p"
+side = "producer"
+count = 1
+body = ["wait_empty", "write", "arrive_full", "advance"]
+
+[[role]]
+name = "c"
+side = "consumer"
+count = 1
+body = ["wait_full", "read_async", "read_wait 1", "commit_empty", "advance"]
+epilogue = ["read_wait"]
+"""
+    consumer = load_spec_text(text, "x.toml").role("c")
+    assert [(op.name, op.n) for op in consumer.body[1:3]] == [("read_async", 1), ("read_wait", 1)]
+    assert consumer.epilogue == (Op(name="read_wait", n=0, text="read_wait"),)
+
+
+def test_rings_with_template():
+    roles = """
+[ring.acc]
+stages = 1
+producer_arrive_count = 1
+consumer_arrive_count = 1
+
+[[role]]
+name = "consumer"
+body = ["wait_full", "read", "arrive_empty", "wait_empty ring=acc", "write ring=acc",
+        "arrive_full ring=acc", "advance", "advance ring=acc"]
+
+[[role]]
+name = "epilogue"
+side = "consumer"
+count = 1
+body = ["wait_full ring=acc", "read ring=acc", "arrive_empty ring=acc", "advance ring=acc"]
+"""
+    spec = load_spec_text(template_spec("mojo_producer_consumer", roles=roles), "t.toml")
+    assert spec.rings == (Ring("acc", 1, 1, 1),)
+    producer, consumer, epilogue = spec.roles
+    assert producer.ring_phases == (("acc", 1),)
+    assert consumer.initial_phase == 0 and consumer.ring_phases == (("acc", 1),)
+    assert epilogue.ring_phases == (("acc", 0),)
+
+
+def test_ctas_full_cluster_and_single():
+    text = DESIGN_EXAMPLE.replace("items = 8", "items = 8\ncluster_size = 3").replace(
+        'count = 2\nbody', 'count = 2\nctas = [2, 0, 1]\nbody').replace(
+        'initial_phase = 1\n', 'initial_phase = 1\nctas = [1]\n')
+    spec = load_spec_text(text, "x.toml")
+    assert spec.role("consumer").ctas == (0, 1, 2)
+    assert spec.role("producer").ctas == (1,)

@@ -1,0 +1,43 @@
+"""Keep numba's on-disk cache honest.
+
+numba keys a cached function by its own source file only. `explore.expand` inlines the
+semantics and backend functions of other files, so after an edit to those files (or an
+upgrade of pipeproof) it would load a stale compiled engine. Before anything is compiled or
+loaded, this compares a digest of every engine source with the one recorded beside the cache
+and drops the cached code when they differ.
+"""
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+ENGINE_SOURCES = ("backends/base.py", "backends/nvidia.py", "backends/amd.py",
+                  "checker/semantics.py", "checker/explore.py", "checker/model.py")
+CACHE_DIRS = ("backends/__pycache__", "checker/__pycache__")
+MARKER = "checker/__pycache__/engine-sources.sha256"
+
+
+def engine_digest() -> str:
+    h = hashlib.sha256()
+    for rel in ENGINE_SOURCES:
+        path = ROOT / rel
+        h.update(rel.encode())
+        h.update(path.read_bytes() if path.exists() else b"")
+    return h.hexdigest()
+
+
+def drop_stale_cache() -> None:
+    try:
+        digest = engine_digest()
+        marker = ROOT / MARKER
+        if marker.exists() and marker.read_text() == digest:
+            return
+        for rel in CACHE_DIRS:
+            for pattern in ("*.nbi", "*.nbc"):
+                for f in (ROOT / rel).glob(pattern):
+                    f.unlink(missing_ok=True)
+        marker.parent.mkdir(parents=True, exist_ok=True)
+        marker.write_text(digest)
+    except OSError:
+        pass  # a read-only install: numba then keeps its cache elsewhere or compiles in memory
