@@ -18,29 +18,11 @@ import pytest
 
 from checker.verify import verify
 from spec.load import load_spec
+from tests.specs import PRODUCER_COPIES, standard_toml
 
 CLI = [sys.executable, "-m", "checker.cli"]
 
-OK_SPEC = """
-[pipeline]
-backend = "nvidia"
-stages = 2
-producer_arrive_count = 1
-consumer_arrive_count = 1
-items = 3
-
-[[role]]
-name = "producer"
-side = "producer"
-count = 1
-body = ["wait_empty", "write", "arrive_full", "advance"]
-
-[[role]]
-name = "consumer"
-side = "consumer"
-count = 1
-body = ["wait_full", "read", "arrive_empty", "advance"]
-"""
+OK_SPEC = standard_toml(items=3)
 OK_STATES = 73  # pinned: exhaustive state count of OK_SPEC
 
 # The consumer never releases a slot: the producer blocks on its third item.
@@ -67,30 +49,14 @@ items = 3
 body = ["wait_full", "read", "advance"]
 """
 
-RING = """
-[pipeline]
-backend = "nvidia"
-stages = {stages}
-producer_arrive_count = 1
-consumer_arrive_count = {consumers}
-items = {items}
+def ring_spec(stages, consumers, items):
+    return standard_toml(stages, consumers, items, producer_body=PRODUCER_COPIES)
 
-[[role]]
-name = "producer"
-side = "producer"
-count = 1
-body = ["wait_empty", "expect_tx 64", "copy 64", "advance"]
 
-[[role]]
-name = "consumer"
-side = "consumer"
-count = {consumers}
-body = ["wait_full", "read", "arrive_empty", "advance"]
-"""
 # A larger ok state space (tens of thousands of states, a fraction of a second).
-BIG_SPEC = RING.format(stages=3, consumers=3, items=6)
+BIG_SPEC = ring_spec(stages=3, consumers=3, items=6)
 # Hundreds of thousands of states: runs for seconds, long enough for progress reports.
-SLOW_SPEC = RING.format(stages=4, consumers=4, items=4)
+SLOW_SPEC = ring_spec(stages=4, consumers=4, items=4)
 
 BAD_SPEC = """
 [pipeline]

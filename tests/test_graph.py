@@ -5,7 +5,6 @@ and edge counts must equal the numba engine's `states` and `transitions` exactly
 """
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
@@ -19,6 +18,7 @@ from checker.graph import (build_graph, cycles_without_progress, every_path_dead
 from checker.model import compile_model
 from checker.verify import verify
 from spec.load import load_spec, load_spec_text
+from tests.specs import standard_toml
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "spec" / "examples"
 EDGE_LINE = re.compile(r"^\s*(\d+) -> (\d+) \[")
@@ -28,29 +28,10 @@ NODE_LINE = re.compile(r"^\s*(\d+) \[")
 def pipeline(stages=2, consumers=1, items=3, producer_phase=None, consumer_count=None,
              backend="nvidia", consumer_body=None, name=None):
     """The standard pipeline (producer writes, consumers read) with knobs for its bugs."""
-    phase = "" if producer_phase is None else f"initial_phase = {producer_phase}\n"
-    body = consumer_body or ["wait_full", "read", "arrive_empty", "advance"]
-    return load_spec_text(f"""
-[pipeline]
-name = {json.dumps(name or f"standard {stages}x{consumers}x{items}")}
-backend = "{backend}"
-stages = {stages}
-producer_arrive_count = 1
-consumer_arrive_count = {consumers if consumer_count is None else consumer_count}
-items = {items}
-
-[[role]]
-name = "producer"
-side = "producer"
-count = 1
-{phase}body = ["wait_empty", "write", "arrive_full", "advance"]
-
-[[role]]
-name = "consumer"
-side = "consumer"
-count = {consumers}
-body = {json.dumps(body)}
-""", "test_graph.toml")
+    return load_spec_text(standard_toml(stages, consumers, items, producer_phase, consumer_count,
+                                        backend, consumer_body=consumer_body,
+                                        name=name or f"standard {stages}x{consumers}x{items}"),
+                          "test_graph.toml")
 
 
 # ------------------------------------------------------------------ a correct pipeline
@@ -267,27 +248,7 @@ def test_write_dot_respects_limit(tmp_path):
 
 def test_cli_graph_flag_writes_dot(tmp_path):
     spec_path = tmp_path / "ring.toml"
-    spec_path.write_text("""
-[pipeline]
-name = "cli graph"
-backend = "nvidia"
-stages = 2
-producer_arrive_count = 1
-consumer_arrive_count = 1
-items = 3
-
-[[role]]
-name = "producer"
-side = "producer"
-count = 1
-body = ["wait_empty", "write", "arrive_full", "advance"]
-
-[[role]]
-name = "consumer"
-side = "consumer"
-count = 1
-body = ["wait_full", "read", "arrive_empty", "advance"]
-""")
+    spec_path.write_text(standard_toml(items=3, name="cli graph"))
     out = tmp_path / "ring.dot"
     res = CliRunner().invoke(cli_main, ["verify", str(spec_path), "--graph", str(out)])
     assert res.exit_code == 0, res.output
