@@ -244,6 +244,9 @@ def _build_spec(document: dict, path: str) -> Spec:
     _check_pipeline_before_template(pipeline)
     if "template" in pipeline:
         pipeline, raw_roles = templates.expand(pipeline, raw_roles, path)
+        brought = templates.template_rings(pipeline)
+        raw_rings = {name: {**brought.get(name, {}), **raw_rings.get(name, {})}
+                     for name in {**brought, **raw_rings}}
     settings = _pipeline_settings(pipeline, path)
 
     if not raw_roles:

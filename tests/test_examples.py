@@ -38,6 +38,13 @@ EXAMPLES = sorted(p.name for p in EXAMPLES_DIR.glob("*.toml"))
 
 # Distinct states stored by a complete exploration of each `ok` example.
 PINNED_STATES = {
+    "x_async_read_ok.toml": 2659,
+    "x_cluster_ctas_ok.toml": 1655,
+    "x_cutlass_pingpong.toml": 169,
+    "x_mojo_sm100_matmul.toml": 41216,
+    "x_named_split_ok.toml": 675,
+    "x_persistent_tiles_ok.toml": 1635,
+    "x_rings_scales_ok.toml": 2430,
     "cutlass_tma_async_cluster2.toml": 20877,
     "mojo_input_tile_cluster2_k2.toml": 47809,
     "mojo_input_tile_nvidia.toml": 271,
@@ -58,6 +65,11 @@ PINNED_TRANSITIONS = {
 
 # Steps in the shortest counterexample (the minimal violation depth) of each violating example.
 PINNED_TRACE_LENGTH = {
+    "x_async_release_before_wait.toml": 16,
+    "x_cluster_item_mismatch_deadlock.toml": 44,
+    "x_named_arrive_mix_bug.toml": 21,
+    "x_persistent_reset_bad.toml": 32,
+    "x_rings_acquire_order_deadlock.toml": 19,
     "bug_amd_arrive_count_off_by_one.toml": 8,
     "bug_amd_producer_phase0.toml": 0,
     "bug_consumer_count_too_few.toml": 9,

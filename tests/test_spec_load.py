@@ -200,7 +200,7 @@ def test_cluster_targets(tmp_path):
 
 def test_template_names():
     assert list(TEMPLATES) == ["mojo_producer_consumer", "mojo_input_tile", "sm90_ring",
-                               "cutlass_tma_async"]
+                               "cutlass_tma_async", "mojo_sm100_matmul", "cutlass_pingpong"]
     assert all(isinstance(text, str) and text for text in TEMPLATES.values())
 
 

@@ -1,0 +1,568 @@
+"""[expressiveness] (DESIGN.md "What real kernels also need"): the x_*.toml examples and the
+templates that compose several rings.
+
+- Every `spec/examples/x_*.toml` declares its verdict; the checker must agree, with the kinds
+  declared, the exact state count of each `ok` example and the counterexample length of each
+  violating one pinned (literal numbers measured once: a change must be noticed and the pins
+  updated on purpose).
+- Every counterexample replays through tests/replay.py, the independent implementation of
+  DESIGN.md, and nothing before its last step violates anything.
+- The same replayer, driven as a breadth-first search of its own, explores every example:
+  the `ok` ones must be violation-free with exactly the checker's state count, and the
+  violating ones must first violate at the checker's depth with the checker's kinds.
+- One correct and one buggy example per feature: several rings, async reads, per-item
+  structure, per-CTA structure, named barrier variants; the two new templates correct.
+- The template expansions (roles, ops, counts, per-ring phases, parameters, errors) and, for
+  each template, the mutations that must break it.
+- Single-ring specs are unaffected: no rings, no every/at, the core examples' pinned numbers.
+
+Run with `python -m pytest tests/test_expressiveness.py` (the first run compiles the engine).
+"""
+from __future__ import annotations
+
+import copy
+import functools
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:  # `tests.replay` is imported as a module of the repository
+    sys.path.insert(0, str(ROOT))
+
+from checker.result import KINDS  # noqa: E402
+from checker.verify import verify  # noqa: E402
+from spec import templates  # noqa: E402
+from spec.load import load_spec, load_spec_text  # noqa: E402
+from spec.schema import MAIN_RING, Ring, SpecError  # noqa: E402
+from tests import replay as R  # noqa: E402
+
+EXAMPLES_DIR = ROOT / "spec" / "examples"
+EXAMPLES = sorted(p.name for p in EXAMPLES_DIR.glob("x_*.toml"))
+CORE_EXAMPLES = sorted(p.name for p in EXAMPLES_DIR.glob("*.toml") if not p.name.startswith("x_"))
+
+# Distinct states stored by a complete exploration of each `ok` example.
+PINNED_STATES = {
+    "x_async_read_ok.toml": 2659,
+    "x_cluster_ctas_ok.toml": 1655,
+    "x_cutlass_pingpong.toml": 169,
+    "x_mojo_sm100_matmul.toml": 41216,
+    "x_named_split_ok.toml": 675,
+    "x_persistent_tiles_ok.toml": 1635,
+    "x_rings_scales_ok.toml": 2430,
+}
+PINNED_TRANSITIONS = {
+    "x_async_read_ok.toml": 8384,
+    "x_cutlass_pingpong.toml": 288,
+    "x_mojo_sm100_matmul.toml": 168608,
+    "x_named_split_ok.toml": 1759,
+}
+
+# Steps in the shortest counterexample (= the minimal violation depth) of each buggy example.
+PINNED_TRACE_LENGTH = {
+    "x_async_release_before_wait.toml": 16,
+    "x_cluster_item_mismatch_deadlock.toml": 44,
+    "x_named_arrive_mix_bug.toml": 21,
+    "x_persistent_reset_bad.toml": 32,
+    "x_rings_acquire_order_deadlock.toml": 19,
+}
+
+# One correct and one buggy example per feature, and the kind the buggy one shows.
+FEATURES = {
+    "several rings": ("x_rings_scales_ok.toml", "x_rings_acquire_order_deadlock.toml",
+                      "deadlock"),
+    "async reads": ("x_async_read_ok.toml", "x_async_release_before_wait.toml",
+                    "overwrite_before_drain"),
+    "per-item structure": ("x_persistent_tiles_ok.toml", "x_persistent_reset_bad.toml",
+                           "read_before_fill"),
+    "per-CTA structure": ("x_cluster_ctas_ok.toml", "x_cluster_item_mismatch_deadlock.toml",
+                          "deadlock"),
+    "named barrier variants": ("x_named_split_ok.toml", "x_named_arrive_mix_bug.toml",
+                               "deadlock"),
+}
+NEW_TEMPLATES = {"mojo_sm100_matmul": "x_mojo_sm100_matmul.toml",
+                 "cutlass_pingpong": "x_cutlass_pingpong.toml"}
+
+TIMEOUT_S = 60.0
+EXAMPLE_SECONDS = 5.0  # each example verifies in well under this (after the one-time compile)
+
+
+@functools.cache
+def spec_of(name: str):
+    return load_spec(EXAMPLES_DIR / name)
+
+
+@functools.cache
+def result_of(name: str):
+    return verify(spec_of(name), timeout=TIMEOUT_S)
+
+
+def expected_kinds(spec) -> tuple[str, ...]:
+    return (spec.expect,) + tuple(k for k in spec.expect_any if k != spec.expect)
+
+
+def _violation_cases():
+    return [pytest.param(name, kind, id=f"{name}-{kind}")
+            for name in EXAMPLES if spec_of(name).expect != "ok"
+            for kind in expected_kinds(spec_of(name))]
+
+
+def _ops(spec):
+    return [op for role in spec.roles for op in role.prologue + role.body + role.epilogue]
+
+
+# ------------------------------------------------------------------------------------------
+# An independent breadth-first search over tests/replay.py's model
+
+
+def _clone(world):
+    agents = []
+    for a in world.agents:
+        b = copy.copy(a)  # the unrolled program is shared: it never changes
+        b.rings = {name: copy.copy(pos) for name, pos in a.rings.items()}
+        b.arrived = dict(a.arrived)
+        agents.append(b)
+    return R.World(spec=world.spec, agents=agents,
+                   signals={k: dict(v) for k, v in world.signals.items()},
+                   slots=dict(world.slots), inflight=[dict(e) for e in world.inflight],
+                   barriers={k: dict(v) for k, v in world.barriers.items()},
+                   gone=set(world.gone), trapped=world.trapped)
+
+
+def _key(world):
+    return (
+        tuple((a.pos, a.at_sync,
+               tuple((p.stage, p.phase, p.ready) for p in a.rings.values()),
+               tuple(sorted(a.arrived.items()))) for a in world.agents),
+        tuple(sorted((k, tuple(sorted(v.items()))) for k, v in world.signals.items())),
+        tuple(sorted(world.slots.items())),
+        tuple(sorted(tuple(sorted(e.items())) for e in world.inflight)),
+        tuple(sorted((k, tuple(sorted(v.items()))) for k, v in world.barriers.items())),
+        tuple(sorted(world.gone)),
+    )
+
+
+def replayer_bfs(spec):
+    """Explore `spec` level by level with the replayer. Returns (states, depth, kinds): the
+    distinct states reached, and the first depth at which a step or a state violates
+    something with every kind found at that depth (None, set() when nothing does)."""
+    world = R.initial_state(spec)
+    kinds = R.state_violations(world)
+    if kinds:
+        return 1, 0, kinds
+    seen = {_key(world)}
+    level, depth = [world], 0
+    while level:
+        depth += 1
+        found, nxt = set(), []
+        for w in level:
+            for event in R.enabled_events(w):
+                n = _clone(w)
+                step_kinds = R.apply(n, event)
+                k = _key(n)
+                if k in seen:
+                    found |= step_kinds
+                    continue
+                seen.add(k)
+                found |= step_kinds | R.state_violations(n)
+                nxt.append(n)
+        if found:
+            return len(seen), depth, found
+        level = nxt
+    return len(seen), None, set()
+
+
+# ------------------------------------------------------------------------------------------
+# the examples: declared verdicts and pins
+
+
+def test_one_correct_and_one_buggy_example_per_feature():
+    assert set(PINNED_STATES) | set(PINNED_TRACE_LENGTH) == set(EXAMPLES)
+    for feature, (ok, bad, kind) in FEATURES.items():
+        assert spec_of(ok).expect == "ok", feature
+        assert spec_of(bad).expect == kind, feature
+    for template, name in NEW_TEMPLATES.items():
+        assert spec_of(name).template == template and spec_of(name).expect == "ok"
+
+
+@pytest.mark.parametrize("name", EXAMPLES)
+def test_example_is_documented(name):
+    text = (EXAMPLES_DIR / name).read_text()
+    assert text.startswith("#")
+    assert len([line for line in text.splitlines() if line.startswith("#")]) >= 5
+    spec = spec_of(name)
+    assert spec.expect is not None
+    assert "BUG" in text.splitlines()[0] or spec.expect == "ok"
+
+
+@pytest.mark.parametrize("name", EXAMPLES)
+def test_example_verdict(name):
+    spec, result = spec_of(name), result_of(name)
+    assert not result.limit
+    assert result.seconds < EXAMPLE_SECONDS, f"{name}: {result.seconds:.2f} s"
+    if spec.expect == "ok":
+        assert result.verdict == "ok", (f"{name}: {result.kinds}: "
+                                        + "; ".join(t.reason for t in result.traces.values()))
+        assert result.kinds == () and result.traces == {}
+        return
+    assert result.verdict == "violation"
+    assert result.kind == spec.expect
+    assert list(result.kinds) == list(expected_kinds(spec))
+    assert list(result.kinds) == sorted(result.kinds, key=KINDS.index)
+    for kind, trace in result.traces.items():
+        assert trace.kind == kind and len(trace.steps) == result.depth and trace.reason
+
+
+@pytest.mark.parametrize("name", sorted(PINNED_STATES))
+def test_pinned_state_count(name):
+    result = result_of(name)
+    assert result.verdict == "ok"
+    assert result.states == PINNED_STATES[name]
+    if name in PINNED_TRANSITIONS:
+        assert result.transitions == PINNED_TRANSITIONS[name]
+
+
+@pytest.mark.parametrize("name", sorted(PINNED_TRACE_LENGTH))
+def test_pinned_trace_length(name):
+    result = result_of(name)
+    assert result.verdict == "violation"
+    assert result.depth == PINNED_TRACE_LENGTH[name]
+    assert all(len(t.steps) == PINNED_TRACE_LENGTH[name] for t in result.traces.values())
+
+
+# ------------------------------------------------------------------------------------------
+# counterexamples replayed; the whole state space explored again by the replayer
+
+
+def _check_replay(spec, result, kind):
+    trace = result.traces[kind].to_json()
+    outcome = R.replay(spec, trace)  # raises ReplayError on a disabled step or another state
+    assert kind in outcome.kinds, f"replay ends with {outcome.kinds}, not {kind}"
+    n = len(trace["steps"])
+    assert len(outcome.step_kinds) == n and len(outcome.state_kinds) == n + 1
+    for i, kinds in enumerate(outcome.step_kinds[:-1], start=1):
+        assert not kinds, f"step {i} already commits {kinds}"
+    for i, kinds in enumerate(outcome.state_kinds[:-1]):
+        assert not kinds, f"the state after step {i} already has {kinds}"
+    steps = result.traces[kind].steps
+    assert all(not s.violations for s in steps[:-1])
+    if kind in outcome.last_step_kinds:
+        assert kind in steps[-1].violations
+    return trace
+
+
+@pytest.mark.parametrize("name, kind", _violation_cases())
+def test_counterexample_replays(name, kind):
+    _check_replay(spec_of(name), result_of(name), kind)
+
+
+def test_traces_show_the_new_features():
+    """Async reads start and finish in the trace; extra rings and barrier generations show."""
+    trace = result_of("x_async_release_before_wait.toml").traces["overwrite_before_drain"]
+    data = trace.to_json()
+    reads = [e for step in data["steps"] for e in step["state"]["inflight"] if e["kind"] == "read"]
+    assert reads and all(e["agent"] == "wgmma[0]" and e["ring"] == MAIN_RING for e in reads)
+    assert any("read_async" in s.action for s in trace.steps)
+    deadlock = result_of("x_rings_acquire_order_deadlock.toml").traces["deadlock"].to_json()
+    last = deadlock["steps"][-1]["state"]
+    assert last["agents"]["epilogue[0]"]["rings"]["acc"] == {"stage": 0, "phase": 0,
+                                                             "ready": False}
+    assert "cta0.acc.full[0]" in last["signals"]
+    mix = result_of("x_named_arrive_mix_bug.toml").traces["deadlock"].to_json()
+    assert mix["steps"][-1]["state"]["barriers"]["cta0.wg"] == {"arrivals": 1, "generation": 1}
+
+
+# x_mojo_sm100_matmul.toml (41216 states) takes ~25 s in the replayer; the same template is
+# explored by it in a smaller configuration in test_matmul_template_small_config_replayer_bfs.
+REPLAYER_BFS = [n for n in EXAMPLES if n != "x_mojo_sm100_matmul.toml"]
+
+
+@pytest.mark.parametrize("name", REPLAYER_BFS)
+def test_replayer_explores_the_same_space(name):
+    """The replayer's own BFS agrees: same state count for ok, same depth and kinds else."""
+    spec, result = spec_of(name), result_of(name)
+    states, depth, kinds = replayer_bfs(spec)
+    if spec.expect == "ok":
+        assert (depth, kinds) == (None, set())
+        assert states == result.states
+    else:
+        assert depth == result.depth
+        assert kinds == set(result.kinds)
+
+
+# ------------------------------------------------------------------------------------------
+# mojo_sm100_matmul
+
+
+MATMUL_RINGS = """
+[ring.acc]
+stages = {acc}
+producer_arrive_count = 1
+consumer_arrive_count = {epilogue}
+
+[ring.clc]
+stages = {clc}
+producer_arrive_count = 1
+consumer_arrive_count = 1
+"""
+
+
+def matmul_text(items=6, tiles=3, stages=2, acc=2, clc=2, epilogue=1, extra="", roles=""):
+    scheduler = f'\n[[role]]\nname = "scheduler"\nitems = {tiles}\n' if tiles is not None else ""
+    return (f'[pipeline]\ntemplate = "mojo_sm100_matmul"\nbackend = "nvidia"\n'
+            f"stages = {stages}\nitems = {items}\n{extra}\n"
+            + MATMUL_RINGS.format(acc=acc, clc=clc, epilogue=epilogue) + scheduler + roles)
+
+
+def texts(ops):
+    return [op.text for op in ops]
+
+
+def test_matmul_template_brings_its_rings():
+    """Without ring tables the template's own acc and clc rings are used; a table overrides."""
+    bare = (f'[pipeline]\ntemplate = "mojo_sm100_matmul"\nbackend = "nvidia"\nstages = 2\n'
+            f'items = 4\nconsumers = 2\n')
+    spec = load_spec_text(bare, "m.toml")
+    assert [(r.name, r.stages, r.producer_arrive_count, r.consumer_arrive_count)
+            for r in spec.rings] == [("acc", 2, 1, 2), ("clc", 2, 1, 1)]
+    spec = load_spec_text(bare + "\n[ring.acc]\nstages = 3\n", "m.toml")
+    assert [(r.name, r.stages, r.consumer_arrive_count) for r in spec.rings] == \
+        [("acc", 3, 2), ("clc", 2, 1)]
+
+
+def test_matmul_template_is_listed_and_documented():
+    assert "mojo_sm100_matmul" in templates.TEMPLATES and "cutlass_pingpong" in templates.TEMPLATES
+    doc = templates.__doc__
+    for parameter in ("consumers", "tile_bytes", "k_group_size", "stages", "items", "tiles",
+                      "k_tiles", "[ring.acc]", "[ring.clc]"):
+        assert parameter in doc, parameter
+    assert "mojo_sm100_matmul" in templates.NVIDIA_ONLY
+    assert "cutlass_pingpong" not in templates.NVIDIA_ONLY
+
+
+def test_matmul_template_expansion():
+    spec = load_spec_text(matmul_text(), "m.toml")
+    assert (spec.producer_arrive_count, spec.consumer_arrive_count) == (1, 1)  # input ring
+    assert spec.rings == (Ring("acc", 2, 1, 1), Ring("clc", 2, 1, 1))
+    assert [r.name for r in spec.roles] == ["load", "mma", "epilogue", "scheduler"]
+    load, mma, epilogue, scheduler = spec.roles
+    assert [(r.side, r.count, r.items) for r in spec.roles] == [
+        ("producer", 1, 6), ("consumer", 1, 6), ("consumer", 1, 6), ("consumer", 1, 3)]
+    assert texts(load.body) == [
+        "wait_empty ring=clc every=2 at=0", "arrive_full ring=clc every=2 at=0",
+        "advance ring=clc every=2 at=0",
+        "wait_empty", "expect_tx 16384 @leader", "copy 16384", "advance"]
+    assert texts(load.epilogue) == ["drain"]
+    assert texts(mma.body) == [
+        "wait_empty ring=acc every=2 at=0", "wait_full", "write ring=acc every=2 at=0",
+        "read_async", "commit_empty", "advance",
+        "read_wait 0 every=2 at=1", "arrive_full ring=acc every=2 at=1",
+        "advance ring=acc every=2 at=1"]
+    assert texts(epilogue.body) == [
+        "wait_full ring=acc every=2 at=0", "read ring=acc every=2 at=0",
+        "arrive_empty ring=acc every=2 at=0", "advance ring=acc every=2 at=0"]
+    assert texts(scheduler.body) == ["wait_full ring=clc", "arrive_empty ring=clc",
+                                     "advance ring=clc"]
+    # Per-ring initial phases: 1 where the role waits on empty, 0 where it waits on full.
+    assert load.initial_phase == 1 and dict(load.ring_phases) == {"acc": 1, "clc": 1}
+    assert mma.initial_phase == 0 and dict(mma.ring_phases)["acc"] == 1
+    assert dict(epilogue.ring_phases)["acc"] == 0
+    assert dict(scheduler.ring_phases)["clc"] == 0
+    ops = {op.text: op for op in mma.body}
+    assert (ops["read_wait 0 every=2 at=1"].n, ops["read_wait 0 every=2 at=1"].every,
+            ops["read_wait 0 every=2 at=1"].at) == (0, 2, 1)
+    assert ops["write ring=acc every=2 at=0"].ring == "acc"
+
+
+def test_matmul_template_parameters():
+    extra = "k_group_size = 2\ntile_bytes = 4096\nconsumers = 3"
+    spec = load_spec_text(matmul_text(items=9, tiles=3, epilogue=3, extra=extra), "m.toml")
+    load, mma, epilogue, scheduler = spec.roles
+    assert texts(load.body)[3:] == ["wait_empty", "expect_tx 8192 @leader", "copy 4096",
+                                    "copy 4096", "advance"]
+    assert texts(load.body)[0] == "wait_empty ring=clc every=3 at=0"  # k_tiles = 9 / 3
+    assert texts(mma.body)[6] == "read_wait 0 every=3 at=2"
+    assert epilogue.count == 3 and scheduler.items == 3
+    assert spec.extra == {"consumers": 3, "tile_bytes": 4096}
+    # Without the scheduler's items: k_tiles = 2, tiles = items / 2.
+    spec = load_spec_text(matmul_text(items=4, tiles=None), "m.toml")
+    assert spec.role("scheduler").items == 2
+    assert texts(spec.role("mma").body)[0] == "wait_empty ring=acc every=2 at=0"
+    # One k iteration per tile: no every/at at all.
+    spec = load_spec_text(matmul_text(items=3, tiles=3), "m.toml")
+    assert not any(op.every > 1 for role in spec.roles for op in role.body)
+    assert texts(spec.role("mma").body)[6:] == ["read_wait 0", "arrive_full ring=acc",
+                                                "advance ring=acc"]
+
+
+@pytest.mark.parametrize("text, needle", [
+    (matmul_text(items=5, tiles=None), "[pipeline] items: must be tiles * k_tiles"),
+    (matmul_text(items=6, tiles=4), "a multiple of the scheduler role's items (4 tiles)"),
+    (matmul_text(tiles='"three"'), "role 'scheduler' items: must be the number of output tiles"),
+    (matmul_text(extra="cluster_size = 2"), "[pipeline] cluster_size: must be 1"),
+    (matmul_text().replace('"nvidia"', '"amd"'), "not available on backend 'amd'"),
+])
+def test_matmul_template_errors(text, needle):
+    with pytest.raises(SpecError) as err:
+        load_spec_text(text, "m.toml")
+    assert needle in str(err.value) and str(err.value).startswith("m.toml: ")
+    assert "\n" not in str(err.value)
+
+
+def test_matmul_template_small_config_replayer_bfs():
+    """2 tiles with 1-stage accumulator and throttle rings (both wrap): the replayer's own
+    exploration matches the checker state for state and finds nothing."""
+    spec = load_spec_text(matmul_text(items=4, tiles=2, acc=1, clc=1), "m.toml")
+    result = verify(spec, timeout=TIMEOUT_S)
+    assert result.verdict == "ok" and result.states == 6730
+    assert replayer_bfs(spec) == (6730, None, set())
+
+
+# Mutations of the correct template that must break it: (what, spec text, kinds, depth).
+MATMUL_MUTATIONS = [
+    ("two epilogue agents, acc empty count left at 1",
+     matmul_text(extra="consumers = 2"), ("over_arrival",), 32),
+    ("the MMA warp does not acquire an accumulator stage",
+     matmul_text(roles='\n[[role]]\nname = "mma"\nbody = ["wait_full", '
+                       '"write ring=acc every=2 at=0", "read_async", "commit_empty", "advance", '
+                       '"read_wait 0 every=2 at=1", "arrive_full ring=acc every=2 at=1", '
+                       '"advance ring=acc every=2 at=1"]\n'),
+     ("overwrite_before_drain",), 68),
+    ("the load warp exits without draining the input ring",
+     matmul_text(roles='\n[[role]]\nname = "load"\nepilogue = []\n'), ("inflight_at_exit",), 109),
+    ("the MMA warp arrives on empty instead of tcgen05.commit",
+     matmul_text(roles='\n[[role]]\nname = "mma"\nbody = ["wait_empty ring=acc every=2 at=0", '
+                       '"wait_full", "write ring=acc every=2 at=0", "read_async", '
+                       '"arrive_empty", "advance", "read_wait 0 every=2 at=1", '
+                       '"arrive_full ring=acc every=2 at=1", "advance ring=acc every=2 at=1"]\n'),
+     ("overwrite_before_drain",), 24),
+]
+
+
+@pytest.mark.parametrize("what, text, kinds, depth", MATMUL_MUTATIONS,
+                         ids=[m[0] for m in MATMUL_MUTATIONS])
+def test_matmul_template_mutations_break_it(what, text, kinds, depth):
+    spec = load_spec_text(text, "m.toml")
+    result = verify(spec, timeout=TIMEOUT_S)
+    assert (result.verdict, result.kinds, result.depth) == ("violation", kinds, depth), what
+    for kind in kinds:
+        _check_replay(spec, result, kind)
+
+
+# ------------------------------------------------------------------------------------------
+# cutlass_pingpong
+
+
+def pingpong_text(stages=2, items=3, extra="", roles=""):
+    return (f'[pipeline]\ntemplate = "cutlass_pingpong"\nbackend = "nvidia"\n'
+            f"stages = {stages}\nitems = {items}\n{extra}\n{roles}")
+
+
+def test_pingpong_template_expansion():
+    spec = load_spec_text(pingpong_text(), "p.toml")
+    assert (spec.producer_arrive_count, spec.consumer_arrive_count) == (1, 1)
+    assert spec.rings == ()
+    wg0, wg1 = spec.roles
+    assert (wg0.name, wg0.side, wg0.count, wg0.initial_phase) == ("wg0", "producer", 1, 1)
+    assert (wg1.name, wg1.side, wg1.count, wg1.initial_phase) == ("wg1", "consumer", 1, 0)
+    assert texts(wg0.body) == ["wait_empty", "write", "arrive_full", "advance"] * 2
+    assert texts(wg1.body) == ["wait_full", "read", "arrive_empty", "advance"] * 2
+    spec = load_spec_text(pingpong_text(stages=3, extra="consumers = 2"), "p.toml")
+    assert (spec.producer_arrive_count, spec.consumer_arrive_count) == (2, 2)
+    assert [r.count for r in spec.roles] == [2, 2]
+    assert len(spec.role("wg0").body) == 12  # one ordered section per stage
+
+
+@pytest.mark.parametrize("backend, stages, consumers, states", [
+    ("nvidia", 1, 1, 45), ("nvidia", 2, 2, 7313), ("amd", 2, 1, 169)])
+def test_pingpong_template_configurations_are_correct(backend, stages, consumers, states):
+    text = pingpong_text(stages=stages, extra=f"consumers = {consumers}").replace(
+        '"nvidia"', f'"{backend}"')
+    result = verify(load_spec_text(text, "p.toml"), timeout=TIMEOUT_S)
+    assert (result.verdict, result.states) == ("ok", states)
+
+
+@pytest.mark.parametrize("what, roles, kinds, depth", [
+    ("wg1 starts at phase 1: both groups think it is their turn",
+     '[[role]]\nname = "wg1"\ninitial_phase = 1\n', ("read_before_fill",), 2),
+    ("wg0 starts at phase 0: neither group thinks it is its turn",
+     '[[role]]\nname = "wg0"\ninitial_phase = 0\n', ("deadlock",), 0),
+    ("wg0 signals its own barrier instead of the other's",
+     '[[role]]\nname = "wg0"\nbody = ["wait_empty", "write", "arrive_empty", "advance",'
+     ' "wait_empty", "write", "arrive_empty", "advance"]\n', ("overwrite_before_drain",), 10),
+])
+def test_pingpong_template_mutations_break_it(what, roles, kinds, depth):
+    spec = load_spec_text(pingpong_text(roles=roles), "p.toml")
+    result = verify(spec, timeout=TIMEOUT_S)
+    assert (result.verdict, result.kinds, result.depth) == ("violation", kinds, depth), what
+    for kind in result.kinds:
+        _check_replay(spec, result, kind)
+
+
+# ------------------------------------------------------------------------------------------
+# semantics the examples rely on
+
+
+def test_reset_every_two_laps_is_still_phase_alias():
+    """`reset every=K` with K a multiple of 2 * stages keeps the parity, but DESIGN's phase
+    is a monotone lap count: after the reset the agent intends phase -1 (producer) or 0
+    (consumer) while the signal is laps ahead, which is phase_alias at the next wait. So the
+    correct persistent example carries its state across tiles instead (x_persistent_tiles_ok),
+    and the buggy one (K = stages) shows read_before_fill before any wait aliases."""
+    text = ('[pipeline]\ntemplate = "mojo_producer_consumer"\nbackend = "nvidia"\nstages = 2\n'
+            'items = 8\n[[role]]\nname = "producer"\nbody = ["wait_empty", "write", '
+            '"arrive_full", "advance", "reset every=4 at=3"]\n[[role]]\nname = "consumer"\n'
+            'body = ["wait_full", "read", "arrive_empty", "advance", "reset every=4 at=3"]\n')
+    spec = load_spec_text(text, "r.toml")
+    result = verify(spec, timeout=TIMEOUT_S)
+    assert (result.verdict, result.kinds, result.depth) == ("violation", ("phase_alias",), 24)
+    _check_replay(spec, result, "phase_alias")
+
+
+def test_every_at_ops_take_no_step_in_other_items():
+    result = result_of("x_rings_acquire_order_deadlock.toml")
+    actions = [s.action for s in result.traces["deadlock"].steps]
+    # The MMA warp's acc ops of the tile's last k iteration (at=2) never ran: it is stuck at
+    # k iteration 2 waiting for the input, and its acc wait ran once (item 0).
+    assert sum("wait_empty(ring=acc" in a for a in actions) == 1
+    assert not any("arrive_full(ring=acc" in a for a in actions)
+
+
+def test_examples_use_every_new_construct():
+    used = set()
+    for name in EXAMPLES:
+        spec = spec_of(name)
+        ops = _ops(spec)
+        used |= {op.name for op in ops}
+        used |= {"ring=" for op in ops if op.ring != MAIN_RING}
+        used |= {"every=" for op in ops if op.every > 1}
+        used |= {"ctas" for r in spec.roles if r.ctas}
+        used |= {"[ring]" for _ in spec.rings}
+        used |= {"barrier count" for b in spec.barriers if b.count and not b.roles}
+    assert {"read_async", "read_wait", "commit_empty", "sync_arrive", "sync_wait", "sync",
+            "reset", "ring=", "every=", "ctas", "[ring]", "barrier count"} <= used
+
+
+# ------------------------------------------------------------------------------------------
+# single-ring specs are unaffected
+
+
+@pytest.mark.parametrize("name", CORE_EXAMPLES)
+def test_core_examples_have_no_extra_structure(name):
+    spec = spec_of(name)
+    assert spec.rings == ()
+    assert all(r.ring_phases == () and r.ctas == () for r in spec.roles)
+    assert all(op.ring == MAIN_RING and op.every == 1 and op.at == 0 for op in _ops(spec))
+    assert not {"read_async", "read_wait", "sync_arrive", "sync_wait"} & {op.name
+                                                                          for op in _ops(spec)}
+
+
+def test_core_examples_keep_their_pinned_numbers():
+    from tests.test_examples import PINNED_STATES as CORE_STATES
+    from tests.test_examples import PINNED_TRACE_LENGTH as CORE_LENGTHS
+    for name, states in CORE_STATES.items():
+        result = result_of(name)
+        assert (result.verdict, result.states) == ("ok", states), name
+    for name, depth in CORE_LENGTHS.items():
+        assert result_of(name).depth == depth, name
