@@ -37,21 +37,15 @@ from spec import templates  # noqa: E402
 from spec.load import load_spec, load_spec_text  # noqa: E402
 from spec.schema import MAIN_RING, Ring, SpecError  # noqa: E402
 from tests import replay as R  # noqa: E402
+from tests.test_examples import PINNED_STATES as ALL_PINNED_STATES  # noqa: E402
+from tests.test_examples import PINNED_TRACE_LENGTH as ALL_PINNED_TRACE_LENGTH  # noqa: E402
 
 EXAMPLES_DIR = ROOT / "spec" / "examples"
 EXAMPLES = sorted(p.name for p in EXAMPLES_DIR.glob("x_*.toml"))
 CORE_EXAMPLES = sorted(p.name for p in EXAMPLES_DIR.glob("*.toml") if not p.name.startswith("x_"))
 
-# Distinct states stored by a complete exploration of each `ok` example.
-PINNED_STATES = {
-    "x_async_read_ok.toml": 2659,
-    "x_cluster_ctas_ok.toml": 1655,
-    "x_cutlass_pingpong.toml": 169,
-    "x_mojo_sm100_matmul.toml": 41216,
-    "x_named_split_ok.toml": 675,
-    "x_persistent_tiles_ok.toml": 1635,
-    "x_rings_scales_ok.toml": 2430,
-}
+# The pinned numbers live with all the others in tests/test_examples.py.
+PINNED_STATES = {k: v for k, v in ALL_PINNED_STATES.items() if k.startswith("x_")}
 PINNED_TRANSITIONS = {
     "x_async_read_ok.toml": 8384,
     "x_cutlass_pingpong.toml": 288,
@@ -59,14 +53,7 @@ PINNED_TRANSITIONS = {
     "x_named_split_ok.toml": 1759,
 }
 
-# Steps in the shortest counterexample (= the minimal violation depth) of each buggy example.
-PINNED_TRACE_LENGTH = {
-    "x_async_release_before_wait.toml": 16,
-    "x_cluster_item_mismatch_deadlock.toml": 44,
-    "x_named_arrive_mix_bug.toml": 21,
-    "x_persistent_reset_bad.toml": 32,
-    "x_rings_acquire_order_deadlock.toml": 19,
-}
+PINNED_TRACE_LENGTH = {k: v for k, v in ALL_PINNED_TRACE_LENGTH.items() if k.startswith("x_")}
 
 # One correct and one buggy example per feature, and the kind the buggy one shows.
 FEATURES = {
