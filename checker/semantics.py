@@ -328,14 +328,20 @@ def remove_entry(T, st, j):
 
 
 @jit
+def entry_into(T, e, kind, cta, r, s):
+    """Is `e` an in-flight entry of `kind` aimed at slot (cta, ring r, stage s)?"""
+    return (entry_field(T, e, E_KIND) == kind and entry_field(T, e, E_CTA) == cta
+            and entry_field(T, e, E_RING) == r and entry_field(T, e, E_STAGE) == s)
+
+
+@jit
 def copy_in_flight_to(T, st, cta, r, s):
     off = T.cfg[C_OFF_INF]
     for j in range(T.cfg[C_INFLIGHT]):
         e = st[off + j]
         if e == 0:
             break
-        if (entry_field(T, e, E_KIND) == ENTRY_COPY and entry_field(T, e, E_CTA) == cta
-                and entry_field(T, e, E_RING) == r and entry_field(T, e, E_STAGE) == s):
+        if entry_into(T, e, ENTRY_COPY, cta, r, s):
             return True
     return False
 
@@ -363,9 +369,8 @@ def reads_pending(T, st, a, t, r, s):
         e = st[off + j]
         if e == 0:
             break
-        if (entry_field(T, e, E_KIND) == ENTRY_READ and entry_field(T, e, E_AGENT) == a
-                and entry_field(T, e, E_RING) == r and entry_field(T, e, E_STAGE) == s
-                and entry_field(T, e, E_VAL) - 1 == t):
+        if (entry_into(T, e, ENTRY_READ, T.agent[a, A_CTA], r, s)
+                and entry_field(T, e, E_AGENT) == a and entry_field(T, e, E_VAL) - 1 == t):
             return True
     base = agent_base(T, a)
     pc = st[base + F_PC]

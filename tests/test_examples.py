@@ -18,20 +18,17 @@ Run with `python -m pytest tests/test_examples.py` (the first run compiles the e
 from __future__ import annotations
 
 import functools
-import sys
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:  # `tests.replay` is imported as a module of the repository
-    sys.path.insert(0, str(ROOT))
+ROOT = Path(__file__).resolve().parents[1]  # the repository (pytest's pythonpath)
 
-from checker.result import KINDS  # noqa: E402
-from checker.verify import verify  # noqa: E402
-from spec import templates  # noqa: E402
-from spec.load import load_spec  # noqa: E402
-from tests.replay import replay  # noqa: E402
+from checker.result import KINDS
+from checker.verify import verify
+from spec import templates
+from spec.load import load_spec
+from tests.replay import replay
 
 EXAMPLES_DIR = ROOT / "spec" / "examples"
 EXAMPLES = sorted(p.name for p in EXAMPLES_DIR.glob("*.toml"))

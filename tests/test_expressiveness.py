@@ -22,23 +22,20 @@ from __future__ import annotations
 
 import copy
 import functools
-import sys
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:  # `tests.replay` is imported as a module of the repository
-    sys.path.insert(0, str(ROOT))
+ROOT = Path(__file__).resolve().parents[1]  # the repository (pytest's pythonpath)
 
-from checker.result import KINDS  # noqa: E402
-from checker.verify import verify  # noqa: E402
-from spec import templates  # noqa: E402
-from spec.load import load_spec, load_spec_text  # noqa: E402
-from spec.schema import MAIN_RING, Ring, SpecError  # noqa: E402
-from tests import replay as R  # noqa: E402
-from tests.test_examples import PINNED_STATES as ALL_PINNED_STATES  # noqa: E402
-from tests.test_examples import PINNED_TRACE_LENGTH as ALL_PINNED_TRACE_LENGTH  # noqa: E402
+from checker.result import KINDS
+from checker.verify import verify
+from spec import templates
+from spec.load import load_spec, load_spec_text
+from spec.schema import MAIN_RING, Ring, SpecError
+from tests import replay as R
+from tests.test_examples import PINNED_STATES as ALL_PINNED_STATES
+from tests.test_examples import PINNED_TRACE_LENGTH as ALL_PINNED_TRACE_LENGTH
 
 EXAMPLES_DIR = ROOT / "spec" / "examples"
 EXAMPLES = sorted(p.name for p in EXAMPLES_DIR.glob("x_*.toml"))
