@@ -9,8 +9,10 @@ Measured on an H200 and reproduced here (tests/test_backends.py pins each one):
 - separate extra arrivals are no trap: they complete the next phase(s) (the barrier runs ahead);
 - tx may go negative (a copy may land before its expect_tx) and the phase waits for it;
 - |tx| above 2^20 - 1 traps (`expect_tx(2^20)` trapped).
+
+Written branch-free in backends.base's primitives so checker.smt can read it (see base.py).
 """
-from backends.base import jit
+from backends.base import both, either, jit, negate, parity, select
 
 TX_LIMIT = (1 << 20) - 1
 
@@ -31,23 +33,25 @@ def update(phase_no, pending, tx, expected, arrive_count, tx_delta):
     """One atomic update: `arrive_count` arrivals (0 for a bare tx change) and tx += tx_delta.
 
     `mbarrier.arrive` is (c, 0); `arrive.expect_tx(b)` is (1, +b); `expect_tx(b)` is (0, +b);
-    a copy landing (`complete_tx(b)`) is (0, -b). Returns (phase_no, pending, tx, outcome bits).
+    a copy landing (`complete_tx(b)`) is (0, -b). Returns (phase_no, pending, tx, outcome bits);
+    a trapping update leaves what the trap found (the kernel is dead anyway).
     """
-    if arrive_count > pending:
-        return phase_no, pending, tx, TRAP_OVER_ARRIVAL
-    pending -= arrive_count
-    tx += tx_delta
-    if tx > TX_LIMIT or tx < -TX_LIMIT:
-        return phase_no, pending, tx, TRAP_TX_RANGE
-    if pending == 0 and tx == 0:
-        return phase_no + 1, expected, 0, COMPLETED
-    return phase_no, pending, tx, 0
+    over = arrive_count > pending
+    left = pending - arrive_count
+    moved = tx + tx_delta
+    out_of_range = either(moved > TX_LIMIT, moved < -TX_LIMIT)
+    completes = both(negate(either(over, out_of_range)), both(left == 0, moved == 0))
+    return (select(completes, phase_no + 1, phase_no),
+            select(over, pending, select(completes, expected, left)),
+            select(over, tx, select(completes, 0, moved)),
+            select(over, TRAP_OVER_ARRIVAL,
+                   select(out_of_range, TRAP_TX_RANGE, select(completes, COMPLETED, 0))))
 
 
 @jit
 def ready(phase_no, phase):
     """`try_wait.parity(phase & 1)`: the phase of that parity has completed."""
-    return (phase_no & 1) != (phase & 1)
+    return parity(phase_no) != parity(phase)
 
 
 @jit
@@ -57,11 +61,11 @@ def intended_phase(phase, initial_phase):
     A consumer (initial 0) at phase ph means phase ph; a producer (initial 1) at phase ph means
     ph - 2 (its first wait refers to "phase -1", complete on a fresh barrier).
     """
-    return (phase - initial_phase) - (initial_phase & 1)
+    return (phase - initial_phase) - parity(initial_phase)
 
 
 @jit
 def in_window(phase_no, phase, initial_phase):
     """A parity wait is only meaningful while phase_no is the intended phase or the next one."""
     k = intended_phase(phase, initial_phase)
-    return phase_no == k or phase_no == k + 1
+    return either(phase_no == k, phase_no == k + 1)
