@@ -26,13 +26,17 @@ def warm_up() -> None:
     global _warm
     if _warm:
         return
+    Search(compile_model(tiny_spec())).run()
+    _warm = True
+
+
+def tiny_spec() -> Spec:
+    """A one-slot pipeline, only for loading the compiled engines."""
     from spec.schema import Op, Role
-    tiny = Spec(path="<warm-up>", name="warm-up", backend="nvidia", stages=1,
+    return Spec(path="<warm-up>", name="warm-up", backend="nvidia", stages=1,
                 producer_arrive_count=1, consumer_arrive_count=1, items=1, roles=(
                     Role("p", "producer", 1, 1, 0, 1, body=(Op("wait_empty"), Op("arrive_full"))),
                     Role("c", "consumer", 1, 1, 0, 0, body=(Op("wait_full"), Op("read")))))
-    Search(compile_model(tiny)).run()
-    _warm = True
 
 
 def verify(spec: Spec, max_states: int | None = None, timeout: float | None = None,

@@ -1,0 +1,419 @@
+"""The lap abstraction: states with item numbers and laps taken relative, for every item count.
+
+A pipeline's state grows with the item count only through numbers that count up: agents' items,
+slot and in-flight tags, agents' phases and the signals' phase numbers (nvidia) or counters
+(amd), and named-barrier generations. Every rule of the model compares such numbers with each
+other (a tag with a reader's item, a phase's parity with a phase number's, a counter with a
+threshold from a phase, a generation with the one an agent arrived in) and never with a fixed
+value, with four exceptions that `canonical` respects:
+
+- `every=K`/`at=j` look at item mod K: items move by multiples of K only;
+- the end of the body compares an agent's item with its item count: the count moves with them
+  (`n_rel`, below);
+- nvidia's over-arrival rule tests `phase_no >= 1` and amd's thresholds wrap `phase - 1` at 0:
+  phases stay >= 2 and phase numbers >= 1, and they move by even amounts (parity);
+- `reset` restores an absolute phase: a ring moves only when no reset on it lies ahead.
+
+Numbers nobody can read any more are forgotten: the item, stage, phase and barrier arrival of
+a finished agent, and a tag that no unfinished reader will ever compare (below every reader's
+item and every in-flight async read) becomes "never stored" (-1); both behave the same in
+every rule (checker/semantics.py `store_tag`, `READ`).
+
+The item count is one parameter n >= 1: role r runs `coef[r] * n` items, where the `coef` are
+the spec's role item counts divided by their greatest common divisor (all roles equal: n is
+the item count; mojo_sm100_matmul: n is the tile count). An abstract state carries
+`n_rel = n - shift`, exact, or MANY when n_rel >= R. From a MANY state nothing depends on the
+count (every relative item is below R - 1, checked), and when the items move by d the count
+left is any value >= R - d: MANY again, or exactly R-d .. R-1. Every abstract path is therefore
+the path of one concrete item count, and the abstract states are exactly the union over all
+item counts: a finite, exhaustive search of them proves the spec for every item count.
+"""
+from __future__ import annotations
+
+from collections import namedtuple
+from math import gcd
+
+import numpy as np
+from numba import njit
+
+from backends.base import AMD
+from checker import semantics as S
+from dataclasses import replace
+
+from checker.model import compile_model
+from spec.schema import Spec
+
+MANY = -1
+HUGE = 1 << 40   # the item count a MANY state runs with: never reached
+
+
+class CannotAbstract(Exception):
+    """The spec is outside what the abstraction covers; the message says why."""
+
+
+def _lcm(a: int, b: int) -> int:
+    return a * b // gcd(a, b)
+
+
+def role_coefficients(spec: Spec) -> dict[str, int]:
+    """Each role's item count in units of the parameter n (the gcd of the roles' counts)."""
+    g = 0
+    for role in spec.roles:
+        g = gcd(g, role.items)
+    if g == 0:
+        raise CannotAbstract("no role runs any item")
+    return {role.name: role.items // g for role in spec.roles}
+
+
+def scaled_spec(spec: Spec, n: int) -> Spec:
+    """The spec with every role's item count set for parameter n."""
+    coef = role_coefficients(spec)
+    roles = tuple(replace(r, items=coef[r.name] * n) for r in spec.roles)
+    return replace(spec, roles=roles, items=max(r.items for r in roles))
+
+
+class LapAbstraction:
+    def __init__(self, spec: Spec, max_n: int):
+        """`max_n`: the largest n the search may meet; the in-flight entries get room for
+        tags that large (their field widths follow the item counts)."""
+        coef = role_coefficients(spec)
+        self.model = m = compile_model(scaled_spec(spec, max_n))
+        self.n_agents = len(m.agents)
+        self.coef = np.array([coef[a.role] for a in m.agents], dtype=np.int64)
+        # Items move by multiples of every K an agent's ops use, scaled by its coefficient.
+        step = 1
+        for i, a in enumerate(m.agents):
+            for op, _ in a.ops:
+                if op.every > 1 and self.coef[i]:
+                    step = _lcm(step, op.every // gcd(op.every, int(self.coef[i])))
+        self.item_step = step
+        tag_ops = ("write", "copy", "read", "read_async")
+        taggers = {i for i, a in enumerate(m.agents) if any(op.name in tag_ops for op, _ in a.ops)}
+        coefs = {int(self.coef[i]) for i in taggers}
+        if len(coefs) > 1:
+            raise CannotAbstract("roles that write and read tags run different item counts "
+                                 f"(ratios {sorted(coefs)})")
+        self.tag_coef = coefs.pop() if coefs else 0
+        self.readers = [i for i, a in enumerate(m.agents)
+                        if any(op.name in ("read", "read_async") for op, _ in a.ops)]
+        self.ring_users = [[i for i, a in enumerate(m.agents)
+                            if any(op.ring == name and op.name not in ("sync", "sync_arrive", "sync_wait")
+                                   for op, _ in a.ops)]
+                           for name in m.ring_names]
+        # A reset restores an absolute phase: a ring moves only once no unfinished agent has
+        # a reset on it still ahead (a reset in the body is ahead until the body is done).
+        self.reset_until = np.full((m.rings, len(m.agents)), -1, dtype=np.int64)
+        for i, a in enumerate(m.agents):
+            for pc, (op, _) in enumerate(a.ops):
+                if op.name == "reset":
+                    r = m.ring_names.index(op.ring)
+                    last = a.body_end - 1 if a.body_start <= pc < a.body_end else pc
+                    self.reset_until[r, i] = max(self.reset_until[r, i], last)
+        self.amd = m.backend == AMD
+        self.has_body = [a.body_end > a.body_start for a in m.agents]
+        self._tables = {}
+
+    # ------------------------------------------------------------------ item counts
+
+    def items_of(self, n: int) -> np.ndarray:
+        return self.coef * n
+
+    def tables_for(self, n_rel: int):
+        """The model tables with every agent's item count set for `n_rel` (MANY: never ends)."""
+        t = self._tables.get(n_rel)
+        if t is None:
+            agent = self.model.tables.agent.copy()
+            agent[:, S.A_ITEMS] = self.coef * (HUGE if n_rel == MANY else n_rel)
+            t = self._tables[n_rel] = self.model.tables._replace(agent=agent)
+        return t
+
+    # ------------------------------------------------------------------ canonical form
+
+    def _entry(self, e: int, f: int) -> int:
+        sh, mask = self.model.entry_fields[f]
+        return (e >> sh) & mask
+
+    def _with(self, e: int, f: int, v: int) -> int:
+        sh, mask = self.model.entry_fields[f]
+        return (e & ~(mask << sh)) | (v << sh)
+
+    def canonical(self, st: np.ndarray) -> int:
+        """Rewrite `st` in place into its canonical form; returns d, the items moved by
+        d * coef (n_rel drops by d)."""
+        m = self.model
+        agf = m.agf
+        done = [st[a * agf + S.F_PC] >= len(m.agents[a].ops) for a in range(self.n_agents)]
+        # Forget what finished agents no longer read.
+        for a in range(self.n_agents):
+            if done[a]:
+                b = a * agf
+                st[b + S.F_ITEM] = 0
+                st[b + S.F_SYNC] = 0
+                st[b + S.F_RING0:b + agf] = 0
+        self._shift_laps(st, done)
+        self._shift_generations(st, done)
+        return self._shift_items(st, done)
+
+    def _shift_items(self, st, done) -> int:
+        m = self.model
+        agf, off_inf = m.agf, m.off_inf
+        entries = [int(e) for e in st[off_inf:off_inf + m.inflight] if e]
+        # Tags below every unfinished reader's item and every in-flight async read are dead.
+        live = [int(st[a * agf + S.F_ITEM]) for a in self.readers if not done[a]]
+        live += [self._entry(e, S.E_VAL) - 1 for e in entries
+                 if self._entry(e, S.E_KIND) == S.ENTRY_READ]
+        dead_below = min(live) if live else None
+        d = None
+        for a in range(self.n_agents):
+            if not done[a] and self.coef[a] and self.has_body[a]:
+                q = int(st[a * agf + S.F_ITEM]) // int(self.coef[a])
+                d = q if d is None else min(d, q)
+        if self.tag_coef and dead_below is not None:
+            q = dead_below // self.tag_coef
+            d = q if d is None else min(d, q)
+        d = 0 if d is None else d - d % self.item_step
+        tag_shift = d * self.tag_coef
+
+        def moved(tag):
+            if tag < 0 or dead_below is None or tag < dead_below:
+                return -1
+            return tag - tag_shift
+        for p in range(m.off_slot, m.off_bar):
+            st[p] = moved(int(st[p]))
+        if entries:
+            new = []
+            for e in entries:
+                if self._entry(e, S.E_KIND) in (S.ENTRY_COPY, S.ENTRY_READ):
+                    e = self._with(e, S.E_VAL, moved(self._entry(e, S.E_VAL) - 1) + 1)
+                new.append(e)
+            new.sort(reverse=True)
+            st[off_inf:off_inf + m.inflight] = 0
+            st[off_inf:off_inf + len(new)] = new
+        if d:
+            for a in range(self.n_agents):
+                if not done[a]:
+                    st[a * agf + S.F_ITEM] -= d * self.coef[a]
+        return d
+
+    def _ring_signals(self, r: int):
+        m = self.model
+        for cta in range(m.ctas):
+            for s in range(m.ring_specs[r].stages):
+                for kind in (S.FULL, S.EMPTY):
+                    yield kind, m.off_sig + 4 * (((cta * m.rings + r) * m.max_stages + s) * 2 + kind)
+
+    def _shift_laps(self, st, done) -> None:
+        m = self.model
+        for r in range(m.rings):
+            if any(st[a * m.agf + S.F_PC] <= self.reset_until[r, a] for a in range(self.n_agents)):
+                continue
+            users = [a for a in self.ring_users[r] if not done[a]]
+            if not users:
+                continue
+            pos = [a * m.agf + S.F_RING0 + 3 * r + 1 for a in users]
+            low = min(int(st[p]) for p in pos) - 2
+            if not self.amd:
+                low = min([low] + [int(st[b]) - 1 for _, b in self._ring_signals(r)])
+            shift = low - low % 2 if low > 0 else 0
+            if not shift:
+                continue
+            for p in pos:
+                st[p] -= shift
+            ring = m.ring_specs[r]
+            for kind, b in self._ring_signals(r):
+                if self.amd:
+                    st[b] -= shift * (ring.producer_arrive_count if kind == S.FULL
+                                      else ring.consumer_arrive_count)
+                else:
+                    st[b] -= shift
+
+    def _shift_generations(self, st, done) -> None:
+        m = self.model
+        first_arrived = m.agf - len(m.barrier_names)
+        for b in range(len(m.barrier_names)):
+            for cta in range(m.ctas):
+                pos = m.off_bar + 2 * (b * m.ctas + cta)
+                fields = [a * m.agf + first_arrived + b for a in range(self.n_agents)
+                          if m.agents[a].cta == cta and not done[a]
+                          and st[a * m.agf + first_arrived + b] > 0]
+                shift = min([int(st[pos + 1]) - 1] + [int(st[f]) - 1 for f in fields])
+                if shift > 0:
+                    st[pos + 1] -= shift
+                    for f in fields:
+                        st[f] -= shift
+
+    def max_relative_item(self, st) -> float:
+        """The furthest unfinished agent, in units of the parameter n (for the MANY check)."""
+        m = self.model
+        best = 0.0
+        for a in range(self.n_agents):
+            if st[a * m.agf + S.F_PC] < len(m.agents[a].ops) and self.coef[a]:
+                best = max(best, st[a * m.agf + S.F_ITEM] / self.coef[a])
+        return best
+
+
+# ---------------------------------------------------------------------- the compiled form
+#
+# `canonical_fast` is LapAbstraction.canonical compiled by numba for the search's hot loop;
+# tests/test_laps.py checks the two agree state by state, so the readable one above is the
+# reference.
+
+LapTables = namedtuple("LapTables", ["misc", "agent", "ring_users", "reset_until", "sig", "sig_mult"])
+# misc columns
+(M_AGF, M_AGENTS, M_OFF_SLOT, M_OFF_BAR, M_OFF_INF, M_INFLIGHT, M_TAG_COEF, M_ITEM_STEP, M_AMD,
+ M_NBAR, M_CTAS, M_FIRST_ARRIVED, M_KIND_SH, M_KIND_MASK, M_VAL_SH, M_VAL_MASK) = range(16)
+# agent columns
+G_LEN, G_COEF, G_BODY, G_READER, G_CTA = range(5)
+
+
+def lap_tables(lap: LapAbstraction) -> LapTables:
+    m = lap.model
+    kind_sh, kind_mask = m.entry_fields[S.E_KIND]
+    val_sh, val_mask = m.entry_fields[S.E_VAL]
+    misc = np.array([m.agf, lap.n_agents, m.off_slot, m.off_bar, m.off_inf, m.inflight,
+                     lap.tag_coef, lap.item_step, int(lap.amd), len(m.barrier_names), m.ctas,
+                     m.agf - len(m.barrier_names), kind_sh, kind_mask, val_sh, val_mask],
+                    dtype=np.int64)
+    agent = np.array([[len(a.ops), lap.coef[i], int(lap.has_body[i]), int(i in lap.readers), a.cta]
+                      for i, a in enumerate(m.agents)], dtype=np.int64)
+    users = np.zeros((m.rings, lap.n_agents), dtype=np.int64)
+    for r, us in enumerate(lap.ring_users):
+        users[r, us] = 1
+    sigs = [list(lap._ring_signals(r)) for r in range(m.rings)]
+    width = max(len(s) for s in sigs)
+    sig = np.full((m.rings, width), -1, dtype=np.int64)
+    mult = np.zeros((m.rings, width), dtype=np.int64)
+    for r, ss in enumerate(sigs):
+        ring = m.ring_specs[r]
+        for k, (kind, b) in enumerate(ss):
+            sig[r, k] = b
+            mult[r, k] = (1 if not lap.amd else
+                          ring.producer_arrive_count if kind == S.FULL else ring.consumer_arrive_count)
+    return LapTables(misc, agent, users, lap.reset_until, sig, mult)
+
+
+@njit(cache=True)
+def canonical_fast(L, st):
+    agf = L.misc[M_AGF]
+    n = L.misc[M_AGENTS]
+    done = np.zeros(n, dtype=np.bool_)
+    for a in range(n):
+        b = a * agf
+        if st[b + S.F_PC] >= L.agent[a, G_LEN]:
+            done[a] = True
+            st[b + S.F_ITEM] = 0
+            for f in range(S.F_SYNC, agf):
+                st[b + f] = 0
+    # laps, per ring
+    for r in range(L.ring_users.shape[0]):
+        reset_ahead = False
+        for a in range(n):
+            if st[a * agf + S.F_PC] <= L.reset_until[r, a]:
+                reset_ahead = True
+        if reset_ahead:
+            continue
+        low = -1
+        seen = False
+        for a in range(n):
+            if L.ring_users[r, a] and not done[a]:
+                p = st[a * agf + S.F_RING0 + 3 * r + 1] - 2
+                if not seen or p < low:
+                    low = p
+                seen = True
+        if not seen:
+            continue
+        if L.misc[M_AMD] == 0:
+            for k in range(L.sig.shape[1]):
+                if L.sig[r, k] >= 0 and st[L.sig[r, k]] - 1 < low:
+                    low = st[L.sig[r, k]] - 1
+        if low <= 1:
+            continue
+        shift = low - low % 2
+        for a in range(n):
+            if L.ring_users[r, a] and not done[a]:
+                st[a * agf + S.F_RING0 + 3 * r + 1] -= shift
+        for k in range(L.sig.shape[1]):
+            if L.sig[r, k] >= 0:
+                st[L.sig[r, k]] -= shift * L.sig_mult[r, k]
+    # barrier generations, per (barrier, cta)
+    ctas = L.misc[M_CTAS]
+    first = L.misc[M_FIRST_ARRIVED]
+    for bar in range(L.misc[M_NBAR]):
+        for cta in range(ctas):
+            pos = L.misc[M_OFF_BAR] + 2 * (bar * ctas + cta)
+            shift = st[pos + 1] - 1
+            for a in range(n):
+                f = a * agf + first + bar
+                if L.agent[a, G_CTA] == cta and not done[a] and st[f] > 0 and st[f] - 1 < shift:
+                    shift = st[f] - 1
+            if shift > 0:
+                st[pos + 1] -= shift
+                for a in range(n):
+                    f = a * agf + first + bar
+                    if L.agent[a, G_CTA] == cta and not done[a] and st[f] > 0:
+                        st[f] -= shift
+    # items and tags
+    off_inf = L.misc[M_OFF_INF]
+    m_inf = L.misc[M_INFLIGHT]
+    kind_sh, kind_mask = L.misc[M_KIND_SH], L.misc[M_KIND_MASK]
+    val_sh, val_mask = L.misc[M_VAL_SH], L.misc[M_VAL_MASK]
+    dead_below = -1
+    have_live = False
+    for a in range(n):
+        if L.agent[a, G_READER] and not done[a]:
+            it = st[a * agf + S.F_ITEM]
+            if not have_live or it < dead_below:
+                dead_below = it
+            have_live = True
+    for j in range(m_inf):
+        e = st[off_inf + j]
+        if e == 0:
+            break
+        if (e >> kind_sh) & kind_mask == S.ENTRY_READ:
+            t = ((e >> val_sh) & val_mask) - 1
+            if not have_live or t < dead_below:
+                dead_below = t
+            have_live = True
+    d = -1
+    for a in range(n):
+        if not done[a] and L.agent[a, G_COEF] > 0 and L.agent[a, G_BODY]:
+            q = st[a * agf + S.F_ITEM] // L.agent[a, G_COEF]
+            if d < 0 or q < d:
+                d = q
+    tag_coef = L.misc[M_TAG_COEF]
+    if tag_coef > 0 and have_live:
+        q = dead_below // tag_coef
+        if d < 0 or q < d:
+            d = q
+    if d < 0:
+        d = 0
+    d -= d % L.misc[M_ITEM_STEP]
+    tag_shift = d * tag_coef
+    for p in range(L.misc[M_OFF_SLOT], L.misc[M_OFF_BAR]):
+        t = st[p]
+        st[p] = -1 if (t < 0 or not have_live or t < dead_below) else t - tag_shift
+    changed = False
+    for j in range(m_inf):
+        e = st[off_inf + j]
+        if e == 0:
+            break
+        kind = (e >> kind_sh) & kind_mask
+        if kind == S.ENTRY_COPY or kind == S.ENTRY_READ:
+            t = ((e >> val_sh) & val_mask) - 1
+            t2 = -1 if (t < 0 or not have_live or t < dead_below) else t - tag_shift
+            if t2 != t:
+                st[off_inf + j] = (e & ~(val_mask << val_sh)) | ((t2 + 1) << val_sh)
+                changed = True
+    if changed:  # restore the descending order of entries
+        for i in range(1, m_inf):
+            e = st[off_inf + i]
+            j = i
+            while j > 0 and st[off_inf + j - 1] < e:
+                st[off_inf + j] = st[off_inf + j - 1]
+                j -= 1
+            st[off_inf + j] = e
+    if d:
+        for a in range(n):
+            if not done[a]:
+                st[a * agf + S.F_ITEM] -= d * L.agent[a, G_COEF]
+    return d

@@ -1,0 +1,86 @@
+"""`pipeproof prove SPEC...`: safety and deadlock freedom for every item count (checker/prove.py).
+
+Exit codes as `verify`: 0 proved, 1 violated (with the trace at the item count that breaks
+it), 3 unknown (with the reason), 2 bad input, 4 internal error; the worst over several specs.
+"""
+from __future__ import annotations
+
+import json
+import sys
+import traceback
+
+import click
+
+SCHEMA = "pipeproof.prove"
+SCHEMA_VERSION = 1
+
+
+def proof_to_json(proof) -> dict:
+    from checker.report import result_to_json
+    return {
+        "spec": proof.spec.path,
+        "status": proof.status,
+        "reason": proof.reason,
+        "parameter": proof.parameter,
+        "abstract_states": proof.abstract_states,
+        "seconds": round(proof.seconds, 3),
+        "items": proof.items,
+        "result": result_to_json(proof.result) if proof.result else None,
+    }
+
+
+def proof_text(proof) -> str:
+    from checker.report import format_text
+    path = proof.spec.path
+    if proof.status == "proved":
+        return (f"{path}: proved for every item count ({proof.parameter}): "
+                f"{proof.abstract_states:,} abstract states, {proof.seconds:.2f} s")
+    if proof.status == "violated":
+        return (f"{path}: violated at item count n = {proof.items} ({proof.reason})\n"
+                + format_text(proof.result).rstrip("\n"))
+    return f"{path}: unknown: {proof.reason} ({proof.seconds:.2f} s)"
+
+
+@click.command()
+@click.argument("specs", nargs=-1, required=True)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout.")
+@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), help="Give up (unknown) after this many seconds.")
+@click.option("--max-states", type=click.IntRange(min=1), help="Give up (unknown) after this many abstract states.")
+@click.option("--trace", "trace_file", metavar="F", help="Write a refutation's trace (*.itf.json or *.trace.json).")
+def prove(specs, as_json, timeout, max_states, trace_file):
+    """Prove each SPEC safe and deadlock-free for every item count, or refute it."""
+    from checker.cli import (EXIT_INCONCLUSIVE, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, EXIT_VIOLATION,
+                             SEVERITY, TRACE_SUFFIXES, UsageFailure, _trace_path)
+    from checker.export import write_trace
+    from checker.prove import MAX_ABSTRACT_STATES, prove as run_prove
+    from spec.load import load_spec
+    from spec.schema import SpecError
+
+    if trace_file and not trace_file.endswith(TRACE_SUFFIXES):
+        raise UsageFailure(f"--trace {trace_file}: the file name must end in .itf.json or .trace.json")
+    codes = {"proved": EXIT_OK, "violated": EXIT_VIOLATION, "unknown": EXIT_INCONCLUSIVE}
+    docs, worst = [], EXIT_OK
+    for path in specs:
+        try:
+            spec = load_spec(path)
+            proof = run_prove(spec, timeout=timeout, max_states=max_states or MAX_ABSTRACT_STATES)
+        except SpecError as err:
+            click.echo(str(err), err=True)
+            docs.append({"spec": path, "status": "error", "reason": str(err)})
+            worst = max(worst, EXIT_USAGE, key=SEVERITY.get)
+            continue
+        except Exception:
+            click.echo(f"{path}: internal error (please report):\n{traceback.format_exc()}", err=True)
+            docs.append({"spec": path, "status": "error", "reason": "internal error"})
+            worst = max(worst, EXIT_INTERNAL, key=SEVERITY.get)
+            continue
+        click.echo(proof_text(proof), err=True)
+        if trace_file and proof.result and proof.result.traces:
+            target = _trace_path(trace_file, path, len(specs) > 1)
+            write_trace(proof.result.traces[proof.result.kind], target)
+            click.echo(f"{path}: {proof.result.kind} trace written to {target}", err=True)
+        docs.append(proof_to_json(proof))
+        worst = max(worst, codes[proof.status], key=SEVERITY.get)
+    if as_json:
+        click.echo(json.dumps({"schema": SCHEMA, "version": SCHEMA_VERSION, "results": docs}, indent=2))
+    sys.exit(worst)

@@ -1,0 +1,212 @@
+"""`pipeproof prove`: the lap abstraction and proofs for every item count (checker/laps.py,
+checker/prove.py)."""
+from __future__ import annotations
+
+import glob
+import os
+import random
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from checker import semantics as S
+from checker.cli import main
+from checker.laps import (LapAbstraction, canonical_fast, lap_tables, role_coefficients,
+                          scaled_spec)
+from checker.model import compile_model
+from checker.prove import MAX_R, prove
+from checker.verify import verify
+from spec.load import load_spec, load_spec_text
+from tests.specs import standard_toml
+
+EXAMPLES = sorted(glob.glob(os.path.join(os.path.dirname(__file__), "..", "spec", "examples", "*.toml")))
+BY_NAME = {os.path.splitext(os.path.basename(p))[0]: p for p in EXAMPLES}
+
+# Exact abstract state counts (deterministic; they change only when the abstraction does).
+PROVED = {
+    "mojo_pcp_nvidia": 15167, "mojo_pcp_amd": 15167, "mojo_input_tile_nvidia": 4813,
+    "sm90_ring_nvidia": 23760, "named_barrier_release_ok": 14463, "x_cutlass_pingpong": 928,
+    "x_named_split_ok": 19831, "x_persistent_tiles_ok": 29503, "try_full_prefetch_ok": 124043,
+    "x_async_read_ok": 72661, "x_rings_scales_ok": 88807,
+}
+# Correct examples whose abstract state space is large: proved, or unknown within the bound.
+LARGE_OK = ["cutlass_tma_async_cluster2", "x_mojo_sm100_matmul", "mojo_input_tile_cluster2_k2",
+            "x_cluster_ctas_ok"]
+
+
+def test_every_example_is_classified():
+    ok = {name for name, p in BY_NAME.items() if load_spec(p).expect == "ok"}
+    assert ok == set(PROVED) | set(LARGE_OK)
+
+
+@pytest.mark.parametrize("name", sorted(PROVED))
+def test_correct_example_is_proved_for_every_item_count(name):
+    proof = prove(load_spec(BY_NAME[name]))
+    assert proof.status == "proved", proof.reason
+    assert proof.abstract_states == PROVED[name]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", LARGE_OK)
+def test_large_correct_example_is_never_refuted(name):
+    proof = prove(load_spec(BY_NAME[name]), max_states=300_000)
+    assert proof.status in ("proved", "unknown")
+    if proof.status == "unknown":
+        assert "300,000 abstract states" in proof.reason
+
+
+@pytest.mark.parametrize("name", sorted(n for n, p in BY_NAME.items() if load_spec(p).expect != "ok"))
+def test_buggy_example_is_refuted_with_a_real_trace(name):
+    spec = load_spec(BY_NAME[name])
+    proof = prove(spec)
+    assert proof.status == "violated"
+    assert proof.result.verdict == "violation"
+    assert spec.expect in proof.result.kinds or set(spec.expect_any) & set(proof.result.kinds)
+    from tests.replay import replay
+    for kind, trace in proof.result.traces.items():
+        replay(scaled_spec(spec, proof.items) if proof.items != spec.items else spec, trace.to_json())
+
+
+def test_bug_that_needs_more_items_than_the_spec_runs_is_found_by_the_proof():
+    """A consumer whose phase is reset every 3 items is fine for items <= 3 and breaks at 4:
+    the spec's own count says ok, `prove` finds the item count that breaks it."""
+    text = standard_toml(stages=2, consumers=1, items=3, consumer_body=[
+        "wait_full", "read", "arrive_empty", "advance", "reset every=3 at=2"])
+    spec = load_spec_text(text, "<reset-every-3>")
+    assert verify(spec).verdict == "ok"
+    proof = prove(spec)
+    assert proof.status == "violated"
+    assert proof.items > 3
+    assert verify(scaled_spec(spec, proof.items)).verdict == "violation"
+
+
+def test_prove_is_deterministic():
+    spec = load_spec(BY_NAME["sm90_ring_nvidia"])
+    a, b = prove(spec), prove(spec)
+    assert (a.status, a.abstract_states) == (b.status, b.abstract_states)
+
+
+def test_a_broken_invariant_makes_the_proof_fail():
+    """The abstraction may move items only by multiples of every `every=K` (ops select items by
+    item mod K). Break that on x_persistent_tiles_ok (per-tile ops, every=2): the search meets
+    states no item count reaches, the explicit engine refuses to confirm the violation it finds
+    there, and the answer is `unknown`, never `proved`."""
+    import checker.prove as P
+    spec = load_spec(BY_NAME["x_persistent_tiles_ok"])
+    assert prove(spec).status == "proved"
+    original = P.LapAbstraction
+
+    class Broken(original):
+        def __init__(self, *args):
+            super().__init__(*args)
+            self.item_step = 1
+    P.LapAbstraction = Broken
+    try:
+        proof = prove(spec)
+    finally:
+        P.LapAbstraction = original
+    assert proof.status == "unknown"
+    assert "explicit engine says ok" in proof.reason
+
+
+def test_unbounded_drift_is_unknown_not_proved():
+    """A producer that never waits runs away from its consumer: no lap bound exists."""
+    text = standard_toml(stages=2, consumers=1, items=2,
+                         producer_body=["write", "arrive_full", "advance"])
+    spec = load_spec_text(text, "<no-wait>")
+    proof = prove(spec, max_states=50_000)
+    assert proof.status in ("violated", "unknown")
+
+
+# ---------------------------------------------------------------- the canonical form
+
+def _random_states(lap, n, n_walks=30, length=80, seed=7):
+    """States of random walks of item count n, in the abstraction's own layout."""
+    T = lap.tables_for(n)
+    model = lap.model
+    rng = random.Random(seed)
+    out = np.empty(model.n_fields, dtype=np.int64)
+    for _ in range(n_walks):
+        st = model.initial_vector()
+        for _ in range(length):
+            moves = []
+            for a in range(model.n_actions()):
+                det = np.full(S.N_KINDS * S.DET_W, -1, dtype=np.int64)
+                bits = S.step(T, st, a, out, det)
+                if bits >= 0 and not bits & S.TRAP:
+                    moves.append(out.copy())
+            if not moves:
+                break
+            st = rng.choice(moves)
+            yield st
+
+
+@pytest.mark.parametrize("name", ["mojo_pcp_nvidia", "mojo_pcp_amd", "x_async_read_ok",
+                                  "x_named_split_ok", "x_mojo_sm100_matmul", "sm90_ring_nvidia",
+                                  "cutlass_tma_async_cluster2", "x_persistent_tiles_ok"])
+def test_compiled_canonical_form_equals_the_readable_one(name):
+    spec = load_spec(BY_NAME[name])
+    lap = LapAbstraction(spec, MAX_R)
+    fast = lap_tables(lap)
+    moved = 0
+    for n in (2, 5):
+        for st in _random_states(lap, n):
+            a, b = st.copy(), st.copy()
+            d1 = lap.canonical(a)
+            d2 = canonical_fast(fast, b)
+            assert d1 == d2
+            assert a.tolist() == b.tolist()
+            moved += d1 + int((a != st).any())
+    assert moved > 0  # the walks did reach states the canonical form changes
+
+
+def test_canonical_form_forgets_what_nobody_reads():
+    spec = load_spec(BY_NAME["mojo_pcp_nvidia"])
+    lap = LapAbstraction(spec, MAX_R)
+    st = lap.model.initial_vector()
+    m = lap.model
+    # a finished agent's item, stage and phase are forgotten
+    st[0 * m.agf + S.F_PC] = len(m.agents[0].ops)
+    st[0 * m.agf + S.F_ITEM] = 3
+    st[0 * m.agf + S.F_RING0 + 1] = 5
+    lap.canonical(st)
+    assert st[S.F_ITEM] == 0 and st[S.F_RING0 + 1] == 0
+
+
+def test_phases_move_by_even_amounts_only():
+    spec = load_spec(BY_NAME["mojo_pcp_nvidia"])
+    lap = LapAbstraction(spec, MAX_R)
+    m = lap.model
+    moved = 0
+    for st in _random_states(lap, 12, n_walks=20, length=200):
+        after = st.copy()
+        lap.canonical(after)
+        for a in range(len(m.agents)):
+            p = a * m.agf + S.F_RING0 + 1
+            if st[a * m.agf + S.F_PC] < len(m.agents[a].ops):
+                assert (st[p] - after[p]) % 2 == 0
+                assert after[p] >= min(st[p], 2)
+                moved += int(st[p] != after[p])
+    assert moved > 0
+
+
+# ---------------------------------------------------------------- the command
+
+def test_cli_prove_exit_codes(tmp_path):
+    runner = CliRunner()
+    ok = runner.invoke(main, ["prove", BY_NAME["mojo_pcp_nvidia"]])
+    assert ok.exit_code == 0, ok.output
+    assert "proved for every item count" in ok.output
+    bad = runner.invoke(main, ["prove", BY_NAME["bug_consumer_count_too_few"], "--json"])
+    assert bad.exit_code == 1
+    import json
+    doc = json.loads(bad.stdout)
+    assert doc["results"][0]["status"] == "violated"
+    assert doc["results"][0]["result"]["violation"]["kind"] == "over_arrival"
+    unknown = runner.invoke(main, ["prove", BY_NAME["x_cluster_ctas_ok"], "--max-states", "1000"])
+    assert unknown.exit_code == 3
+    assert "unknown" in unknown.output
+    missing = runner.invoke(main, ["prove", str(tmp_path / "nope.toml")])
+    assert missing.exit_code == 2
+    assert "Traceback" not in missing.output
