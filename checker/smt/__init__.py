@@ -84,7 +84,9 @@ def _z3_parity(x):
 
 def _z3_wrap32(x):
     if isinstance(x, z3.BitVecRef):
-        return x  # a 32-bit vector wraps by itself
+        if x.size() <= 32:
+            return x  # a 32-bit vector wraps by itself
+        return z3.ZeroExt(x.size() - 32, z3.Extract(31, 0, x))
     return x % (1 << 32) if isinstance(x, z3.ArithRef) else x & base.U32
 
 
