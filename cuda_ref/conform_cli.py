@@ -1,0 +1,73 @@
+"""`pipeproof conform SPEC LOG.json...`: is a recorded GPU event log a path of the model?
+
+Exit codes (DESIGN.md "Command line"): 0 every log conforms, 1 a log does not (its first event
+that is not a step is printed on stderr), 2 bad input (a bad spec, a missing or malformed log,
+a log naming agents the spec lacks), 3 inconclusive (the search bound was reached), 4 internal
+error. With several logs the exit code is the worst. `--json` prints one document on stdout.
+
+The lead registers this command into checker/cli.py's group: `main.add_command(conform)`.
+"""
+from __future__ import annotations
+
+import json
+import sys
+import traceback
+
+import click
+
+EXIT_OK, EXIT_VIOLATION, EXIT_USAGE, EXIT_INCONCLUSIVE, EXIT_INTERNAL = 0, 1, 2, 3, 4
+SEVERITY = {EXIT_OK: 0, EXIT_INCONCLUSIVE: 1, EXIT_VIOLATION: 2, EXIT_USAGE: 3, EXIT_INTERNAL: 4}
+JSON_SCHEMA = "pipeproof.conform/1"
+
+
+@click.command("conform")
+@click.argument("spec_path", metavar="SPEC")
+@click.argument("logs", metavar="LOG.json...", nargs=-1, required=True)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout.")
+@click.option("--max-nodes", type=click.IntRange(min=1), default=None,
+              help="Bound on the search over orders of equal-timestamp events.")
+def conform(spec_path, logs, as_json, max_nodes):
+    """Replay each LOG.json recorded on a GPU through the model of SPEC: exit 0 when every log
+    is a path of the model, 1 with the first event that is not."""
+    from cuda_ref.conform import DEFAULT_MAX_NODES, LogError, conform as replay, load_log
+    from spec.load import load_spec
+    from spec.schema import SpecError
+
+    def finish(rows, code):
+        if as_json:
+            click.echo(json.dumps({"schema": JSON_SCHEMA, "spec": spec_path, "logs": rows}, indent=2))
+        sys.exit(code)
+
+    try:
+        spec = load_spec(spec_path)
+    except SpecError as err:
+        click.echo(str(err), err=True)
+        finish([{"log": p, "error": str(err), "exit_code": EXIT_USAGE} for p in logs], EXIT_USAGE)
+    model = None
+    rows, worst = [], EXIT_OK
+    for path in logs:
+        row = {"log": path}
+        try:
+            log = load_log(path)
+            if model is None:
+                from checker.model import compile_model
+                model = compile_model(spec)
+            result = replay(model, log, source=path, max_nodes=max_nodes or DEFAULT_MAX_NODES)
+        except (LogError, SpecError) as err:
+            click.echo(str(err), err=True)
+            row.update(error=str(err), exit_code=EXIT_USAGE)
+        except Exception:  # an internal error must still say which log, and exit 4
+            click.echo(f"{path}: internal error (please report):\n{traceback.format_exc()}", err=True)
+            row.update(error="internal error", exit_code=EXIT_INTERNAL)
+        else:
+            code = EXIT_OK if result.ok else EXIT_INCONCLUSIVE if result.inconclusive else EXIT_VIOLATION
+            if result.ok:
+                click.echo(f"{path}: {result.message}", err=True)
+            else:
+                click.echo(f"{path}: does not conform to {spec_path}: {result.message}", err=True)
+            row.update(ok=result.ok, inconclusive=result.inconclusive, index=result.index,
+                       steps=result.steps, message=result.message, outcome=log["outcome"],
+                       exit_code=code)
+        rows.append(row)
+        worst = max(worst, row["exit_code"], key=SEVERITY.get)
+    finish(rows, worst)
