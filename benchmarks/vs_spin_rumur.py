@@ -1,0 +1,257 @@
+"""Benchmark: pipeproof against SPIN and Rumur on the standard pipeline, in one run.
+
+The standard pipeline (benchmarks/standard_pipeline.py: nvidia, N stages, one producer that
+writes, C consumers that all read every slot, I items) over N in {2,4,8} x C in {1..8} x
+I in {8,16,32}. Per cell, one after another on the same machine, each as whole processes:
+
+  pipeproof  `python -m checker.cli verify --json SPEC` (interpreter start, numba cache load,
+             spec load and the search; the engine was compiled once, untimed, before the grid)
+  SPIN       `spin -a` on the Promela export, `cc -O2 -DMEMLIM=...`, `./pan -m<depth>`:
+             default reductions (partial-order reduction on), default hash table
+  Rumur      `rumur --deadlock-detection stuck --symmetry-reduction heuristic --threads T` on
+             the Murphi export with consumer symmetry (scalarsets), `cc -std=c11 -O2`,
+             `./checker`
+
+A tool's seconds are the wall time of all its steps, C compiles included ("check s" is the
+verifier binary alone). Writing the exported model is not counted (pipeproof's own Python,
+milliseconds). Peak MB is the largest resident set of the checking process (wait4 ru_maxrss):
+for pipeproof the whole Python process, for SPIN and Rumur the compiled verifier. Each tool
+gets `--timeout` seconds per cell (killed after that: "timeout").
+
+Ratios are pipeproof seconds / tool seconds: below 1 means pipeproof was faster. pipeproof
+and SPIN count all states (pipeproof has no symmetry reduction yet; SPIN adds its init and
+process-exit states); Rumur counts states up to consumer permutation.
+
+    python benchmarks/vs_spin_rumur.py --cells 2,1,8 4,2,8 8,2,16 --timeout 120
+    python benchmarks/vs_spin_rumur.py --timeout 120 --csv grid.csv       # the whole grid
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from benchmarks.standard_pipeline import make_toml  # noqa: E402
+from checker.export_models import (  # noqa: E402
+    ToolRun, measured, parse_rumur, parse_spin, rumur_steps, search_depth, spin_steps,
+    to_murphi, to_promela, _pipeline,
+)
+from spec.load import load_spec_text  # noqa: E402
+
+GRID = [(n, c, i) for n in (2, 4, 8) for c in range(1, 9) for i in (8, 16, 32)]
+COLUMNS = ["N", "C", "I",
+           "pp_verdict", "pp_states", "pp_s", "pp_MB",
+           "spin_verdict", "spin_states", "spin_s", "spin_check_s", "spin_MB",
+           "rumur_verdict", "rumur_states", "rumur_s", "rumur_check_s", "rumur_MB",
+           "pp_over_spin", "pp_over_rumur", "same_verdict"]
+
+
+def run_pipeproof(spec_file: Path, timeout: float | None) -> ToolRun:
+    cmd = [sys.executable, "-m", "checker.cli", "verify", "--json", str(spec_file)]
+    code, out, wall, rss = measured(cmd, REPO, timeout, stdout_only=True)
+    if code is None:
+        return ToolRun("pipeproof", "timeout", None, None, wall, wall, rss, rss, "")
+    try:
+        doc = json.loads(out)
+    except json.JSONDecodeError:
+        return ToolRun("pipeproof", "failed", None, None, wall, wall, rss, rss, f"exit {code}: {out[-500:]}")
+    res = doc["results"][0]
+    kind = (res.get("violation") or {}).get("kind")
+    return ToolRun("pipeproof", res["verdict"], kind, res["states"], wall, wall, rss, rss, "")
+
+
+def run_cell(cell, timeout, threads, memlim_mb, workroot: Path) -> dict:
+    n, c, i = cell
+    work = workroot / f"N{n}_C{c}_I{i}"
+    for sub in ("spin", "rumur"):
+        (work / sub).mkdir(parents=True, exist_ok=True)
+    spec_file = work / "spec.toml"
+    spec_file.write_text(make_toml(n, c, i))
+    spec = load_spec_text(spec_file.read_text(), str(spec_file))
+    (work / "spin" / "model.pml").write_text(to_promela(spec))
+    (work / "rumur" / "model.m").write_text(to_murphi(spec, symmetry=True))
+
+    pp = run_pipeproof(spec_file, timeout)
+    spin = _pipeline("spin", spin_steps("model.pml", search_depth(spec), memlim_mb=memlim_mb),
+                     str(work / "spin"), timeout, parse_spin)
+    rumur = _pipeline("rumur", rumur_steps("model.m", symmetry=True, threads=threads),
+                      str(work / "rumur"), timeout, parse_rumur)
+    shutil.rmtree(work, ignore_errors=True)
+
+    def ratio(other: ToolRun) -> str:
+        if pp.verdict in ("timeout", "failed"):
+            return f">{pp.seconds / other.seconds:.2f}" if other.verdict not in ("timeout", "failed") else "n/a"
+        if other.verdict == "timeout":
+            return f"<{pp.seconds / other.seconds:.3f}"
+        if other.verdict == "failed":
+            return "n/a"
+        return f"{pp.seconds / other.seconds:.3f}"
+
+    finished = [r.verdict for r in (pp, spin, rumur) if r.verdict in ("ok", "violation")]
+    row = {"N": n, "C": c, "I": i}
+    for key, r in (("pp", pp), ("spin", spin), ("rumur", rumur)):
+        row[f"{key}_verdict"] = r.verdict + (f" ({r.kind})" if r.kind else "")
+        row[f"{key}_states"] = r.states if r.states is not None else ""
+        row[f"{key}_s"] = round(r.seconds, 2)
+        row[f"{key}_MB"] = round(r.check_peak_kb / 1024, 1) if r.check_peak_kb else ""  # "": killed
+        if key != "pp":
+            row[f"{key}_check_s"] = round(r.check_seconds, 2)
+    row["pp_over_spin"] = ratio(spin)
+    row["pp_over_rumur"] = ratio(rumur)
+    row["same_verdict"] = ("yes" if len(set(finished)) == 1 and len(finished) == 3 else
+                           "no" if len(set(finished)) > 1 else "n/a")
+    row["_runs"] = (pp, spin, rumur)
+    return row
+
+
+HEADER = (f"{'N':>2} {'C':>2} {'I':>3} | {'pipeproof':<9} {'states':>11} {'s':>7} {'MB':>7} | "
+          f"{'SPIN':<9} {'states':>11} {'s':>7} {'check':>7} {'MB':>7} | "
+          f"{'Rumur sym':<9} {'states':>10} {'s':>7} {'check':>7} {'MB':>6} | "
+          f"{'pp/SPIN':>8} {'pp/Rumur':>8} same")
+
+
+def _short(v: str) -> str:
+    return {"violation": "viol"}.get(v.split(" ")[0], v.split(" ")[0])
+
+
+def fmt(row: dict) -> str:
+    def num(x, w):
+        return f"{x:>{w},}" if isinstance(x, int) else f"{str(x):>{w}}"
+
+    def mb(x, w):
+        return f"{x:>{w}.1f}" if isinstance(x, float) else f"{'-':>{w}}"
+    return (f"{row['N']:>2} {row['C']:>2} {row['I']:>3} | {_short(row['pp_verdict']):<9} "
+            f"{num(row['pp_states'], 11)} {row['pp_s']:>7.2f} {mb(row['pp_MB'], 7)} | "
+            f"{_short(row['spin_verdict']):<9} {num(row['spin_states'], 11)} {row['spin_s']:>7.2f} "
+            f"{row['spin_check_s']:>7.2f} {mb(row['spin_MB'], 7)} | "
+            f"{_short(row['rumur_verdict']):<9} {num(row['rumur_states'], 10)} {row['rumur_s']:>7.2f} "
+            f"{row['rumur_check_s']:>7.2f} {mb(row['rumur_MB'], 6)} | "
+            f"{row['pp_over_spin']:>8} {row['pp_over_rumur']:>8} {row['same_verdict']}")
+
+
+def tool_versions() -> str:
+    def first_line(cmd):
+        try:
+            out = subprocess.run(cmd, capture_output=True, text=True, timeout=20)
+            return (out.stdout or out.stderr).strip().splitlines()[0]
+        except (OSError, IndexError, subprocess.TimeoutExpired):
+            return "missing"
+    return (f"{first_line(['spin', '-V'])}; {first_line(['rumur', '--version'])}; "
+            f"{first_line(['cc', '--version'])}; python {platform.python_version()}")
+
+
+def summary(rows) -> list[str]:
+    """The issue's goals, judged on the cells that ran."""
+    lines = []
+    pp_done = [r for r in rows if r["_runs"][0].verdict in ("ok", "violation")]
+
+    def secs(r, k):
+        return r["_runs"][k].seconds
+
+    beat_rumur = [r for r in rows if r["_runs"][2].verdict != "failed"]
+    slower = [r for r in beat_rumur if not (r["_runs"][0].verdict in ("ok", "violation")
+                                            and secs(r, 0) < secs(r, 2))]
+    lines.append(f"faster than Rumur (symmetry on): {len(beat_rumur) - len(slower)} of {len(beat_rumur)} cells"
+                 + (f"; not on {', '.join(_cell(r) for r in slower)}" if slower else ""))
+    # SPIN "needs more than 1 s": its verifier (pan) alone, since spin -a + cc -O2 take a few
+    # seconds on every cell; the ratio compares both tools' whole times, compiles included.
+    big_spin = [r for r in rows if r["_runs"][1].verdict == "timeout" or r["_runs"][1].check_seconds > 1.0]
+    slow10 = [r for r in big_spin if not (r["_runs"][0].verdict in ("ok", "violation")
+                                          and secs(r, 0) * 10 <= secs(r, 1))]
+    lines.append(f">= 10x faster than SPIN (whole times) where SPIN's pan needs > 1 s: "
+                 f"{len(big_spin) - len(slow10)} of {len(big_spin)} cells"
+                 + (f"; not on {', '.join(_cell(r) for r in slow10)}" if slow10 else ""))
+    c8 = [r for r in rows if r["C"] == 8]
+    if c8:
+        late = [r for r in c8 if not (r["_runs"][0].verdict in ("ok", "violation") and secs(r, 0) < 60)]
+        lines.append(f"C = 8 cells under 60 s: {len(c8) - len(late)} of {len(c8)}"
+                     + (f"; not {', '.join(_cell(r) for r in late)}" if late else ""))
+    diff = [r for r in rows if r["same_verdict"] == "no"]
+    lines.append(f"same verdict: {sum(r['same_verdict'] == 'yes' for r in rows)} cells all three agree, "
+                 f"{len(diff)} disagree" + (f" ({', '.join(_cell(r) for r in diff)})" if diff else "")
+                 + f", {sum(r['same_verdict'] == 'n/a' for r in rows)} with a tool out of time")
+    lines.append(f"pipeproof finished {len(pp_done)} of {len(rows)} cells")
+    return lines
+
+
+def _cell(r) -> str:
+    return f"{r['N']},{r['C']},{r['I']}"
+
+
+def warm_pipeproof():
+    """Load (or on a fresh install, compile) pipeproof's numba engine once, untimed."""
+    with tempfile.TemporaryDirectory() as d:
+        f = Path(d, "warm.toml")
+        f.write_text(make_toml(2, 1, 2))
+        measured([sys.executable, "-m", "checker.cli", "verify", str(f)], REPO, None)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--cells", nargs="+", metavar="N,C,I", help="run only these cells")
+    ap.add_argument("--timeout", type=float, default=120.0,
+                    help="seconds per tool per cell, compiles included (default 120)")
+    ap.add_argument("--csv", metavar="F", help="also write the table as CSV")
+    ap.add_argument("--rumur-threads", type=int, default=1,
+                    help="Rumur verifier threads (default 1, as pipeproof and pan; 0 = all cores)")
+    ap.add_argument("--memlim-mb", type=int, default=None,
+                    help="SPIN -DMEMLIM (default: 80%% of physical memory)")
+    args = ap.parse_args(argv)
+
+    def parse(text):
+        try:
+            n, c, i = (int(x) for x in text.split(","))
+        except ValueError:
+            ap.error(f"cell {text!r}: expected N,C,I (three integers, e.g. 8,4,32)")
+        return n, c, i
+
+    missing = [t for t in ("spin", "rumur", "cc") if shutil.which(t) is None]
+    if missing:
+        print(f"missing {', '.join(missing)} (apt-get install -y spin rumur gcc)", file=sys.stderr)
+        return 2
+    memlim = args.memlim_mb or int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") * 0.8 / 2**20)
+    cells = [parse(t) for t in args.cells] if args.cells else GRID
+    print(f"pipeproof vs SPIN vs Rumur, standard pipeline: {len(cells)} cells, {args.timeout:g} s per tool "
+          f"per cell; {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at the start; "
+          f"{time.strftime('%Y-%m-%d %H:%M')}", flush=True)
+    print(f"tools: {tool_versions()}", flush=True)
+    print(f"SPIN: cc -O2 -DMEMLIM={memlim}, ./pan -m<depth> (POR on); Rumur: symmetry heuristic, "
+          f"--threads {args.rumur_threads}, cc -std=c11 -O2; seconds include the C compiles", flush=True)
+    warm_pipeproof()
+    print(HEADER, flush=True)
+    rows = []
+    csv_file = open(args.csv, "w", newline="") if args.csv else None
+    try:
+        writer = csv.DictWriter(csv_file, fieldnames=COLUMNS, extrasaction="ignore") if csv_file else None
+        if writer:
+            writer.writeheader()
+        with tempfile.TemporaryDirectory(prefix="vs_spin_rumur_") as root:
+            for cell in cells:
+                row = run_cell(cell, args.timeout, args.rumur_threads, memlim, Path(root))
+                rows.append(row)
+                print(fmt(row), flush=True)
+                if writer:
+                    writer.writerow(row)
+                    csv_file.flush()
+    finally:
+        if csv_file:
+            csv_file.close()
+    print()
+    for line in summary(rows):
+        print(line)
+    return 0 if all(r["same_verdict"] != "no" for r in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,233 @@
+"""Promela and Murphi export (issue 6 part 3): SPIN and Rumur check the same transition system.
+
+- Every example in spec/examples/ that exports is checked by SPIN (`spin -a`, `cc`, `./pan`)
+  and by Rumur (`rumur`, `cc`, the verifier); both must reach pipeproof's verdict (ok or
+  violation). Rumur explores breadth-first, so the kind it names must be one pipeproof reports
+  at the minimal depth; SPIN's depth-first search may find another kind first.
+- Murphi's state count without symmetry reduction equals pipeproof's exactly, on every `ok`
+  example and on small standard pipelines (pipeproof stores every distinct reachable state; the
+  Murphi model has the same state vector, in-flight entries as a sorted array).
+- Specs outside the exported subset (amd, clusters, several rings, async reads) give one
+  clear line naming the feature (SpecError, and exit 2 from the command).
+
+These tests need `spin`, `rumur` and a C compiler (Debian: `apt-get install -y spin rumur gcc`);
+they fail, never skip, without them. The C code is compiled with -O0 here: the models are
+small, and compiling is most of the time.
+"""
+from __future__ import annotations
+
+import functools
+import inspect
+import shutil
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from benchmarks.standard_pipeline import make_toml
+from checker.export_cli import export as export_command
+from checker.export_models import (
+    check_exportable, run_rumur, run_spin, to_murphi, to_promela,
+)
+from checker.result import KINDS
+from checker.verify import verify
+from spec.load import load_spec, load_spec_text
+from spec.schema import SpecError
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES_DIR = ROOT / "spec" / "examples"
+OPT = "-O0"
+TIMEOUT = 120
+
+
+def _exports(path: Path) -> bool:
+    try:
+        check_exportable(load_spec(path))
+    except SpecError:
+        return False
+    return True
+
+
+EXAMPLES = sorted(EXAMPLES_DIR.glob("*.toml"))
+EXPORTABLE = [p.name for p in EXAMPLES if _exports(p)]
+NOT_EXPORTABLE = [p.name for p in EXAMPLES if not _exports(p)]
+
+# Small standard pipelines (N stages, C consumers, I items): Murphi's count must equal ours.
+STANDARD_CELLS = [(2, 1, 8), (2, 2, 8), (4, 2, 8), (8, 2, 8), (2, 3, 8), (4, 3, 8)]
+
+
+def verify_all_states(spec):
+    """pipeproof without symmetry reduction (once it has one): every distinct state stored."""
+    if "symmetry" in inspect.signature(verify).parameters:
+        return verify(spec, symmetry=False)
+    return verify(spec)
+
+
+@functools.lru_cache(maxsize=None)
+def pipeproof(name: str):
+    return verify_all_states(load_spec(EXAMPLES_DIR / name))
+
+
+def both_tools(spec, tmp_path, symmetry=False):
+    """SPIN and Rumur side by side (two cores), each in its own directory."""
+    (tmp_path / "spin").mkdir()
+    (tmp_path / "rumur").mkdir()
+    with ThreadPoolExecutor(2) as pool:
+        s = pool.submit(run_spin, spec, tmp_path / "spin", TIMEOUT, opt=OPT)
+        m = pool.submit(run_rumur, spec, tmp_path / "rumur", TIMEOUT, symmetry=symmetry, opt=OPT)
+        return s.result(), m.result()
+
+
+def test_tools_are_installed():
+    missing = [t for t in ("spin", "rumur", "cc") if shutil.which(t) is None]
+    assert not missing, (f"missing {', '.join(missing)}: these tests need Debian's spin and rumur "
+                         f"and a C compiler (apt-get install -y spin rumur gcc)")
+
+
+def test_the_subset_covers_the_single_cta_examples():
+    # The exported subset must keep covering the single-CTA, single-ring nvidia examples (named
+    # barriers and every=/at= included), both verdicts and every violation kind, so the
+    # differential tests below cannot become vacuous.
+    assert len(EXPORTABLE) >= 25, EXPORTABLE
+    assert {"named_barrier_release_ok.toml", "x_named_split_ok.toml", "x_persistent_tiles_ok.toml",
+            "mojo_input_tile_nvidia.toml", "try_full_prefetch_ok.toml"} <= set(EXPORTABLE)
+    verdicts = {pipeproof(n).verdict for n in EXPORTABLE}
+    assert verdicts == {"ok", "violation"}
+    kinds = {pipeproof(n).kind for n in EXPORTABLE if pipeproof(n).kind}
+    assert kinds >= {"deadlock", "read_before_fill", "overwrite_before_drain", "phase_alias",
+                     "over_arrival", "tx_range", "inflight_at_exit"}, kinds
+
+
+@pytest.mark.parametrize("name", EXPORTABLE)
+def test_spin_and_rumur_agree_with_pipeproof(name, tmp_path):
+    spec = load_spec(EXAMPLES_DIR / name)
+    ours = pipeproof(name)
+    assert ours.verdict in ("ok", "violation"), ours.limit
+    spin, rumur = both_tools(spec, tmp_path)
+    for run in (spin, rumur):
+        assert run.verdict == ours.verdict, (
+            f"{run.tool}: {run.verdict} ({run.kind}), pipeproof: {ours.verdict} {ours.kinds}\n"
+            f"{run.output[-3000:]}")
+    if ours.verdict == "ok":
+        assert rumur.states == ours.states, "Murphi must store exactly pipeproof's states"
+        assert spin.states >= ours.states  # plus SPIN's init and process-exit states
+    else:
+        assert rumur.kind in ours.kinds, (rumur.kind, ours.kinds, rumur.output[-2000:])
+        assert spin.kind in KINDS, spin.output[-2000:]
+
+
+@pytest.mark.parametrize("cell", STANDARD_CELLS, ids=lambda c: "N{}C{}I{}".format(*c))
+def test_murphi_state_count_equals_pipeproof_on_the_standard_pipeline(cell, tmp_path):
+    n, c, i = cell
+    spec = load_spec_text(make_toml(n, c, i), f"standard_N{n}_C{c}_I{i}.toml")
+    ours = verify_all_states(spec)
+    assert ours.verdict == "ok"
+    spin, rumur = both_tools(spec, tmp_path)
+    assert (rumur.verdict, rumur.states) == ("ok", ours.states), rumur.output[-2000:]
+    assert spin.verdict == "ok", spin.output[-2000:]
+
+
+def test_symmetric_murphi_reduces_and_agrees(tmp_path):
+    spec = load_spec_text(make_toml(4, 3, 8), "standard_N4_C3_I8.toml")
+    text = to_murphi(spec, symmetry=True)
+    assert "scalarset(3)" in text and "scalarset(1)" not in text
+    ours = verify_all_states(spec)
+    run = run_rumur(spec, tmp_path, TIMEOUT, symmetry=True, opt=OPT)
+    assert run.verdict == "ok", run.output[-2000:]
+    assert ours.states / 6 <= run.states < ours.states / 3  # up to 3! orbits, heuristic canonical form
+
+
+def test_symmetric_murphi_finds_the_same_bug(tmp_path):
+    spec = load_spec(EXAMPLES_DIR / "bug_consumer_count_too_many.toml")
+    run = run_rumur(spec, tmp_path, TIMEOUT, symmetry=True, opt=OPT)
+    assert (run.verdict, run.kind) == ("violation", "deadlock"), run.output[-2000:]
+
+
+def test_leader_ops_split_a_role_into_two_groups():
+    spec = load_spec(EXAMPLES_DIR / "bug_every_lane_expect_tx.toml")
+    text = to_murphi(spec, symmetry=True)
+    # agent 0 of the producer role copies, the other three do not: only those three are symmetric
+    assert "ag_producer_leader_id: 0..0;" in text
+    assert "ag_producer_id: scalarset(3);" in text
+    assert "copy 4096 @leader" in to_promela(spec)
+
+
+@pytest.mark.parametrize("name", NOT_EXPORTABLE)
+def test_unexportable_examples_give_one_clear_line(name):
+    spec = load_spec(EXAMPLES_DIR / name)
+    for fn in (to_promela, to_murphi):
+        with pytest.raises(SpecError) as err:
+            fn(spec)
+        message = str(err.value)
+        assert "\n" not in message
+        assert message.startswith(str(EXAMPLES_DIR / name) + ": ")
+        assert "cannot be exported to" in message
+
+
+@pytest.mark.parametrize("pipeline_line, feature", [
+    ('backend = "amd"', r"x.toml: \[pipeline\] backend: the amd backend cannot be exported"),
+    ('backend = "nvidia"\ncluster_size = 2', r"x.toml: \[pipeline\] cluster_size: a cluster of 2 CTAs"),
+])
+def test_refusals_name_the_feature(pipeline_line, feature):
+    text = make_toml(2, 1, 2).replace('backend = "nvidia"', pipeline_line)
+    spec = load_spec_text(text, "x.toml")
+    with pytest.raises(SpecError, match=feature):
+        to_promela(spec)
+
+
+def test_refusal_names_the_op():
+    text = make_toml(2, 1, 2).replace('"read",', '"read_async", "read_wait 0",')
+    spec = load_spec_text(text, "x.toml")
+    with pytest.raises(SpecError, match=r"x.toml: role 'consumer' body\[1\]: op 'read_async'"):
+        to_murphi(spec)
+
+
+# ------------------------------------------------------------------ the command
+
+def test_export_command_writes_stdout_and_files(tmp_path):
+    example = str(EXAMPLES_DIR / "mojo_pcp_nvidia.toml")
+    runner = CliRunner()
+    out = runner.invoke(export_command, ["--format", "promela", example])
+    assert out.exit_code == 0 and out.output.startswith("/*") and "proctype" in out.output
+    target = tmp_path / "m.m"
+    out = runner.invoke(export_command, ["--format", "murphi", "--symmetry", example, "-o", str(target)])
+    assert out.exit_code == 0
+    assert "scalarset(2)" in target.read_text() and "ruleset" in target.read_text()
+    assert target.read_text() == to_murphi(load_spec(example), symmetry=True)
+
+
+@pytest.mark.parametrize("args", [
+    ["--format", "promela", "spec/examples/mojo_pcp_amd.toml"],         # not in the subset
+    ["--format", "murphi", "no/such/spec.toml"],                         # no file
+    ["--format", "spin", "spec/examples/mojo_pcp_nvidia.toml"],          # no such format
+    ["spec/examples/mojo_pcp_nvidia.toml"],                              # --format missing
+    ["--format", "promela", "--symmetry", "spec/examples/mojo_pcp_nvidia.toml"],
+    ["--format", "promela", "spec/examples/mojo_pcp_nvidia.toml", "-o", "no/such/dir/x.pml"],
+])
+def test_export_command_bad_input_exits_2(args):
+    proc = subprocess.run([sys.executable, "-m", "checker.export_cli", *args], cwd=ROOT,
+                          capture_output=True, text=True)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stdout == ""
+    if "spin" not in args and "--format" in args:  # ours; click's usage errors add a hint
+        assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+
+
+def test_pipeproof_export_is_the_same_command():
+    example = "spec/examples/mojo_input_tile_nvidia.toml"
+    proc = subprocess.run([sys.executable, "-m", "checker.cli", "export", "--format", "murphi", example],
+                          cwd=ROOT, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    expected = to_murphi(load_spec(ROOT / example)).replace(str(ROOT / example), example, 1)
+    assert proc.stdout == expected
+    bad = subprocess.run([sys.executable, "-m", "checker.cli", "export", "--format", "promela",
+                          "spec/examples/x_cluster_ctas_ok.toml"], cwd=ROOT, capture_output=True, text=True)
+    assert bad.returncode == 2 and bad.stdout == ""
+    assert bad.stderr.strip() == ("spec/examples/x_cluster_ctas_ok.toml: [pipeline] cluster_size: a cluster "
+                                  "of 2 CTAs cannot be exported to promela (the export covers: nvidia "
+                                  "backend, one CTA, the main ring, ops wait/try/arrive/expect_tx/copy/"
+                                  "write/read/commit_empty/advance/reset/drain/sync/sync_arrive/sync_wait "
+                                  "with @leader, unless=ready and every=/at=)")
