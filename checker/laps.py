@@ -19,6 +19,10 @@ a finished agent, and a tag that no unfinished reader will ever compare (below e
 item and every in-flight async read) becomes "never stored" (-1); both behave the same in
 every rule (checker/semantics.py `store_tag`, `READ`).
 
+Interchangeable agents (same role, CTA and program, in specs without async reads, whose
+in-flight entries name their agent) are sorted, so a state is stored once for every way of
+permuting them.
+
 The item count is one parameter n >= 1: role r runs `coef[r] * n` items, where the `coef` are
 the spec's role item counts divided by their greatest common divisor (all roles equal: n is
 the item count; mojo_sm100_matmul: n is the tile count). An abstract state carries
@@ -112,6 +116,15 @@ class LapAbstraction:
         self.amd = m.backend == AMD
         self.has_body = [a.body_end > a.body_start for a in m.agents]
         self._tables = {}
+        # Interchangeable agents (same role, CTA and program): their records are sorted, so
+        # states that differ only by which of them is where are one state. Async reads name
+        # their agent inside in-flight entries, so specs with them are left unreduced.
+        self.classes = []
+        if not any(op.name == "read_async" for a in m.agents for op, _ in a.ops):
+            groups = {}
+            for i, a in enumerate(m.agents):
+                groups.setdefault((a.role, a.cta, a.ops), []).append(i)
+            self.classes = [g for g in groups.values() if len(g) > 1]
 
     # ------------------------------------------------------------------ item counts
 
@@ -152,7 +165,12 @@ class LapAbstraction:
                 st[b + S.F_RING0:b + agf] = 0
         self._shift_laps(st, done)
         self._shift_generations(st, done)
-        return self._shift_items(st, done)
+        d = self._shift_items(st, done)
+        for members in self.classes:
+            records = sorted(tuple(st[a * agf:(a + 1) * agf].tolist()) for a in members)
+            for a, rec in zip(members, records):
+                st[a * agf:(a + 1) * agf] = rec
+        return d
 
     def _shift_items(self, st, done) -> int:
         m = self.model
@@ -258,7 +276,8 @@ class LapAbstraction:
 # tests/test_laps.py checks the two agree state by state, so the readable one above is the
 # reference.
 
-LapTables = namedtuple("LapTables", ["misc", "agent", "ring_users", "reset_until", "sig", "sig_mult"])
+LapTables = namedtuple("LapTables", ["misc", "agent", "ring_users", "reset_until", "sig", "sig_mult",
+                                     "classes"])
 # misc columns
 (M_AGF, M_AGENTS, M_OFF_SLOT, M_OFF_BAR, M_OFF_INF, M_INFLIGHT, M_TAG_COEF, M_ITEM_STEP, M_AMD,
  M_NBAR, M_CTAS, M_FIRST_ARRIVED, M_KIND_SH, M_KIND_MASK, M_VAL_SH, M_VAL_MASK) = range(16)
@@ -289,7 +308,41 @@ def lap_tables(lap: LapAbstraction) -> LapTables:
             sig[r, k] = b
             mult[r, k] = (1 if not lap.amd else
                           ring.producer_arrive_count if kind == S.FULL else ring.consumer_arrive_count)
-    return LapTables(misc, agent, users, lap.reset_until, sig, mult)
+    width = max([len(c) for c in lap.classes] + [1])
+    classes = np.full((max(len(lap.classes), 1), width), -1, dtype=np.int64)
+    for k, members in enumerate(lap.classes):
+        classes[k, :len(members)] = members
+    return LapTables(misc, agent, users, lap.reset_until, sig, mult, classes)
+
+
+@njit(cache=True)
+def _record_less(st, agf, a, b):
+    for f in range(agf):
+        x, y = st[a * agf + f], st[b * agf + f]
+        if x != y:
+            return x < y
+    return False
+
+
+@njit(cache=True)
+def _sort_classes(L, st):
+    """Sort the agent records of each class of interchangeable agents (insertion sort of the
+    records in place: classes are small)."""
+    agf = L.misc[M_AGF]
+    tmp = np.empty(agf, dtype=np.int64)
+    for k in range(L.classes.shape[0]):
+        size = 0
+        while size < L.classes.shape[1] and L.classes[k, size] >= 0:
+            size += 1
+        for i in range(1, size):
+            j = i
+            while j > 0 and _record_less(st, agf, L.classes[k, j], L.classes[k, j - 1]):
+                a, b = L.classes[k, j], L.classes[k, j - 1]
+                for f in range(agf):
+                    tmp[f] = st[a * agf + f]
+                    st[a * agf + f] = st[b * agf + f]
+                    st[b * agf + f] = tmp[f]
+                j -= 1
 
 
 @njit(cache=True)
@@ -416,4 +469,5 @@ def canonical_fast(L, st):
         for a in range(n):
             if not done[a]:
                 st[a * agf + S.F_ITEM] -= d * L.agent[a, G_COEF]
+    _sort_classes(L, st)
     return d

@@ -306,7 +306,7 @@ def test_read_result_must_match_the_slot():
     i = find(log, op="read")
     log["events"][i]["result"] = "tag_mismatch"
     log["outcome"] = "read_before_fill"
-    assert_rejected(m, log, i, "holds item 0 in the model, so the read cannot mismatch")
+    assert_rejected(m, log, i, "holds item 0 and no copy into it is in flight in the model, so the read cannot mismatch")
 
 
 def test_reads_that_mismatch_in_the_model_must_mismatch_in_the_log():
