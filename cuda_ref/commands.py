@@ -1,0 +1,359 @@
+"""`pipeproof gpu` and `pipeproof crosscheck`: the reference kernels from the command line.
+
+These are click commands; checker/cli.py registers them in its group
+(`main.add_command(gpu)`, `main.add_command(crosscheck)`). `python -m cuda_ref.commands`
+runs them standalone.
+
+Exit codes follow the CLI contract: 0 everything held, 1 a failure (a GPU run that did not end
+`ok` for `gpu`; a broken rule for `crosscheck`), 2 bad input or no CuPy/GPU (one line saying
+so), 4 internal error. Human output goes to stderr; `--json` prints one document on stdout.
+
+crosscheck rules, per spec (issue 5):
+  R1  model `ok`                      => no GPU run fails;
+  R2  every GPU failure kind          => the model reports that kind for the spec (a `trap` is
+                                         the model's `over_arrival` or `tx_range`); a kind the
+                                         model reaches only beyond its shortest depth is
+                                         accepted and marked `(reachable)`;
+  R3  the model deadlocks on every path => every GPU run deadlocks;
+  R4  every log conforms (cuda_ref.conform.conform).
+"""
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import sys
+import traceback
+
+import click
+
+EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 4
+TRAP_KINDS = ("over_arrival", "tx_range")
+
+
+def _command_line() -> str:
+    """The command as a person would type it (recorded in every log)."""
+    argv = list(sys.argv)
+    if argv:
+        base = os.path.basename(argv[0])
+        if base == "commands.py":
+            argv[0:1] = ["python", "-m", "cuda_ref.commands"]
+        elif base in ("cli.py", "__main__.py"):
+            argv[0:1] = ["python", "-m", "checker.cli"]
+        else:
+            argv[0] = "pipeproof"
+    return " ".join(shlex.quote(a) for a in argv)
+
+
+def _fail_usage(message: str):
+    click.echo(message, err=True)
+    sys.exit(EXIT_USAGE)
+
+
+def _session(timeout_ms, delay_ns, echo=None):
+    from cuda_ref.run import GpuSession, GpuUnavailable
+    try:
+        return GpuSession(timeout_ms=timeout_ms, delay_ns=delay_ns, command=_command_line(),
+                          echo=echo)
+    except GpuUnavailable as err:
+        _fail_usage(f"pipeproof: no GPU run possible: {err}")
+
+
+def _load(path):
+    from spec.load import load_spec
+    from spec.schema import SpecError
+    try:
+        return load_spec(path)
+    except SpecError as err:
+        _fail_usage(str(err))
+
+
+def conform_logs(spec, logs):
+    """[ConformResult] for each log, or None when cuda_ref.conform is not available."""
+    try:
+        from cuda_ref.conform import conform
+    except ImportError:
+        return None
+    out = []
+    for log in logs:
+        try:
+            out.append(conform(spec, log))
+        except Exception as err:  # a conformance crash is a non-conforming log, said so
+            out.append(_Crash(f"conform raised {type(err).__name__}: {err}"))
+    return out
+
+
+class _Crash:
+    def __init__(self, message):
+        self.ok, self.index, self.message = False, None, message
+
+
+def _write_logs(log_dir, spec_path, reports):
+    from cuda_ref.log import write_log
+    os.makedirs(log_dir, exist_ok=True)
+    stem = os.path.splitext(os.path.basename(spec_path))[0]
+    paths = []
+    for rep in reports:
+        path = os.path.join(log_dir, f"{stem}.run{rep.log['run']}.log.json")
+        write_log(rep.log, path)
+        paths.append(path)
+    return paths
+
+
+def _counts_text(counts: dict) -> str:
+    from cuda_ref.log import OUTCOMES
+    return ", ".join(f"{k} {counts[k]}" for k in OUTCOMES if k in counts) or "no runs"
+
+
+def _conform_text(results) -> str:
+    if results is None:
+        return "n/a (cuda_ref.conform missing)"
+    return f"{sum(1 for r in results if r.ok)}/{len(results)}"
+
+
+_options = [
+    click.option("--runs", type=click.IntRange(min=1), default=10, show_default=True,
+                 help="Launches per spec (run 0 at full speed, the others perturbed)."),
+    click.option("--seed", type=int, default=0, show_default=True,
+                 help="Seed of the per-agent delays."),
+    click.option("--log-dir", type=click.Path(file_okay=False), default=None,
+                 help="Write each run's event log as DIR/<spec>.run<k>.log.json."),
+    click.option("--timeout-ms", type=click.FloatRange(min=0.01), default=20.0,
+                 show_default=True, help="Deadline of every wait, from launch."),
+    click.option("--delay-ns", type=click.IntRange(min=0), default=2000, show_default=True,
+                 help="Scale of the random nanosleep before ops in perturbed runs."),
+    click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout."),
+]
+
+
+def _with_options(fn):
+    for opt in reversed(_options):
+        fn = opt(fn)
+    return fn
+
+
+# ---------------------------------------------------------------------- gpu
+
+
+@click.command()
+@click.argument("specs", nargs=-1, required=True)
+@_with_options
+def gpu(specs, runs, seed, log_dir, timeout_ms, delay_ns, as_json):
+    """Run the reference GPU kernel of each SPEC: outcome counts and how many logs conform."""
+    loaded = [(p, _load(p)) for p in specs]
+    session = _session(timeout_ms, delay_ns)
+    worst, docs = EXIT_OK, []
+    try:
+        for path, spec in loaded:
+            try:
+                res = session.run_spec(path, runs, seed)
+            except Exception:
+                click.echo(f"{path}: internal error (please report):\n{traceback.format_exc()}", err=True)
+                worst = max(worst, EXIT_INTERNAL)
+                continue
+            if res.refused:
+                click.echo(res.refused, err=True)
+                worst = max(worst, EXIT_USAGE)
+                docs.append({"spec": path, "refused": res.refused})
+                continue
+            conf = conform_logs(spec, [r.log for r in res.reports])
+            paths = _write_logs(log_dir, path, res.reports) if log_dir else []
+            click.echo(f"{path}: {len(res.reports)} runs on {res.device} (seed {seed}): "
+                       f"{_counts_text(res.counts())}; logs conform: {_conform_text(conf)}",
+                       err=True)
+            for rep in res.reports:
+                if rep.outcome != "ok" or rep.detail:
+                    click.echo(f"  run {rep.log['run']}: {rep.outcome}"
+                               + (f" [{', '.join(rep.kinds)}]" if len(rep.kinds) > 1 else "")
+                               + (f": {rep.detail}" if rep.detail else ""), err=True)
+                    for line in (rep.mismatches[:3] + rep.stuck):
+                        click.echo(f"    {line}", err=True)
+                    if len(rep.mismatches) > 3:
+                        click.echo(f"    ... {len(rep.mismatches) - 3} more tag mismatches", err=True)
+            if conf is not None:
+                for rep, c in zip(res.reports, conf):
+                    if not c.ok:
+                        click.echo(f"  run {rep.log['run']}: log does not conform: event "
+                                   f"{c.index}: {c.message}", err=True)
+            if paths:
+                click.echo(f"  logs: {os.path.dirname(paths[0])}/", err=True)
+            bad = any(r.outcome != "ok" for r in res.reports) or (
+                conf is not None and not all(c.ok for c in conf))
+            worst = max(worst, EXIT_FAIL if bad else EXIT_OK)
+            docs.append({"spec": path, "device": res.device, "seed": seed,
+                         "counts": res.counts(),
+                         "conform": None if conf is None else [
+                             {"ok": c.ok, "index": c.index, "message": c.message} for c in conf],
+                         "runs": [r.summary() for r in res.reports], "logs": paths})
+    finally:
+        session.close()
+    if as_json:
+        click.echo(json.dumps({"schema": "pipeproof-gpu/1", "results": docs}, indent=2))
+    sys.exit(worst)
+
+
+# ---------------------------------------------------------------------- crosscheck
+
+
+class _ModelFacts:
+    """What the model says about a spec: the verdict, and on demand every reachable kind and
+    whether every path deadlocks (from checker.graph, for specs small enough for it)."""
+
+    def __init__(self, spec):
+        from checker.verify import verify
+        self.spec = spec
+        self.result = verify(spec)
+        self._graph = None
+        self.graph_error = ""
+
+    def graph(self):
+        if self._graph is None and not self.graph_error:
+            from checker.graph import build_graph
+            try:
+                self._graph = build_graph(self.spec)
+            except ValueError as err:
+                self.graph_error = str(err)
+        return self._graph
+
+    def reachable(self) -> set | None:
+        G = self.graph()
+        if G is None:
+            return None
+        kinds = set()
+        for _, d in G.nodes(data=True):
+            kinds.update(d.get("violations", ()))
+        for _, _, d in G.edges(data=True):
+            kinds.update(d.get("violations", ()))
+        return kinds
+
+    def every_path_deadlocks(self) -> bool | None:
+        if self.result.verdict != "violation":
+            return False
+        from checker.graph import every_path_deadlocks
+        G = self.graph()
+        return None if G is None else every_path_deadlocks(G)
+
+
+def check_rules(facts: _ModelFacts, reports, conform_results) -> tuple[list, list]:
+    """(broken rules, notes) for one spec."""
+    broken, notes = [], []
+    result = facts.result
+    failing = [r for r in reports if r.outcome != "ok"]
+    if result.verdict == "ok" and failing:
+        broken.append(f"R1: the model says ok but {len(failing)} GPU run(s) failed "
+                      f"({', '.join(sorted({r.outcome for r in failing}))})")
+    gpu_kinds = sorted({k for r in reports for k in r.kinds})
+    model_kinds = set(result.kinds)
+    reach = None
+    for kind in gpu_kinds:
+        wanted = TRAP_KINDS if kind == "trap" else (kind,)
+        if any(k in model_kinds for k in wanted):
+            continue
+        if reach is None:
+            reach = facts.reachable()
+        if reach is not None and any(k in reach for k in wanted):
+            notes.append(f"{kind} (reachable)")
+            continue
+        why = f" (graph: {facts.graph_error})" if reach is None and facts.graph_error else ""
+        broken.append(f"R2: GPU {kind} but the model reports "
+                      f"{', '.join(result.kinds) or result.verdict}{why}")
+    if result.verdict == "violation" and reports:
+        every = facts.every_path_deadlocks()
+        if every:
+            not_dead = [r for r in reports if "deadlock" not in r.kinds]
+            if not_dead:
+                broken.append(f"R3: every path deadlocks in the model but "
+                              f"{len(not_dead)} GPU run(s) did not deadlock")
+            notes.append("every path deadlocks")
+    if conform_results is not None:
+        bad = [(r, c) for r, c in zip(reports, conform_results) if not c.ok]
+        if bad:
+            r, c = bad[0]
+            broken.append(f"R4: {len(bad)} log(s) do not conform (run {r.log['run']}, event "
+                          f"{c.index}: {c.message})")
+    else:
+        notes.append("conformance not checked (cuda_ref.conform missing)")
+    return broken, notes
+
+
+@click.command()
+@click.argument("specs", nargs=-1, required=True)
+@_with_options
+def crosscheck(specs, runs, seed, log_dir, timeout_ms, delay_ns, as_json):
+    """Run the model and the GPU kernel of each SPEC and check that they agree (one row each)."""
+    loaded = [(p, _load(p)) for p in specs]
+    session = _session(timeout_ms, delay_ns)
+    rows, worst = [], EXIT_OK
+    try:
+        for path, spec in loaded:
+            try:
+                facts = _ModelFacts(spec)
+                res = session.run_spec(path, runs, seed)
+                model = facts.result.verdict if facts.result.verdict != "violation" else \
+                    ", ".join(facts.result.kinds)
+                if res.refused:
+                    row = {"spec": path, "model": model, "gpu": "not run", "conform": "-",
+                           "rules": "not run: " + res.refused.split("cuda_ref: ", 1)[-1],
+                           "broken": [], "refused": res.refused}
+                else:
+                    conf = conform_logs(spec, [r.log for r in res.reports])
+                    if log_dir:
+                        _write_logs(log_dir, path, res.reports)
+                    broken, notes = check_rules(facts, res.reports, conf)
+                    row = {"spec": path, "model": model, "gpu": _counts_text(res.counts()),
+                           "conform": _conform_text(conf),
+                           "rules": "BROKEN: " + "; ".join(broken) if broken else
+                           "ok" + (f" ({'; '.join(notes)})" if notes else ""),
+                           "broken": broken, "device": res.device,
+                           "runs": [r.summary() for r in res.reports]}
+                    if broken:
+                        worst = max(worst, EXIT_FAIL)
+            except Exception:
+                click.echo(f"{path}: internal error (please report):\n{traceback.format_exc()}", err=True)
+                worst = max(worst, EXIT_INTERNAL)
+                continue
+            rows.append(row)
+            click.echo(_row_text(row), err=True)
+    finally:
+        session.close()
+    click.echo(_table(rows, runs, seed, session.device), err=True)
+    if as_json:
+        click.echo(json.dumps({"schema": "pipeproof-crosscheck/1", "device": session.device,
+                               "runs": runs, "seed": seed, "rows": rows}, indent=2))
+    sys.exit(worst)
+
+
+def _row_text(row) -> str:
+    return f"{row['spec']}: model {row['model']}; gpu {row['gpu']}; conform {row['conform']}; {row['rules']}"
+
+
+def _table(rows, runs, seed, device) -> str:
+    head = ("spec", "model", f"gpu ({runs} runs, seed {seed})", "conform", "rules")
+    body = [(os.path.basename(r["spec"]), r["model"], r["gpu"], r["conform"], r["rules"])
+            for r in rows]
+    widths = [max(len(str(x)) for x in col) for col in zip(head, *body)] if body else [len(h) for h in head]
+    widths[-1] = 0
+    lines = [f"crosscheck on {device}", "| " + " | ".join(h.ljust(w) for h, w in zip(head, widths)) + " |",
+             "|" + "|".join("-" * (w + 2) for w in widths[:-1]) + "|---|"]
+    for b in body:
+        lines.append("| " + " | ".join(str(x).ljust(w) for x, w in zip(b, widths)) + " |")
+    return "\n".join(lines)
+
+
+@click.group()
+def _standalone():
+    """pipeproof GPU commands (standalone entry point)."""
+
+
+_standalone.add_command(gpu)
+_standalone.add_command(crosscheck)
+
+
+if __name__ == "__main__":
+    try:
+        _standalone.main(standalone_mode=False)
+    except click.exceptions.Exit as e:
+        sys.exit(e.exit_code)
+    except click.ClickException as e:
+        e.show()
+        sys.exit(EXIT_USAGE)

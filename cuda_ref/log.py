@@ -1,0 +1,200 @@
+"""Event logs of reference-kernel runs: decoding, outcomes, JSON.
+
+A run's log is one JSON document:
+
+    {"spec": <path>, "device": <str>, "command": <str>, "seed": S, "run": k,
+     "outcome": "ok" | "deadlock" | "read_before_fill" | "overwrite_before_drain" | "trap",
+     "events": [ ... ]}
+
+`events` are in the order (t, sequence number) of the kernel's global log counter. Agent
+steps (one event per model step):
+
+    {"t": ns (%globaltimer), "agent": "consumer[1]" | "cta0.producer[0]" (checker.model's
+     names), "op": the model op ("wait_full", "arrive_empty", "copy", "read", "advance",
+     "drain", "sync", ...), "pc": index into Model.agents[a].ops, "item": the agent's item,
+     "stage": int, "phase": int, "result": "ok" | "timeout" | "tag_mismatch"}
+
+  - `stage`/`phase` are those of the op's ring before the step (the main ring for ops without
+    a ring, like `sync` and `read_wait`); an op on another ring adds `"ring": NAME`;
+  - a `try_*` event adds `"ready": bool`; a `wait_* unless=ready` that was skipped adds
+    `"skipped": true` (it is still one step);
+  - `"result": "tag_mismatch"` (a `read`/`read_async` that found another tag) adds
+    `"found": tag` (-1: nothing was ever stored);
+  - `"result": "timeout"` is not a step: the agent was stuck at that op when the deadline
+    passed and exited (for a `sync` it had already made its arrival step, logged before).
+
+In-flight entries of the model (not agent steps):
+
+    {"t", "agent": "cta<c>.copy", "op": "land", "cta": c, "stage": s, "item": tag,
+     "bytes": B, "result": "ok"}                         a copy landed (recorded when seen)
+    {"t", "agent": "cta<c>.commit", "op": "fire", "cta": c, "stage": s, "n": n,
+     "result": "ok"}                                     a commit_empty arrival fired
+    {"t", "agent": <agent name>, "op": "finish", "pc": pc of its read_async, "item": i,
+     "stage": s, "cta": c, "result": "ok"}               an async read finished; when the
+                                                          slot no longer held the item then, it
+                                                          adds "overwritten": true, "found": tag
+
+(`"ring": NAME` again when not on the main ring.) A landing is recorded at the first logged
+step of its CTA that sees the copy's bytes in shared memory (every step under the log lock
+looks, before its own effect), or by the CTA's exit sweep; it takes that step's `t` and sorts
+just before it. Commits fire at once on the GPU (after the agent's
+async reads finished), so a fire follows its `commit_empty` step directly.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+from cuda_ref import codegen as G
+
+OUTCOMES = ("ok", "deadlock", "read_before_fill", "overwrite_before_drain", "trap")
+LOG_KEYS = ("spec", "device", "command", "seed", "run", "outcome", "events")
+LAND_HOW = {G.LAND_BY_WAIT: "wait", G.LAND_BY_READ: "read", G.LAND_BY_SWEEP: "exit sweep",
+            G.LAND_BY_STEP: "step"}
+
+
+@dataclass
+class RunReport:
+    """One run: the log document plus what the launcher and the commands print."""
+    log: dict
+    kinds: list = field(default_factory=list)        # every failure kind seen, in OUTCOMES order
+    stuck: list = field(default_factory=list)        # deadlock: per stuck agent, a description
+    mismatches: list = field(default_factory=list)   # tag mismatches: descriptions
+    detail: str = ""                                 # trap message, overflow notes, ...
+
+    @property
+    def outcome(self) -> str:
+        return self.log["outcome"]
+
+    def summary(self) -> dict:
+        return {"run": self.log["run"], "outcome": self.outcome, "kinds": self.kinds,
+                "stuck": self.stuck, "mismatches": self.mismatches, "detail": self.detail}
+
+
+def _ring_extra(gen, ring: int) -> dict:
+    return {} if ring <= 0 or ring >= len(gen.ring_names) else {"ring": gen.ring_names[ring]}
+
+
+def decode_events(gen: "G.Generated", ev_words, rec_words, n_rec: int) -> list[dict]:
+    """Schema events from the raw event buffer (EV_W int32 per record) and copy records."""
+    import numpy as np
+
+    ev = np.asarray(ev_words).reshape(-1, G.EV_W)
+    rows = ev[ev[:, 15] == 1]
+    keyed = []
+    for row in rows.tolist():
+        (t_lo, t_hi, seq, agent, op, pc, item, ring, stage, ph_lo, ph_hi, result, x0, x1,
+         _spare, _valid) = row
+        t = (t_hi & 0xFFFFFFFF) << 32 | (t_lo & 0xFFFFFFFF)
+        phase = (ph_hi & 0xFFFFFFFF) << 32 | (ph_lo & 0xFFFFFFFF)
+        if phase >= 1 << 63:
+            phase -= 1 << 64
+        seq &= 0xFFFFFFFF
+        if op == G.EV_OP_FIRE:
+            e = {"t": t, "agent": f"cta{x1}.commit", "op": "fire", "cta": x1, "stage": stage,
+                 "n": x0, "result": "ok"}
+            e.update(_ring_extra(gen, ring))
+        elif op == G.EV_OP_FINISH:
+            # an in-flight entry finishing is "ok" by the schema; a slot that no longer held
+            # the item when the read finished is flagged (the GPU's overwrite evidence)
+            e = {"t": t, "agent": gen.agents[agent], "op": "finish", "pc": pc, "item": item,
+                 "stage": stage, "cta": gen.agent_ctas[agent], "result": "ok"}
+            e.update(_ring_extra(gen, ring))
+            if result == G.RESULT_MISMATCH:
+                e["overwritten"] = True
+                e["found"] = x0
+        else:
+            name = gen.op_names[op]
+            e = {"t": t, "agent": gen.agents[agent], "op": name, "pc": pc, "item": item,
+                 "stage": stage, "phase": phase, "result": G.RESULTS[result]}
+            e.update(_ring_extra(gen, ring))
+            if name in ("try_full", "try_empty") and result == G.RESULT_OK:
+                e["ready"] = bool(x0)
+            if name in ("wait_full", "wait_empty") and result == G.RESULT_OK and x0:
+                e["skipped"] = True
+            if result == G.RESULT_MISMATCH:
+                e["found"] = x0
+        keyed.append(((t, seq), e))
+    rec = np.asarray(rec_words).reshape(-1, G.REC_W)[:n_rec]
+    for row in rec.tolist():
+        meta, tagb, _t_issue, seq_how, seq_land, t_land = (int(x) & 0xFFFFFFFFFFFFFFFF for x in row)
+        if not meta >> 63 or seq_land == 0xFFFFFFFFFFFFFFFF:
+            continue  # never seen landing (the exit sweep gave up): still in flight
+        cta, ring, stage = meta & 0xFF, (meta >> 8) & 0xFF, (meta >> 16) & 0xFFFF
+        tag = tagb & 0xFFFFFFFF
+        if tag >= 1 << 31:
+            tag -= 1 << 32
+        e = {"t": t_land, "agent": f"cta{cta}.copy", "op": "land", "cta": cta, "stage": stage,
+             "item": tag, "bytes": tagb >> 32, "result": "ok"}
+        e.update(_ring_extra(gen, ring))
+        # just before the step that first saw it (same t, the sequence number before its own)
+        keyed.append(((t_land, seq_land - 0.5), e))
+    keyed.sort(key=lambda x: x[0])
+    return [e for _, e in keyed]
+
+
+def classify(gen: "G.Generated", events: list[dict], trapped: bool, status=None,
+             detail: str = "") -> tuple[str, list, list, list]:
+    """(outcome, kinds, stuck, mismatches) of a run from its events."""
+    kinds, stuck, mismatches = set(), [], []
+    first_bad = None
+    for e in events:
+        if e["result"] == "tag_mismatch" or e.get("overwritten"):
+            kind = "overwrite_before_drain" if e["found"] > e["item"] else "read_before_fill"
+            kinds.add(kind)
+            first_bad = first_bad or kind
+            ring = e.get("ring", "main")
+            slot = f"cta{_cta_of(gen, e)}.{'' if ring == 'main' else ring + '.'}slot[{e['stage']}]"
+            what = "async read (finish)" if e["op"] == "finish" else e["op"]
+            found = "nothing" if e["found"] == -1 else f"item {e['found']}"
+            mismatches.append(f"{e['agent']} {what} of item {e['item']} from {slot} found {found}"
+                              f" ({kind})")
+        elif e["result"] == "timeout":
+            kinds.add("deadlock")
+            a = gen.agents.index(e["agent"])
+            text = gen.agent_ops[a][e["pc"]][1] if 0 <= e["pc"] < len(gen.agent_ops[a]) else e["op"]
+            ring = f"{e['ring']}." if e.get("ring", "main") != "main" else ""
+            stuck.append(f"{e['agent']} at pc {e['pc']} '{text}' ({ring}stage {e['stage']}, "
+                         f"phase {e['phase']}, item {e['item']})")
+    if status is not None and not trapped:
+        for a, s in enumerate(status):
+            if s == 0:
+                kinds.add("deadlock")
+                stuck.append(f"{gen.agents[a]} never finished (no timeout recorded)")
+    if trapped:
+        kinds.add("trap")
+        outcome = "trap"
+    elif first_bad:
+        outcome = first_bad
+    elif "deadlock" in kinds:
+        outcome = "deadlock"
+    else:
+        outcome = "ok"
+    return outcome, [k for k in OUTCOMES if k in kinds], stuck, mismatches
+
+
+def _cta_of(gen, e) -> int:
+    if "cta" in e:
+        return e["cta"]
+    return gen.agent_ctas[gen.agents.index(e["agent"])]
+
+
+def make_log(spec_path: str, device: str, command: str, seed: int, run: int, outcome: str,
+             events: list[dict]) -> dict:
+    return {"spec": spec_path, "device": device, "command": command, "seed": seed, "run": run,
+            "outcome": outcome, "events": events}
+
+
+def write_log(log: dict, path) -> None:
+    with open(path, "w") as f:
+        json.dump(log, f, indent=None, separators=(",", ":"))
+        f.write("\n")
+
+
+def read_log(path) -> dict:
+    with open(path) as f:
+        doc = json.load(f)
+    missing = [k for k in LOG_KEYS if k not in doc]
+    if missing:
+        raise ValueError(f"{path}: not a pipeproof GPU log (missing {', '.join(missing)})")
+    return doc

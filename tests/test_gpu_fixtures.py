@@ -1,0 +1,253 @@
+"""The host side of the GPU reference kernels, without a GPU: event decoding, run outcomes,
+the crosscheck rules, the commands without CuPy, and the H200 logs in tests/fixtures/gpu/.
+
+(tests/test_conform.py replays every fixture through conform as well; here each fixture is
+also checked against the generated kernel's program and its outcome recomputed, and tampered
+copies of the fixtures must be rejected.)
+"""
+from __future__ import annotations
+
+import copy
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from cuda_ref import codegen as G
+from cuda_ref import log as L
+from cuda_ref.commands import _ModelFacts, check_rules
+from spec.load import load_spec
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "tests" / "fixtures" / "gpu"
+PAIRS = sorted(p.with_suffix("").with_suffix("") for p in FIXTURES.glob("*.log.json"))
+HAVE_CONFORM = importlib.util.find_spec("cuda_ref.conform") is not None
+
+
+def load_pair(stem: Path):
+    spec = load_spec(str(stem) + ".toml")
+    with open(str(stem) + ".log.json") as f:
+        return spec, json.load(f)
+
+
+# ---------------------------------------------------------------- decoding raw buffers
+
+def raw_event(i, t, agent, op, pc, item, ring, stage, phase, result=0, x0=0, x1=0):
+    row = [t & 0xFFFFFFFF, t >> 32, i, agent, op, pc, item, ring, stage, phase, 0, result, x0, x1, 0, 1]
+    return [v - (1 << 32) if v >= 1 << 31 else v for v in row]
+
+
+def test_decode_orders_events_and_places_landings_before_their_observer():
+    g = G.generate(load_spec("spec/examples/mojo_input_tile_nvidia.toml"))
+    ev = np.zeros((g.max_events, G.EV_W), dtype=np.int32)
+    t0 = 1_795_000_000_000_000_000
+    ev[0] = raw_event(0, t0, 0, 1, 0, 0, 0, 0, 1)                  # producer wait_empty
+    ev[1] = raw_event(1, t0 + 32, 0, 6, 1, 0, 0, 0, 1, x0=16384)   # expect_tx
+    ev[2] = raw_event(2, t0 + 64, 0, 7, 2, 0, 0, 0, 1, x0=16384)   # copy
+    ev[4] = raw_event(4, t0 + 96, 1, 0, 0, 0, 0, 0, 0)             # consumer wait_full
+    ev[5] = raw_event(5, t0 + 128, 1, 9, 1, 0, 0, 0, 0, result=2, x0=-1)
+    ev[6] = raw_event(6, t0 + 999, 1, 0, 0, 1, 0, 1, 0, result=1)  # timeout
+    rec = np.zeros((g.max_records, G.REC_W), dtype=np.uint64)
+    rec[0] = [(1 << 63), 0 | (16384 << 32), t0 + 64, 2 | (4 << 32), 4, t0 + 96]
+    events = L.decode_events(g, ev.ravel(), rec.ravel(), 1)
+    assert [e["op"] for e in events] == ["wait_empty", "expect_tx", "copy", "land", "wait_full",
+                                         "read", "wait_full"]
+    land = events[3]
+    assert land == {"t": t0 + 96, "agent": "cta0.copy", "op": "land", "cta": 0, "stage": 0,
+                    "item": 0, "bytes": 16384, "result": "ok"}
+    assert events[5]["result"] == "tag_mismatch" and events[5]["found"] == -1
+    assert events[6]["result"] == "timeout" and events[6]["stage"] == 1
+    outcome, kinds, stuck, mism = L.classify(g, events, False, [1, 2])
+    assert outcome == "read_before_fill" and kinds == ["deadlock", "read_before_fill"]
+    assert stuck == ["consumer[0] at pc 0 'wait_full' (stage 1, phase 0, item 1)"]
+    assert mism == ["consumer[0] read of item 0 from cta0.slot[0] found nothing (read_before_fill)"]
+
+
+def test_decode_try_skip_fire_finish_and_rings():
+    g = G.generate(load_spec("spec/examples/x_mojo_sm100_matmul.toml"))
+    names = g.agents
+    mma = names.index("mma[0]")
+    acc = g.ring_names.index("acc")
+    ev = np.zeros((g.max_events, G.EV_W), dtype=np.int32)
+    ev[0] = raw_event(0, 10, mma, 1, 0, 0, acc, 0, 1)                            # wait_empty ring=acc
+    ev[1] = raw_event(1, 20, mma, G.EV_OP_FIRE, -1, 0, 0, 1, 0, x0=1, x1=0)      # fire
+    ev[2] = raw_event(2, 30, mma, G.EV_OP_FINISH, 3, 4, 0, 0, 0, result=2, x0=6)  # overwritten
+    events = L.decode_events(g, ev.ravel(), np.zeros(0, dtype=np.uint64), 0)
+    assert events[0]["ring"] == "acc" and events[0]["op"] == "wait_empty"
+    assert events[1] == {"t": 20, "agent": "cta0.commit", "op": "fire", "cta": 0, "stage": 1,
+                         "n": 1, "result": "ok"}
+    fin = events[2]
+    assert fin["op"] == "finish" and fin["result"] == "ok" and fin["overwritten"] and fin["found"] == 6
+    outcome, kinds, _, mism = L.classify(g, events, False, None)
+    assert outcome == "overwrite_before_drain" and "async read (finish)" in mism[0]
+
+
+def test_trapped_run_outcome():
+    g = G.generate(load_spec("spec/examples/bug_every_lane_expect_tx.toml"))
+    assert L.classify(g, [], True)[0:2] == ("trap", ["trap"])
+
+
+def test_log_document_has_exactly_the_schema_keys(tmp_path):
+    doc = L.make_log("s.toml", "dev", "cmd", 3, 1, "ok", [])
+    assert tuple(doc) == L.LOG_KEYS
+    L.write_log(doc, tmp_path / "x.log.json")
+    assert L.read_log(tmp_path / "x.log.json") == doc
+    (tmp_path / "bad.json").write_text("{}")
+    with pytest.raises(ValueError, match="not a pipeproof GPU log"):
+        L.read_log(tmp_path / "bad.json")
+
+
+# ---------------------------------------------------------------- crosscheck rules
+
+class Conf:
+    def __init__(self, ok, index=None, message=""):
+        self.ok, self.index, self.message = ok, index, message
+
+
+def report(outcome, kinds=None, run=0):
+    return L.RunReport(L.make_log("s", "d", "c", 0, run, outcome, []),
+                       kinds if kinds is not None else ([] if outcome == "ok" else [outcome]))
+
+
+@pytest.fixture(scope="module")
+def facts():
+    return {name: _ModelFacts(load_spec(f"spec/examples/{name}.toml"))
+            for name in ("mojo_pcp_nvidia", "bug_producer_phase0_nvidia",
+                         "bug_consumer_count_too_few", "bug_every_lane_expect_tx")}
+
+
+def test_rule_1_model_ok_means_no_gpu_failure(facts):
+    f = facts["mojo_pcp_nvidia"]
+    assert check_rules(f, [report("ok"), report("ok")], None)[0] == []
+    broken, _ = check_rules(f, [report("ok"), report("deadlock")], None)
+    assert broken and broken[0].startswith("R1:")
+
+
+def test_rule_2_gpu_kinds_must_be_model_kinds(facts):
+    f = facts["bug_consumer_count_too_few"]  # over_arrival at the shortest depth
+    broken, notes = check_rules(f, [report("deadlock")], None)
+    assert broken == [] and "deadlock (reachable)" in notes
+    broken, _ = check_rules(facts["bug_producer_phase0_nvidia"], [report("deadlock"),
+                                                                  report("read_before_fill")], None)
+    assert any(b.startswith("R2: GPU read_before_fill") for b in broken)
+    # a trap is the model's over_arrival or tx_range
+    assert check_rules(facts["bug_every_lane_expect_tx"], [report("trap")], None)[0] == []
+
+
+def test_rule_3_every_path_deadlocks(facts):
+    f = facts["bug_producer_phase0_nvidia"]
+    broken, notes = check_rules(f, [report("deadlock"), report("deadlock")], None)
+    assert broken == [] and "every path deadlocks" in notes
+    broken, _ = check_rules(f, [report("deadlock"), report("ok")], None)
+    assert any(b.startswith("R3:") for b in broken)
+
+
+def test_rule_4_every_log_conforms(facts):
+    f = facts["mojo_pcp_nvidia"]
+    broken, _ = check_rules(f, [report("ok"), report("ok", run=1)],
+                            [Conf(True), Conf(False, 7, "event 7: not enabled")])
+    assert broken == ["R4: 1 log(s) do not conform (run 1, event 7: event 7: not enabled)"]
+    _, notes = check_rules(f, [report("ok")], None)
+    assert "conformance not checked (cuda_ref.conform missing)" in notes
+
+
+# ---------------------------------------------------------------- commands without CuPy
+
+@pytest.mark.skipif(importlib.util.find_spec("cupy") is not None, reason="CuPy is installed here")
+@pytest.mark.parametrize("command", ["gpu", "crosscheck"])
+def test_commands_without_cupy_say_so_in_one_line_and_exit_2(command):
+    r = subprocess.run([sys.executable, "-m", "cuda_ref.commands", command,
+                        "spec/examples/mojo_pcp_nvidia.toml", "--runs", "2"],
+                       capture_output=True, text=True, cwd=ROOT)
+    assert r.returncode == 2
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and "CuPy is not installed" in lines[0]
+
+
+def test_commands_reject_a_bad_spec_with_exit_2(tmp_path):
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[pipeline]\nbackend = 'nvidia'\n")
+    r = subprocess.run([sys.executable, "-m", "cuda_ref.commands", "gpu", str(bad)],
+                       capture_output=True, text=True, cwd=ROOT)
+    assert r.returncode == 2 and str(bad) in r.stderr
+
+
+# ---------------------------------------------------------------- the H200 fixtures
+
+def test_there_are_fixtures_of_both_backends_correct_and_buggy():
+    assert len(PAIRS) >= 6
+    outcomes, backends = set(), set()
+    for stem in PAIRS:
+        spec, log = load_pair(stem)
+        outcomes.add(log["outcome"])
+        backends.add(spec.backend)
+        assert Path(str(stem) + ".toml").exists()
+    assert {"ok", "deadlock", "read_before_fill", "trap"} <= outcomes
+    assert backends == {"nvidia", "amd"}
+    readme = (FIXTURES / "README.md").read_text()
+    for stem in PAIRS:
+        assert f"`{stem.name}`" in readme, stem.name
+    assert "python3 -m cuda_ref.commands gpu tests/fixtures/gpu/*.toml --runs 4 --seed 7" in readme
+
+
+@pytest.mark.parametrize("stem", PAIRS, ids=lambda p: p.name)
+def test_fixture_matches_the_generated_program(stem):
+    spec, log = load_pair(stem)
+    g = G.generate(spec)
+    assert tuple(log) == L.LOG_KEYS
+    assert log["device"].startswith("NVIDIA H200")
+    for ev in log["events"]:
+        if ev["op"] in ("land", "fire"):
+            assert ev["agent"] == f"cta{ev['cta']}.{'copy' if ev['op'] == 'land' else 'commit'}"
+            continue
+        a = g.agents.index(ev["agent"])
+        name, _text = g.agent_ops[a][ev["pc"]]
+        if ev["op"] == "finish":
+            assert name == "read_async"
+        else:
+            assert name == ev["op"], ev
+    ts = [ev["t"] for ev in log["events"]]
+    assert ts == sorted(ts)
+    # the outcome follows from the events (a trap is the launcher's own observation)
+    if log["outcome"] != "trap":
+        assert L.classify(g, log["events"], False)[0] == log["outcome"]
+
+
+@pytest.mark.skipif(not HAVE_CONFORM, reason="cuda_ref.conform is not there yet")
+@pytest.mark.parametrize("stem", PAIRS, ids=lambda p: p.name)
+def test_fixture_conforms_and_tampering_is_rejected(stem):
+    from cuda_ref.conform import conform
+    spec, log = load_pair(stem)
+    assert conform(spec, log).ok
+    waits = [i for i, e in enumerate(log["events"])
+             if e["op"] in ("wait_full", "wait_empty", "drain") and e["result"] == "ok"
+             and not e.get("skipped")]
+    assert waits
+    # a wait at another phase than its program gives it
+    bad = copy.deepcopy(log)
+    bad["events"][waits[0]]["phase"] += 1
+    assert not conform(spec, bad).ok
+    # the last consumer wait moved before everything else: nothing has filled its slot yet
+    fulls = [i for i in waits if log["events"][i]["op"] == "wait_full"]
+    if fulls:
+        bad = copy.deepcopy(log)
+        ev = bad["events"].pop(fulls[-1])
+        ev["t"] = bad["events"][0]["t"] - 1000
+        bad["events"].insert(0, ev)
+        assert not conform(spec, bad).ok
+
+
+def test_crosscheck_table_was_saved():
+    text = (FIXTURES / "crosscheck.txt").read_text()
+    assert "crosscheck on NVIDIA H200" in text
+    examples = sorted(p.name for p in (ROOT / "spec" / "examples").glob("*.toml"))
+    for name in examples:
+        assert f"| {name}" in text, name
+    doc = json.loads((FIXTURES / "crosscheck.json").read_text())
+    assert doc["schema"] == "pipeproof-crosscheck/1" and doc["runs"] == 20
+    assert {os.path.basename(r["spec"]) for r in doc["rows"]} == set(examples)
