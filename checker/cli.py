@@ -64,13 +64,28 @@ def _exit_code(result) -> int:
 @click.option("--max-states", type=click.IntRange(min=1), help="Stop (inconclusive) after this many states.")
 @click.option("--timeout", type=click.FloatRange(min=0, min_open=True), help="Stop (inconclusive) after this many seconds.")
 @click.option("--graph", "graph_file", metavar="F", help="Write the explored state graph as DOT (small specs).")
-def verify(specs, as_json, trace_file, max_states, timeout, graph_file):
+@click.option("--engine", type=click.Choice(["explicit", "bmc"]), default="explicit", show_default=True,
+              help="explicit: exhaustive BFS; bmc: Z3 bounded model checking up to --depth.")
+@click.option("--depth", type=click.IntRange(min=1), help="Steps BMC searches (--engine bmc).")
+@click.option("--no-precheck", is_flag=True, help="Skip the symbolic count, bytes and phase pre-check.")
+@click.option("--suggest-fix", is_flag=True,
+              help="After a violation, search for the smallest verified change of the spec's numbers.")
+def verify(specs, as_json, trace_file, max_states, timeout, graph_file, engine, depth, no_precheck,
+           suggest_fix):
     """Explore every interleaving of each SPEC; print a verdict per spec."""
     from checker.export import write_trace
     from checker.report import format_text, to_json
     from checker.verify import verify as run_verify
     from spec.load import load_spec
     from spec.schema import SpecError
+
+    if depth and engine != "bmc":
+        raise UsageFailure("--depth applies only to --engine bmc")
+    if engine == "bmc":
+        from checker.smt.bmc import verify_bmc
+
+        def run_verify(spec, max_states=None, timeout=None, progress=False):  # noqa: F811
+            return verify_bmc(spec, depth=depth, timeout=timeout)
 
     if trace_file and not trace_file.endswith(TRACE_SUFFIXES):
         raise UsageFailure(f"--trace {trace_file}: the file name must end in .itf.json or .trace.json")
@@ -85,14 +100,27 @@ def verify(specs, as_json, trace_file, max_states, timeout, graph_file):
             worst = max(worst, EXIT_USAGE, key=SEVERITY.get)
             continue
         try:
+            findings = [] if no_precheck else _precheck(spec)
             result = run_verify(spec, max_states=max_states, timeout=timeout, progress=progress)
+        except SpecError as err:  # e.g. a feature the chosen engine does not support
+            click.echo(str(err), err=True)
+            errors.append({"spec": path, "error": str(err), "exit_code": EXIT_USAGE})
+            worst = max(worst, EXIT_USAGE, key=SEVERITY.get)
+            continue
         except Exception:  # an internal error must still say which spec and exit 4
             click.echo(f"{path}: internal error (please report):\n{traceback.format_exc()}", err=True)
             errors.append({"spec": path, "error": "internal error", "exit_code": EXIT_INTERNAL})
             worst = max(worst, EXIT_INTERNAL, key=SEVERITY.get)
             continue
+        result.precheck = findings
         results.append(result)
         click.echo(format_text(result).rstrip("\n"), err=True)
+        for finding in findings:  # the symbolic pre-check's words for the same bug
+            click.echo(f"pre-check: {finding.signal}: {finding.kind}: {finding.message}", err=True)
+        if suggest_fix and result.verdict == "violation":
+            from checker.fix import format_fix, suggest_fix as find_fix
+            result.fix = find_fix(spec, result)
+            click.echo(format_fix(result.fix).rstrip("\n"), err=True)
         if trace_file and result.traces:
             target = _trace_path(trace_file, path, len(specs) > 1)
             write_trace(result.traces[result.kind], target)
@@ -106,6 +134,24 @@ def verify(specs, as_json, trace_file, max_states, timeout, graph_file):
         doc["errors"] = errors  # specs that could not be verified, so none goes missing
         click.echo(json.dumps(doc, indent=2))
     sys.exit(worst)
+
+
+def _precheck(spec):
+    from checker.smt.precheck import precheck
+    return precheck(spec)
+
+
+def _register_commands():
+    """Commands that live beside the engines they drive (each imports its engine lazily)."""
+    from checker.export_cli import export
+    from checker.prove_cli import prove
+    from cuda_ref.commands import crosscheck, gpu
+    from cuda_ref.conform_cli import conform
+    for command in (prove, export, gpu, conform, crosscheck):
+        main.add_command(command)
+
+
+_register_commands()
 
 
 def run():

@@ -120,8 +120,18 @@ def result_to_json(result: Result) -> dict:
         "max_depth": result.max_depth,
         "limit": result.limit or None,
         "expect": result.spec.expect,
+        "engine": result.engine,
         "violation": violation,
+        "precheck": [f.to_json() for f in result.precheck],
+        "fix": _fix_json(result.fix),
     }
+
+
+def _fix_json(fix) -> dict | None:
+    if fix is None:
+        return None
+    return {"found": fix.found, "message": fix.message, "verified": fix.verified, "diff": fix.diff,
+            "changes": [{"location": c.location, "old": c.old, "new": c.new} for c in fix.changes]}
 
 
 def to_json(results: list[Result]) -> dict:
