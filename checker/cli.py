@@ -64,7 +64,9 @@ def _exit_code(result) -> int:
 @click.option("--max-states", type=click.IntRange(min=1), help="Stop (inconclusive) after this many states.")
 @click.option("--timeout", type=click.FloatRange(min=0, min_open=True), help="Stop (inconclusive) after this many seconds.")
 @click.option("--graph", "graph_file", metavar="F", help="Write the explored state graph as DOT (small specs).")
-def verify(specs, as_json, trace_file, max_states, timeout, graph_file):
+@click.option("--no-symmetry", "no_symmetry", is_flag=True,
+              help="Store every state, without reducing interchangeable agents (to compare).")
+def verify(specs, as_json, trace_file, max_states, timeout, graph_file, no_symmetry):
     """Explore every interleaving of each SPEC; print a verdict per spec."""
     from checker.export import write_trace
     from checker.report import format_text, to_json
@@ -85,7 +87,8 @@ def verify(specs, as_json, trace_file, max_states, timeout, graph_file):
             worst = max(worst, EXIT_USAGE, key=SEVERITY.get)
             continue
         try:
-            result = run_verify(spec, max_states=max_states, timeout=timeout, progress=progress)
+            result = run_verify(spec, max_states=max_states, timeout=timeout, progress=progress,
+                                symmetry=not no_symmetry)
         except Exception:  # an internal error must still say which spec and exit 4
             click.echo(f"{path}: internal error (please report):\n{traceback.format_exc()}", err=True)
             errors.append({"spec": path, "error": "internal error", "exit_code": EXIT_INTERNAL})
