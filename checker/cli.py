@@ -70,8 +70,10 @@ def _exit_code(result) -> int:
 @click.option("--no-precheck", is_flag=True, help="Skip the symbolic count, bytes and phase pre-check.")
 @click.option("--suggest-fix", is_flag=True,
               help="After a violation, search for the smallest verified change of the spec's numbers.")
+@click.option("--no-symmetry", "no_symmetry", is_flag=True,
+              help="Store every state, without reducing interchangeable agents (to compare).")
 def verify(specs, as_json, trace_file, max_states, timeout, graph_file, engine, depth, no_precheck,
-           suggest_fix):
+           suggest_fix, no_symmetry):
     """Explore every interleaving of each SPEC; print a verdict per spec."""
     from checker.export import write_trace
     from checker.report import format_text, to_json
@@ -84,7 +86,7 @@ def verify(specs, as_json, trace_file, max_states, timeout, graph_file, engine, 
     if engine == "bmc":
         from checker.smt.bmc import verify_bmc
 
-        def run_verify(spec, max_states=None, timeout=None, progress=False):  # noqa: F811
+        def run_verify(spec, max_states=None, timeout=None, progress=False, symmetry=True):  # noqa: F811
             return verify_bmc(spec, depth=depth, timeout=timeout)
 
     if trace_file and not trace_file.endswith(TRACE_SUFFIXES):
@@ -101,7 +103,8 @@ def verify(specs, as_json, trace_file, max_states, timeout, graph_file, engine, 
             continue
         try:
             findings = [] if no_precheck else _precheck(spec)
-            result = run_verify(spec, max_states=max_states, timeout=timeout, progress=progress)
+            result = run_verify(spec, max_states=max_states, timeout=timeout, progress=progress,
+                                symmetry=not no_symmetry)
         except SpecError as err:  # e.g. a feature the chosen engine does not support
             click.echo(str(err), err=True)
             errors.append({"spec": path, "error": str(err), "exit_code": EXIT_USAGE})

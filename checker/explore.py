@@ -15,6 +15,13 @@ level d+1 and stop there, so every kind at the minimal depth is reported, each w
 trace in BFS order. The successor of a violating step is stored like any other (its own state
 properties count at the same depth), except after a hardware trap (an arrive above pending,
 a tx-count out of range), which leaves no state to go on from.
+
+Symmetry reduction (on by default, checker/symmetry.py): every successor is put into the
+canonical form of its orbit under permutations of interchangeable agents before it is packed,
+so one state per orbit is stored and `n_stored` counts orbits. Violations and depths are the
+same on every member of an orbit, so the minimal depth and the kinds found there do not change;
+`parent`/`via` then lead through canonical states, and checker/verify.py turns such a path
+into an interleaving of concrete agents.
 """
 from __future__ import annotations
 
@@ -25,6 +32,7 @@ import numpy as np
 from numba import njit
 
 from checker import semantics as S
+from checker import symmetry as SYM
 from checker.model import Model
 
 EMPTY_SLOT = -1
@@ -114,13 +122,19 @@ def record(vrec, bits, depth, state_idx, action, det, vdet):
 
 
 @njit(cache=True)
-def expand(T, PK, store, n_stored, table, parent, via, lo, hi, depth, vrec, vdet,
+def expand(T, PK, SY, store, n_stored, table, parent, via, lo, hi, depth, vrec, vdet,
            check_only, max_states, counters):
-    """Expand states lo..hi-1 (all at `depth`). Returns (status, next index, n_stored)."""
+    """Expand states lo..hi-1 (all at `depth`). Returns (status, next index, n_stored).
+
+    Each successor is put into its canonical form under the symmetry classes `SY` (none: an
+    empty array) before it is looked up, so one state per orbit is stored."""
     n_fields = T.cfg[S.C_FIELDS]
-    n_actions = T.cfg[S.C_AGENTS] + T.cfg[S.C_INFLIGHT]
+    n_agents = T.cfg[S.C_AGENTS]
+    n_actions = n_agents + T.cfg[S.C_INFLIGHT]
     st = np.empty(n_fields, dtype=np.int64)
     out = np.empty(n_fields, dtype=np.int64)
+    perm = np.empty(n_agents, dtype=np.int64)
+    tmp = np.empty(n_agents * T.cfg[S.C_AGF], dtype=np.int64)
     key = np.empty(store.shape[1], dtype=np.int64)
     det = np.full(S.N_KINDS * S.DET_W, -1, dtype=np.int64)
     sdet = np.empty(S.N_KINDS * S.DET_W, dtype=np.int64)
@@ -148,6 +162,7 @@ def expand(T, PK, store, n_stored, table, parent, via, lo, hi, depth, vrec, vdet
                 det[:] = -1
                 if bits & S.TRAP:
                     continue
+            SYM.canonicalise(T, SY, out, perm, tmp)
             pack(PK, out, key)
             idx, new = find_or_insert(store, n_stored, table, key, max_states)
             if idx < 0:
@@ -179,8 +194,10 @@ class Search:
     """The explored state graph of one model, as far as the last `run` took it."""
 
     def __init__(self, model: Model, max_states: int | None = None, timeout: float | None = None,
-                 progress: bool = False):
+                 progress: bool = False, symmetry: bool = True):
         self.model = model
+        self.symmetry = symmetry
+        self.classes = SYM.classes(model) if symmetry else SYM.NO_CLASSES
         self.max_states = max_states or (1 << 62)
         self.timeout = timeout
         self.progress = progress
@@ -197,7 +214,7 @@ class Search:
         self.limit = ""
         self.max_depth = 0
         key = np.zeros(words, dtype=np.int64)
-        pack(model.packing, model.initial_vector(), key)
+        pack(model.packing, SYM.canonical(model, self.classes, model.initial_vector()), key)
         self.n_stored = find_or_insert(self.store, 0, self.table, key, 1)[0] + 1
 
     @property
@@ -223,8 +240,8 @@ class Search:
         last_report = started
         while i < hi:
             status, i, self.n_stored = expand(
-                m.tables, m.packing, self.store, self.n_stored, self.table, self.parent, self.via,
-                i, min(hi, i + chunk), depth, self.vrec, self.vdet, check_only,
+                m.tables, m.packing, self.classes, self.store, self.n_stored, self.table,
+                self.parent, self.via, i, min(hi, i + chunk), depth, self.vrec, self.vdet, check_only,
                 self.max_states, self.counters)
             if status == NEED_ROOM:
                 self._grow()
@@ -273,12 +290,27 @@ class Search:
                 print("\r\033[K", end="", file=sys.stderr, flush=True)
 
     def path_to(self, idx: int) -> list[int]:
-        """Action codes from the initial state to stored state `idx`."""
+        """Action codes from the initial state to stored state `idx` (under symmetry: from
+        each stored state on the path to a state whose canonical form is the next one)."""
         codes = []
         while self.parent[idx] >= 0:
             codes.append(int(self.via[idx]))
             idx = int(self.parent[idx])
         return codes[::-1]
+
+    def index_path(self, idx: int) -> list[int]:
+        """Stored indices from the initial state (0) to `idx`."""
+        path = [idx]
+        while self.parent[idx] >= 0:
+            idx = int(self.parent[idx])
+            path.append(idx)
+        return path[::-1]
+
+    def key_of(self, state) -> np.ndarray:
+        """The packed key the search stores for a concrete state (its canonical form)."""
+        key = np.zeros(self.model.words, dtype=np.int64)
+        pack(self.model.packing, SYM.canonical(self.model, self.classes, state), key)
+        return key
 
     def counterexample(self, k: int) -> list[int]:
         """Action codes of the shortest trace found for violation kind index k."""

@@ -1,8 +1,13 @@
 """Verify one spec: explore, then turn what was found into Results with readable traces.
 
-Traces are rebuilt by re-executing the recorded action codes from the initial state through
-the model, and each rebuilt state is checked against the stored one, so a trace can never show
-a state the search did not reach.
+Traces are rebuilt by re-executing action codes from the initial state through the model, and
+rebuilt states are checked against the stored ones, so a trace can never show a state the
+search did not reach. Under symmetry reduction the search stores one canonical state per orbit,
+and the action that reached a stored state was taken in its canonical parent, not in the
+concrete state the trace is at; so the trace walks the stored path and, at each step, takes the
+lowest action code enabled in the current concrete state whose successor has the next stored
+state as its canonical form (one exists: the concrete state is a permutation of the stored
+one). Every trace is thus a real interleaving of concrete agents.
 """
 from __future__ import annotations
 
@@ -11,7 +16,7 @@ import time
 import numpy as np
 
 from checker import semantics as S
-from checker.explore import Search, pack
+from checker.explore import Search
 from checker.model import Model, compile_model
 from checker.result import KINDS, Result
 from checker.trace import Event, Step, Trace
@@ -40,13 +45,15 @@ def tiny_spec() -> Spec:
 
 
 def verify(spec: Spec, max_states: int | None = None, timeout: float | None = None,
-           progress: bool = False) -> Result:
+           progress: bool = False, symmetry: bool = True) -> Result:
     """Explore `spec` exhaustively (or to a limit) and report what holds; `seconds` excludes
-    the one-time loading of the compiled engine."""
+    the one-time loading of the compiled engine. With `symmetry`, interchangeable agents
+    (checker/symmetry.py) are reduced: `states` counts one state per orbit."""
     warm_up()
     started = time.monotonic()
     model = compile_model(spec)
-    search = Search(model, max_states=max_states, timeout=timeout, progress=progress)
+    search = Search(model, max_states=max_states, timeout=timeout, progress=progress,
+                    symmetry=symmetry)
     kinds, depth = search.run()
     result = Result(spec=spec, verdict="ok", states=search.n_stored, transitions=search.transitions,
                     seconds=0.0, limit=search.limit, max_depth=search.max_depth)
@@ -63,8 +70,38 @@ def verify(spec: Spec, max_states: int | None = None, timeout: float | None = No
 
 # ------------------------------------------------------------------ traces
 
+def concrete_codes(model: Model, search: Search, k: int) -> list[int]:
+    """Action codes of a real interleaving that reaches violation kind k at the minimal depth."""
+    if search.classes.shape[0] == 0:
+        return search.counterexample(k)  # the stored states are the concrete ones
+    bit = 1 << k
+    state = model.initial_state()
+    codes = []
+    for i, idx in enumerate(search.index_path(int(search.vrec[k, 2]))[1:]):
+        target = search.store[idx]
+        for code in range(model.n_actions()):
+            nxt, bits, _ = model.apply(state, code)
+            if (nxt is not None and not bits & (S.TRAP | S.INFLIGHT_FULL)
+                    and np.array_equal(search.key_of(nxt), target)):
+                break
+        else:
+            raise AssertionError(f"internal: no step {i + 1} of the {KINDS[k]} trace reaches "
+                                 f"the stored state")
+        codes.append(code)
+        state = nxt
+    if search.vrec[k, 3] >= 0:  # the violation is a step: the lowest action that commits it
+        for code in range(model.n_actions()):
+            nxt, bits, _ = model.apply(state, code)
+            if nxt is not None and 0 < bits != S.INFLIGHT_FULL and bits & bit:
+                codes.append(code)
+                break
+        else:
+            raise AssertionError(f"internal: no last step of the {KINDS[k]} trace violates it")
+    return codes
+
+
 def build_trace(model: Model, search: Search, k: int) -> Trace:
-    codes = search.counterexample(k)
+    codes = concrete_codes(model, search, k)
     bit = 1 << k
     state = model.initial_state()
     initial = model.view(state)
@@ -88,7 +125,7 @@ def build_trace(model: Model, search: Search, k: int) -> Trace:
     if search.vrec[k, 3] >= 0:  # recorded as a step violation (else as a state property)
         if not last_bits & bit:
             raise AssertionError(f"internal: the last step of the {KINDS[k]} trace does not violate it")
-        reason = explain_step(model, k, search.vdet[k], before, codes[-1])
+        reason = explain_step(model, k, det[k * S.DET_W:(k + 1) * S.DET_W], before, codes[-1])
     else:
         sbits, sdet = model.state_violation_bits(state)
         if not sbits & bit:
@@ -106,9 +143,7 @@ def _event_args(ev: dict) -> dict:
 
 
 def _check_stored(model, search, state, idx):
-    key = np.zeros(model.words, dtype=np.int64)
-    pack(model.packing, np.array(state, dtype=np.int64), key)
-    if not np.array_equal(key, search.store[idx]):
+    if not np.array_equal(search.key_of(state), search.store[idx]):
         raise AssertionError("internal: rebuilt trace state differs from the stored state")
 
 
