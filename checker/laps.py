@@ -128,9 +128,6 @@ class LapAbstraction:
 
     # ------------------------------------------------------------------ item counts
 
-    def items_of(self, n: int) -> np.ndarray:
-        return self.coef * n
-
     def tables_for(self, n_rel: int):
         """The model tables with every agent's item count set for `n_rel` (MANY: never ends)."""
         t = self._tables.get(n_rel)
@@ -259,15 +256,6 @@ class LapAbstraction:
                     st[pos + 1] -= shift
                     for f in fields:
                         st[f] -= shift
-
-    def max_relative_item(self, st) -> float:
-        """The furthest unfinished agent, in units of the parameter n (for the MANY check)."""
-        m = self.model
-        best = 0.0
-        for a in range(self.n_agents):
-            if st[a * m.agf + S.F_PC] < len(m.agents[a].ops) and self.coef[a]:
-                best = max(best, st[a * m.agf + S.F_ITEM] / self.coef[a])
-        return best
 
 
 # ---------------------------------------------------------------------- the compiled form
