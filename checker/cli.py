@@ -64,16 +64,13 @@ def _exit_code(result) -> int:
 @click.option("--max-states", type=click.IntRange(min=1), help="Stop (inconclusive) after this many states.")
 @click.option("--timeout", type=click.FloatRange(min=0, min_open=True), help="Stop (inconclusive) after this many seconds.")
 @click.option("--graph", "graph_file", metavar="F", help="Write the explored state graph as DOT (small specs).")
-@click.option("--engine", type=click.Choice(["explicit", "bmc"]), default="explicit", show_default=True,
-              help="explicit: exhaustive BFS; bmc: Z3 bounded model checking up to --depth.")
-@click.option("--depth", type=click.IntRange(min=1), help="Steps BMC searches (--engine bmc).")
 @click.option("--no-precheck", is_flag=True, help="Skip the symbolic count, bytes and phase pre-check.")
 @click.option("--suggest-fix", is_flag=True,
               help="After a violation, search for the smallest verified change of the spec's numbers.")
 @click.option("--no-symmetry", "no_symmetry", is_flag=True,
               help="Store every state, without reducing interchangeable agents (to compare).")
-def verify(specs, as_json, trace_file, max_states, timeout, graph_file, engine, depth, no_precheck,
-           suggest_fix, no_symmetry):
+def verify(specs, as_json, trace_file, max_states, timeout, graph_file, no_precheck, suggest_fix,
+           no_symmetry):
     """Explore every interleaving of each SPEC; print a verdict per spec."""
     from checker.export import write_trace
     from checker.report import format_text, to_json
@@ -81,13 +78,6 @@ def verify(specs, as_json, trace_file, max_states, timeout, graph_file, engine, 
     from spec.load import load_spec
     from spec.schema import SpecError
 
-    if depth and engine != "bmc":
-        raise UsageFailure("--depth applies only to --engine bmc")
-    if engine == "bmc":
-        from checker.smt.bmc import verify_bmc
-
-        def run_verify(spec, max_states=None, timeout=None, progress=False, symmetry=True):  # noqa: F811
-            return verify_bmc(spec, depth=depth, timeout=timeout)
 
     if trace_file and not trace_file.endswith(TRACE_SUFFIXES):
         raise UsageFailure(f"--trace {trace_file}: the file name must end in .itf.json or .trace.json")
@@ -105,7 +95,7 @@ def verify(specs, as_json, trace_file, max_states, timeout, graph_file, engine, 
             findings = [] if no_precheck else _precheck(spec)
             result = run_verify(spec, max_states=max_states, timeout=timeout, progress=progress,
                                 symmetry=not no_symmetry)
-        except SpecError as err:  # e.g. a feature the chosen engine does not support
+        except SpecError as err:  # a spec the engine cannot take
             click.echo(str(err), err=True)
             errors.append({"spec": path, "error": str(err), "exit_code": EXIT_USAGE})
             worst = max(worst, EXIT_USAGE, key=SEVERITY.get)

@@ -25,7 +25,7 @@ class Result:
     traces: dict[str, Trace] = field(default_factory=dict)  # kind -> its shortest trace
     limit: str = ""                       # why the run is inconclusive ("max-states 1000", ...)
     max_depth: int = 0                    # deepest BFS level explored
-    engine: str = "explicit"              # explicit | bmc
+    engine: str = "explicit"              # which engine answered
     precheck: list = field(default_factory=list)  # checker.smt.precheck findings
     fix: object = None                    # checker.fix.FixSuggestion, after --suggest-fix
 

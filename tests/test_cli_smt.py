@@ -1,0 +1,52 @@
+"""The verify options that drive the Z3 side: the pre-check and --suggest-fix."""
+from __future__ import annotations
+
+import json
+import os
+
+from click.testing import CliRunner
+
+from checker.cli import main
+
+EXAMPLES = os.path.join(os.path.dirname(__file__), "..", "spec", "examples")
+
+
+def example(name: str) -> str:
+    return os.path.join(EXAMPLES, f"{name}.toml")
+
+
+def run(*args):
+    return CliRunner().invoke(main, list(args))
+
+
+def test_precheck_words_follow_the_verdict_and_can_be_turned_off():
+    out = run("verify", example("bug_consumer_count_too_many"))
+    assert out.exit_code == 1
+    lines = out.output.splitlines()
+    assert "deadlock" in lines[0]  # the compiler-style first line stays first
+    pre = [line for line in lines if line.startswith("pre-check: ")]
+    assert pre and "empty[s] expects 3 arrivals per phase" in pre[0]
+    quiet = run("verify", "--no-precheck", example("bug_consumer_count_too_many"))
+    assert quiet.exit_code == 1
+    assert "pre-check" not in quiet.output
+
+
+def test_precheck_is_silent_on_a_correct_spec_and_in_json():
+    out = run("verify", "--json", example("mojo_pcp_nvidia"))
+    assert out.exit_code == 0
+    doc = json.loads(out.stdout)
+    assert doc["precheck"] == []
+    bad = json.loads(run("verify", "--json", example("bug_expect_tx_too_many_bytes")).stdout)
+    assert [(f["signal"], f["kind"]) for f in bad["precheck"]] == [("full[s]", "deadlock")]
+
+
+def test_suggest_fix_prints_a_verified_toml_diff():
+    out = run("verify", "--suggest-fix", "--json", example("bug_consumer_count_too_few"))
+    assert out.exit_code == 1  # the spec as written is still violated
+    lines = out.output.splitlines()
+    assert "-consumer_arrive_count = 1" in lines and "+consumer_arrive_count = 2" in lines
+    fix = json.loads(out.stdout)["fix"]
+    assert fix["found"] is True
+    assert fix["changes"] == [{"location": "pipeline.consumer_arrive_count", "old": 1, "new": 2}]
+    assert "explicit engine: ok" in fix["verified"]
+    assert "prove: proved for every item count" in fix["verified"]
