@@ -69,20 +69,35 @@ def _exit_code(result) -> int:
               help="After a violation, search for the smallest verified change of the spec's numbers.")
 @click.option("--no-symmetry", "no_symmetry", is_flag=True,
               help="Store every state, without reducing interchangeable agents (to compare).")
+@click.option("--engine", type=click.Choice(["explicit", "bmc"]), default="explicit", show_default=True,
+              help="explicit: breadth-first search of every state; bmc: Z3 bounded model checking.")
+@click.option("--depth", type=click.IntRange(min=0), metavar="K",
+              help="With --engine bmc: look for violations up to K steps (default: the longest run, at most 100).")
 def verify(specs, as_json, trace_file, max_states, timeout, graph_file, no_precheck, suggest_fix,
-           no_symmetry):
+           no_symmetry, engine, depth):
     """Explore every interleaving of each SPEC; print a verdict per spec."""
     from checker.export import write_trace
     from checker.report import format_text, to_json
-    from checker.verify import verify as run_verify
+    from checker.verify import verify as explicit
     from spec.load import load_spec
     from spec.schema import SpecError
 
-
+    if depth is not None and engine != "bmc":
+        raise UsageFailure("--depth applies only to --engine bmc")
+    if max_states is not None and engine == "bmc":
+        raise UsageFailure("--max-states applies only to --engine explicit (bmc stores no states; use --depth)")
     if trace_file and not trace_file.endswith(TRACE_SUFFIXES):
         raise UsageFailure(f"--trace {trace_file}: the file name must end in .itf.json or .trace.json")
     results, errors, worst = [], [], EXIT_OK
     progress = sys.stderr.isatty() and not as_json
+
+    def run_engine(spec):
+        if engine == "bmc":
+            from checker.smt.bmc import verify_bmc
+            return verify_bmc(spec, depth=depth, timeout=timeout, symmetry=not no_symmetry)
+        return explicit(spec, max_states=max_states, timeout=timeout, progress=progress,
+                        symmetry=not no_symmetry)
+
     for path in specs:
         try:
             spec = load_spec(path)
@@ -93,8 +108,7 @@ def verify(specs, as_json, trace_file, max_states, timeout, graph_file, no_prech
             continue
         try:
             findings = [] if no_precheck else _precheck(spec)
-            result = run_verify(spec, max_states=max_states, timeout=timeout, progress=progress,
-                                symmetry=not no_symmetry)
+            result = run_engine(spec)
         except SpecError as err:  # a spec the engine cannot take
             click.echo(str(err), err=True)
             errors.append({"spec": path, "error": str(err), "exit_code": EXIT_USAGE})

@@ -33,6 +33,8 @@ def _reason(result: Result, kind: str) -> str:
 def first_line(result: Result) -> str:
     """The one-line verdict, e.g. `spec.toml: deadlock after 17 steps: producer[0] waits ...`."""
     path = result.spec.path
+    if result.engine == "bmc" and result.verdict != "violation":
+        return _bmc_line(result)
     if result.verdict == "ok":
         return (f"{path}: ok ({_plural(result.states, 'state')}, "
                 f"{_plural(result.transitions, 'transition')}, {result.seconds:.2f} s)")
@@ -47,6 +49,16 @@ def first_line(result: Result) -> str:
     if len(result.kinds) > 1:
         line += f" (also: {', '.join(result.kinds[1:])})"
     return line
+
+
+def _bmc_line(result: Result) -> str:
+    """BMC stores no states: it says how deep it looked (`ok` only when no run is longer)."""
+    path = result.spec.path
+    if result.verdict == "ok":
+        return (f"{path}: ok (bmc: every run checked, none longer than "
+                f"{_plural(result.max_depth, 'step')}, {result.seconds:.2f} s)")
+    return (f"{path}: inconclusive: {result.limit or 'limit reached'} "
+            f"(bmc: no violation within {_plural(result.max_depth, 'step')})")
 
 
 def _op_text(step: Step) -> str:
@@ -77,6 +89,8 @@ def format_table(trace: Trace) -> list[str]:
 
 
 def summary_line(result: Result) -> str:
+    if result.engine == "bmc":
+        return f"bmc, max depth {result.max_depth}, {result.seconds:.2f} s"
     return (f"{_plural(result.states, 'state')}, {_plural(result.transitions, 'transition')}, "
             f"max depth {result.max_depth}, {result.seconds:.2f} s")
 

@@ -101,11 +101,21 @@ def concrete_codes(model: Model, search: Search, k: int) -> list[int]:
 
 
 def build_trace(model: Model, search: Search, k: int) -> Trace:
-    codes = concrete_codes(model, search, k)
+    is_step = search.vrec[k, 3] >= 0  # recorded as a step violation (else as a state property)
+    return trace_from_codes(model, concrete_codes(model, search, k), k, is_step,
+                            check_end=lambda state: _check_stored(model, search, state,
+                                                                  int(search.vrec[k, 2])))
+
+
+def trace_from_codes(model: Model, codes: list, k: int, is_step: bool, check_end=None) -> Trace:
+    """The Trace of the run `codes` ending in violation kind index k: a step violation of its
+    last step (`is_step`) or a property of its last state. Every step is re-executed by
+    `model.apply`; nothing before the end may violate anything, and the end must violate k.
+    Every engine's traces (explicit, BMC) are built here, so they are explained alike."""
     bit = 1 << k
     state = model.initial_state()
     initial = model.view(state)
-    steps, det, last_bits = [], None, 0
+    steps, det, last_bits, before = [], None, 0, state
     for i, code in enumerate(codes):
         nxt, bits, det = model.apply(state, code)
         if bits < 0:
@@ -122,7 +132,7 @@ def build_trace(model: Model, search: Search, k: int) -> Trace:
             state=model.view(nxt),
             violations=tuple(KINDS[j] for j in range(S.N_KINDS) if violates and bits & (1 << j))))
         before, state, last_bits = state, nxt, bits
-    if search.vrec[k, 3] >= 0:  # recorded as a step violation (else as a state property)
+    if is_step:
         if not last_bits & bit:
             raise AssertionError(f"internal: the last step of the {KINDS[k]} trace does not violate it")
         reason = explain_step(model, k, det[k * S.DET_W:(k + 1) * S.DET_W], before, codes[-1])
@@ -130,7 +140,8 @@ def build_trace(model: Model, search: Search, k: int) -> Trace:
         sbits, sdet = model.state_violation_bits(state)
         if not sbits & bit:
             raise AssertionError(f"internal: the {KINDS[k]} trace does not end in a violation")
-        _check_stored(model, search, state, int(search.vrec[k, 2]))
+        if check_end is not None:
+            check_end(state)
         reason = explain_state(model, k, sdet[k * S.DET_W:(k + 1) * S.DET_W], state)
     return Trace(spec_name=model.spec.name, spec_path=model.spec.path, backend=model.spec.backend,
                  initial=initial, steps=tuple(steps), kind=KINDS[k], reason=reason)

@@ -28,10 +28,12 @@ def _configure(seed: int) -> None:
     z3.set_param("sat.random_seed", seed)
 
 
-def solver(timeout_ms: int = TIMEOUT_MS, rlimit: int = RLIMIT, seed: int = SEED) -> z3.Solver:
-    """A Z3 solver with the project's seed, timeout and work limit."""
+def solver(timeout_ms: int = TIMEOUT_MS, rlimit: int = RLIMIT, seed: int = SEED,
+           logic: str | None = None) -> z3.Solver:
+    """A Z3 solver with the project's seed, timeout and work limit; `logic` (e.g. "QF_BV")
+    picks Z3's solver for that logic (for QF_BV an incremental SAT solver over bit-blasting)."""
     _configure(seed)
-    s = z3.Solver()
+    s = z3.SolverFor(logic) if logic else z3.Solver()
     s.set("random_seed", seed)
     s.set("timeout", int(timeout_ms))
     s.set("rlimit", int(rlimit))
