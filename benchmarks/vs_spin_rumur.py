@@ -19,8 +19,12 @@ for pipeproof the whole Python process, for SPIN and Rumur the compiled verifier
 gets `--timeout` seconds per cell (killed after that: "timeout").
 
 Ratios are pipeproof seconds / tool seconds: below 1 means pipeproof was faster. pipeproof
-and SPIN count all states (pipeproof has no symmetry reduction yet; SPIN adds its init and
-process-exit states); Rumur counts states up to consumer permutation.
+(symmetry reduction on, its default) and Rumur count states up to consumer permutation; SPIN
+counts all states (plus its init and process-exit states).
+
+A tool that runs out of time on a cell is not run on the cells that have at least as many
+stages, consumers and items (its state space only grows); those show "skip" and count as out
+of time.
 
     python benchmarks/vs_spin_rumur.py --cells 2,1,8 4,2,8 8,2,16 --timeout 120
     python benchmarks/vs_spin_rumur.py --timeout 120 --csv grid.csv       # the whole grid
@@ -71,7 +75,18 @@ def run_pipeproof(spec_file: Path, timeout: float | None) -> ToolRun:
     return ToolRun("pipeproof", res["verdict"], kind, res["states"], wall, wall, rss, rss, "")
 
 
-def run_cell(cell, timeout, threads, memlim_mb, workroot: Path) -> dict:
+def _dominates(small, big) -> bool:
+    return all(a <= b for a, b in zip(small, big))
+
+
+def _skipped(tool: str, cell, timeout: float) -> ToolRun:
+    """A tool not run on a cell because it ran out of time on a smaller one (no more stages,
+    consumers or items: the state space only grows): counted as out of time, marked "skip"."""
+    return ToolRun(tool, "skipped", None, None, timeout, timeout, 0, 0,
+                   "not run: out of time on a smaller cell")
+
+
+def run_cell(cell, timeout, threads, memlim_mb, workroot: Path, skip=frozenset()) -> dict:
     n, c, i = cell
     work = workroot / f"N{n}_C{c}_I{i}"
     for sub in ("spin", "rumur"):
@@ -82,17 +97,21 @@ def run_cell(cell, timeout, threads, memlim_mb, workroot: Path) -> dict:
     (work / "spin" / "model.pml").write_text(to_promela(spec))
     (work / "rumur" / "model.m").write_text(to_murphi(spec, symmetry=True))
 
-    pp = run_pipeproof(spec_file, timeout)
-    spin = _pipeline("spin", spin_steps("model.pml", search_depth(spec), memlim_mb=memlim_mb),
-                     str(work / "spin"), timeout, parse_spin)
-    rumur = _pipeline("rumur", rumur_steps("model.m", symmetry=True, threads=threads),
-                      str(work / "rumur"), timeout, parse_rumur)
+    pp = _skipped("pipeproof", cell, timeout) if "pipeproof" in skip else \
+        run_pipeproof(spec_file, timeout)
+    spin = _skipped("spin", cell, timeout) if "spin" in skip else \
+        _pipeline("spin", spin_steps("model.pml", search_depth(spec), memlim_mb=memlim_mb),
+                  str(work / "spin"), timeout, parse_spin)
+    rumur = _skipped("rumur", cell, timeout) if "rumur" in skip else \
+        _pipeline("rumur", rumur_steps("model.m", symmetry=True, threads=threads),
+                  str(work / "rumur"), timeout, parse_rumur)
     shutil.rmtree(work, ignore_errors=True)
 
     def ratio(other: ToolRun) -> str:
-        if pp.verdict in ("timeout", "failed"):
-            return f">{pp.seconds / other.seconds:.2f}" if other.verdict not in ("timeout", "failed") else "n/a"
-        if other.verdict == "timeout":
+        if pp.verdict in ("timeout", "failed", "skipped"):
+            return (f">{pp.seconds / other.seconds:.2f}"
+                    if other.verdict not in ("timeout", "failed", "skipped") else "n/a")
+        if other.verdict in ("timeout", "skipped"):
             return f"<{pp.seconds / other.seconds:.3f}"
         if other.verdict == "failed":
             return "n/a"
@@ -122,7 +141,7 @@ HEADER = (f"{'N':>2} {'C':>2} {'I':>3} | {'pipeproof':<9} {'states':>11} {'s':>7
 
 
 def _short(v: str) -> str:
-    return {"violation": "viol"}.get(v.split(" ")[0], v.split(" ")[0])
+    return {"violation": "viol", "skipped": "skip"}.get(v.split(" ")[0], v.split(" ")[0])
 
 
 def fmt(row: dict) -> str:
@@ -166,7 +185,8 @@ def summary(rows) -> list[str]:
                  + (f"; not on {', '.join(_cell(r) for r in slower)}" if slower else ""))
     # SPIN "needs more than 1 s": its verifier (pan) alone, since spin -a + cc -O2 take a few
     # seconds on every cell; the ratio compares both tools' whole times, compiles included.
-    big_spin = [r for r in rows if r["_runs"][1].verdict == "timeout" or r["_runs"][1].check_seconds > 1.0]
+    big_spin = [r for r in rows if r["_runs"][1].verdict in ("timeout", "skipped")
+                or r["_runs"][1].check_seconds > 1.0]
     slow10 = [r for r in big_spin if not (r["_runs"][0].verdict in ("ok", "violation")
                                           and secs(r, 0) * 10 <= secs(r, 1))]
     lines.append(f">= 10x faster than SPIN (whole times) where SPIN's pan needs > 1 s: "
@@ -182,6 +202,12 @@ def summary(rows) -> list[str]:
                  f"{len(diff)} disagree" + (f" ({', '.join(_cell(r) for r in diff)})" if diff else "")
                  + f", {sum(r['same_verdict'] == 'n/a' for r in rows)} with a tool out of time")
     lines.append(f"pipeproof finished {len(pp_done)} of {len(rows)} cells")
+    skipped = {t: sum(r["_runs"][k].verdict == "skipped" for r in rows)
+               for k, t in enumerate(("pipeproof", "SPIN", "Rumur"))}
+    if any(skipped.values()):
+        lines.append("skip = not run, out of time on a smaller cell (counted as out of time): "
+                     + ", ".join(f"{t} {n}" for t, n in skipped.items()))
+    return lines
     return lines
 
 
@@ -237,8 +263,14 @@ def main(argv=None) -> int:
         if writer:
             writer.writeheader()
         with tempfile.TemporaryDirectory(prefix="vs_spin_rumur_") as root:
+            out_of_time = {"pipeproof": [], "spin": [], "rumur": []}
             for cell in cells:
-                row = run_cell(cell, args.timeout, args.rumur_threads, memlim, Path(root))
+                skip = frozenset(t for t, done in out_of_time.items()
+                                 if any(_dominates(small, cell) for small in done))
+                row = run_cell(cell, args.timeout, args.rumur_threads, memlim, Path(root), skip)
+                for run in row["_runs"]:
+                    if run.verdict == "timeout":
+                        out_of_time[run.tool].append(cell)
                 rows.append(row)
                 print(fmt(row), flush=True)
                 if writer:
