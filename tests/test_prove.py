@@ -227,3 +227,39 @@ def test_interchangeable_agents_are_stored_once():
     lap.canonical(a)
     lap.canonical(b)
     assert a.tolist() == b.tolist()
+
+
+@pytest.mark.parametrize("name", ["mojo_pcp_amd", "x_persistent_tiles_ok", "x_async_read_ok"])
+def test_compiled_search_stores_the_reference_search_states_in_its_order(name):
+    """The numba search (`_Search`) and the plain Python one it replaced (`_ReferenceSearch`)
+    store the same abstract states, in the same BFS order, with the same parents."""
+    from checker.prove import _ReferenceSearch, _Search
+    lap = LapAbstraction(load_spec(BY_NAME[name]), MAX_R)
+    R = 2 * lap.item_step
+    from checker.prove import _NeedLargerR
+    while True:
+        new, ref = _Search(lap, R, 500_000, None), _ReferenceSearch(lap, R, 500_000, None)
+        try:
+            found = new.run()
+        except _NeedLargerR:
+            with pytest.raises(_NeedLargerR):
+                ref.run()
+            R *= 2
+            continue
+        assert found == ref.run()
+        break
+    assert new.n_stored == ref.n_stored
+    for i in range(new.n_stored):
+        v1, n1 = new.state(i)
+        v2, n2 = ref.state(i)
+        assert (n1, v1.tolist()) == (n2, v2.tolist())
+    assert new.parent[:new.n_stored].tolist() == ref.parent
+    assert new.via[:new.n_stored].tolist() == ref.via
+
+
+def test_violation_item_count_is_the_same_for_both_searches():
+    text = standard_toml(stages=2, consumers=1, items=3, consumer_body=[
+        "wait_full", "read", "arrive_empty", "advance", "reset every=3 at=2"])
+    spec = load_spec_text(text, "<reset-every-3>")
+    a, b = prove(spec), prove(spec, reference=True)
+    assert (a.status, a.items, a.abstract_states) == (b.status, b.items, b.abstract_states)
