@@ -27,7 +27,7 @@ from checker.verify import tiny_spec, verify, warm_up
 from spec.schema import Spec
 
 KIND_MASK = (1 << S.N_KINDS) - 1
-MAX_ABSTRACT_STATES = 8_000_000  # about 0.9 KB each
+MAX_ABSTRACT_STATES = 25_000_000  # packed: (words + 1) * 8 + 6 bytes each, plus 8..16 of table
 MAX_R = 1 << 12
 QUICK_LOOK_STATES = 200_000
 
