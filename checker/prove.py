@@ -8,6 +8,28 @@ exhaustive search without a violation proves the spec for all item counts n >= 1
 violation found there is the path of one concrete item count, which the explicit engine then
 re-checks to print a real, shortest trace. A search that hits a limit, or a spec the
 abstraction cannot cover, gives `unknown` with the reason: never `proved`.
+
+The search (`_Search`, below) runs in numba like checker/explore.py's: packed states, an
+open-addressing table, BFS order, chunks between which the driver checks the time limit and
+grows the arrays. `_ReferenceSearch` is the plain Python loop it replaced; both store the same
+states in the same order (tests/test_prove.py compares them state by state).
+
+Considered and left as they are:
+
+- The restart when R doubles. The searches before the last are a few percent of the work
+  (x_mojo_sm100_matmul: 24,890 states at R = 4, then 1,592,519 at R = 8;
+  mojo_input_tile_cluster2_k2: 72,503, then 5,346,620; cutlass_tma_async_cluster2: 17,410,
+  then 706,494), since each doubling multiplies the state count by far more than 2. Reusing
+  them would mean splitting every MANY state of the smaller R into the exact counts R..2R-1
+  and MANY, and a BFS order (so traces and the violation reported) unlike a fresh search's.
+- The R - 1 exact copies of the initial state: each is its own item count, with its own
+  reachable states; they are the abstraction, not a cost of the search.
+- Symmetry across CTAs. In x_cluster_ctas_ok the CTAs are not interchangeable (the scheduler
+  runs in CTA 0 only, releases go to=leader); its cost was an unbounded phase, which
+  checker/laps.py now cuts (signals no op touches). cutlass_tma_async_cluster2 and
+  mojo_input_tile_cluster2_k2 are CTA-symmetric (targets self/all only) and could store about
+  half the states, but the permutation must move agents, signals, slots, barriers and the CTA
+  and agent fields of in-flight entries together; not done here.
 """
 from __future__ import annotations
 
