@@ -17,7 +17,9 @@ value, with four exceptions that `canonical` respects:
 Numbers nobody can read any more are forgotten: the item, stage, phase and barrier arrival of
 a finished agent, and a tag that no unfinished reader will ever compare (below every reader's
 item and every in-flight async read) becomes "never stored" (-1); both behave the same in
-every rule (checker/semantics.py `store_tag`, `READ`).
+every rule (checker/semantics.py `store_tag`, `READ`). A signal no op waits on, tests or
+updates (a CTA's barrier that only the other CTAs' barriers are used in place of) keeps its
+initial value and is read by no rule: the lap shift leaves it alone.
 
 Interchangeable agents (same role, CTA and program, in specs without async reads, whose
 in-flight entries name their agent) are sorted, so a state is stored once for every way of
@@ -114,6 +116,7 @@ class LapAbstraction:
                     last = a.body_end - 1 if a.body_start <= pc < a.body_end else pc
                     self.reset_until[r, i] = max(self.reset_until[r, i], last)
         self.amd = m.backend == AMD
+        self.sig_live = self._touched_signals()
         self.has_body = [a.body_end > a.body_start for a in m.agents]
         self._tables = {}
         # Interchangeable agents (same role, CTA and program): their records are sorted, so
@@ -210,12 +213,44 @@ class LapAbstraction:
                     st[a * agf + S.F_ITEM] -= d * self.coef[a]
         return d
 
+    def _touched_signals(self) -> set:
+        """(ring, cta, kind) of every signal some op may wait on, test or update. The others
+        keep their initial value in every state and no rule reads them, so the lap shift leaves
+        them out: a CTA's signal nobody uses (x_cluster_ctas_ok: CTA 1's empty barriers, as the
+        workers release to the leader) would otherwise hold its phase number at 0 and every
+        phase of the ring would grow without bound."""
+        m = self.model
+        reads = {"wait_full": S.FULL, "try_full": S.FULL, "wait_empty": S.EMPTY,
+                 "try_empty": S.EMPTY, "drain": S.EMPTY}
+        updates = {"arrive_full": S.FULL, "expect_tx": S.FULL, "copy": S.FULL,
+                   "arrive_empty": S.EMPTY, "commit_empty": S.EMPTY}
+        untouched = ("write", "read", "advance", "reset", "sync", "sync_arrive", "sync_wait",
+                     "read_wait")
+        live = set()
+        for a in m.agents:
+            for op, _ in a.ops:
+                r = m.ring_names.index(op.ring) if op.ring in m.ring_names else None
+                if op.name in untouched or r is None:
+                    continue
+                if op.name in reads:
+                    live.add((r, a.cta, reads[op.name]))
+                elif op.name in updates:
+                    k = m.ctas
+                    dst = ([a.cta] if k == 1 or op.to == "self" else [0] if op.to == "leader"
+                           else [(a.cta + 1) % k] if op.to == "peer" else range(k))
+                    live.update((r, c, updates[op.name]) for c in dst)
+                else:  # anything else (read_async): every signal of its ring, to be safe
+                    live.update((r, c, kind) for c in range(m.ctas) for kind in (S.FULL, S.EMPTY))
+        return live
+
     def _ring_signals(self, r: int):
+        """(kind, position) of the ring's signals that some op touches."""
         m = self.model
         for cta in range(m.ctas):
             for s in range(m.ring_specs[r].stages):
                 for kind in (S.FULL, S.EMPTY):
-                    yield kind, m.off_sig + 4 * (((cta * m.rings + r) * m.max_stages + s) * 2 + kind)
+                    if (r, cta, kind) in self.sig_live:
+                        yield kind, m.off_sig + 4 * (((cta * m.rings + r) * m.max_stages + s) * 2 + kind)
 
     def _shift_laps(self, st, done) -> None:
         m = self.model
@@ -287,7 +322,7 @@ def lap_tables(lap: LapAbstraction) -> LapTables:
     for r, us in enumerate(lap.ring_users):
         users[r, us] = 1
     sigs = [list(lap._ring_signals(r)) for r in range(m.rings)]
-    width = max(len(s) for s in sigs)
+    width = max([len(s) for s in sigs] + [1])
     sig = np.full((m.rings, width), -1, dtype=np.int64)
     mult = np.zeros((m.rings, width), dtype=np.int64)
     for r, ss in enumerate(sigs):

@@ -8,6 +8,28 @@ exhaustive search without a violation proves the spec for all item counts n >= 1
 violation found there is the path of one concrete item count, which the explicit engine then
 re-checks to print a real, shortest trace. A search that hits a limit, or a spec the
 abstraction cannot cover, gives `unknown` with the reason: never `proved`.
+
+The search (`_Search`, below) runs in numba like checker/explore.py's: packed states, an
+open-addressing table, BFS order, chunks between which the driver checks the time limit and
+grows the arrays. `_ReferenceSearch` is the plain Python loop it replaced; both store the same
+states in the same order (tests/test_prove.py compares them state by state).
+
+Considered and left as they are:
+
+- The restart when R doubles. The searches before the last are a few percent of the work
+  (x_mojo_sm100_matmul: 24,890 states at R = 4, then 1,592,519 at R = 8;
+  mojo_input_tile_cluster2_k2: 72,503, then 5,346,620; cutlass_tma_async_cluster2: 17,410,
+  then 706,494), since each doubling multiplies the state count by far more than 2. Reusing
+  them would mean splitting every MANY state of the smaller R into the exact counts R..2R-1
+  and MANY, and a BFS order (so traces and the violation reported) unlike a fresh search's.
+- The R - 1 exact copies of the initial state: each is its own item count, with its own
+  reachable states; they are the abstraction, not a cost of the search.
+- Symmetry across CTAs. In x_cluster_ctas_ok the CTAs are not interchangeable (the scheduler
+  runs in CTA 0 only, releases go to=leader); its cost was an unbounded phase, which
+  checker/laps.py now cuts (signals no op touches). cutlass_tma_async_cluster2 and
+  mojo_input_tile_cluster2_k2 are CTA-symmetric (targets self/all only) and could store about
+  half the states, but the permutation must move agents, signals, slots, barriers and the CTA
+  and agent fields of in-flight entries together; not done here.
 """
 from __future__ import annotations
 
@@ -18,14 +40,16 @@ import numpy as np
 from numba import njit
 
 from checker import semantics as S
-from checker.laps import (G_COEF, G_LEN, M_AGENTS, M_AGF, MANY, CannotAbstract, LapAbstraction,
-                          canonical_fast, lap_tables, scaled_spec)
+from checker.explore import EMPTY_SLOT, _grown, _table_size, find_or_insert, rehash, unpack
+from checker.laps import (G_COEF, G_LEN, HUGE, M_AGENTS, M_AGF, MANY, CannotAbstract,
+                          LapAbstraction, canonical_fast, lap_tables, scaled_spec)
+from checker.model import Packing, bits_for
 from checker.result import KINDS, Result
 from checker.verify import tiny_spec, verify, warm_up
 from spec.schema import Spec
 
 KIND_MASK = (1 << S.N_KINDS) - 1
-MAX_ABSTRACT_STATES = 8_000_000  # about 0.9 KB each
+MAX_ABSTRACT_STATES = 25_000_000  # packed: (words + 1) * 8 + 6 bytes each, plus 8..16 of table
 MAX_R = 1 << 12
 QUICK_LOOK_STATES = 200_000
 
@@ -81,8 +105,13 @@ class _Limit(Exception):
     pass
 
 
-class _Search:
-    """BFS over abstract states (vector, n_rel); n_rel is exact (1..R-1) or MANY (>= R)."""
+class _NoFit(Exception):
+    """An abstract vector outside the model's packing widths: search with raw words."""
+
+
+class _ReferenceSearch:
+    """The search in plain Python (a dict of bytes keys), kept as the reference `_Search`
+    must agree with state for state (tests/test_prove.py) and for before/after timings."""
 
     def __init__(self, lap: LapAbstraction, R: int, max_states: int, deadline: float | None):
         self.lap, self.R = lap, R
@@ -151,27 +180,265 @@ class _Search:
             i += 1
         return None
 
+    @property
+    def n_stored(self) -> int:
+        return len(self.keys)
+
     def item_count_of(self, i: int) -> int:
-        """The parameter n whose concrete run follows the abstract path to state i."""
-        path = []
-        while i >= 0:
-            path.append(i)
-            i = self.parent[i]
-        path.reverse()
-        lap = self.lap
-        first = self.state(path[0])[1]
-        if first != MANY:
-            return first
-        moved = 0
-        for prev, cur in zip(path, path[1:]):
-            st, n_rel = self.state(prev)
-            out = np.empty_like(st)
-            det = np.full(S.N_KINDS * S.DET_W, -1, dtype=np.int64)
-            S.step(lap.tables_for(n_rel), st, self.via[cur], out, det)
-            moved += canonical_fast(self.fast, out)
-            if self.state(cur)[1] != MANY:
-                return moved + self.state(cur)[1]
-        return moved + self.R
+        return _item_count_of(self, i)
+
+
+# ---------------------------------------------------------------------- the compiled search
+#
+# States are stored like checker/explore.py stores concrete ones: the vector packed with the
+# model's packing widths (the model is compiled for MAX_R items, and every abstract value is
+# in the range of some concrete state of that model: relative items, tags, phases and
+# generations are at most the absolute ones; the one exception, the 0 the canonical form
+# writes into a finished agent's fields, is added to each range by `_lap_packing`; `_fits`
+# checks every successor anyway and the search falls back to one raw word per field if one
+# ever does not fit), then n_rel as one more word. An
+# open-addressing table of int32 indices deduplicates them; parent (int32) and via (int16)
+# give the path back. States are stored in BFS order, the store is the queue, and the order
+# in which successors are stored is the Python reference's (`_ReferenceSearch`), so the
+# stored states, their indices and the violation found are the same.
+
+(B_DONE, B_NEED_ROOM, B_FOUND, B_STATE_LIMIT, B_INFLIGHT, B_NEED_R, B_NO_FIT) = range(7)
+
+
+@njit(cache=True)
+def _fits(PK, st):
+    for f in range(st.shape[0]):
+        v = st[f] - PK.bias[f]
+        w = PK.width[f]
+        if w == 0:
+            if v != 0:
+                return False
+        elif v < 0 or v >= (np.int64(1) << w):
+            return False
+    return True
+
+
+@njit(cache=True)
+def _store_one(PK, store, n_stored, table, parent, via, vec, n_rel, i, a, key, limit):
+    """Pack (vec, n_rel) and store it if new; returns (status, n_stored)."""
+    if not _fits(PK, vec):
+        return B_NO_FIT, n_stored
+    words = key.shape[0] - 1
+    for w in range(words):
+        key[w] = 0
+    for j in range(PK.live.shape[0]):
+        f = PK.live[j]
+        key[PK.word[f]] |= (vec[f] - PK.bias[f]) << PK.shift[f]
+    key[words] = n_rel
+    idx, new = find_or_insert(store, n_stored, table, key, limit)
+    if idx < 0:
+        return B_STATE_LIMIT, n_stored
+    if new:
+        parent[idx] = i
+        via[idx] = a
+        n_stored += 1
+    return B_DONE, n_stored
+
+
+@njit(cache=True)
+def _bfs(T, L, PK, store, n_stored, table, parent, via, lo, hi, R, limit, found):
+    """Expand stored states lo..hi-1 in order; returns (status, next index, n_stored).
+    B_FOUND: found[:] = (state index, action or -1, bits)."""
+    n_fields = T.cfg[S.C_FIELDS]
+    n_actions = T.cfg[S.C_AGENTS] + T.cfg[S.C_INFLIGHT]
+    n_agents = L.misc[M_AGENTS]
+    words = store.shape[1] - 1
+    st = np.empty(n_fields, dtype=np.int64)
+    succ = np.empty((n_actions, n_fields), dtype=np.int64)
+    bits = np.empty(n_actions, dtype=np.int64)
+    moved = np.zeros(n_actions, dtype=np.int64)
+    far = np.zeros(n_actions, dtype=np.int64)
+    key = np.empty(words + 1, dtype=np.int64)
+    room = n_actions * R
+    for i in range(lo, hi):
+        if n_stored + room > store.shape[0] or 2 * (n_stored + room) > table.shape[0]:
+            return B_NEED_ROOM, i, n_stored
+        unpack(PK, store[i, :words], st)
+        n_rel = store[i, words]
+        for g in range(n_agents):  # the item counts of this n_rel (laps.tables_for)
+            T.agent[g, S.A_ITEMS] = L.agent[g, G_COEF] * (HUGE if n_rel == MANY else n_rel)
+        state_bits = expand(T, L, st, succ, bits, moved, far, R - 1)
+        if state_bits & KIND_MASK:
+            found[0], found[1], found[2] = i, -1, state_bits
+            return B_FOUND, i, n_stored
+        for a in range(n_actions):
+            b = bits[a]
+            if b < 0:
+                continue
+            if b & S.INFLIGHT_FULL:
+                return B_INFLIGHT, i, n_stored
+            if b & KIND_MASK:
+                found[0], found[1], found[2] = i, a, b
+                return B_FOUND, i, n_stored
+            d = moved[a]
+            if n_rel != MANY:
+                status, n_stored = _store_one(PK, store, n_stored, table, parent, via, succ[a],
+                                              n_rel - d, i, a, key, limit)
+                if status != B_DONE:
+                    return status, i, n_stored
+                continue
+            if far[a]:
+                return B_NEED_R, i, n_stored
+            status, n_stored = _store_one(PK, store, n_stored, table, parent, via, succ[a],
+                                          MANY, i, a, key, limit)
+            if status != B_DONE:
+                return status, i, n_stored
+            if d:
+                for n2 in range(max(R - d, 1), R):
+                    status, n_stored = _store_one(PK, store, n_stored, table, parent, via,
+                                                  succ[a], n2, i, a, key, limit)
+                    if status != B_DONE:
+                        return status, i, n_stored
+    return B_DONE, hi, n_stored
+
+
+def _lap_packing(model):
+    """The model's packing with every field's range widened to hold 0 as well: the canonical
+    form writes 0 into what a finished agent no longer reads (its phases start at 1); and the
+    signals' observed bit kept on amd too (semantics.observe sets it, only nvidia reads it:
+    the explicit engine may drop it, the abstraction stores it as the reference did)."""
+    word, shift, width, bias = [], [], [], []
+    w, used = 0, 0
+    n_sig_fields = 4 * model.ctas * model.rings * model.max_stages * 2
+    for f, (b, span) in enumerate(model._field_bounds()):
+        lo, hi = min(b, 0), max(b + span, 0)
+        if model.off_sig <= f < model.off_sig + n_sig_fields and (f - model.off_sig) % 4 == 3:
+            hi = max(hi, 1)
+        bits = bits_for(hi - lo)
+        if used + bits > 63:
+            w, used = w + 1, 0
+        word.append(w)
+        shift.append(used)
+        width.append(bits)
+        bias.append(lo)
+        used += bits
+    arr = lambda xs: np.array(xs, dtype=np.int64)
+    live = [f for f, bits in enumerate(width) if bits > 0]
+    return Packing(arr(word), arr(shift), arr(width), arr(bias), arr(live)), w + 1
+
+
+def _raw_packing(n_fields: int):
+    """One word per field, for vectors the model's packing cannot hold."""
+    arr = lambda xs: np.array(xs, dtype=np.int64)
+    f = range(n_fields)
+    return Packing(arr(f), arr([0] * n_fields), arr([62] * n_fields),
+                   arr([-(1 << 61)] * n_fields), arr(f)), n_fields
+
+
+class _Search:
+    """BFS over abstract states (vector, n_rel); n_rel is exact (1..R-1) or MANY (>= R).
+    The loop is `_bfs`, run a chunk at a time so the deadline is checked and the arrays grown
+    between chunks."""
+
+    CHUNK = 8192
+
+    def __init__(self, lap: LapAbstraction, R: int, max_states: int, deadline: float | None,
+                 raw: bool = False):
+        self.lap, self.R = lap, R
+        self.max_states, self.deadline = max_states, deadline
+        self.fast = lap_tables(lap)
+        model = lap.model
+        self.packing, self.words = (_raw_packing(model.n_fields) if raw
+                                    else _lap_packing(model))
+        self.raw = raw
+        self.tables = model.tables._replace(agent=model.tables.agent.copy())  # _bfs writes it
+        cap = 1 << 12
+        self.store = np.zeros((cap, self.words + 1), dtype=np.int64)
+        self.table = np.full(_table_size(cap), EMPTY_SLOT, dtype=np.int32)
+        self.parent = np.full(cap, -1, dtype=np.int32)
+        self.via = np.full(cap, -1, dtype=np.int16)
+        self.n_stored = 0
+
+    def _grow(self, need: int):
+        cap = self.store.shape[0]
+        while cap < need:
+            cap += cap // 2
+        self.table = None
+        self.store = _grown(self.store, cap, 0)
+        self.parent = _grown(self.parent, cap, -1)
+        self.via = _grown(self.via, cap, -1)
+        self.table = np.full(_table_size(cap), EMPTY_SLOT, dtype=np.int32)
+        rehash(self.store, self.n_stored, self.table)
+
+    def state(self, i: int) -> tuple[np.ndarray, int]:
+        """The vector and n_rel of stored state i."""
+        st = np.empty(self.lap.model.n_fields, dtype=np.int64)
+        unpack(self.packing, self.store[i, :self.words], st)
+        return st, int(self.store[i, self.words])
+
+    def run(self):
+        """None when every abstract state is safe, else (state index, action or -1, bits)."""
+        lap, R = self.lap, self.R
+        model = lap.model
+        v0 = model.initial_vector()
+        canonical_fast(self.fast, v0)
+        key = np.empty(self.words + 1, dtype=np.int64)
+        room = model.n_actions() * R
+        found = np.zeros(3, dtype=np.int64)
+        for n_rel in list(range(1, R)) + [MANY]:
+            if 2 * (self.n_stored + 1) > self.table.shape[0] or self.n_stored >= self.store.shape[0]:
+                self._grow(self.n_stored + 1)
+            status, self.n_stored = _store_one(self.packing, self.store, self.n_stored, self.table,
+                                               self.parent, self.via, v0, n_rel, -1, -1, key,
+                                               self.max_states)
+            self._check(status)
+        i = 0
+        while i < self.n_stored:
+            if self.deadline and time.monotonic() > self.deadline:
+                raise _Limit("the time limit")
+            status, i, self.n_stored = _bfs(
+                self.tables, self.fast, self.packing, self.store, self.n_stored, self.table,
+                self.parent, self.via, i, min(self.n_stored, i + self.CHUNK), R,
+                self.max_states, found)
+            if status == B_NEED_ROOM:
+                self._grow(self.n_stored + 2 * room)
+            elif status == B_FOUND:
+                return int(found[0]), int(found[1]), int(found[2])
+            else:
+                self._check(status)
+        return None
+
+    def _check(self, status):
+        if status == B_STATE_LIMIT:
+            raise _Limit(f"more than {self.max_states:,} abstract states")
+        if status == B_INFLIGHT:
+            raise _Limit("the model's room for in-flight copies and commits")
+        if status == B_NEED_R:
+            raise _NeedLargerR()
+        if status == B_NO_FIT:
+            raise _NoFit()
+        assert status in (B_DONE, B_NEED_ROOM), status
+
+    def item_count_of(self, i: int) -> int:
+        return _item_count_of(self, i)
+
+
+def _item_count_of(search, i: int) -> int:
+    """The parameter n whose concrete run follows the abstract path to state i."""
+    path = []
+    while i >= 0:
+        path.append(i)
+        i = search.parent[i]
+    path.reverse()
+    lap = search.lap
+    first = search.state(path[0])[1]
+    if first != MANY:
+        return first
+    moved = 0
+    for prev, cur in zip(path, path[1:]):
+        st, n_rel = search.state(prev)
+        out = np.empty_like(st)
+        det = np.full(S.N_KINDS * S.DET_W, -1, dtype=np.int64)
+        S.step(lap.tables_for(n_rel), st, int(search.via[cur]), out, det)
+        moved += canonical_fast(search.fast, out)
+        if search.state(cur)[1] != MANY:
+            return moved + search.state(cur)[1]
+    return moved + search.R
 
 
 def describe_parameter(spec: Spec, lap: LapAbstraction) -> str:
@@ -189,12 +456,14 @@ def warm_up_prove() -> None:
     global _warm
     warm_up()
     if not _warm:
-        _Search(LapAbstraction(tiny_spec(), 8), 4, 10_000, None).run()
+        lap = LapAbstraction(tiny_spec(), 8)
+        _Search(lap, 4, 10_000, None).run()
+        _Search(lap, 4, 10_000, None, raw=True).run()
         _warm = True
 
 
-def prove(spec: Spec, timeout: float | None = None,
-          max_states: int = MAX_ABSTRACT_STATES) -> ProofResult:
+def prove(spec: Spec, timeout: float | None = None, max_states: int = MAX_ABSTRACT_STATES,
+          reference: bool = False) -> ProofResult:
     """Prove `spec` safe and deadlock-free for every item count, refute it, or say unknown."""
     warm_up_prove()
     started = time.monotonic()
@@ -215,23 +484,28 @@ def prove(spec: Spec, timeout: float | None = None,
         return done(status="unknown", reason=f"outside the lap abstraction: {err}")
     parameter = describe_parameter(spec, lap)
     R = 2 * lap.item_step  # doubled until no MANY state comes near the end of the run
+    raw = False
     while True:
-        search = _Search(lap, R, max_states, deadline)
+        search = (_ReferenceSearch(lap, R, max_states, deadline) if reference
+                  else _Search(lap, R, max_states, deadline, raw=raw))
         try:
             found = search.run()
+        except _NoFit:
+            raw = True
+            continue
         except _NeedLargerR:
             if R >= MAX_R:
-                return done(status="unknown", parameter=parameter, abstract_states=len(search.keys),
+                return done(status="unknown", parameter=parameter, abstract_states=search.n_stored,
                             reason="agents drift apart without bound (no lap bound up to "
                                    f"{MAX_R} items)")
             R *= 2
             continue
         except _Limit as err:
-            return done(status="unknown", parameter=parameter, abstract_states=len(search.keys),
+            return done(status="unknown", parameter=parameter, abstract_states=search.n_stored,
                         reason=f"stopped at {err}")
         break
     if found is None:
-        return done(status="proved", parameter=parameter, abstract_states=len(search.keys),
+        return done(status="proved", parameter=parameter, abstract_states=search.n_stored,
                     reason="no violation in any abstract state, for every item count")
     i, action, bits = found
     n = search.item_count_of(i)
@@ -240,8 +514,8 @@ def prove(spec: Spec, timeout: float | None = None,
     result = verify(concrete, timeout=remaining)
     kinds = [KINDS[k] for k in range(S.N_KINDS) if bits & (1 << k)]
     if result.verdict != "violation":
-        return done(status="unknown", parameter=parameter, abstract_states=len(search.keys),
+        return done(status="unknown", parameter=parameter, abstract_states=search.n_stored,
                     reason=f"the abstraction reached {', '.join(kinds)} at n = {n}, but the "
                            f"explicit engine says {result.verdict} there")
-    return done(status="violated", parameter=parameter, abstract_states=len(search.keys),
+    return done(status="violated", parameter=parameter, abstract_states=search.n_stored,
                 items=n, result=result, reason=f"violated at n = {n}")
