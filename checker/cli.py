@@ -69,8 +69,10 @@ def _exit_code(result) -> int:
               help="After a violation, search for the smallest verified change of the spec's numbers.")
 @click.option("--no-symmetry", "no_symmetry", is_flag=True,
               help="Store every state, without reducing interchangeable agents (to compare).")
-@click.option("--engine", type=click.Choice(["explicit", "bmc"]), default="explicit", show_default=True,
-              help="explicit: breadth-first search of every state; bmc: Z3 bounded model checking.")
+@click.option("--engine", type=click.Choice(["explicit", "bmc", "laps"]), default="explicit",
+              show_default=True,
+              help="explicit: breadth-first search of every state; bmc: Z3 bounded model checking; "
+                   "laps: item numbers relative, so the states stop growing with the item count.")
 @click.option("--depth", type=click.IntRange(min=0), metavar="K",
               help="With --engine bmc: look for violations up to K steps (default: the longest run, at most 100).")
 def verify(specs, as_json, trace_file, max_states, timeout, graph_file, no_precheck, suggest_fix,
@@ -84,6 +86,8 @@ def verify(specs, as_json, trace_file, max_states, timeout, graph_file, no_prech
 
     if depth is not None and engine != "bmc":
         raise UsageFailure("--depth applies only to --engine bmc")
+    if no_symmetry and engine == "laps":
+        raise UsageFailure("--no-symmetry does not apply to --engine laps (it always reduces interchangeable agents)")
     if max_states is not None and engine == "bmc":
         raise UsageFailure("--max-states applies only to --engine explicit (bmc stores no states; use --depth)")
     if trace_file and not trace_file.endswith(TRACE_SUFFIXES):
@@ -95,6 +99,9 @@ def verify(specs, as_json, trace_file, max_states, timeout, graph_file, no_prech
         if engine == "bmc":
             from checker.smt.bmc import verify_bmc
             return verify_bmc(spec, depth=depth, timeout=timeout, symmetry=not no_symmetry)
+        if engine == "laps":
+            from checker.lap_verify import verify_laps
+            return verify_laps(spec, max_states=max_states, timeout=timeout)
         return explicit(spec, max_states=max_states, timeout=timeout, progress=progress,
                         symmetry=not no_symmetry)
 

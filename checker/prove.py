@@ -97,6 +97,15 @@ def expand(T, L, st, succ, bits, moved, far, far_items):
     return S.state_violations(T, st, n_enabled, det)
 
 
+def start_counts(R: int, only_n: int | None) -> list[int]:
+    """The n_rel of the initial abstract states: every count (1..R-1 exact, MANY for >= R), or
+    only the count `only_n` (exact below R; MANY above, which also covers every other count
+    >= R)."""
+    if only_n is None:
+        return list(range(1, R)) + [MANY]
+    return [only_n if only_n < R else MANY]
+
+
 class _NeedLargerR(Exception):
     pass
 
@@ -139,13 +148,13 @@ class _ReferenceSearch:
         v = np.frombuffer(self.keys[i], dtype=np.int64)
         return v[:-1].copy(), int(v[-1])
 
-    def run(self):
+    def run(self, only_n: int | None = None):
         """None when every abstract state is safe, else (state index, action or -1, bits)."""
         lap, R = self.lap, self.R
         model = lap.model
         v0 = model.initial_vector()
         canonical_fast(self.fast, v0)
-        for n_rel in list(range(1, R)) + [MANY]:
+        for n_rel in start_counts(R, only_n):
             self._add(v0, n_rel, -1, -1)
         n_actions = model.n_actions()
         succ = np.empty((n_actions, model.n_fields), dtype=np.int64)
@@ -371,7 +380,7 @@ class _Search:
         unpack(self.packing, self.store[i, :self.words], st)
         return st, int(self.store[i, self.words])
 
-    def run(self):
+    def run(self, only_n: int | None = None):
         """None when every abstract state is safe, else (state index, action or -1, bits)."""
         lap, R = self.lap, self.R
         model = lap.model
@@ -380,7 +389,7 @@ class _Search:
         key = np.empty(self.words + 1, dtype=np.int64)
         room = model.n_actions() * R
         found = np.zeros(3, dtype=np.int64)
-        for n_rel in list(range(1, R)) + [MANY]:
+        for n_rel in start_counts(R, only_n):
             if 2 * (self.n_stored + 1) > self.table.shape[0] or self.n_stored >= self.store.shape[0]:
                 self._grow(self.n_stored + 1)
             status, self.n_stored = _store_one(self.packing, self.store, self.n_stored, self.table,
@@ -462,6 +471,38 @@ def warm_up_prove() -> None:
         _warm = True
 
 
+class Unknown(Exception):
+    """The abstract search stopped without an answer; `states` is how many it stored."""
+
+    def __init__(self, reason: str, states: int, drift: bool = False):
+        super().__init__(reason)
+        self.states = states
+        self.drift = drift  # agents drift apart without bound (not a limit: the abstraction)
+
+
+def search_laps(lap: LapAbstraction, max_states: int, deadline: float | None,
+                only_n: int | None = None, reference: bool = False):
+    """Search the lap abstraction exhaustively (from every item count, or only `only_n`),
+    doubling R until no MANY state comes near the end of the run; returns (search, found)
+    where found is None or (state index, action or -1, bits). Raises Unknown at a limit."""
+    R = 2 * lap.item_step
+    raw = False
+    while True:
+        search = (_ReferenceSearch(lap, R, max_states, deadline) if reference
+                  else _Search(lap, R, max_states, deadline, raw=raw))
+        try:
+            return search, search.run(only_n)
+        except _NoFit:
+            raw = True
+        except _NeedLargerR:
+            if R >= MAX_R:
+                raise Unknown(f"agents drift apart without bound (no lap bound up to {MAX_R} "
+                              "items)", search.n_stored, drift=True)
+            R *= 2
+        except _Limit as err:
+            raise Unknown(f"stopped at {err}", search.n_stored)
+
+
 def prove(spec: Spec, timeout: float | None = None, max_states: int = MAX_ABSTRACT_STATES,
           reference: bool = False) -> ProofResult:
     """Prove `spec` safe and deadlock-free for every item count, refute it, or say unknown."""
@@ -483,27 +524,11 @@ def prove(spec: Spec, timeout: float | None = None, max_states: int = MAX_ABSTRA
     except CannotAbstract as err:
         return done(status="unknown", reason=f"outside the lap abstraction: {err}")
     parameter = describe_parameter(spec, lap)
-    R = 2 * lap.item_step  # doubled until no MANY state comes near the end of the run
-    raw = False
-    while True:
-        search = (_ReferenceSearch(lap, R, max_states, deadline) if reference
-                  else _Search(lap, R, max_states, deadline, raw=raw))
-        try:
-            found = search.run()
-        except _NoFit:
-            raw = True
-            continue
-        except _NeedLargerR:
-            if R >= MAX_R:
-                return done(status="unknown", parameter=parameter, abstract_states=search.n_stored,
-                            reason="agents drift apart without bound (no lap bound up to "
-                                   f"{MAX_R} items)")
-            R *= 2
-            continue
-        except _Limit as err:
-            return done(status="unknown", parameter=parameter, abstract_states=search.n_stored,
-                        reason=f"stopped at {err}")
-        break
+    try:
+        search, found = search_laps(lap, max_states, deadline, reference=reference)
+    except Unknown as err:
+        return done(status="unknown", parameter=parameter, abstract_states=err.states,
+                    reason=str(err))
     if found is None:
         return done(status="proved", parameter=parameter, abstract_states=search.n_stored,
                     reason="no violation in any abstract state, for every item count")

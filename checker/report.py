@@ -35,6 +35,9 @@ def first_line(result: Result) -> str:
     path = result.spec.path
     if result.engine == "bmc" and result.verdict != "violation":
         return _bmc_line(result)
+    if result.engine == "laps" and result.verdict == "ok":
+        return (f"{path}: ok ({_plural(result.states, 'state')} with relative laps, the same for "
+                f"every item count >= {result.lap_bound}, {result.seconds:.2f} s)")
     if result.verdict == "ok":
         return (f"{path}: ok ({_plural(result.states, 'state')}, "
                 f"{_plural(result.transitions, 'transition')}, {result.seconds:.2f} s)")
@@ -91,6 +94,8 @@ def format_table(trace: Trace) -> list[str]:
 def summary_line(result: Result) -> str:
     if result.engine == "bmc":
         return f"bmc, max depth {result.max_depth}, {result.seconds:.2f} s"
+    if result.engine == "laps":
+        return f"{_plural(result.states, 'state')} (relative laps), {result.seconds:.2f} s"
     return (f"{_plural(result.states, 'state')}, {_plural(result.transitions, 'transition')}, "
             f"max depth {result.max_depth}, {result.seconds:.2f} s")
 

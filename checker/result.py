@@ -25,7 +25,8 @@ class Result:
     traces: dict[str, Trace] = field(default_factory=dict)  # kind -> its shortest trace
     limit: str = ""                       # why the run is inconclusive ("max-states 1000", ...)
     max_depth: int = 0                    # deepest BFS level explored
-    engine: str = "explicit"              # which engine answered
+    engine: str = "explicit"              # which engine answered: explicit, bmc or laps
+    lap_bound: int = 0                    # laps: every item count >= this has the same states
     precheck: list = field(default_factory=list)  # checker.smt.precheck findings
     fix: object = None                    # checker.fix.FixSuggestion, after --suggest-fix
 

@@ -49,15 +49,12 @@ def test_correct_example_is_proved_for_every_item_count(name):
     assert proof.abstract_states == PROVED[name]
 
 
-# Their exact counts, proved in about 7 s, 17 s and 90 s (2-core machine): run with
-# PIPEPROOF_PROVE_LARGE=1.
+# Their exact counts, proved in about 7 s, 17 s and 90 s (2-core machine, up to ~1.5 GB).
 LARGE_PROVED = {"cutlass_tma_async_cluster2": 706494, "x_mojo_sm100_matmul": 1592519,
                 "mojo_input_tile_cluster2_k2": 5346620}
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not os.environ.get("PIPEPROOF_PROVE_LARGE"),
-                    reason="proofs of 0.7M..5.3M abstract states: set PIPEPROOF_PROVE_LARGE=1")
 @pytest.mark.parametrize("name", LARGE_OK)
 def test_large_correct_example_is_proved(name):
     proof = prove(load_spec(BY_NAME[name]))
