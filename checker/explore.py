@@ -162,7 +162,7 @@ def expand(T, PK, SY, store, n_stored, table, parent, via, lo, hi, depth, vrec, 
                 det[:] = -1
                 if bits & S.TRAP:
                     continue
-            SYM.canonicalise(T, SY, out, perm, tmp)
+            SYM.canonicalise_successor(T, SY, st, out, perm, tmp)
             pack(PK, out, key)
             idx, new = find_or_insert(store, n_stored, table, key, max_states)
             if idx < 0:
