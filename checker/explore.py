@@ -40,8 +40,17 @@ EMPTY_SLOT = -1
 # Statuses returned by `expand`.
 DONE, NEED_ROOM, INFLIGHT_OVERFLOW, STATE_LIMIT = 0, 1, 2, 3
 
+# The hot loop is compiled without numba's reference counting (`_nrt=False`). The semantics
+# read the model tables as `T.cfg`, `T.prog`, ...; with reference counting on, every such
+# read of an array out of the tables tuple costs an NRT incref/decref call pair (an atomic
+# each), dozens per step: they took ~90% of the time of `S.step`. Nothing here allocates (the
+# scratch arrays come from `Search`) and every array is owned by the caller for the whole
+# call, so no count is needed. Functions `expand` calls that are not inlined get the same
+# flags, or their own increfs would come back.
+ENGINE = dict(cache=True, _nrt=False)
 
-@njit(cache=True)
+
+@njit(**ENGINE)
 def pack(PK, st, key):
     for w in range(key.shape[0]):
         key[w] = 0
@@ -50,7 +59,7 @@ def pack(PK, st, key):
         key[PK.word[f]] |= (st[f] - PK.bias[f]) << PK.shift[f]
 
 
-@njit(cache=True)
+@njit(**ENGINE)
 def unpack(PK, key, st):
     for f in range(st.shape[0]):
         if PK.width[f] > 0:
@@ -59,7 +68,7 @@ def unpack(PK, key, st):
             st[f] = PK.bias[f]
 
 
-@njit(cache=True)
+@njit(**ENGINE)
 def hash_key(key):
     h = np.int64(-3750763034362895579)  # FNV offset basis, as int64
     for w in range(key.shape[0]):
@@ -69,7 +78,7 @@ def hash_key(key):
     return h
 
 
-@njit(cache=True)
+@njit(**ENGINE)
 def find_or_insert(store, n_stored, table, key, limit):
     """Index of `key` in store, inserting it at n_stored if new; returns (index, is_new).
 
@@ -97,7 +106,7 @@ def find_or_insert(store, n_stored, table, key, limit):
         i = (i + 1) & mask
 
 
-@njit(cache=True)
+@njit(**ENGINE)
 def rehash(store, n_stored, table):
     table[:] = EMPTY_SLOT
     mask = table.shape[0] - 1
@@ -108,7 +117,7 @@ def rehash(store, n_stored, table):
         table[i] = idx
 
 
-@njit(cache=True)
+@njit(**ENGINE)
 def record(vrec, bits, depth, state_idx, action, det, vdet):
     """Remember the first occurrence of each violation kind (BFS order = shortest first)."""
     for k in range(S.N_KINDS):
@@ -121,23 +130,18 @@ def record(vrec, bits, depth, state_idx, action, det, vdet):
                 vdet[k, j] = det[k * S.DET_W + j]
 
 
-@njit(cache=True)
+@njit(**ENGINE)
 def expand(T, PK, SY, store, n_stored, table, parent, via, lo, hi, depth, vrec, vdet,
-           check_only, max_states, counters):
+           check_only, max_states, counters, scratch):
     """Expand states lo..hi-1 (all at `depth`). Returns (status, next index, n_stored).
 
     Each successor is put into its canonical form under the symmetry classes `SY` (none: an
-    empty array) before it is looked up, so one state per orbit is stored."""
-    n_fields = T.cfg[S.C_FIELDS]
+    empty array) before it is looked up, so one state per orbit is stored. `scratch` is
+    `scratch_arrays(model)` (nothing is allocated here: see ENGINE)."""
     n_agents = T.cfg[S.C_AGENTS]
     n_actions = n_agents + T.cfg[S.C_INFLIGHT]
-    st = np.empty(n_fields, dtype=np.int64)
-    out = np.empty(n_fields, dtype=np.int64)
-    perm = np.empty(n_agents, dtype=np.int64)
-    tmp = np.empty(n_agents * T.cfg[S.C_AGF], dtype=np.int64)
-    key = np.empty(store.shape[1], dtype=np.int64)
-    det = np.full(S.N_KINDS * S.DET_W, -1, dtype=np.int64)
-    sdet = np.empty(S.N_KINDS * S.DET_W, dtype=np.int64)
+    st, out, perm, tmp, key, det, sdet = scratch
+    det[:] = -1
     capacity = store.shape[0]
     for i in range(lo, hi):
         if not check_only:
@@ -179,6 +183,15 @@ def expand(T, PK, SY, store, n_stored, table, parent, via, lo, hi, depth, vrec, 
     return DONE, hi, n_stored
 
 
+def scratch_arrays(model: Model):
+    """Working arrays of `expand`: state, successor, permutation, records, key, details x2."""
+    n, agents, kinds = model.n_fields, len(model.agents), S.N_KINDS * S.DET_W
+    return (np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64),
+            np.empty(agents, dtype=np.int64), np.empty(agents * model.agf, dtype=np.int64),
+            np.empty(model.words, dtype=np.int64), np.full(kinds, -1, dtype=np.int64),
+            np.empty(kinds, dtype=np.int64))
+
+
 def _table_size(cap: int) -> int:
     """A power of two (the probe mask needs it) at least twice the capacity: load <= 1/2."""
     return 1 << (2 * cap - 1).bit_length()
@@ -211,6 +224,7 @@ class Search:
         self.vrec = np.zeros((S.N_KINDS, 4), dtype=np.int64)
         self.vdet = np.full((S.N_KINDS, S.DET_W), -1, dtype=np.int64)
         self.counters = np.zeros(1, dtype=np.int64)
+        self.scratch = scratch_arrays(model)
         self.limit = ""
         self.max_depth = 0
         key = np.zeros(words, dtype=np.int64)
@@ -242,7 +256,7 @@ class Search:
             status, i, self.n_stored = expand(
                 m.tables, m.packing, self.classes, self.store, self.n_stored, self.table,
                 self.parent, self.via, i, min(hi, i + chunk), depth, self.vrec, self.vdet, check_only,
-                self.max_states, self.counters)
+                self.max_states, self.counters, self.scratch)
             if status == NEED_ROOM:
                 self._grow()
             elif status == STATE_LIMIT:

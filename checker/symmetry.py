@@ -120,7 +120,7 @@ def agent_cmp(T, st, a, b, refs):
     return 0
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)  # as checker/explore.ENGINE: no refcounting in the hot loop
 def canonicalise(T, SY, st, perm, tmp):
     """Put the unpacked state `st` into the canonical form of its orbit, in place.
 
@@ -186,7 +186,7 @@ def canonical(model, SY, state) -> np.ndarray:
     return st
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)  # as checker/explore.ENGINE: no refcounting in the hot loop
 def canonicalise_successor(T, SY, parent, st, perm, tmp):
     """`canonicalise(T, SY, st, perm, tmp)` for a successor `st` of the canonical state
     `parent`, usually without sorting.
