@@ -52,11 +52,39 @@ ENGINE = dict(cache=True, _nrt=False)
 
 @njit(**ENGINE)
 def pack(PK, st, key):
+    # Live fields come in field order, so their words never decrease: each word is built in
+    # a register and stored once (an OR into key[w] per field is a chain through memory).
     for w in range(key.shape[0]):
         key[w] = 0
+    w = 0
+    acc = 0
     for i in range(PK.live.shape[0]):
         f = PK.live[i]
-        key[PK.word[f]] |= (st[f] - PK.bias[f]) << PK.shift[f]
+        wf = PK.word[f]
+        if wf != w:
+            key[w] = acc
+            w = wf
+            acc = 0
+        acc |= (st[f] - PK.bias[f]) << PK.shift[f]
+    if PK.live.shape[0] > 0:
+        key[w] = acc
+
+
+@njit(**ENGINE)
+def repack(PK, parent, parent_key, st, key):
+    """`pack(PK, st, key)` for a state `st` that differs from `parent` (packed: `parent_key`)
+    in a few fields: only those are rewritten. A step changes a handful of fields and the
+    canonical re-placing moves a few records, while `pack` costs every live field. Exact
+    because every field value lies within its packed width (model.py derives the widths
+    from bounds on the reachable values; pack relies on the same)."""
+    for w in range(key.shape[0]):
+        key[w] = parent_key[w]
+    for f in range(st.shape[0]):
+        if st[f] != parent[f] and PK.width[f] > 0:
+            w = PK.word[f]
+            sh = PK.shift[f]
+            key[w] = ((key[w] & ~(((1 << PK.width[f]) - 1) << sh))
+                      | ((st[f] - PK.bias[f]) << sh))
 
 
 @njit(**ENGINE)
@@ -167,7 +195,7 @@ def expand(T, PK, SY, store, n_stored, table, parent, via, lo, hi, depth, vrec, 
                 if bits & S.TRAP:
                     continue
             SYM.canonicalise_successor(T, SY, st, out, perm, tmp)
-            pack(PK, out, key)
+            repack(PK, st, store[i], out, key)
             idx, new = find_or_insert(store, n_stored, table, key, max_states)
             if idx < 0:
                 return STATE_LIMIT, i, n_stored
