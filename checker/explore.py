@@ -40,17 +40,54 @@ EMPTY_SLOT = -1
 # Statuses returned by `expand`.
 DONE, NEED_ROOM, INFLIGHT_OVERFLOW, STATE_LIMIT = 0, 1, 2, 3
 
+# The hot loop is compiled without numba's reference counting (`_nrt=False`). The semantics
+# read the model tables as `T.cfg`, `T.prog`, ...; with reference counting on, every such
+# read of an array out of the tables tuple costs an NRT incref/decref call pair (an atomic
+# each), dozens per step: they took ~90% of the time of `S.step`. Nothing here allocates (the
+# scratch arrays come from `Search`) and every array is owned by the caller for the whole
+# call, so no count is needed. Functions `expand` calls that are not inlined get the same
+# flags, or their own increfs would come back.
+ENGINE = dict(cache=True, _nrt=False)
 
-@njit(cache=True)
+
+@njit(**ENGINE)
 def pack(PK, st, key):
+    # Live fields come in field order, so their words never decrease: each word is built in
+    # a register and stored once (an OR into key[w] per field is a chain through memory).
     for w in range(key.shape[0]):
         key[w] = 0
+    w = 0
+    acc = 0
     for i in range(PK.live.shape[0]):
         f = PK.live[i]
-        key[PK.word[f]] |= (st[f] - PK.bias[f]) << PK.shift[f]
+        wf = PK.word[f]
+        if wf != w:
+            key[w] = acc
+            w = wf
+            acc = 0
+        acc |= (st[f] - PK.bias[f]) << PK.shift[f]
+    if PK.live.shape[0] > 0:
+        key[w] = acc
 
 
-@njit(cache=True)
+@njit(**ENGINE)
+def repack(PK, parent, parent_key, st, key):
+    """`pack(PK, st, key)` for a state `st` that differs from `parent` (packed: `parent_key`)
+    in a few fields: only those are rewritten. A step changes a handful of fields and the
+    canonical re-placing moves a few records, while `pack` costs every live field. Exact
+    because every field value lies within its packed width (model.py derives the widths
+    from bounds on the reachable values; pack relies on the same)."""
+    for w in range(key.shape[0]):
+        key[w] = parent_key[w]
+    for f in range(st.shape[0]):
+        if st[f] != parent[f] and PK.width[f] > 0:
+            w = PK.word[f]
+            sh = PK.shift[f]
+            key[w] = ((key[w] & ~(((1 << PK.width[f]) - 1) << sh))
+                      | ((st[f] - PK.bias[f]) << sh))
+
+
+@njit(**ENGINE)
 def unpack(PK, key, st):
     for f in range(st.shape[0]):
         if PK.width[f] > 0:
@@ -59,7 +96,7 @@ def unpack(PK, key, st):
             st[f] = PK.bias[f]
 
 
-@njit(cache=True)
+@njit(**ENGINE)
 def hash_key(key):
     h = np.int64(-3750763034362895579)  # FNV offset basis, as int64
     for w in range(key.shape[0]):
@@ -69,7 +106,7 @@ def hash_key(key):
     return h
 
 
-@njit(cache=True)
+@njit(**ENGINE)
 def find_or_insert(store, n_stored, table, key, limit):
     """Index of `key` in store, inserting it at n_stored if new; returns (index, is_new).
 
@@ -97,7 +134,7 @@ def find_or_insert(store, n_stored, table, key, limit):
         i = (i + 1) & mask
 
 
-@njit(cache=True)
+@njit(**ENGINE)
 def rehash(store, n_stored, table):
     table[:] = EMPTY_SLOT
     mask = table.shape[0] - 1
@@ -108,7 +145,7 @@ def rehash(store, n_stored, table):
         table[i] = idx
 
 
-@njit(cache=True)
+@njit(**ENGINE)
 def record(vrec, bits, depth, state_idx, action, det, vdet):
     """Remember the first occurrence of each violation kind (BFS order = shortest first)."""
     for k in range(S.N_KINDS):
@@ -121,23 +158,18 @@ def record(vrec, bits, depth, state_idx, action, det, vdet):
                 vdet[k, j] = det[k * S.DET_W + j]
 
 
-@njit(cache=True)
+@njit(**ENGINE)
 def expand(T, PK, SY, store, n_stored, table, parent, via, lo, hi, depth, vrec, vdet,
-           check_only, max_states, counters):
+           check_only, max_states, counters, scratch):
     """Expand states lo..hi-1 (all at `depth`). Returns (status, next index, n_stored).
 
     Each successor is put into its canonical form under the symmetry classes `SY` (none: an
-    empty array) before it is looked up, so one state per orbit is stored."""
-    n_fields = T.cfg[S.C_FIELDS]
+    empty array) before it is looked up, so one state per orbit is stored. `scratch` is
+    `scratch_arrays(model)` (nothing is allocated here: see ENGINE)."""
     n_agents = T.cfg[S.C_AGENTS]
     n_actions = n_agents + T.cfg[S.C_INFLIGHT]
-    st = np.empty(n_fields, dtype=np.int64)
-    out = np.empty(n_fields, dtype=np.int64)
-    perm = np.empty(n_agents, dtype=np.int64)
-    tmp = np.empty(n_agents * T.cfg[S.C_AGF], dtype=np.int64)
-    key = np.empty(store.shape[1], dtype=np.int64)
-    det = np.full(S.N_KINDS * S.DET_W, -1, dtype=np.int64)
-    sdet = np.empty(S.N_KINDS * S.DET_W, dtype=np.int64)
+    st, out, perm, tmp, key, det, sdet = scratch
+    det[:] = -1
     capacity = store.shape[0]
     for i in range(lo, hi):
         if not check_only:
@@ -162,8 +194,8 @@ def expand(T, PK, SY, store, n_stored, table, parent, via, lo, hi, depth, vrec, 
                 det[:] = -1
                 if bits & S.TRAP:
                     continue
-            SYM.canonicalise(T, SY, out, perm, tmp)
-            pack(PK, out, key)
+            SYM.canonicalise_successor(T, SY, st, out, perm, tmp)
+            repack(PK, st, store[i], out, key)
             idx, new = find_or_insert(store, n_stored, table, key, max_states)
             if idx < 0:
                 return STATE_LIMIT, i, n_stored
@@ -177,6 +209,15 @@ def expand(T, PK, SY, store, n_stored, table, parent, via, lo, hi, depth, vrec, 
         if sbits != 0:
             record(vrec, sbits, depth, i, -1, sdet, vdet)
     return DONE, hi, n_stored
+
+
+def scratch_arrays(model: Model):
+    """Working arrays of `expand`: state, successor, permutation, records, key, details x2."""
+    n, agents, kinds = model.n_fields, len(model.agents), S.N_KINDS * S.DET_W
+    return (np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64),
+            np.empty(agents, dtype=np.int64), np.empty(agents * model.agf, dtype=np.int64),
+            np.empty(model.words, dtype=np.int64), np.full(kinds, -1, dtype=np.int64),
+            np.empty(kinds, dtype=np.int64))
 
 
 def _table_size(cap: int) -> int:
@@ -211,6 +252,7 @@ class Search:
         self.vrec = np.zeros((S.N_KINDS, 4), dtype=np.int64)
         self.vdet = np.full((S.N_KINDS, S.DET_W), -1, dtype=np.int64)
         self.counters = np.zeros(1, dtype=np.int64)
+        self.scratch = scratch_arrays(model)
         self.limit = ""
         self.max_depth = 0
         key = np.zeros(words, dtype=np.int64)
@@ -242,7 +284,7 @@ class Search:
             status, i, self.n_stored = expand(
                 m.tables, m.packing, self.classes, self.store, self.n_stored, self.table,
                 self.parent, self.via, i, min(hi, i + chunk), depth, self.vrec, self.vdet, check_only,
-                self.max_states, self.counters)
+                self.max_states, self.counters, self.scratch)
             if status == NEED_ROOM:
                 self._grow()
             elif status == STATE_LIMIT:

@@ -120,7 +120,7 @@ def agent_cmp(T, st, a, b, refs):
     return 0
 
 
-@njit(cache=True)
+@njit(cache=True, _nrt=False)  # as checker/explore.ENGINE: no refcounting in the hot loop
 def canonicalise(T, SY, st, perm, tmp):
     """Put the unpacked state `st` into the canonical form of its orbit, in place.
 
@@ -184,3 +184,69 @@ def canonical(model, SY, state) -> np.ndarray:
     canonicalise(model.tables, SY, st, np.empty(n, dtype=np.int64),
                  np.empty(n * model.agf, dtype=np.int64))
     return st
+
+
+@njit(cache=True, _nrt=False)  # as checker/explore.ENGINE: no refcounting in the hot loop
+def canonicalise_successor(T, SY, parent, st, perm, tmp):
+    """`canonicalise(T, SY, st, perm, tmp)` for a successor `st` of the canonical state
+    `parent`, usually without sorting.
+
+    In the canonical parent every class is sorted by record (the record is the first part of
+    the key). A step changes the record of the acting agent only (a barrier release also
+    moves the agents it releases; an in-flight entry firing changes none). So when the
+    successor has no entry that names an agent (the tie-break is then unused, and agents
+    with equal records are identical), a class in which no record changed is still sorted,
+    and one with a single changed record is sorted by moving that record to its place. That
+    gives the same vector as the full sort: a sorted sequence of records is unique. Anything
+    else (entries naming agents, two changed records in a class) takes the full sort.
+    """
+    if SY.shape[0] == 0:
+        return
+    agf = T.cfg[S.C_AGF]
+    off = T.cfg[S.C_OFF_INF]
+    m = T.cfg[S.C_INFLIGHT]
+    if T.ent[S.E_AGENT, 1] > 0 and m > 0 and st[off] != 0:
+        canonicalise(T, SY, st, perm, tmp)
+        return
+    for c in range(SY.shape[0]):
+        lo = SY[c, 0]
+        hi = SY[c, 1]
+        changed = -1
+        for a in range(lo, hi):
+            base = a * agf
+            for f in range(agf):
+                if st[base + f] != parent[base + f]:
+                    if changed >= 0:
+                        canonicalise(T, SY, st, perm, tmp)
+                        return
+                    changed = a
+                    break
+        if changed < 0:
+            continue
+        # Move the changed record left past larger records or right past smaller ones.
+        base = changed * agf
+        for f in range(agf):
+            tmp[f] = st[base + f]
+        p = changed
+        while p > lo and record_less(st, tmp, (p - 1) * agf, agf, True):
+            for f in range(agf):
+                st[p * agf + f] = st[(p - 1) * agf + f]
+            p -= 1
+        if p == changed:
+            while p + 1 < hi and record_less(st, tmp, (p + 1) * agf, agf, False):
+                for f in range(agf):
+                    st[p * agf + f] = st[(p + 1) * agf + f]
+                p += 1
+        for f in range(agf):
+            st[p * agf + f] = tmp[f]
+
+
+@jit
+def record_less(st, rec, base, agf, rec_first):
+    """rec < st[base:base+agf] (rec_first) or st[base:base+agf] < rec (not rec_first)."""
+    for f in range(agf):
+        x = rec[f]
+        y = st[base + f]
+        if x != y:
+            return x < y if rec_first else y < x
+    return False
