@@ -22,6 +22,9 @@ Ratios are pipeproof seconds / tool seconds: below 1 means pipeproof was faster.
 (symmetry reduction on, its default) and Rumur count states up to consumer permutation; SPIN
 counts all states (plus its init and process-exit states).
 
+With `--laps`, pipeproof also runs `verify --engine laps` (item numbers and laps relative to
+the slowest agent, checker/lap_verify.py): its state count stays the same as I grows.
+
 A tool that runs out of time on a cell is not run on the cells that have at least as many
 stages, consumers and items (its state space only grows); those show "skip" and count as out
 of time.
@@ -58,21 +61,23 @@ COLUMNS = ["N", "C", "I",
            "pp_verdict", "pp_states", "pp_s", "pp_MB",
            "spin_verdict", "spin_states", "spin_s", "spin_check_s", "spin_MB",
            "rumur_verdict", "rumur_states", "rumur_s", "rumur_check_s", "rumur_MB",
-           "pp_over_spin", "pp_over_rumur", "same_verdict"]
+           "pp_over_spin", "pp_over_rumur", "same_verdict", "laps_verdict", "laps_states", "laps_s"]
 
 
-def run_pipeproof(spec_file: Path, timeout: float | None) -> ToolRun:
-    cmd = [sys.executable, "-m", "checker.cli", "verify", "--json", str(spec_file)]
+def run_pipeproof(spec_file: Path, timeout: float | None, engine: str = "explicit") -> ToolRun:
+    cmd = [sys.executable, "-m", "checker.cli", "verify", "--json", "--engine", engine, str(spec_file)]
     code, out, wall, rss = measured(cmd, REPO, timeout, stdout_only=True)
     if code is None:
-        return ToolRun("pipeproof", "timeout", None, None, wall, wall, rss, rss, "")
+        return ToolRun("pipeproof" if engine == "explicit" else "laps", "timeout", None, None, wall,
+                       wall, rss, rss, "")
     try:
         doc = json.loads(out)
     except json.JSONDecodeError:
         return ToolRun("pipeproof", "failed", None, None, wall, wall, rss, rss, f"exit {code}: {out[-500:]}")
     res = doc["results"][0]
     kind = (res.get("violation") or {}).get("kind")
-    return ToolRun("pipeproof", res["verdict"], kind, res["states"], wall, wall, rss, rss, "")
+    return ToolRun("pipeproof" if engine == "explicit" else "laps", res["verdict"], kind,
+                   res["states"], wall, wall, rss, rss, "")
 
 
 def _dominates(small, big) -> bool:
@@ -86,7 +91,8 @@ def _skipped(tool: str, cell, timeout: float) -> ToolRun:
                    "not run: out of time on a smaller cell")
 
 
-def run_cell(cell, timeout, threads, memlim_mb, workroot: Path, skip=frozenset()) -> dict:
+def run_cell(cell, timeout, threads, memlim_mb, workroot: Path, skip=frozenset(),
+             with_laps: bool = False) -> dict:
     n, c, i = cell
     work = workroot / f"N{n}_C{c}_I{i}"
     for sub in ("spin", "rumur"):
@@ -99,6 +105,10 @@ def run_cell(cell, timeout, threads, memlim_mb, workroot: Path, skip=frozenset()
 
     pp = _skipped("pipeproof", cell, timeout) if "pipeproof" in skip else \
         run_pipeproof(spec_file, timeout)
+    laps = None
+    if with_laps:
+        laps = _skipped("laps", cell, timeout) if "laps" in skip else \
+            run_pipeproof(spec_file, timeout, engine="laps")
     spin = _skipped("spin", cell, timeout) if "spin" in skip else \
         _pipeline("spin", spin_steps("model.pml", search_depth(spec), memlim_mb=memlim_mb),
                   str(work / "spin"), timeout, parse_spin)
@@ -130,7 +140,12 @@ def run_cell(cell, timeout, threads, memlim_mb, workroot: Path, skip=frozenset()
     row["pp_over_rumur"] = ratio(rumur)
     row["same_verdict"] = ("yes" if len(set(finished)) == 1 and len(finished) == 3 else
                            "no" if len(set(finished)) > 1 else "n/a")
+    if laps is not None:  # issue 6 part 5: the states of --engine laps, against the item count
+        row["laps_verdict"] = laps.verdict
+        row["laps_states"] = laps.states if laps.states is not None else ""
+        row["laps_s"] = round(laps.seconds, 2)
     row["_runs"] = (pp, spin, rumur)
+    row["_laps"] = laps
     return row
 
 
@@ -156,7 +171,9 @@ def fmt(row: dict) -> str:
             f"{row['spin_check_s']:>7.2f} {mb(row['spin_MB'], 7)} | "
             f"{_short(row['rumur_verdict']):<9} {num(row['rumur_states'], 10)} {row['rumur_s']:>7.2f} "
             f"{row['rumur_check_s']:>7.2f} {mb(row['rumur_MB'], 6)} | "
-            f"{row['pp_over_spin']:>8} {row['pp_over_rumur']:>8} {row['same_verdict']}")
+            f"{row['pp_over_spin']:>8} {row['pp_over_rumur']:>8} {row['same_verdict']:<4}"
+            + (f" | {_short(row['laps_verdict']):<7} {num(row['laps_states'], 10)} {row['laps_s']:>7.2f}"
+               if "laps_verdict" in row else ""))
 
 
 def tool_versions() -> str:
@@ -202,6 +219,15 @@ def summary(rows) -> list[str]:
                  f"{len(diff)} disagree" + (f" ({', '.join(_cell(r) for r in diff)})" if diff else "")
                  + f", {sum(r['same_verdict'] == 'n/a' for r in rows)} with a tool out of time")
     lines.append(f"pipeproof finished {len(pp_done)} of {len(rows)} cells")
+    by_nc = {}
+    for r in rows:
+        if r.get("_laps") is not None:
+            by_nc.setdefault((r["N"], r["C"]), []).append(
+                f"I={r['I']}: {r['laps_states']:,}" if isinstance(r["laps_states"], int)
+                else f"I={r['I']}: {_short(r['laps_verdict'])}")
+    if by_nc:
+        lines.append("--engine laps states per (N,C) as I grows: "
+                     + "; ".join(f"({n},{c}) " + ", ".join(v) for (n, c), v in by_nc.items()))
     skipped = {t: sum(r["_runs"][k].verdict == "skipped" for r in rows)
                for k, t in enumerate(("pipeproof", "SPIN", "Rumur"))}
     if any(skipped.values()):
@@ -231,6 +257,8 @@ def main(argv=None) -> int:
     ap.add_argument("--csv", metavar="F", help="also write the table as CSV")
     ap.add_argument("--rumur-threads", type=int, default=1,
                     help="Rumur verifier threads (default 1, as pipeproof and pan; 0 = all cores)")
+    ap.add_argument("--laps", action="store_true",
+                    help="also run `verify --engine laps` (relative laps: states independent of I)")
     ap.add_argument("--memlim-mb", type=int, default=None,
                     help="SPIN -DMEMLIM (default: 80%% of physical memory)")
     args = ap.parse_args(argv)
@@ -255,7 +283,7 @@ def main(argv=None) -> int:
     print(f"SPIN: cc -O2 -DMEMLIM={memlim}, ./pan -m<depth> (POR on); Rumur: symmetry heuristic, "
           f"--threads {args.rumur_threads}, cc -std=c11 -O2; seconds include the C compiles", flush=True)
     warm_pipeproof()
-    print(HEADER, flush=True)
+    print(HEADER + (f" | {'laps':<7} {'states':>10} {'s':>7}" if args.laps else ""), flush=True)
     rows = []
     csv_file = open(args.csv, "w", newline="") if args.csv else None
     try:
@@ -263,12 +291,13 @@ def main(argv=None) -> int:
         if writer:
             writer.writeheader()
         with tempfile.TemporaryDirectory(prefix="vs_spin_rumur_") as root:
-            out_of_time = {"pipeproof": [], "spin": [], "rumur": []}
+            out_of_time = {"pipeproof": [], "spin": [], "rumur": [], "laps": []}
             for cell in cells:
                 skip = frozenset(t for t, done in out_of_time.items()
                                  if any(_dominates(small, cell) for small in done))
-                row = run_cell(cell, args.timeout, args.rumur_threads, memlim, Path(root), skip)
-                for run in row["_runs"]:
+                row = run_cell(cell, args.timeout, args.rumur_threads, memlim, Path(root), skip,
+                               with_laps=args.laps)
+                for run in row["_runs"] + ((row["_laps"],) if row["_laps"] else ()):
                     if run.verdict == "timeout":
                         out_of_time[run.tool].append(cell)
                 rows.append(row)
