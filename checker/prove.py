@@ -43,7 +43,7 @@ from checker import semantics as S
 from checker.explore import EMPTY_SLOT, _grown, _table_size, find_or_insert, rehash, unpack
 from checker.laps import (G_COEF, G_LEN, HUGE, M_AGENTS, M_AGF, MANY, CannotAbstract,
                           LapAbstraction, canonical_fast, lap_tables, scaled_spec)
-from checker.model import Packing, bits_for
+from checker.model import Packing, packing_for
 from checker.result import KINDS, Result
 from checker.verify import tiny_spec, verify, warm_up
 from spec.schema import Spec
@@ -311,24 +311,14 @@ def _lap_packing(model):
     form writes 0 into what a finished agent no longer reads (its phases start at 1); and the
     signals' observed bit kept on amd too (semantics.observe sets it, only nvidia reads it:
     the explicit engine may drop it, the abstraction stores it as the reference did)."""
-    word, shift, width, bias = [], [], [], []
-    w, used = 0, 0
     n_sig_fields = 4 * model.ctas * model.rings * model.max_stages * 2
+    bounds = []
     for f, (b, span) in enumerate(model._field_bounds()):
         lo, hi = min(b, 0), max(b + span, 0)
         if model.off_sig <= f < model.off_sig + n_sig_fields and (f - model.off_sig) % 4 == 3:
             hi = max(hi, 1)
-        bits = bits_for(hi - lo)
-        if used + bits > 63:
-            w, used = w + 1, 0
-        word.append(w)
-        shift.append(used)
-        width.append(bits)
-        bias.append(lo)
-        used += bits
-    arr = lambda xs: np.array(xs, dtype=np.int64)
-    live = [f for f, bits in enumerate(width) if bits > 0]
-    return Packing(arr(word), arr(shift), arr(width), arr(bias), arr(live)), w + 1
+        bounds.append((lo, hi - lo))
+    return packing_for(bounds)
 
 
 def _raw_packing(n_fields: int):
