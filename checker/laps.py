@@ -46,6 +46,7 @@ from backends.base import AMD
 from checker import semantics as S
 from dataclasses import replace
 
+from checker.explore import ENGINE
 from checker.model import compile_model
 from spec.schema import Spec
 
@@ -338,7 +339,7 @@ def lap_tables(lap: LapAbstraction) -> LapTables:
     return LapTables(misc, agent, users, lap.reset_until, sig, mult, classes)
 
 
-@njit(cache=True)
+@njit(**ENGINE)
 def _record_less(st, agf, a, b):
     for f in range(agf):
         x, y = st[a * agf + f], st[b * agf + f]
@@ -347,12 +348,11 @@ def _record_less(st, agf, a, b):
     return False
 
 
-@njit(cache=True)
-def _sort_classes(L, st):
+@njit(**ENGINE)
+def _sort_classes(L, st, tmp):
     """Sort the agent records of each class of interchangeable agents (insertion sort of the
-    records in place: classes are small)."""
+    records in place: classes are small); `tmp` is scratch of one record."""
     agf = L.misc[M_AGF]
-    tmp = np.empty(agf, dtype=np.int64)
     for k in range(L.classes.shape[0]):
         size = 0
         while size < L.classes.shape[1] and L.classes[k, size] >= 0:
@@ -370,9 +370,19 @@ def _sort_classes(L, st):
 
 @njit(cache=True)
 def canonical_fast(L, st):
+    """`canonical_into` with its own scratch arrays (for callers outside the hot loop)."""
+    return canonical_into(L, st, np.zeros(L.misc[M_AGENTS], dtype=np.bool_),
+                          np.empty(L.misc[M_AGF], dtype=np.int64))
+
+
+@njit(**ENGINE)
+def canonical_into(L, st, done, tmp):
+    """Rewrite `st` into its canonical form; returns d (LapAbstraction.canonical). `done`
+    (bool, one per agent) and `tmp` (one agent record) are scratch: the search's hot loop runs
+    without numba's reference counting, so it allocates nothing (checker/explore.py ENGINE)."""
     agf = L.misc[M_AGF]
     n = L.misc[M_AGENTS]
-    done = np.zeros(n, dtype=np.bool_)
+    done[:] = False
     for a in range(n):
         b = a * agf
         if st[b + S.F_PC] >= L.agent[a, G_LEN]:
@@ -492,5 +502,5 @@ def canonical_fast(L, st):
         for a in range(n):
             if not done[a]:
                 st[a * agf + S.F_ITEM] -= d * L.agent[a, G_COEF]
-    _sort_classes(L, st)
+    _sort_classes(L, st, tmp)
     return d

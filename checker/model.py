@@ -67,6 +67,25 @@ def bits_for(max_value: int) -> int:
     return max(int(max_value), 0).bit_length()
 
 
+def packing_for(bounds) -> tuple[Packing, int]:
+    """Pack fields with value ranges (lowest, span) into 63-bit words, in order; returns the
+    Packing and the number of words."""
+    word, shift, width, bias = [], [], [], []
+    w, used = 0, 0
+    for lo, span in bounds:
+        bits = bits_for(span)
+        if used + bits > 63:
+            w, used = w + 1, 0
+        word.append(w)
+        shift.append(used)
+        width.append(bits)
+        bias.append(lo)
+        used += bits
+    arr = lambda xs: np.array(xs, dtype=np.int64)
+    live = [f for f, bits in enumerate(width) if bits > 0]
+    return Packing(arr(word), arr(shift), arr(width), arr(bias), arr(live)), w + 1
+
+
 def flatten_program(spec: Spec, role, leader: bool):
     """(ops, body_start, body_end): the agent's program, @leader ops kept only for the leader."""
     stages = {ring.name: ring.stages for ring in spec.all_rings}
@@ -238,20 +257,7 @@ class Model:
         return self.ring_specs[(sig // 2 // self.max_stages) % self.rings], (sig // 2) % self.max_stages
 
     def _make_packing(self):
-        word, shift, width, bias = [], [], [], []
-        w, used = 0, 0
-        for b, span in self._field_bounds():
-            bits = bits_for(span)
-            if used + bits > 63:
-                w, used = w + 1, 0
-            word.append(w)
-            shift.append(used)
-            width.append(bits)
-            bias.append(b)
-            used += bits
-        arr = lambda xs: np.array(xs, dtype=np.int64)
-        live = [f for f, bits in enumerate(width) if bits > 0]
-        return Packing(arr(word), arr(shift), arr(width), arr(bias), arr(live)), w + 1
+        return packing_for(self._field_bounds())
 
     # ------------------------------------------------------------ the model interface
 

@@ -40,10 +40,12 @@ import numpy as np
 from numba import njit
 
 from checker import semantics as S
-from checker.explore import EMPTY_SLOT, _grown, _table_size, find_or_insert, rehash, unpack
+from checker.explore import (ENGINE, EMPTY_SLOT, _grown, _table_size, find_or_insert, rehash,
+                             unpack)
 from checker.laps import (G_COEF, G_LEN, HUGE, M_AGENTS, M_AGF, MANY, CannotAbstract,
-                          LapAbstraction, canonical_fast, lap_tables, scaled_spec)
-from checker.model import Packing, bits_for
+                          LapAbstraction, canonical_fast, canonical_into, lap_tables,
+                          scaled_spec)
+from checker.model import Packing, packing_for
 from checker.result import KINDS, Result
 from checker.verify import tiny_spec, verify, warm_up
 from spec.schema import Spec
@@ -70,12 +72,11 @@ class ProofResult:
         return self.result.kind if self.result else None
 
 
-@njit(cache=True)
-def expand(T, L, st, succ, bits, moved, far, far_items):
+@njit(**ENGINE)
+def expand(T, L, st, succ, bits, moved, far, far_items, det, done, tmp):
     """Every action's canonical successor of `st`: succ[a], its step result bits[a], the items
     it moved (moved[a]) and whether an agent got within reach of the end (far[a]); returns
-    the state's own violation bits."""
-    det = np.full(S.N_KINDS * S.DET_W, -1, dtype=np.int64)
+    the state's own violation bits. `det`, `done`, `tmp` are scratch (canonical_into)."""
     n_enabled = 0
     agf = L.misc[M_AGF]
     for a in range(succ.shape[0]):
@@ -87,7 +88,7 @@ def expand(T, L, st, succ, bits, moved, far, far_items):
         n_enabled += 1
         if b != 0:
             continue
-        moved[a] = canonical_fast(L, succ[a])
+        moved[a] = canonical_into(L, succ[a], done, tmp)
         far[a] = 0
         for g in range(L.misc[M_AGENTS]):
             if (L.agent[g, G_COEF] > 0 and succ[a, g * agf + S.F_PC] < L.agent[g, G_LEN]
@@ -161,12 +162,15 @@ class _ReferenceSearch:
         bits = np.empty(n_actions, dtype=np.int64)
         moved = np.zeros(n_actions, dtype=np.int64)
         far = np.zeros(n_actions, dtype=np.int64)
+        det = np.empty(S.N_KINDS * S.DET_W, dtype=np.int64)
+        done, tmp = np.zeros(lap.n_agents, dtype=np.bool_), np.empty(model.agf, dtype=np.int64)
         i = 0
         while i < len(self.keys):  # keys are stored in BFS order: the list is the queue
             if self.deadline and i % 2048 == 0 and time.monotonic() > self.deadline:
                 raise _Limit("the time limit")
             st, n_rel = self.state(i)
-            state_bits = expand(lap.tables_for(n_rel), self.fast, st, succ, bits, moved, far, R - 1)
+            state_bits = expand(lap.tables_for(n_rel), self.fast, st, succ, bits, moved, far, R - 1,
+                                det, done, tmp)
             if state_bits & KIND_MASK:
                 return i, -1, int(state_bits)
             for a in range(n_actions):
@@ -214,7 +218,10 @@ class _ReferenceSearch:
 (B_DONE, B_NEED_ROOM, B_FOUND, B_STATE_LIMIT, B_INFLIGHT, B_NEED_R, B_NO_FIT) = range(7)
 
 
-@njit(cache=True)
+# The compiled search runs without numba's reference counting, like checker/explore.py's
+# `expand` (see ENGINE there): nothing below allocates; the scratch arrays come from _Search.
+
+@njit(**ENGINE)
 def _fits(PK, st):
     for f in range(st.shape[0]):
         v = st[f] - PK.bias[f]
@@ -227,7 +234,7 @@ def _fits(PK, st):
     return True
 
 
-@njit(cache=True)
+@njit(**ENGINE)
 def _store_one(PK, store, n_stored, table, parent, via, vec, n_rel, i, a, key, limit):
     """Pack (vec, n_rel) and store it if new; returns (status, n_stored)."""
     if not _fits(PK, vec):
@@ -249,20 +256,14 @@ def _store_one(PK, store, n_stored, table, parent, via, vec, n_rel, i, a, key, l
     return B_DONE, n_stored
 
 
-@njit(cache=True)
-def _bfs(T, L, PK, store, n_stored, table, parent, via, lo, hi, R, limit, found):
+@njit(**ENGINE)
+def _bfs(T, L, PK, store, n_stored, table, parent, via, lo, hi, R, limit, found,
+         st, succ, bits, moved, far, key, det, done, tmp):
     """Expand stored states lo..hi-1 in order; returns (status, next index, n_stored).
-    B_FOUND: found[:] = (state index, action or -1, bits)."""
-    n_fields = T.cfg[S.C_FIELDS]
+    B_FOUND: found[:] = (state index, action or -1, bits). st .. det: scratch (_Search)."""
     n_actions = T.cfg[S.C_AGENTS] + T.cfg[S.C_INFLIGHT]
     n_agents = L.misc[M_AGENTS]
     words = store.shape[1] - 1
-    st = np.empty(n_fields, dtype=np.int64)
-    succ = np.empty((n_actions, n_fields), dtype=np.int64)
-    bits = np.empty(n_actions, dtype=np.int64)
-    moved = np.zeros(n_actions, dtype=np.int64)
-    far = np.zeros(n_actions, dtype=np.int64)
-    key = np.empty(words + 1, dtype=np.int64)
     room = n_actions * R
     for i in range(lo, hi):
         if n_stored + room > store.shape[0] or 2 * (n_stored + room) > table.shape[0]:
@@ -271,7 +272,7 @@ def _bfs(T, L, PK, store, n_stored, table, parent, via, lo, hi, R, limit, found)
         n_rel = store[i, words]
         for g in range(n_agents):  # the item counts of this n_rel (laps.tables_for)
             T.agent[g, S.A_ITEMS] = L.agent[g, G_COEF] * (HUGE if n_rel == MANY else n_rel)
-        state_bits = expand(T, L, st, succ, bits, moved, far, R - 1)
+        state_bits = expand(T, L, st, succ, bits, moved, far, R - 1, det, done, tmp)
         if state_bits & KIND_MASK:
             found[0], found[1], found[2] = i, -1, state_bits
             return B_FOUND, i, n_stored
@@ -311,24 +312,14 @@ def _lap_packing(model):
     form writes 0 into what a finished agent no longer reads (its phases start at 1); and the
     signals' observed bit kept on amd too (semantics.observe sets it, only nvidia reads it:
     the explicit engine may drop it, the abstraction stores it as the reference did)."""
-    word, shift, width, bias = [], [], [], []
-    w, used = 0, 0
     n_sig_fields = 4 * model.ctas * model.rings * model.max_stages * 2
+    bounds = []
     for f, (b, span) in enumerate(model._field_bounds()):
         lo, hi = min(b, 0), max(b + span, 0)
         if model.off_sig <= f < model.off_sig + n_sig_fields and (f - model.off_sig) % 4 == 3:
             hi = max(hi, 1)
-        bits = bits_for(hi - lo)
-        if used + bits > 63:
-            w, used = w + 1, 0
-        word.append(w)
-        shift.append(used)
-        width.append(bits)
-        bias.append(lo)
-        used += bits
-    arr = lambda xs: np.array(xs, dtype=np.int64)
-    live = [f for f, bits in enumerate(width) if bits > 0]
-    return Packing(arr(word), arr(shift), arr(width), arr(bias), arr(live)), w + 1
+        bounds.append((lo, hi - lo))
+    return packing_for(bounds)
 
 
 def _raw_packing(n_fields: int):
@@ -389,6 +380,12 @@ class _Search:
         key = np.empty(self.words + 1, dtype=np.int64)
         room = model.n_actions() * R
         found = np.zeros(3, dtype=np.int64)
+        n_actions, n_fields = model.n_actions(), model.n_fields
+        scratch = (np.empty(n_fields, dtype=np.int64), np.empty((n_actions, n_fields), dtype=np.int64),
+                   np.empty(n_actions, dtype=np.int64), np.zeros(n_actions, dtype=np.int64),
+                   np.zeros(n_actions, dtype=np.int64), key,
+                   np.empty(S.N_KINDS * S.DET_W, dtype=np.int64),
+                   np.zeros(lap.n_agents, dtype=np.bool_), np.empty(model.agf, dtype=np.int64))
         for n_rel in start_counts(R, only_n):
             if 2 * (self.n_stored + 1) > self.table.shape[0] or self.n_stored >= self.store.shape[0]:
                 self._grow(self.n_stored + 1)
@@ -403,7 +400,7 @@ class _Search:
             status, i, self.n_stored = _bfs(
                 self.tables, self.fast, self.packing, self.store, self.n_stored, self.table,
                 self.parent, self.via, i, min(self.n_stored, i + self.CHUNK), R,
-                self.max_states, found)
+                self.max_states, found, *scratch)
             if status == B_NEED_ROOM:
                 self._grow(self.n_stored + 2 * room)
             elif status == B_FOUND:
