@@ -69,6 +69,9 @@ def _exit_code(result) -> int:
               help="After a violation, search for the smallest verified change of the spec's numbers.")
 @click.option("--no-symmetry", "no_symmetry", is_flag=True,
               help="Store every state, without reducing interchangeable agents (to compare).")
+@click.option("--no-por", "no_por", is_flag=True,
+              help="Store every interleaving of local steps (advance, reset, skipped waits) "
+                   "instead of taking them at once (to compare; explicit engine only).")
 @click.option("--engine", type=click.Choice(["explicit", "bmc", "laps"]), default="explicit",
               show_default=True,
               help="explicit: breadth-first search of every state; bmc: Z3 bounded model checking; "
@@ -76,7 +79,7 @@ def _exit_code(result) -> int:
 @click.option("--depth", type=click.IntRange(min=0), metavar="K",
               help="With --engine bmc: look for violations up to K steps (default: the longest run, at most 100).")
 def verify(specs, as_json, trace_file, max_states, timeout, graph_file, no_precheck, suggest_fix,
-           no_symmetry, engine, depth):
+           no_symmetry, no_por, engine, depth):
     """Explore every interleaving of each SPEC; print a verdict per spec."""
     from checker.export import write_trace
     from checker.report import format_text, to_json
@@ -88,6 +91,8 @@ def verify(specs, as_json, trace_file, max_states, timeout, graph_file, no_prech
         raise UsageFailure("--depth applies only to --engine bmc")
     if no_symmetry and engine == "laps":
         raise UsageFailure("--no-symmetry does not apply to --engine laps (it always reduces interchangeable agents)")
+    if no_por and engine != "explicit":
+        raise UsageFailure("--no-por applies only to --engine explicit")
     if max_states is not None and engine == "bmc":
         raise UsageFailure("--max-states applies only to --engine explicit (bmc stores no states; use --depth)")
     if trace_file and not trace_file.endswith(TRACE_SUFFIXES):
@@ -103,7 +108,7 @@ def verify(specs, as_json, trace_file, max_states, timeout, graph_file, no_prech
             from checker.lap_verify import verify_laps
             return verify_laps(spec, max_states=max_states, timeout=timeout)
         return explicit(spec, max_states=max_states, timeout=timeout, progress=progress,
-                        symmetry=not no_symmetry)
+                        symmetry=not no_symmetry, por=not no_por)
 
     for path in specs:
         try:

@@ -159,8 +159,21 @@ def record(vrec, bits, depth, state_idx, action, det, vdet):
 
 
 @njit(**ENGINE)
+def merge_local_steps(T, st, tmp, det):
+    """Take every local step (`S.local_step`) now, until no agent stands before one."""
+    moved = True
+    while moved:
+        moved = False
+        for a in range(T.cfg[S.C_AGENTS]):
+            if S.local_step(T, st, a):
+                S.step(T, st, a, tmp, det)
+                S.copy_state(T, tmp, st)
+                moved = True
+
+
+@njit(**ENGINE)
 def expand(T, PK, SY, store, n_stored, table, parent, via, lo, hi, depth, vrec, vdet,
-           check_only, max_states, counters, scratch):
+           check_only, max_states, counters, scratch, por):
     """Expand states lo..hi-1 (all at `depth`). Returns (status, next index, n_stored).
 
     Each successor is put into its canonical form under the symmetry classes `SY` (none: an
@@ -168,7 +181,7 @@ def expand(T, PK, SY, store, n_stored, table, parent, via, lo, hi, depth, vrec, 
     `scratch_arrays(model)` (nothing is allocated here: see ENGINE)."""
     n_agents = T.cfg[S.C_AGENTS]
     n_actions = n_agents + T.cfg[S.C_INFLIGHT]
-    st, out, perm, tmp, key, det, sdet = scratch
+    st, out, perm, tmp, key, det, sdet, local = scratch
     det[:] = -1
     capacity = store.shape[0]
     for i in range(lo, hi):
@@ -194,6 +207,8 @@ def expand(T, PK, SY, store, n_stored, table, parent, via, lo, hi, depth, vrec, 
                 det[:] = -1
                 if bits & S.TRAP:
                     continue
+            if por:
+                merge_local_steps(T, out, local, det)
             SYM.canonicalise_successor(T, SY, st, out, perm, tmp)
             repack(PK, st, store[i], out, key)
             idx, new = find_or_insert(store, n_stored, table, key, max_states)
@@ -217,7 +232,7 @@ def scratch_arrays(model: Model):
     return (np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64),
             np.empty(agents, dtype=np.int64), np.empty(agents * model.agf, dtype=np.int64),
             np.empty(model.words, dtype=np.int64), np.full(kinds, -1, dtype=np.int64),
-            np.empty(kinds, dtype=np.int64))
+            np.empty(kinds, dtype=np.int64), np.empty(n, dtype=np.int64))
 
 
 def _table_size(cap: int) -> int:
@@ -235,8 +250,9 @@ class Search:
     """The explored state graph of one model, as far as the last `run` took it."""
 
     def __init__(self, model: Model, max_states: int | None = None, timeout: float | None = None,
-                 progress: bool = False, symmetry: bool = True):
+                 progress: bool = False, symmetry: bool = True, por: bool = False):
         self.model = model
+        self.por = por
         self.symmetry = symmetry
         self.classes = SYM.classes(model) if symmetry else SYM.NO_CLASSES
         self.max_states = max_states or (1 << 62)
@@ -284,7 +300,7 @@ class Search:
             status, i, self.n_stored = expand(
                 m.tables, m.packing, self.classes, self.store, self.n_stored, self.table,
                 self.parent, self.via, i, min(hi, i + chunk), depth, self.vrec, self.vdet, check_only,
-                self.max_states, self.counters, self.scratch)
+                self.max_states, self.counters, self.scratch, self.por)
             if status == NEED_ROOM:
                 self._grow()
             elif status == STATE_LIMIT:

@@ -140,6 +140,7 @@ def result_to_json(result: Result) -> dict:
         "limit": result.limit or None,
         "expect": result.spec.expect,
         "engine": result.engine,
+        "por": result.por,
         "violation": violation,
         "precheck": [f.to_json() for f in result.precheck],
         "fix": _fix_json(result.fix),

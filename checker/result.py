@@ -24,8 +24,10 @@ class Result:
     depth: int | None = None              # steps in the shortest counterexample
     traces: dict[str, Trace] = field(default_factory=dict)  # kind -> its shortest trace
     limit: str = ""                       # why the run is inconclusive ("max-states 1000", ...)
-    max_depth: int = 0                    # deepest BFS level explored
+    max_depth: int = 0                    # deepest BFS level explored (por: a step and
+                                          # the local steps taken with it count as one)
     engine: str = "explicit"              # which engine answered: explicit, bmc or laps
+    por: bool = False                     # explicit: local steps merged (partial-order reduction)
     lap_bound: int = 0                    # laps: every item count >= this has the same states
     precheck: list = field(default_factory=list)  # checker.smt.precheck findings
     fix: object = None                    # checker.fix.FixSuggestion, after --suggest-fix

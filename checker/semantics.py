@@ -604,6 +604,28 @@ def fire_entry(T, out, j, det):
 
 
 @jit
+def local_step(T, st, a):
+    """Is agent `a`'s next step local: an `advance`, a `reset`, or a wait skipped by
+    `unless=ready`, that does not finish the agent? Such a step reads and writes only the
+    agent's own registers (stage, phase, pc, item), cannot be disabled, and no property looks
+    at an agent that stands before one: no other step reads those registers except through
+    `reads_pending`, which simulates the agent's program and so answers the same before and
+    after it. Finishing is excluded: it can make a CTA gone, which others' steps observe."""
+    base = agent_base(T, a)
+    pc = st[base + F_PC]
+    if pc >= T.agent[a, A_LEN] or st[base + F_SYNC] == 1:
+        return False
+    row = op_row(T, a, pc)
+    op = T.prog[row, P_CODE]
+    if op == WAIT_FULL or op == WAIT_EMPTY:
+        if T.prog[row, P_UNLESS] != 1 or st[ring_base(T, a, T.prog[row, P_RING]) + 2] != 1:
+            return False
+    elif op != ADVANCE and op != RESET:
+        return False
+    return next_pc(T, a, pc, st[base + F_ITEM])[0] < T.agent[a, A_LEN]
+
+
+@jit
 def at_blocking_wait(T, st, a):
     """(signal, phase) an agent is spinning on, or (-1, 0): its next op blocks on a signal."""
     base = agent_base(T, a)

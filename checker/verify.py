@@ -45,23 +45,37 @@ def tiny_spec() -> Spec:
 
 
 def verify(spec: Spec, max_states: int | None = None, timeout: float | None = None,
-           progress: bool = False, symmetry: bool = True) -> Result:
+           progress: bool = False, symmetry: bool = True, por: bool = True) -> Result:
     """Explore `spec` exhaustively (or to a limit) and report what holds; `seconds` excludes
     the one-time loading of the compiled engine. With `symmetry`, interchangeable agents
-    (checker/symmetry.py) are reduced: `states` counts one state per orbit."""
+    (checker/symmetry.py) are reduced: `states` counts one state per orbit. With `por`, local
+    steps are taken at once (partial-order reduction, explore.py): `states` counts the reduced
+    graph. That graph has a violation exactly when the full one has, but not always at the
+    same depth; so a violation found there is looked for again without the reduction, for the
+    minimal depth, every kind found there and their shortest traces."""
     warm_up()
     started = time.monotonic()
     model = compile_model(spec)
     search = Search(model, max_states=max_states, timeout=timeout, progress=progress,
-                    symmetry=symmetry)
+                    symmetry=symmetry, por=por)
     kinds, depth = search.run()
+    if kinds and por:
+        left = None if timeout is None else max(timeout - (time.monotonic() - started), 1e-3)
+        full = Search(model, max_states=max_states, timeout=left, progress=progress,
+                      symmetry=symmetry)
+        full_kinds, full_depth = full.run()
+        if full_kinds:
+            search, kinds, depth = full, full_kinds, full_depth
+        else:  # a limit stopped it first: the reduced search's trace is real, maybe not shortest
+            search.limit = full.limit
     result = Result(spec=spec, verdict="ok", states=search.n_stored, transitions=search.transitions,
-                    seconds=0.0, limit=search.limit, max_depth=search.max_depth)
+                    seconds=0.0, limit=search.limit, max_depth=search.max_depth, por=search.por)
     if kinds:
         result.verdict = "violation"
         result.kinds = tuple(KINDS[k] for k in kinds)
-        result.depth = depth
         result.traces = {KINDS[k]: build_trace(model, search, k) for k in kinds}
+        # After the reduced search (the full one ran out of room) the depth is its trace's.
+        result.depth = len(result.traces[result.kind].steps) if search.por else depth
     elif search.limit:
         result.verdict = "inconclusive"
     result.seconds = time.monotonic() - started
@@ -71,8 +85,9 @@ def verify(spec: Spec, max_states: int | None = None, timeout: float | None = No
 # ------------------------------------------------------------------ traces
 
 def concrete_codes(model: Model, search: Search, k: int) -> list[int]:
-    """Action codes of a real interleaving that reaches violation kind k at the minimal depth."""
-    if search.classes.shape[0] == 0:
+    """Action codes of a real interleaving that reaches violation kind k at the minimal depth
+    (after a partial-order reduced search: at the depth that search found it)."""
+    if search.classes.shape[0] == 0 and not search.por:
         return search.counterexample(k)  # the stored states are the concrete ones
     bit = 1 << k
     state = model.initial_state()
@@ -81,14 +96,16 @@ def concrete_codes(model: Model, search: Search, k: int) -> list[int]:
         target = search.store[idx]
         for code in range(model.n_actions()):
             nxt, bits, _ = model.apply(state, code)
-            if (nxt is not None and not bits & (S.TRAP | S.INFLIGHT_FULL)
-                    and np.array_equal(search.key_of(nxt), target)):
+            if nxt is None or bits & (S.TRAP | S.INFLIGHT_FULL):
+                continue
+            local = model.local_steps(nxt) if search.por else ([], nxt)
+            if np.array_equal(search.key_of(local[1]), target):
                 break
         else:
             raise AssertionError(f"internal: no step {i + 1} of the {KINDS[k]} trace reaches "
                                  f"the stored state")
-        codes.append(code)
-        state = nxt
+        codes += [code] + local[0]
+        state = local[1]
     if search.vrec[k, 3] >= 0:  # the violation is a step: the lowest action that commits it
         for code in range(model.n_actions()):
             nxt, bits, _ = model.apply(state, code)

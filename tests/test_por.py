@@ -1,0 +1,285 @@
+"""Partial-order reduction of local steps (issue 6): `advance`, `reset` and a wait skipped by
+`unless=ready`, when they do not finish the agent, are taken at once after every step.
+
+What the reduction rests on, tested on every reachable state of generated specs:
+- a local step commutes with every other enabled step (same successor both ways, the other
+  step's violation bits unchanged, the local step still enabled after it);
+- the state before a local step shows no state property the state after it lacks (it is never
+  stored, so it is never evaluated).
+Then: the numba search stores exactly the graph a plain Python search with the same rule
+stores; with and without the reduction the verdict, kinds and minimal depth agree (generated
+specs, the examples); a violation whose unreduced search runs out of room is still reported
+with a real trace; `--no-por` turns it off.
+"""
+from __future__ import annotations
+
+import pytest
+from click.testing import CliRunner
+from hypothesis import given, settings
+
+from checker import semantics as S
+from checker import symmetry as SYM
+from checker.cli import main as cli_main
+from checker.explore import Search
+from checker.model import compile_model
+from checker.verify import verify
+from spec.load import load_spec_text
+from tests import test_generated as G
+from tests import test_symmetry as TS
+from tests.specs import standard_toml
+
+MAX_STATES = 30_000
+STATE_BITS = S.PHASE_ALIAS  # the state property a local step could hide (deadlock: see below)
+
+
+def _model(text):
+    return compile_model(load_spec_text(text, "s.toml"))
+
+
+def _vec(state):
+    import numpy as np
+    return np.array(state, dtype=np.int64)
+
+
+def _local(model, state, a):
+    return bool(S.local_step(model.tables, _vec(state), a))
+
+
+def _reachable(model, limit):
+    """Up to `limit` reachable states, breadth first, no reduction."""
+    seen, todo = {model.initial_state()}, [model.initial_state()]
+    while todo and len(seen) < limit:
+        state = todo.pop(0)
+        for code in range(model.n_actions()):
+            nxt, bits, _ = model.apply(state, code)
+            if nxt is not None and not bits & S.TRAP and nxt not in seen:
+                seen.add(nxt)
+                todo.append(nxt)
+    return seen
+
+
+# ------------------------------------------------------------------------------------------
+# which steps are local
+
+
+def test_local_steps_of_the_standard_pipeline():
+    model = _model(standard_toml(stages=2, consumers=1, items=2))
+    state = model.initial_state()
+    assert not any(_local(model, state, a) for a in range(2))  # both stand before a wait
+    # producer: wait_empty, write, arrive_full -> now before its advance
+    for _ in range(3):
+        state = model.apply(state, 0)[0]
+    assert model.format_action(state, 0).startswith("producer[0].advance")
+    assert _local(model, state, 0) and not _local(model, state, 1)
+
+
+def test_the_last_advance_is_not_local():
+    """Finishing can make a CTA gone, which other agents' steps observe."""
+    model = _model(standard_toml(stages=2, consumers=1, items=1))
+    state = model.initial_state()
+    for _ in range(3):
+        state = model.apply(state, 0)[0]
+    assert model.format_action(state, 0).startswith("producer[0].advance")
+    assert not _local(model, state, 0)
+
+
+def test_a_wait_is_local_only_when_skipped():
+    model = _model(standard_toml(stages=1, consumers=1, items=2, consumer_body=[
+        "try_full", "wait_full unless=ready", "read", "arrive_empty", "advance"]))
+    state = model.apply(model.initial_state(), 1)[0]  # try_full on an empty slot: ready = false
+    assert model.format_action(state, 1).startswith("consumer[0].wait_full")
+    assert not _local(model, state, 1)
+    for _ in range(3):  # the producer fills the slot
+        state = model.apply(state, 0)[0]
+    state = model.apply(model.apply(state, 1)[0], 1)[0]  # wait, read: not local either way
+    for _ in range(2):  # arrive_empty, advance
+        state = model.apply(state, 1)[0]
+    for _ in range(4):  # the producer refills the slot: advance, wait_empty, write, arrive_full
+        state = model.apply(state, 0)[0]
+    state = model.apply(state, 1)[0]  # try_full: ready = true
+    assert model.format_action(state, 1).startswith("consumer[0].wait_full")
+    assert _local(model, state, 1)
+
+
+# ------------------------------------------------------------------------------------------
+# why it is sound: checked on every reachable state
+
+
+def check_local_steps_commute(model, limit=3000):
+    """Returns how many (state, local step, other step) triples were checked."""
+    checked = 0
+    for state in _reachable(model, limit):
+        for a in range(len(model.agents)):
+            if not _local(model, state, a):
+                continue
+            after, bits, _ = model.apply(state, a)
+            assert after is not None and bits == 0
+            # never evaluated, so it may not show a state property that `after` lacks
+            assert model.state_violation_bits(state)[0] & ~model.state_violation_bits(after)[0] \
+                & STATE_BITS == 0
+            for u in range(model.n_actions()):
+                if u == a:
+                    continue
+                u_first, u_bits, _ = model.apply(state, u)
+                u_after, u_bits_after, _ = model.apply(after, u)
+                assert (u_first is None) == (u_after is None), (model.format_action(state, u))
+                if u_first is None:
+                    continue
+                assert u_bits == u_bits_after  # the other step's violations do not move
+                if u_bits & S.TRAP:
+                    continue
+                assert _local(model, u_first, a)  # still enabled, still local
+                both, bits2, _ = model.apply(u_first, a)
+                assert bits2 == 0 and both == u_after  # the two orders meet
+                checked += 1
+    return checked
+
+
+@settings(max_examples=60, **G.SETTINGS)
+@given(G.designs())
+def test_local_steps_commute_on_generated_specs(design):
+    check_local_steps_commute(compile_model(G.load(design)), limit=1500)
+
+
+@pytest.mark.parametrize("name", sorted(TS.SMALL))
+def test_local_steps_commute_with_async_reads_barriers_and_writes(name):
+    assert check_local_steps_commute(_model(TS.SMALL[name])) > 0
+
+
+# ------------------------------------------------------------------------------------------
+# the numba search stores the graph a plain Python search stores
+
+
+def python_reduced_states(model, symmetry=True):
+    """The reduced graph, by a plain breadth-first search over `model.apply`: after every
+    step the local steps are taken (`model.local_steps`), then the canonical form is stored."""
+    classes = SYM.classes(model) if symmetry else SYM.NO_CLASSES
+
+    def canon(state):
+        return tuple(SYM.canonical(model, classes, _vec(state)).tolist())
+
+    start = canon(model.initial_state())
+    seen, todo = {start}, [start]
+    while todo:
+        state = todo.pop(0)
+        for code in range(model.n_actions()):
+            nxt, bits, _ = model.apply(state, code)
+            if nxt is None or bits & S.TRAP:
+                continue
+            nxt = canon(model.local_steps(nxt)[1])
+            if nxt not in seen:
+                seen.add(nxt)
+                todo.append(nxt)
+    return seen
+
+
+SMALL = dict(TS.SMALL, standard_2_3_4=standard_toml(stages=2, consumers=3, items=4),
+             standard_3_2_5=standard_toml(stages=3, consumers=2, items=5))
+
+
+@pytest.mark.parametrize("symmetry", [True, False])
+@pytest.mark.parametrize("name", sorted(SMALL))
+def test_numba_search_stores_the_python_reduced_graph(name, symmetry):
+    model = _model(SMALL[name])
+    search = Search(model, symmetry=symmetry, por=True)
+    assert search.run() == ([], None)
+    stored = {tuple(search.stored_vector(i).tolist()) for i in range(search.n_stored)}
+    assert stored == python_reduced_states(model, symmetry)
+    full = Search(model, symmetry=symmetry)
+    full.run()
+    assert search.n_stored < full.n_stored
+
+
+def test_reduced_state_counts_of_the_standard_pipeline():
+    """Pinned (the Python search above stores the same graphs); the unreduced counts are
+    Rumur's (benchmarks/results/vs_spin_rumur_grid_2026-11-29.txt)."""
+    spec = load_spec_text(standard_toml(stages=2, consumers=2, items=8), "s.toml")
+    on, off = verify(spec), verify(spec, por=False)
+    assert (on.verdict, off.verdict) == ("ok", "ok")
+    assert (on.states, off.states) == (393, 1065)
+    assert on.por and not off.por
+
+
+# ------------------------------------------------------------------------------------------
+# the same answers with and without it
+
+
+def same_answers(spec):
+    on = verify(spec, max_states=MAX_STATES)
+    off = verify(spec, max_states=MAX_STATES, por=False)
+    G.check_result(spec, on)
+    if not off.limit:
+        assert not on.limit  # the reduced graph is never bigger
+        assert (on.verdict, on.kinds, on.depth) == (off.verdict, off.kinds, off.depth)
+        assert on.states <= off.states
+        if on.verdict == "violation":  # found again without the reduction: the same traces
+            assert {k: t.to_json() for k, t in on.traces.items()} == \
+                {k: t.to_json() for k, t in off.traces.items()}
+    return on, off
+
+
+@settings(max_examples=200, **G.SETTINGS)
+@given(G.designs())
+def test_generated_specs_same_answers_with_and_without_por(design):
+    same_answers(G.load(design))
+
+
+@settings(max_examples=60, **G.SETTINGS)
+@given(TS.expressive_with_counts())
+def test_expressive_specs_same_answers_with_and_without_por(text):
+    same_answers(load_spec_text(text, "generated.toml"))
+
+
+def test_generated_specs_are_reduced_and_violate():
+    """The comparisons above are not vacuous: the reduction stores fewer states on some
+    generated specs, and both verdicts come out."""
+    seen = set()
+
+    @settings(max_examples=80, **G.SETTINGS)
+    @given(G.designs())
+    def collect(design):
+        spec = G.load(design)
+        on, off = verify(spec, max_states=MAX_STATES), verify(spec, max_states=MAX_STATES, por=False)
+        seen.add(on.verdict)
+        if on.verdict == "ok" and not off.limit and on.states < off.states:
+            seen.add("reduced")
+
+    collect()
+    assert {"ok", "violation", "reduced"} <= seen, seen
+
+
+# ------------------------------------------------------------------------------------------
+# a violation the unreduced search cannot reach in its limit
+
+
+DEEP_DEADLOCK = standard_toml(stages=2, consumers=3, items=6, consumer_count=4)
+
+
+def test_violation_kept_when_the_unreduced_search_runs_out_of_room():
+    spec = load_spec_text(DEEP_DEADLOCK, "deep.toml")
+    model = compile_model(spec)
+    reduced = Search(model, por=True)
+    assert reduced.run()[0]
+    full = Search(model)
+    assert full.run()[0]
+    assert reduced.n_stored < full.n_stored  # a limit between the two stops only the full one
+    result = verify(spec, max_states=reduced.n_stored)
+    assert result.verdict == "violation" and result.por
+    assert result.limit == f"max-states {reduced.n_stored}"  # not known to be the shortest
+    G.check_result(spec, result)  # its traces replay and end in their kinds
+    assert result.depth >= verify(spec).depth
+
+
+# ------------------------------------------------------------------------------------------
+# command line
+
+
+def test_cli_no_por(tmp_path):
+    path = tmp_path / "s.toml"
+    path.write_text(standard_toml(stages=2, consumers=2, items=8))
+    runner = CliRunner()
+    for flags, states in (([], "393 states"), (["--no-por"], "1065 states")):
+        out = runner.invoke(cli_main, ["verify", str(path), "--no-precheck", *flags])
+        assert out.exit_code == 0 and states in out.output, out.output
+    out = runner.invoke(cli_main, ["verify", str(path), "--engine", "bmc", "--no-por"])
+    assert out.exit_code == 2 and "--no-por applies only to --engine explicit" in out.output
