@@ -22,6 +22,11 @@ so one state per orbit is stored and `n_stored` counts orbits. Violations and de
 same on every member of an orbit, so the minimal depth and the kinds found there do not change;
 `parent`/`via` then lead through canonical states, and checker/verify.py turns such a path
 into an interleaving of concrete agents.
+
+Partial-order reduction (`por=True`, checker/por.py): after each step, before the successor
+is canonicalised, every step `por.mergeable` allows is taken at once (`merge_steps`). The
+reduced graph has a violation exactly when the full one has, but the depths are those of the
+reduced graph; checker/verify.py searches again without it when something is found.
 """
 from __future__ import annotations
 
@@ -31,6 +36,7 @@ import time
 import numpy as np
 from numba import njit
 
+from checker import por as POR
 from checker import semantics as S
 from checker import symmetry as SYM
 from checker.model import Model
@@ -159,20 +165,23 @@ def record(vrec, bits, depth, state_idx, action, det, vdet):
 
 
 @njit(**ENGINE)
-def merge_local_steps(T, st, tmp, det):
-    """Take every local step (`S.local_step`) now, until no agent stands before one."""
+def merge_steps(T, F, st, tmp, det):
+    """Take every step `por.mergeable` allows now, agent by agent, until none is left (a step
+    that would report a violation is left to the search)."""
     moved = True
     while moved:
         moved = False
         for a in range(T.cfg[S.C_AGENTS]):
-            if S.local_step(T, st, a):
-                S.step(T, st, a, tmp, det)
+            if POR.mergeable(T, F, st, a):
+                if S.step(T, st, a, tmp, det) != 0:
+                    det[:] = -1
+                    continue
                 S.copy_state(T, tmp, st)
                 moved = True
 
 
 @njit(**ENGINE)
-def expand(T, PK, SY, store, n_stored, table, parent, via, lo, hi, depth, vrec, vdet,
+def expand(T, PK, SY, F, store, n_stored, table, parent, via, lo, hi, depth, vrec, vdet,
            check_only, max_states, counters, scratch, por):
     """Expand states lo..hi-1 (all at `depth`). Returns (status, next index, n_stored).
 
@@ -208,7 +217,7 @@ def expand(T, PK, SY, store, n_stored, table, parent, via, lo, hi, depth, vrec, 
                 if bits & S.TRAP:
                     continue
             if por:
-                merge_local_steps(T, out, local, det)
+                merge_steps(T, F, out, local, det)
             SYM.canonicalise_successor(T, SY, st, out, perm, tmp)
             repack(PK, st, store[i], out, key)
             idx, new = find_or_insert(store, n_stored, table, key, max_states)
@@ -253,6 +262,7 @@ class Search:
                  progress: bool = False, symmetry: bool = True, por: bool = False):
         self.model = model
         self.por = por
+        self.future = POR.future_tables(model) if por else POR.no_future_tables(model)
         self.symmetry = symmetry
         self.classes = SYM.classes(model) if symmetry else SYM.NO_CLASSES
         self.max_states = max_states or (1 << 62)
@@ -298,7 +308,7 @@ class Search:
         last_report = started
         while i < hi:
             status, i, self.n_stored = expand(
-                m.tables, m.packing, self.classes, self.store, self.n_stored, self.table,
+                m.tables, m.packing, self.classes, self.future, self.store, self.n_stored, self.table,
                 self.parent, self.via, i, min(hi, i + chunk), depth, self.vrec, self.vdet, check_only,
                 self.max_states, self.counters, self.scratch, self.por)
             if status == NEED_ROOM:

@@ -14,7 +14,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 ENGINE_SOURCES = ("backends/base.py", "backends/nvidia.py", "backends/amd.py",
                   "checker/semantics.py", "checker/explore.py", "checker/model.py",
-                  "checker/symmetry.py", "checker/laps.py", "checker/prove.py")
+                  "checker/symmetry.py", "checker/laps.py", "checker/prove.py", "checker/por.py")
 CACHE_DIRS = ("backends/__pycache__", "checker/__pycache__")
 MARKER = "checker/__pycache__/engine-sources.sha256"
 

@@ -295,21 +295,6 @@ class Model:
             return None, bits, det
         return tuple(out.tolist()), bits, det
 
-    def local_steps(self, state):
-        """(codes, state after them) of the local steps the partial-order reduction takes at
-        once after every step: the same loop as explore.merge_local_steps, one agent at a
-        time through `S.local_step`, until no agent stands before one."""
-        codes = []
-        moved = True
-        while moved:
-            moved = False
-            for a in range(len(self.agents)):
-                if S.local_step(self.tables, np.array(state, dtype=np.int64), a):
-                    state = self.apply(state, a)[0]
-                    codes.append(a)
-                    moved = True
-        return codes, state
-
     def actions(self, state) -> list[int]:
         return [a for a in range(self.n_actions()) if self.apply(state, a)[0] is not None]
 

@@ -15,6 +15,7 @@ import time
 
 import numpy as np
 
+from checker import por as POR
 from checker import semantics as S
 from checker.explore import Search
 from checker.model import Model, compile_model
@@ -48,8 +49,8 @@ def verify(spec: Spec, max_states: int | None = None, timeout: float | None = No
            progress: bool = False, symmetry: bool = True, por: bool = True) -> Result:
     """Explore `spec` exhaustively (or to a limit) and report what holds; `seconds` excludes
     the one-time loading of the compiled engine. With `symmetry`, interchangeable agents
-    (checker/symmetry.py) are reduced: `states` counts one state per orbit. With `por`, local
-    steps are taken at once (partial-order reduction, explore.py): `states` counts the reduced
+    (checker/symmetry.py) are reduced: `states` counts one state per orbit. With `por`, steps no
+    other step can tell the time of are taken at once (partial-order reduction, por.py): `states` counts the reduced
     graph. That graph has a violation exactly when the full one has, but not always at the
     same depth; so a violation found there is looked for again without the reduction, for the
     minimal depth, every kind found there and their shortest traces."""
@@ -98,7 +99,7 @@ def concrete_codes(model: Model, search: Search, k: int) -> list[int]:
             nxt, bits, _ = model.apply(state, code)
             if nxt is None or bits & (S.TRAP | S.INFLIGHT_FULL):
                 continue
-            local = model.local_steps(nxt) if search.por else ([], nxt)
+            local = POR.merged_steps(model, search.future, nxt) if search.por else ([], nxt)
             if np.array_equal(search.key_of(local[1]), target):
                 break
         else:

@@ -1,0 +1,242 @@
+"""Partial-order reduction: steps that are taken at once, because no other step can tell when.
+
+After every step the explicit engine (explore.merge_steps) lets each agent take, one after
+another, any step that `mergeable` allows, until none does. Such a step t of agent a is
+- always enabled until a takes it, whatever the others do (so no deadlock is skipped);
+- independent of every step any other agent or in-flight entry can still take: both orders
+  reach the same state and the other step finds the same violations (so no violation is
+  skipped: a run that does t later reaches the same states with t moved to the front);
+- free of violations itself, and the state before it shows no property the state after it
+  lacks (that state is never stored, so it is never evaluated).
+
+Two kinds of step qualify:
+- local steps (`S.local_step`): advance, reset, a skipped `unless=ready` wait;
+- steps on a signal or slot that no other agent will ever touch in a way that matters:
+  an arrive on a signal no other agent will wait on again (and whose arrive updates all have
+  the same count, so they commute); a read of a slot no other agent will write or copy into
+  again; an enabled wait (inside its phase window) on a signal no other agent will update
+  again. "Will ever" is read from `FutureTables`: for each agent, ring, program position and
+  stage, the signals and slots its remaining program touches, waits ignored (so a superset).
+Steps that finish their agent never qualify: they can make a CTA gone, which others observe.
+
+`mergeable` is read by the numba engine and, through `merged_steps`, by the trace builder and
+the tests' plain-Python search, so the three agree by construction.
+"""
+from __future__ import annotations
+
+from collections import namedtuple
+
+import numpy as np
+
+from backends import nvidia
+from backends.base import AMD, EMPTY, FULL, jit
+from checker import semantics as S
+
+# Access classes of the future tables.
+OBS_FULL, OBS_EMPTY, UPD_FULL, UPD_EMPTY, WRITE_SLOT = 0, 1, 2, 3, 4
+N_CLASSES = 5
+MAX_ROWS = 1 << 21  # bigger programs get local steps only (tables > 80 MB, seconds to build)
+
+# mask[row, class]: bit cta * max_stages + stage. row = off[agent, ring] + pos * max_stages +
+# the agent's stage on that ring, pos the agent's position in its unrolled program.
+# uniform[ring, kind]: the count every arrive update of that kind has, or -1 (mixed, or tx).
+# cfg[0]: 1 when the tables exist (else only local steps are merged).
+FutureTables = namedtuple("FutureTables", ["cfg", "off", "mask", "uniform"])
+
+
+def _unrolled(agent):
+    """(pc, item) of every position of the agent's program in execution order, with whether
+    the op there runs (a body op with every=K / at=j runs only for the items it selects)."""
+    bs, be = agent.body_start, agent.body_end
+    out = [(pc, 0, True) for pc in range(bs)]
+    if be > bs:
+        for item in range(agent.items):
+            out += [(pc, item, item % agent.ops[pc][0].every == agent.ops[pc][0].at)
+                    for pc in range(bs, be)]
+    return out + [(pc, agent.items, True) for pc in range(be, len(agent.ops))]
+
+
+def _targets(model, agent, op) -> list[int]:
+    k, cta = model.ctas, agent.cta
+    if k == 1 or op.to == "self":
+        return [cta]
+    return {"leader": [0], "peer": [(cta + 1) % k], "all": list(range(k))}[op.to]
+
+
+def _classes(model, agent, op) -> list[tuple[int, list[int]]]:
+    """(access class, CTAs) of one op."""
+    own = [agent.cta]
+    name = op.name
+    if name in ("wait_full", "try_full"):
+        return [(OBS_FULL, own)]
+    if name in ("wait_empty", "try_empty", "drain"):
+        return [(OBS_EMPTY, own)]
+    if name in ("arrive_full", "expect_tx"):
+        return [(UPD_FULL, _targets(model, agent, op))]
+    if name in ("arrive_empty", "commit_empty"):
+        return [(UPD_EMPTY, _targets(model, agent, op))]
+    if name == "write":
+        return [(WRITE_SLOT, own)]
+    if name == "copy":
+        return [(WRITE_SLOT, _targets(model, agent, op)), (UPD_FULL, _targets(model, agent, op))]
+    return []
+
+
+def _uniform(model) -> np.ndarray:
+    out = np.full((model.rings, 2), -1, dtype=np.int64)
+    for r, ring in enumerate(model.ring_names):
+        for kind, arrives, tx_ops in ((FULL, ("arrive_full",), ("expect_tx", "copy")),
+                                      (EMPTY, ("arrive_empty", "commit_empty"), ())):
+            ops = [op for a in model.agents for op, _ in a.ops if op.ring == ring]
+            counts = {op.n for op in ops if op.name in arrives}
+            if len(counts) == 1 and not any(op.name in tx_ops for op in ops):
+                out[r, kind] = counts.pop()
+    return out
+
+
+def no_future_tables(model) -> FutureTables:
+    """Tables that allow local steps only."""
+    return FutureTables(np.zeros(1, dtype=np.int64), np.zeros((1, 1), dtype=np.int64),
+                        np.zeros((1, N_CLASSES), dtype=np.int64), _uniform(model))
+
+
+def future_tables(model) -> FutureTables:
+    ms = model.max_stages
+    rows = sum(len(_unrolled(a)) + 1 for a in model.agents) * model.rings * ms
+    if rows > MAX_ROWS or model.ctas * ms > 62:
+        return no_future_tables(model)
+    off = np.zeros((len(model.agents), model.rings), dtype=np.int64)
+    mask = np.zeros((rows, N_CLASSES), dtype=np.int64)
+    base = 0
+    for i, agent in enumerate(model.agents):
+        positions = _unrolled(agent)
+        for r, ring in enumerate(model.ring_specs):
+            off[i, r] = base
+            n = ring.stages
+            nxt = base + len(positions) * ms  # the row block after the last position: all zero
+            stages = np.arange(n)
+            for p in range(len(positions) - 1, -1, -1):
+                pc, _, runs = positions[p]
+                op = agent.ops[pc][0]
+                here = base + p * ms
+                after = stages
+                acc = np.zeros((n, N_CLASSES), dtype=np.int64)
+                if runs and op.ring == ring.name:
+                    for cls, ctas in _classes(model, agent, op):
+                        for c in ctas:
+                            acc[:, cls] |= np.left_shift(1, c * ms + stages)
+                    if op.name in ("advance", "drain"):
+                        after = (stages + 1) % n
+                    elif op.name == "reset":
+                        after = np.full(n, agent.initial_stages[r])
+                mask[here:here + n] = acc | mask[nxt + after]
+                nxt = here
+            base += (len(positions) + 1) * ms
+    return FutureTables(np.ones(1, dtype=np.int64), off, mask, _uniform(model))
+
+
+@jit
+def position(T, a, pc, item):
+    """Index of (pc, item) in the agent's unrolled program (`_unrolled`)."""
+    bs = T.agent[a, S.A_BODY_START]
+    be = T.agent[a, S.A_BODY_END]
+    if pc < bs:
+        return pc
+    if pc < be:
+        return bs + item * (be - bs) + (pc - bs)
+    return bs + T.agent[a, S.A_ITEMS] * (be - bs) + (pc - be)
+
+
+@jit
+def others_touch(T, F, st, a, r, cls, bit):
+    """Will any agent but `a` still touch (access class `cls`) signal or slot `bit` of ring r?"""
+    ms = T.cfg[S.C_MAXS]
+    for b in range(T.cfg[S.C_AGENTS]):
+        if b == a:
+            continue
+        base = S.agent_base(T, b)
+        pos = position(T, b, st[base + S.F_PC], st[base + S.F_ITEM])
+        row = F.off[b, r] + pos * ms + st[S.ring_base(T, b, r)]
+        if F.mask[row, cls] & (1 << bit):
+            return True
+    return False
+
+
+@jit
+def entry_aimed(T, st, kind, cta, r, s):
+    off = T.cfg[S.C_OFF_INF]
+    for j in range(T.cfg[S.C_INFLIGHT]):
+        e = st[off + j]
+        if e == 0:
+            break
+        if S.entry_into(T, e, kind, cta, r, s):
+            return True
+    return False
+
+
+@jit
+def independent_step(T, F, st, a):
+    """Is agent a's next step an arrive, read or wait that no other agent can interfere with?"""
+    if F.cfg[0] == 0:
+        return False
+    base = S.agent_base(T, a)
+    pc = st[base + S.F_PC]
+    if pc >= T.agent[a, S.A_LEN] or st[base + S.F_SYNC] == 1:
+        return False
+    if S.next_pc(T, a, pc, st[base + S.F_ITEM])[0] >= T.agent[a, S.A_LEN]:
+        return False
+    row = S.op_row(T, a, pc)
+    op = T.prog[row, S.P_CODE]
+    r = T.prog[row, S.P_RING]
+    rb = S.ring_base(T, a, r)
+    stage = st[rb]
+    cta = T.agent[a, S.A_CTA]
+    bit = cta * T.cfg[S.C_MAXS] + stage
+    if op == S.ARRIVE_FULL or op == S.ARRIVE_EMPTY:
+        kind = FULL if op == S.ARRIVE_FULL else EMPTY
+        if T.cfg[S.C_CTAS] > 1 and T.prog[row, S.P_TARGET] != S.T_SELF:
+            return False
+        if T.cfg[S.C_BACKEND] != AMD and F.uniform[r, kind] != T.prog[row, S.P_N]:
+            return False
+        return not others_touch(T, F, st, a, r, OBS_FULL if kind == FULL else OBS_EMPTY, bit)
+    if op == S.READ:
+        if S.copy_in_flight_to(T, st, cta, r, stage):
+            return False
+        return not others_touch(T, F, st, a, r, WRITE_SLOT, bit)
+    if op == S.WAIT_FULL or op == S.WAIT_EMPTY:
+        kind = FULL if op == S.WAIT_FULL else EMPTY
+        sig = S.sig_index(T, cta, r, stage, kind)
+        if not S.signal_ready(T, st, sig, st[rb + 1]):
+            return False
+        if T.cfg[S.C_BACKEND] != AMD and not nvidia.in_window(
+                st[S.sig_base(T, sig)], st[rb + 1], T.agent[a, S.A_RING0 + 2 * r + 1]):
+            return False
+        if kind == FULL and S.copy_in_flight_to(T, st, cta, r, stage):
+            return False
+        if kind == EMPTY and entry_aimed(T, st, S.ENTRY_COMMIT, cta, r, stage):
+            return False
+        return not others_touch(T, F, st, a, r, UPD_FULL if kind == FULL else UPD_EMPTY, bit)
+    return False
+
+
+@jit
+def mergeable(T, F, st, a):
+    return S.local_step(T, st, a) or independent_step(T, F, st, a)
+
+
+def merged_steps(model, F, state):
+    """(codes, state after them) of the steps the engine takes at once after a step: the
+    same loop as explore.merge_steps, through `mergeable`."""
+    codes = []
+    moved = True
+    while moved:
+        moved = False
+        for a in range(len(model.agents)):
+            if mergeable(model.tables, F, np.array(state, dtype=np.int64), a):
+                nxt, bits, _ = model.apply(state, a)
+                if bits != 0:
+                    continue
+                state = nxt
+                codes.append(a)
+                moved = True
+    return codes, state
