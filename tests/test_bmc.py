@@ -168,7 +168,7 @@ def test_ok_needs_a_complete_bound():
     assert verify(spec).verdict == "ok"
     bound = longest_run(spec)
     assert verify_bmc(spec).verdict == "ok"                  # default depth: the whole run
-    assert verify(spec).max_depth == bound                   # BFS's last level is that deep
+    assert verify(spec, por=False).max_depth == bound        # BFS's last level is that deep
     assert verify_bmc(spec, depth=bound + 5).verdict == "ok"
     short = verify_bmc(spec, depth=bound - 1)                # every complete run is longer
     assert (short.verdict, short.limit) == ("inconclusive", f"bmc depth {bound - 1}")

@@ -36,7 +36,8 @@ EXAMPLES_DIR = ROOT / "spec" / "examples"
 EXAMPLES = sorted(p.name for p in EXAMPLES_DIR.glob("*.toml"))
 
 # Distinct states stored by a complete exploration of each `ok` example, with symmetry
-# reduction (the default: one state per orbit of interchangeable agents, checker/symmetry.py).
+# reduction (one state per orbit of interchangeable agents, checker/symmetry.py) and without
+# partial-order reduction (`verify(spec, por=False)`, `--no-por`).
 PINNED_STATES = {
     "x_async_read_ok.toml": 2659,
     "x_cluster_ctas_ok.toml": 1655,
@@ -53,6 +54,26 @@ PINNED_STATES = {
     "named_barrier_release_ok.toml": 499,
     "sm90_ring_nvidia.toml": 875,
     "try_full_prefetch_ok.toml": 3397,
+}
+
+# The same with partial-order reduction as well (the default, checker/por.py): the reduced
+# graph's states. tests/test_por.py checks this graph against a plain Python search.
+PINNED_STATES_POR = {
+    "x_async_read_ok.toml": 769,
+    "x_cluster_ctas_ok.toml": 301,
+    "x_cutlass_pingpong.toml": 70,
+    "x_mojo_sm100_matmul.toml": 3488,
+    "x_named_split_ok.toml": 177,
+    "x_persistent_tiles_ok.toml": 299,
+    "x_rings_scales_ok.toml": 598,
+    "cutlass_tma_async_cluster2.toml": 2697,
+    "mojo_input_tile_cluster2_k2.toml": 7686,
+    "mojo_input_tile_nvidia.toml": 101,
+    "mojo_pcp_amd.toml": 99,
+    "mojo_pcp_nvidia.toml": 99,
+    "named_barrier_release_ok.toml": 139,
+    "sm90_ring_nvidia.toml": 152,
+    "try_full_prefetch_ok.toml": 775,
 }
 
 # The same without symmetry reduction (`verify(spec, symmetry=False)`, `--no-symmetry`): every
@@ -132,9 +153,15 @@ def result_of(name: str):
 
 
 @functools.cache
+def symmetric_result_of(name: str):
+    """The verification of an example without partial-order reduction (symmetry only)."""
+    return verify(spec_of(name), timeout=TIMEOUT_S, por=False)
+
+
+@functools.cache
 def unreduced_result_of(name: str):
-    """The verification of an example without symmetry reduction."""
-    return verify(spec_of(name), timeout=TIMEOUT_S, symmetry=False)
+    """The verification of an example without any reduction."""
+    return verify(spec_of(name), timeout=TIMEOUT_S, symmetry=False, por=False)
 
 
 def expected_kinds(spec) -> tuple[str, ...]:
@@ -203,15 +230,23 @@ def test_example_verdict(name):
 def test_every_example_is_pinned():
     ok = {n for n in EXAMPLES if spec_of(n).expect == "ok"}
     bad = set(EXAMPLES) - ok
-    assert set(PINNED_STATES) == set(PINNED_STATES_NO_SYMMETRY) == ok
+    assert set(PINNED_STATES) == set(PINNED_STATES_NO_SYMMETRY) == set(PINNED_STATES_POR) == ok
     assert set(PINNED_TRACE_LENGTH) == bad
     assert set(PINNED_TRANSITIONS) <= ok and len(PINNED_TRANSITIONS) >= 3
     assert set(PINNED_TRANSITIONS_NO_SYMMETRY) == set(PINNED_TRANSITIONS)
 
 
+@pytest.mark.parametrize("name", sorted(PINNED_STATES_POR))
+def test_pinned_state_count_with_por(name):
+    result = result_of(name)
+    assert result.verdict == "ok" and result.por
+    assert result.states == PINNED_STATES_POR[name]
+    assert result.states <= PINNED_STATES[name]
+
+
 @pytest.mark.parametrize("name", sorted(PINNED_STATES))
 def test_pinned_state_count(name):
-    result = result_of(name)
+    result = symmetric_result_of(name)
     assert result.verdict == "ok"
     assert result.states == PINNED_STATES[name]
     if name in PINNED_TRANSITIONS:
@@ -230,6 +265,18 @@ def test_pinned_state_count_without_symmetry(name):
 
 def test_symmetry_reduces_some_examples():
     assert sum(PINNED_STATES[n] < PINNED_STATES_NO_SYMMETRY[n] for n in PINNED_STATES) >= 4
+
+
+@pytest.mark.parametrize("name", EXAMPLES)
+def test_same_verdict_without_por(name):
+    """Partial-order reduction changes no verdict, no kind, no minimal depth and no trace (a
+    violation it finds is searched for again without it)."""
+    on, off = result_of(name), symmetric_result_of(name)
+    assert not on.limit and not off.limit
+    assert (on.verdict, on.kinds, on.depth) == (off.verdict, off.kinds, off.depth)
+    assert {k: t.to_json() for k, t in on.traces.items()} == \
+        {k: t.to_json() for k, t in off.traces.items()}
+    assert on.states <= off.states
 
 
 @pytest.mark.parametrize("name", EXAMPLES)

@@ -35,7 +35,7 @@ from spec.load import load_spec, load_spec_text
 from spec.schema import MAIN_RING, Ring, SpecError
 from tests import replay as R
 from tests.test_examples import PINNED_STATES as ALL_PINNED_STATES
-from tests.test_examples import unreduced_result_of
+from tests.test_examples import symmetric_result_of, unreduced_result_of
 from tests.test_examples import PINNED_TRACE_LENGTH as ALL_PINNED_TRACE_LENGTH
 
 EXAMPLES_DIR = ROOT / "spec" / "examples"
@@ -201,7 +201,7 @@ def test_example_verdict(name):
 
 @pytest.mark.parametrize("name", sorted(PINNED_STATES))
 def test_pinned_state_count(name):
-    result = result_of(name)
+    result = symmetric_result_of(name)
     assert result.verdict == "ok"
     assert result.states == PINNED_STATES[name]
     if name in PINNED_TRANSITIONS:
@@ -400,7 +400,7 @@ def test_matmul_template_small_config_replayer_bfs():
     """2 tiles with 1-stage accumulator and throttle rings (both wrap): the replayer's own
     exploration matches the checker state for state and finds nothing."""
     spec = load_spec_text(matmul_text(items=4, tiles=2, acc=1, clc=1), "m.toml")
-    result = verify(spec, timeout=TIMEOUT_S)
+    result = verify(spec, timeout=TIMEOUT_S, por=False)
     assert result.verdict == "ok" and result.states == 6730
     assert replayer_bfs(spec) == (6730, None, set())
 
@@ -467,9 +467,9 @@ def test_pingpong_template_configurations_are_correct(backend, stages, consumers
     """States pinned with symmetry reduction and without (two agents per warpgroup role)."""
     text = pingpong_text(stages=stages, extra=f"consumers = {consumers}").replace(
         '"nvidia"', f'"{backend}"')
-    result = verify(load_spec_text(text, "p.toml"), timeout=TIMEOUT_S)
+    result = verify(load_spec_text(text, "p.toml"), timeout=TIMEOUT_S, por=False)
     assert (result.verdict, result.states) == ("ok", states)
-    result = verify(load_spec_text(text, "p.toml"), timeout=TIMEOUT_S, symmetry=False)
+    result = verify(load_spec_text(text, "p.toml"), timeout=TIMEOUT_S, symmetry=False, por=False)
     assert (result.verdict, result.states) == ("ok", unreduced)
 
 
@@ -552,7 +552,7 @@ def test_core_examples_keep_their_pinned_numbers():
     from tests.test_examples import PINNED_STATES as CORE_STATES
     from tests.test_examples import PINNED_TRACE_LENGTH as CORE_LENGTHS
     for name, states in CORE_STATES.items():
-        result = result_of(name)
+        result = symmetric_result_of(name)
         assert (result.verdict, result.states) == ("ok", states), name
     for name, depth in CORE_LENGTHS.items():
         assert result_of(name).depth == depth, name

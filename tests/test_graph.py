@@ -40,7 +40,7 @@ def pipeline(stages=2, consumers=1, items=3, producer_phase=None, consumer_count
 def test_correct_pipeline_graph():
     spec = pipeline(stages=2, consumers=1, items=4)
     G = build_graph(spec)
-    result = verify(spec, symmetry=False)
+    result = verify(spec, symmetry=False, por=False)
     assert result.verdict == "ok"
     assert G.number_of_nodes() == result.states
     assert G.number_of_edges() == result.transitions
@@ -88,7 +88,7 @@ def test_node_and_edge_attributes():
                                                     (4, 1, 5), (2, 3, 2)])
 def test_state_counts_match_numba_engine(stages, consumers, items):
     spec = pipeline(stages=stages, consumers=consumers, items=items)
-    result = verify(spec, symmetry=False)
+    result = verify(spec, symmetry=False, por=False)
     G = build_graph(spec)
     assert result.verdict == "ok"
     assert (G.number_of_nodes(), G.number_of_edges()) == (result.states, result.transitions)
@@ -109,7 +109,7 @@ def _small_ok_examples():
 def test_examples_that_hold_agree_with_numba_engine(path):
     """Templates, copies in flight, clusters, named barriers: both engines see the same space."""
     spec = load_spec(path)
-    result = verify(spec, max_states=GRAPH_LIMIT, symmetry=False)
+    result = verify(spec, max_states=GRAPH_LIMIT, symmetry=False, por=False)
     assert result.verdict == "ok"
     G = build_graph(spec)
     assert G.number_of_nodes() == result.states
@@ -198,7 +198,7 @@ def test_state_limit_is_a_clear_error():
     spec = pipeline(stages=2, consumers=2, items=4)
     with pytest.raises(ValueError, match=r"more than 10 states.*max_states=10"):
         build_graph(spec, max_states=10)
-    states = verify(spec, symmetry=False).states
+    states = verify(spec, symmetry=False, por=False).states
     assert build_graph(spec, max_states=states).number_of_nodes() == states
 
 
@@ -215,7 +215,7 @@ def test_dot_output(tmp_path):
     assert r'"ring \"two\" \\ consumers"' in lines[0]
     edges = [EDGE_LINE.match(ln).groups() for ln in lines if EDGE_LINE.match(ln)]
     nodes = [NODE_LINE.match(ln).group(1) for ln in lines if NODE_LINE.match(ln)]
-    assert len(edges) == G.number_of_edges() == verify(spec, symmetry=False).transitions
+    assert len(edges) == G.number_of_edges() == verify(spec, symmetry=False, por=False).transitions
     assert len([ln for ln in lines if "->" in ln]) == G.number_of_edges()
     assert sorted(map(int, nodes)) == list(range(G.number_of_nodes()))
     ids = {d["index"]: n for n, d in G.nodes(data=True)}
@@ -253,5 +253,5 @@ def test_cli_graph_flag_writes_dot(tmp_path):
     assert res.exit_code == 0, res.output
     text = out.read_text()
     assert text.startswith('digraph "cli graph" {')
-    states = verify(load_spec(spec_path), symmetry=False).states
+    states = verify(load_spec(spec_path), symmetry=False, por=False).states
     assert len([ln for ln in text.splitlines() if NODE_LINE.match(ln)]) == states
