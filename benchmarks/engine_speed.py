@@ -1,8 +1,9 @@
-"""Benchmark: the explicit engine's BFS alone, with and without symmetry reduction.
+"""Benchmark: the explicit engine's BFS alone, with and without its reductions.
 
-Per cell of the standard pipeline (benchmarks/standard_pipeline.py) and per symmetry setting,
-a fresh subprocess compiles the model, loads the numba engine on a tiny spec (not timed), then
-times `Search(model, symmetry=...).run()`: the BFS, no trace building. Reported:
+Per cell of the standard pipeline (benchmarks/standard_pipeline.py) and per reduction setting
+(symmetry and partial-order reduction both on; symmetry only; none), a fresh subprocess
+compiles the model, loads the numba engine on a tiny spec (not timed), then times
+`Search(model, symmetry=..., por=...).run()`: the BFS, no trace building. Reported:
 
   states      states stored (orbits under symmetry)
   depth       the deepest BFS level reached
@@ -16,7 +17,8 @@ tree), so an old and a new engine can be compared in one run, cell by cell:
 
     python benchmarks/engine_speed.py                                   # this tree
     python benchmarks/engine_speed.py --repo /work/main --repo .        # side by side
-    python benchmarks/engine_speed.py --cells 8,4,8 --no-plain          # symmetry only
+    python benchmarks/engine_speed.py --cells 8,4,8 --no-plain          # with symmetry only
+    python benchmarks/engine_speed.py --no-por                          # trees without por.py
 """
 from __future__ import annotations
 
@@ -32,7 +34,7 @@ HERE = Path(__file__).resolve().parent.parent
 CELLS = [(4, 4, 8), (8, 4, 8), (2, 8, 8), (4, 5, 8), (8, 8, 8)]
 
 
-def child(repo: str, n: int, c: int, i: int, symmetry: bool) -> dict:
+def child(repo: str, n: int, c: int, i: int, symmetry: bool, por: bool) -> dict:
     sys.path.insert(0, repo)
     import numpy as np
     from benchmarks.standard_pipeline import load_cell
@@ -43,7 +45,7 @@ def child(repo: str, n: int, c: int, i: int, symmetry: bool) -> dict:
     warm_up()
     model = compile_model(load_cell(n, c, i))
     t0 = time.perf_counter()
-    search = Search(model, symmetry=symmetry)
+    search = Search(model, symmetry=symmetry, por=True) if por else Search(model, symmetry=symmetry)
     kinds, depth = search.run()
     seconds = time.perf_counter() - t0
     arrays = sum(v.nbytes for v in vars(search).values() if isinstance(v, np.ndarray))
@@ -52,10 +54,10 @@ def child(repo: str, n: int, c: int, i: int, symmetry: bool) -> dict:
             "limit": search.limit, "seconds": seconds, "bytes": arrays, "words": model.words}
 
 
-def spawn(repo: Path, cell, symmetry: bool, timeout: float) -> dict:
+def spawn(repo: Path, cell, symmetry: bool, por: bool, timeout: float) -> dict:
     n, c, i = cell
     cmd = [sys.executable, str(Path(__file__).resolve()), "--child", str(repo), f"{n},{c},{i}",
-           "1" if symmetry else "0"]
+           "1" if symmetry else "0", "1" if por else "0"]
     try:
         proc = subprocess.run(cmd, cwd=str(repo), capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -73,17 +75,21 @@ def main(argv=None) -> int:
                     help="checkout to measure (repeatable; default: this one)")
     ap.add_argument("--no-plain", action="store_true", help="only with symmetry reduction")
     ap.add_argument("--no-symmetry", action="store_true", help="only without symmetry reduction")
+    ap.add_argument("--no-por", action="store_true", help="never with partial-order reduction")
     ap.add_argument("--timeout", type=float, default=1800, help="per child, seconds")
-    ap.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
+    ap.add_argument("--child", nargs=4, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.child:
-        repo, cell, sym = args.child
-        print(json.dumps(child(repo, *(int(x) for x in cell.split(",")), sym == "1")), flush=True)
+        repo, cell, sym, por = args.child
+        print(json.dumps(child(repo, *(int(x) for x in cell.split(",")), sym == "1", por == "1")),
+              flush=True)
         return 0
 
     cells = [tuple(int(x) for x in t.split(",")) for t in args.cells] if args.cells else CELLS
     repos = [Path(r).resolve() for r in (args.repo or [HERE])]
-    modes = [m for m, skip in ((True, args.no_symmetry), (False, args.no_plain)) if not skip]
+    modes = [m for m, skip in (((True, True), args.no_symmetry or args.no_por),
+                               ((True, False), args.no_symmetry), ((False, False), args.no_plain))
+             if not skip]
     print(f"engine speed: {time.strftime('%Y-%m-%d %H:%M')}, python {sys.version.split()[0]}, "
           f"{os.cpu_count()} CPUs; one fresh process per row")
     for r in repos:
@@ -92,17 +98,18 @@ def main(argv=None) -> int:
         dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=r,
                                capture_output=True, text=True).stdout.strip()
         print(f"  {r}: {rev}{' (with uncommitted changes)' if dirty else ''}")
-    print(f"{'N':>2} {'C':>2} {'I':>2} {'sym':>3}  {'tree':<14} {'verdict':<10} {'states':>11} "
+    print(f"{'N':>2} {'C':>2} {'I':>2} {'sym':>3} {'por':>3}  {'tree':<14} {'verdict':<10} {'states':>11} "
           f"{'transitions':>12} {'depth':>5} {'seconds':>8} {'states/s':>10} {'B/state':>8}")
     same = True
     for cell in cells:
-        for sym in modes:
+        for sym, por in modes:
             rows = []
             for repo in repos:
-                row = spawn(repo, cell, sym, args.timeout)
+                row = spawn(repo, cell, sym, por, args.timeout)
                 rows.append(row)
                 n, c, i = cell
-                head = f"{n:>2} {c:>2} {i:>2} {'on' if sym else 'off':>3}  {repo.name[:14]:<14}"
+                head = (f"{n:>2} {c:>2} {i:>2} {'on' if sym else 'off':>3} {'on' if por else 'off':>3}"
+                        f"  {repo.name[:14]:<14}")
                 if "error" in row:
                     print(f"{head} failed: {row['error']}", flush=True)
                     continue

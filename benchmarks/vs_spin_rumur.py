@@ -19,8 +19,11 @@ for pipeproof the whole Python process, for SPIN and Rumur the compiled verifier
 gets `--timeout` seconds per cell (killed after that: "timeout").
 
 Ratios are pipeproof seconds / tool seconds: below 1 means pipeproof was faster. pipeproof
-(symmetry reduction on, its default) and Rumur count states up to consumer permutation; SPIN
-counts all states (plus its init and process-exit states).
+runs with its defaults: symmetry reduction (states up to consumer permutation, as Rumur's
+count) and partial-order reduction (checker/por.py: steps no other step can tell the time of
+are taken at once), so it stores fewer states than Rumur. With `verify --no-por` it stored
+exactly Rumur's symmetric count on every cell both finished (results/*_2026-11-29.txt). SPIN counts all states (plus its
+init and process-exit states), after its own partial-order reduction.
 
 With `--laps`, pipeproof also runs `verify --engine laps` (item numbers and laps relative to
 the slowest agent, checker/lap_verify.py): its state count stays the same as I grows.
