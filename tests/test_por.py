@@ -107,33 +107,47 @@ def test_a_wait_is_local_only_when_skipped():
 # why it is sound: checked on every reachable state
 
 
+def commutes_at(model, now, a):
+    """At state `now`: agent a's step is enabled, the state before it shows no state property
+    the state after it lacks (it is never stored, so never evaluated), and it commutes with
+    every other enabled step: both orders reach the same state and find the same violations
+    between them (arrivals of one count on one signal commute, but which one completes a phase,
+    and carries that phase's violation, depends on the order). Returns (a's violation bits
+    at `now`, the successors of the other steps)."""
+    after, bits, _ = model.apply(now, a)
+    assert after is not None, model.format_action(now, a)
+    assert model.state_violation_bits(now)[0] & ~model.state_violation_bits(after)[0] \
+        & STATE_BITS == 0
+    successors = []
+    for u in range(model.n_actions()):
+        if u == a:
+            continue
+        u_first, u_bits, _ = model.apply(now, u)
+        u_after, u_bits_after, _ = model.apply(after, u)
+        assert (u_first is None) == (u_after is None), model.format_action(now, u)
+        if u_first is None:
+            continue
+        both, t_bits, _ = model.apply(u_first, a) if not u_bits & S.TRAP else (None, 0, 0)
+        assert u_bits | t_bits == bits | u_bits_after, model.format_action(now, u)
+        if not u_bits_after & S.TRAP:
+            assert both == u_after
+            successors.append(u_first)
+    return bits, successors
+
+
 def check_local_steps_commute(model, limit=3000):
-    """Returns how many (state, local step, other step) triples were checked."""
+    """Returns how many (state, local step, other step) pairs were checked."""
     checked = 0
     for state in _reachable(model, limit):
         for a in range(len(model.agents)):
             if not _local(model, state, a):
                 continue
-            after, bits, _ = model.apply(state, a)
-            assert after is not None and bits == 0
-            # never evaluated, so it may not show a state property that `after` lacks
-            assert model.state_violation_bits(state)[0] & ~model.state_violation_bits(after)[0] \
-                & STATE_BITS == 0
-            for u in range(model.n_actions()):
-                if u == a:
-                    continue
-                u_first, u_bits, _ = model.apply(state, u)
-                u_after, u_bits_after, _ = model.apply(after, u)
-                assert (u_first is None) == (u_after is None), (model.format_action(state, u))
-                if u_first is None:
-                    continue
-                assert u_bits == u_bits_after  # the other step's violations do not move
-                if u_bits & S.TRAP:
-                    continue
-                assert _local(model, u_first, a)  # still enabled, still local
-                both, bits2, _ = model.apply(u_first, a)
-                assert bits2 == 0 and both == u_after  # the two orders meet
-                checked += 1
+            bits, successors = commutes_at(model, state, a)
+            assert bits == 0
+            for nxt in successors:
+                assert _local(model, nxt, a)  # still enabled, still local
+                assert model.apply(nxt, a)[1] == 0
+            checked += len(successors)
     return checked
 
 
@@ -149,12 +163,9 @@ def test_local_steps_commute_with_async_reads_barriers_and_writes(name):
 
 
 def check_independent_steps(model, limit=300, horizon=60):
-    """For each reachable state and each agent whose next step `independent_step` allows:
-    explore up to `horizon` states of the others moving while it stands still; at each, the
-    step is still enabled and clean, commutes with every enabled step (the two orders reach the
-    same state and find the same violations), and the state before it shows no property the
-    state after it lacks.
-    Returns how many (state, step, other step) triples were checked."""
+    """For each reachable state and each agent whose next step `independent_step` allows (and
+    that is clean there): explore up to `horizon` states of the others moving while it stands
+    still, and require `commutes_at` at each. Returns how many pairs were checked."""
     F = POR.future_tables(model)
     checked = 0
     for state in _reachable(model, limit):
@@ -165,31 +176,12 @@ def check_independent_steps(model, limit=300, horizon=60):
                 continue  # a violating step is left to the search
             seen, todo = {state}, [state]
             while todo and len(seen) < horizon:
-                now = todo.pop(0)
-                after, bits, _ = model.apply(now, a)  # clean at `state`; later it may not be
-                assert after is not None, model.format_action(now, a)
-                assert model.state_violation_bits(now)[0] & ~model.state_violation_bits(after)[0] \
-                    & STATE_BITS == 0
-                for u in range(model.n_actions()):
-                    if u == a:
-                        continue
-                    u_first, u_bits, _ = model.apply(now, u)
-                    u_after, u_bits_after, _ = model.apply(after, u)
-                    assert (u_first is None) == (u_after is None), model.format_action(now, u)
-                    if u_first is None:
-                        continue
-                    # Arrivals of one count on one signal commute, but which of them completes
-                    # a phase (and carries its violation) depends on the order: the two orders
-                    # find the same violations between them.
-                    both, t_bits, _ = model.apply(u_first, a) if not u_bits & S.TRAP else (None, 0, 0)
-                    assert u_bits | t_bits == bits | u_bits_after, model.format_action(now, u)
-                    if u_bits_after & S.TRAP:
-                        continue
-                    assert both == u_after
-                    checked += 1
-                    if u_first not in seen:
-                        seen.add(u_first)
-                        todo.append(u_first)
+                _, successors = commutes_at(model, todo.pop(0), a)
+                checked += len(successors)
+                for nxt in successors:
+                    if nxt not in seen:
+                        seen.add(nxt)
+                        todo.append(nxt)
     return checked
 
 
