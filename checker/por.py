@@ -4,10 +4,13 @@ After every step the explicit engine (explore.merge_steps) lets each agent take,
 another, any step that `mergeable` allows, until none does. Such a step t of agent a is
 - always enabled until a takes it, whatever the others do (so no deadlock is skipped);
 - independent of every step any other agent or in-flight entry can still take: both orders
-  reach the same state and the other step finds the same violations (so no violation is
-  skipped: a run that does t later reaches the same states with t moved to the front);
-- free of violations itself, and the state before it shows no property the state after it
-  lacks (that state is never stored, so it is never evaluated).
+  reach the same state and find the same violations between them (so no violation is
+  skipped: a run that does t later reaches the same states, and the same violations, with t
+  moved to the front; of two arrivals of one count on one signal, the one that completes the
+  phase carries that phase's violation, whichever it is);
+- free of violations where it is taken (else it is left to the search), and the state before
+  it shows no property the state after it lacks (that state is never stored, so it is never
+  evaluated).
 
 Two kinds of step qualify:
 - local steps (`S.local_step`): advance, reset, a skipped `unless=ready` wait;

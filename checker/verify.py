@@ -49,11 +49,12 @@ def verify(spec: Spec, max_states: int | None = None, timeout: float | None = No
            progress: bool = False, symmetry: bool = True, por: bool = True) -> Result:
     """Explore `spec` exhaustively (or to a limit) and report what holds; `seconds` excludes
     the one-time loading of the compiled engine. With `symmetry`, interchangeable agents
-    (checker/symmetry.py) are reduced: `states` counts one state per orbit. With `por`, steps no
-    other step can tell the time of are taken at once (partial-order reduction, por.py): `states` counts the reduced
-    graph. That graph has a violation exactly when the full one has, but not always at the
-    same depth; so a violation found there is looked for again without the reduction, for the
-    minimal depth, every kind found there and their shortest traces."""
+    (checker/symmetry.py) are reduced: `states` counts one state per orbit. With `por`, steps
+    no other step can tell the time of are taken at once (partial-order reduction, por.py):
+    `states` counts the reduced graph. That graph has a violation exactly when the full one
+    has, but not always at the same depth; so a violation found there is looked for again
+    without the reduction, for the minimal depth, every kind found there and their shortest
+    traces."""
     warm_up()
     started = time.monotonic()
     model = compile_model(spec)
