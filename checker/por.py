@@ -41,7 +41,8 @@ N_CLASSES = 5
 MAX_ROWS = 1 << 21  # bigger programs get local steps only (tables > 80 MB, seconds to build)
 
 # mask[row, class]: bit cta * max_stages + stage. row = off[agent, ring] + pos * max_stages +
-# the agent's stage on that ring, pos the agent's position in its unrolled program.
+# the agent's stage on that ring, pos the agent's position in its unrolled program; agents
+# with the same program (and CTA) share their rows.
 # uniform[ring, kind]: the count every arrive update of that kind has, or -1 (mixed, or tx).
 # cfg[0]: 1 when the tables exist (else only local steps are merged).
 FutureTables = namedtuple("FutureTables", ["cfg", "off", "mask", "uniform"])
@@ -103,38 +104,57 @@ def no_future_tables(model) -> FutureTables:
                         np.zeros((1, N_CLASSES), dtype=np.int64), _uniform(model))
 
 
+def _program_key(agent):
+    """Agents with equal keys have equal tables (interchangeable agents share one copy)."""
+    return (agent.ops, agent.body_start, agent.body_end, agent.items, agent.initial_stages,
+            agent.cta)
+
+
+def _fill(model, agent, base, mask):
+    """The rows of one program, from `base` on: per ring, one block of max_stages rows per
+    position and a last all-zero block (the finished agent)."""
+    ms = model.max_stages
+    positions = _unrolled(agent)
+    for r, ring in enumerate(model.ring_specs):
+        n = ring.stages
+        block = base + r * (len(positions) + 1) * ms
+        nxt = block + len(positions) * ms
+        stages = np.arange(n)
+        for p in range(len(positions) - 1, -1, -1):
+            pc, _, runs = positions[p]
+            op = agent.ops[pc][0]
+            here = block + p * ms
+            after = stages
+            acc = np.zeros((n, N_CLASSES), dtype=np.int64)
+            if runs and op.ring == ring.name:
+                for cls, ctas in _classes(model, agent, op):
+                    for c in ctas:
+                        acc[:, cls] |= np.left_shift(1, c * ms + stages)
+                if op.name in ("advance", "drain"):
+                    after = (stages + 1) % n
+                elif op.name == "reset":
+                    after = np.full(n, agent.initial_stages[r])
+            mask[here:here + n] = acc | mask[nxt + after]
+            nxt = here
+
+
 def future_tables(model) -> FutureTables:
     ms = model.max_stages
-    rows = sum(len(_unrolled(a)) + 1 for a in model.agents) * model.rings * ms
+    programs = {}
+    for agent in model.agents:
+        programs.setdefault(_program_key(agent), agent)
+    size = {key: (len(_unrolled(a)) + 1) * model.rings * ms for key, a in programs.items()}
+    rows = sum(size.values())
     if rows > MAX_ROWS or model.ctas * ms > 62:
         return no_future_tables(model)
-    off = np.zeros((len(model.agents), model.rings), dtype=np.int64)
     mask = np.zeros((rows, N_CLASSES), dtype=np.int64)
-    base = 0
-    for i, agent in enumerate(model.agents):
-        positions = _unrolled(agent)
-        for r, ring in enumerate(model.ring_specs):
-            off[i, r] = base
-            n = ring.stages
-            nxt = base + len(positions) * ms  # the row block after the last position: all zero
-            stages = np.arange(n)
-            for p in range(len(positions) - 1, -1, -1):
-                pc, _, runs = positions[p]
-                op = agent.ops[pc][0]
-                here = base + p * ms
-                after = stages
-                acc = np.zeros((n, N_CLASSES), dtype=np.int64)
-                if runs and op.ring == ring.name:
-                    for cls, ctas in _classes(model, agent, op):
-                        for c in ctas:
-                            acc[:, cls] |= np.left_shift(1, c * ms + stages)
-                    if op.name in ("advance", "drain"):
-                        after = (stages + 1) % n
-                    elif op.name == "reset":
-                        after = np.full(n, agent.initial_stages[r])
-                mask[here:here + n] = acc | mask[nxt + after]
-                nxt = here
-            base += (len(positions) + 1) * ms
+    start, base = {}, 0
+    for key, agent in programs.items():
+        start[key] = base
+        _fill(model, agent, base, mask)
+        base += size[key]
+    off = np.array([[start[_program_key(a)] + r * (len(_unrolled(a)) + 1) * ms
+                     for r in range(model.rings)] for a in model.agents], dtype=np.int64)
     return FutureTables(np.ones(1, dtype=np.int64), off, mask, _uniform(model))
 
 
