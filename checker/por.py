@@ -110,14 +110,14 @@ def _program_key(agent):
             agent.cta)
 
 
-def _fill(model, agent, base, mask):
-    """The rows of one program, from `base` on: per ring, one block of max_stages rows per
-    position and a last all-zero block (the finished agent)."""
+def _fill(model, agent, positions, base, mask):
+    """The rows of one program (`positions`: its `_unrolled` list), from `base` on: per ring,
+    one block of max_stages rows per position and a last all-zero block (the finished
+    agent), so `_ring_rows` rows per ring."""
     ms = model.max_stages
-    positions = _unrolled(agent)
     for r, ring in enumerate(model.ring_specs):
         n = ring.stages
-        block = base + r * (len(positions) + 1) * ms
+        block = base + r * _ring_rows(positions, ms)
         nxt = block + len(positions) * ms
         stages = np.arange(n)
         for p in range(len(positions) - 1, -1, -1):
@@ -138,23 +138,30 @@ def _fill(model, agent, base, mask):
             nxt = here
 
 
+def _ring_rows(positions, ms):
+    return (len(positions) + 1) * ms
+
+
 def future_tables(model) -> FutureTables:
     ms = model.max_stages
     programs = {}
     for agent in model.agents:
-        programs.setdefault(_program_key(agent), agent)
-    size = {key: (len(_unrolled(a)) + 1) * model.rings * ms for key, a in programs.items()}
-    rows = sum(size.values())
+        key = _program_key(agent)
+        if key not in programs:
+            programs[key] = (agent, _unrolled(agent))
+    ring_rows = {key: _ring_rows(positions, ms) for key, (_, positions) in programs.items()}
+    rows = sum(ring_rows.values()) * model.rings
     if rows > MAX_ROWS or model.ctas * ms > 62:
         return no_future_tables(model)
     mask = np.zeros((rows, N_CLASSES), dtype=np.int64)
     start, base = {}, 0
-    for key, agent in programs.items():
+    for key, (agent, positions) in programs.items():
         start[key] = base
-        _fill(model, agent, base, mask)
-        base += size[key]
-    off = np.array([[start[_program_key(a)] + r * (len(_unrolled(a)) + 1) * ms
-                     for r in range(model.rings)] for a in model.agents], dtype=np.int64)
+        _fill(model, agent, positions, base, mask)
+        base += ring_rows[key] * model.rings
+    keys = [_program_key(a) for a in model.agents]
+    off = np.array([[start[k] + r * ring_rows[k] for r in range(model.rings)] for k in keys],
+                   dtype=np.int64)
     return FutureTables(np.ones(1, dtype=np.int64), off, mask, _uniform(model))
 
 
