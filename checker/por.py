@@ -31,7 +31,7 @@ from collections import namedtuple
 
 import numpy as np
 
-from backends import nvidia
+from backends import amd, nvidia
 from backends.base import AMD, EMPTY, FULL, jit
 from checker import semantics as S
 
@@ -45,7 +45,8 @@ MAX_ROWS = 1 << 21  # bigger programs get local steps only (tables > 80 MB, seco
 # with the same program (and CTA) share their rows.
 # uniform[ring, kind]: the count every arrive update of that kind has, or -1 (mixed, or tx).
 # cfg[0]: 1 when the tables exist (else only local steps are merged).
-FutureTables = namedtuple("FutureTables", ["cfg", "off", "mask", "uniform"])
+# work: scratch space of `frozen_touch` (the engine allocates nothing in its loop).
+FutureTables = namedtuple("FutureTables", ["cfg", "off", "mask", "uniform", "work"])
 
 
 def _unrolled(agent):
@@ -98,10 +99,21 @@ def _uniform(model) -> np.ndarray:
     return out
 
 
+def _work(model) -> np.ndarray:
+    """Scratch of `frozen_touch`: a record per agent, then an arrival budget per signal."""
+    n_signals = model.ctas * model.rings * model.max_stages * 2
+    return np.zeros(len(model.agents) * _record_len(model.rings) + n_signals, dtype=np.int64)
+
+
+def _record_len(rings):
+    return W_RING0 + 2 * rings
+
+
 def no_future_tables(model) -> FutureTables:
     """Tables that allow local steps only."""
     return FutureTables(np.zeros(1, dtype=np.int64), np.zeros((1, 1), dtype=np.int64),
-                        np.zeros((1, N_CLASSES), dtype=np.int64), _uniform(model))
+                        np.zeros((1, N_CLASSES), dtype=np.int64), _uniform(model),
+                        np.zeros(1, dtype=np.int64))
 
 
 def _program_key(agent):
@@ -162,7 +174,7 @@ def future_tables(model) -> FutureTables:
     keys = [_program_key(a) for a in model.agents]
     off = np.array([[start[k] + r * ring_rows[k] for r in range(model.rings)] for k in keys],
                    dtype=np.int64)
-    return FutureTables(np.ones(1, dtype=np.int64), off, mask, _uniform(model))
+    return FutureTables(np.ones(1, dtype=np.int64), off, mask, _uniform(model), _work(model))
 
 
 @jit
@@ -204,6 +216,159 @@ def entry_aimed(T, st, kind, cta, r, s):
     return False
 
 
+# frozen_touch's record of each agent in F.work: program position, walk state, then
+# (stage, phase) per ring. OUT: finished, or the agent that stands still.
+W_PC, W_ITEM, W_STATE, W_RING0 = 0, 1, 2, 3
+WALKING, STUCK, OUT = 0, 1, 2
+# Ops one walk may visit before it gives up and answers "touched" (a long program whose agents
+# nobody blocks would otherwise be walked to its end after every step).
+WALK_LIMIT = 4096
+
+
+@jit
+def could_be_ready(T, st, sig, phase, budget):
+    """Could a wait at `phase` on `sig` pass once at most `budget` more arrival units reach it?
+    A copy landing adds no arrivals and tx is assumed to balance, so this over-approximates:
+    a phase can complete at most once per `expected` units after the first `pending`."""
+    b = S.sig_base(T, sig)
+    if T.cfg[S.C_BACKEND] == AMD:
+        r = (sig // 2 // T.cfg[S.C_MAXS]) % T.cfg[S.C_RINGS]
+        if sig % 2 == FULL:
+            return amd.full_ready(st[b] + budget, phase, T.ring[r, S.R_FULL_COUNT])
+        return amd.empty_ready(st[b] + budget, phase, T.ring[r, S.R_EMPTY_COUNT])
+    if st[b + 1] == 0 or budget >= st[b + 1]:
+        return True  # one phase can complete: both parities are possible
+    return nvidia.ready(st[b], phase)
+
+
+@jit
+def frozen_touch(T, F, st, a, r, cls, bit, sig_t):
+    """Can anything but agent a touch `bit` of ring r (access class `cls`) while a stands still?
+
+    Every other agent's program is walked forward from where it is: an arrive adds to its
+    signal's budget (in-flight commits start it), and a wait passes only if the budget could
+    complete its phase (`could_be_ready`); else the agent is stuck there until a later sweep
+    finds a bigger budget. The sweeps stop when no agent moves, so every position the others
+    can reach with a frozen is walked (a superset: waits are judged generously).
+    `sig_t` >= 0 (a's step arrives on it): an agent stuck at a wait on it must be inside its
+    phase window, or the state before the arrive would show a phase_alias the state after it
+    might not."""
+    ms = T.cfg[S.C_MAXS]
+    rings = T.cfg[S.C_RINGS]
+    n_agents = T.cfg[S.C_AGENTS]
+    rl = W_RING0 + 2 * rings
+    W = F.work
+    bo = n_agents * rl
+    for i in range(T.cfg[S.C_CTAS] * rings * ms * 2):
+        W[bo + i] = 0
+    for b in range(n_agents):
+        rec = b * rl
+        base = S.agent_base(T, b)
+        W[rec + W_PC] = st[base + S.F_PC]
+        W[rec + W_ITEM] = st[base + S.F_ITEM]
+        W[rec + W_STATE] = OUT if b == a or S.finished(T, st, b) else WALKING
+        for q in range(rings):
+            W[rec + W_RING0 + 2 * q] = st[S.ring_base(T, b, q)]
+            W[rec + W_RING0 + 2 * q + 1] = st[S.ring_base(T, b, q) + 1]
+    off = T.cfg[S.C_OFF_INF]
+    for j in range(T.cfg[S.C_INFLIGHT]):
+        e = st[off + j]
+        if e == 0:
+            break
+        kind = S.entry_field(T, e, S.E_KIND)
+        cta = S.entry_field(T, e, S.E_CTA)
+        er = S.entry_field(T, e, S.E_RING)
+        es = S.entry_field(T, e, S.E_STAGE)
+        here = er == r and cta * ms + es == bit
+        if kind == S.ENTRY_COPY and here and (cls == WRITE_SLOT or cls == UPD_FULL):
+            return True
+        if kind == S.ENTRY_COMMIT:
+            if here and cls == UPD_EMPTY:
+                return True
+            W[bo + S.sig_index(T, cta, er, es, EMPTY)] += S.entry_field(T, e, S.E_VAL)
+    budget = WALK_LIMIT
+    moved = True
+    while moved:
+        moved = False
+        for b in range(n_agents):
+            rec = b * rl
+            if W[rec + W_STATE] == OUT:
+                continue
+            cta = T.agent[b, S.A_CTA]
+            while True:
+                budget -= 1
+                if budget < 0:
+                    return True
+                pc = W[rec + W_PC]
+                if pc >= T.agent[b, S.A_LEN]:
+                    W[rec + W_STATE] = OUT
+                    break
+                row = S.op_row(T, b, pc)
+                op = T.prog[row, S.P_CODE]
+                rr = T.prog[row, S.P_RING]
+                sb = rec + W_RING0 + 2 * rr
+                stage = W[sb]
+                phase = W[sb + 1]
+                here = rr == r and cta * ms + stage == bit
+                if op == S.WAIT_FULL or op == S.WAIT_EMPTY or op == S.DRAIN or \
+                        op == S.TRY_FULL or op == S.TRY_EMPTY:
+                    kind = S.wait_signal_kind(op)
+                    sig = S.sig_index(T, cta, rr, stage, kind)
+                    if could_be_ready(T, st, sig, phase, W[bo + sig]):
+                        if here and cls == (OBS_FULL if kind == FULL else OBS_EMPTY):
+                            return True
+                    elif op != S.TRY_FULL and op != S.TRY_EMPTY:
+                        if sig == sig_t and T.cfg[S.C_BACKEND] != AMD and not nvidia.in_window(
+                                st[S.sig_base(T, sig)], phase, T.agent[b, S.A_RING0 + 2 * rr + 1]):
+                            return True
+                        if op == S.DRAIN or T.prog[row, S.P_UNLESS] != 1:
+                            W[rec + W_STATE] = STUCK
+                            break
+                        # an unless=ready wait may be skipped: walk on
+                    if op == S.DRAIN:
+                        _advance(T, W, sb, rr)
+                elif op == S.ARRIVE_FULL or op == S.ARRIVE_EMPTY or op == S.EXPECT_TX or \
+                        op == S.COPY or op == S.COMMIT_EMPTY:
+                    kind = EMPTY if op == S.ARRIVE_EMPTY or op == S.COMMIT_EMPTY else FULL
+                    units = 0 if op == S.COPY else (1 if op == S.EXPECT_TX else T.prog[row, S.P_N])
+                    upd = UPD_FULL if kind == FULL else UPD_EMPTY
+                    mask = S.targets_mask(T, b, T.prog[row, S.P_TARGET])
+                    for dst in range(T.cfg[S.C_CTAS]):
+                        if mask & (1 << dst) == 0:
+                            continue
+                        if rr == r and dst * ms + stage == bit and (
+                                cls == upd or (op == S.COPY and cls == WRITE_SLOT)):
+                            return True
+                        W[bo + S.sig_index(T, dst, rr, stage, kind)] += units
+                elif op == S.WRITE:
+                    if here and cls == WRITE_SLOT:
+                        return True
+                elif op == S.ADVANCE:
+                    _advance(T, W, sb, rr)
+                elif op == S.RESET:
+                    W[sb] = T.agent[b, S.A_RING0 + 2 * rr]
+                    W[sb + 1] = T.agent[b, S.A_RING0 + 2 * rr + 1]
+                # reads, syncs and read_wait touch no signal or slot here: walked over
+                W[rec + W_PC], W[rec + W_ITEM] = S.next_pc(T, b, pc, W[rec + W_ITEM])
+                W[rec + W_STATE] = WALKING
+                moved = True
+    return False
+
+
+@jit
+def _advance(T, W, sb, r):
+    W[sb] += 1
+    if W[sb] == T.ring[r, S.R_STAGES]:
+        W[sb] = 0
+        W[sb + 1] += 1
+
+
+@jit
+def touched_while_frozen(T, F, st, a, r, cls, bit, sig_t):
+    """The tables' quick answer first (nobody will ever touch it), then the walk."""
+    return others_touch(T, F, st, a, r, cls, bit) and frozen_touch(T, F, st, a, r, cls, bit, sig_t)
+
+
 @jit
 def independent_step(T, F, st, a):
     """Is agent a's next step an arrive, read or wait that no other agent can interfere with?"""
@@ -228,11 +393,12 @@ def independent_step(T, F, st, a):
             return False
         if T.cfg[S.C_BACKEND] != AMD and F.uniform[r, kind] != T.prog[row, S.P_N]:
             return False
-        return not others_touch(T, F, st, a, r, OBS_FULL if kind == FULL else OBS_EMPTY, bit)
+        return not touched_while_frozen(T, F, st, a, r, OBS_FULL if kind == FULL else OBS_EMPTY,
+                                        bit, S.sig_index(T, cta, r, stage, kind))
     if op == S.READ:
         if S.copy_in_flight_to(T, st, cta, r, stage):
             return False
-        return not others_touch(T, F, st, a, r, WRITE_SLOT, bit)
+        return not touched_while_frozen(T, F, st, a, r, WRITE_SLOT, bit, -1)
     if op == S.WAIT_FULL or op == S.WAIT_EMPTY:
         kind = FULL if op == S.WAIT_FULL else EMPTY
         sig = S.sig_index(T, cta, r, stage, kind)
@@ -245,7 +411,8 @@ def independent_step(T, F, st, a):
             return False
         if kind == EMPTY and entry_aimed(T, st, S.ENTRY_COMMIT, cta, r, stage):
             return False
-        return not others_touch(T, F, st, a, r, UPD_FULL if kind == FULL else UPD_EMPTY, bit)
+        return not touched_while_frozen(T, F, st, a, r, UPD_FULL if kind == FULL else UPD_EMPTY,
+                                        bit, -1)
     return False
 
 

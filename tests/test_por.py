@@ -107,13 +107,15 @@ def test_a_wait_is_local_only_when_skipped():
 # why it is sound: checked on every reachable state
 
 
-def commutes_at(model, now, a):
+def commutes_at(model, now, a, may_enable=False):
     """At state `now`: agent a's step is enabled, the state before it shows no state property
     the state after it lacks (it is never stored, so never evaluated), and it commutes with
     every other enabled step: both orders reach the same state and find the same violations
     between them (arrivals of one count on one signal commute, but which one completes a phase,
-    and carries that phase's violation, depends on the order). Returns (a's violation bits
-    at `now`, the successors of the other steps)."""
+    and carries that phase's violation, depends on the order). It disables no other step; with
+    `may_enable` it may enable one (a wait that needs a's arrival: in every run that wait comes
+    after a's step anyway). Returns (a's violation bits at `now`, the successors of the other
+    steps)."""
     after, bits, _ = model.apply(now, a)
     assert after is not None, model.format_action(now, a)
     assert model.state_violation_bits(now)[0] & ~model.state_violation_bits(after)[0] \
@@ -124,9 +126,10 @@ def commutes_at(model, now, a):
             continue
         u_first, u_bits, _ = model.apply(now, u)
         u_after, u_bits_after, _ = model.apply(after, u)
-        assert (u_first is None) == (u_after is None), model.format_action(now, u)
         if u_first is None:
+            assert may_enable or u_after is None, model.format_action(now, u)
             continue
+        assert u_after is not None, model.format_action(now, u)
         both, t_bits, _ = model.apply(u_first, a) if not u_bits & S.TRAP else (None, 0, 0)
         assert u_bits | t_bits == bits | u_bits_after, model.format_action(now, u)
         if not u_bits_after & S.TRAP:
@@ -176,7 +179,7 @@ def check_independent_steps(model, limit=300, horizon=60):
                 continue  # a violating step is left to the search
             seen, todo = {state}, [state]
             while todo and len(seen) < horizon:
-                _, successors = commutes_at(model, todo.pop(0), a)
+                _, successors = commutes_at(model, todo.pop(0), a, may_enable=True)
                 checked += len(successors)
                 for nxt in successors:
                     if nxt not in seen:
@@ -204,8 +207,8 @@ def test_independent_steps_with_async_reads_barriers_and_writes(name):
 
 def test_independent_steps_occur():
     """The checks above are not vacuous: on the standard pipeline every kind of independent
-    step (arrive, read, wait) occurs (a producer's wait_empty never does: consumers release
-    every slot again)."""
+    step occurs, the producer's wait_empty and the first-lap steps of a slot it fills again
+    included (they need the walk: the tables alone say the slot is touched again)."""
     model = _model(standard_toml(stages=2, consumers=2, items=3))
     F = POR.future_tables(model)
     ops = set()
@@ -213,8 +216,73 @@ def test_independent_steps_occur():
         for a in range(len(model.agents)):
             if POR.independent_step(model.tables, F, _vec(state), a):
                 ops.add(model.format_action(state, a).split(".")[1].split("(")[0])
-    assert {"arrive_empty", "read", "wait_full"} <= ops, ops
+    assert {"arrive_empty", "read", "wait_full", "wait_empty", "arrive_full"} <= ops, ops
     assert check_independent_steps(model) > 0
+
+
+def _first_read(model):
+    """The state where the producer has filled slot 0 and consumer[0] stands at its read."""
+    state = model.initial_state()
+    for code in (0, 0, 0, 0, 1):  # producer: wait_empty, write, arrive_full, advance; wait_full
+        state = model.apply(state, code)[0]
+    assert model.format_action(state, 1).startswith("consumer[0].read(stage=0")
+    return state
+
+
+def _slot0_touched(model, state, a=1):
+    F = POR.future_tables(model)
+    T, st = model.tables, _vec(state)
+    bit = 0  # CTA 0, stage 0
+    return (bool(POR.others_touch(T, F, st, a, 0, POR.WRITE_SLOT, bit)),
+            bool(POR.frozen_touch(T, F, st, a, 0, POR.WRITE_SLOT, bit, -1)))
+
+
+def test_a_first_lap_read_is_independent_of_the_next_fill():
+    """The producer writes slot 0 again (the tables say so), but only after a wait on empty[0]
+    whose phase needs consumer[0]'s own arrival: with consumer[0] frozen it never gets there."""
+    model = _model(standard_toml(stages=2, consumers=2, items=4))
+    state = _first_read(model)
+    assert _slot0_touched(model, state) == (True, False)
+    assert POR.independent_step(model.tables, POR.future_tables(model), _vec(state), 1)
+
+
+def test_a_producer_that_does_not_wait_can_overwrite():
+    """The contrast: without its wait_empty the producer reaches slot 0 again on its own."""
+    model = _model(standard_toml(stages=2, consumers=2, items=4,
+                                 producer_body=["write", "arrive_full", "advance"]))
+    state = model.initial_state()
+    for code in (0, 0, 0, 1):  # producer: write, arrive_full, advance; consumer[0]: wait_full
+        state = model.apply(state, code)[0]
+    assert model.format_action(state, 1).startswith("consumer[0].read(stage=0")
+    assert _slot0_touched(model, state) == (True, True)
+    assert not POR.independent_step(model.tables, POR.future_tables(model), _vec(state), 1)
+
+
+def test_a_walk_past_its_limit_answers_touched(monkeypatch):
+    """A walk that would visit more than WALK_LIMIT ops gives up and says "touched" (the safe
+    answer). Run as plain Python, so the patched limit is read."""
+    model = _model(standard_toml(stages=2, consumers=2, items=4))
+    state = _first_read(model)
+    F = POR.future_tables(model)
+    walk = POR.frozen_touch.py_func
+    assert not walk(model.tables, F, _vec(state), 1, 0, POR.WRITE_SLOT, 0, -1)
+    monkeypatch.setattr(POR, "WALK_LIMIT", 3)
+    assert walk(model.tables, F, _vec(state), 1, 0, POR.WRITE_SLOT, 0, -1)
+
+
+def test_the_standard_pipeline_grows_linearly_with_the_work():
+    """With I > N the first-lap steps qualify too, so the cells no tool finished before
+    (N = 8, C = 8) store a few states per item. Pinned, and the same graph as the Python
+    search stores."""
+    counts = {}
+    for n, c, i in ((4, 8, 32), (8, 8, 16), (8, 8, 32)):
+        spec = load_spec_text(standard_toml(stages=n, consumers=c, items=i), "s.toml")
+        result = verify(spec)
+        assert result.verdict == "ok" and result.por
+        counts[n, c, i] = result.states
+    assert counts == {(4, 8, 32): 51, (8, 8, 16): 35, (8, 8, 32): 51}
+    model = _model(standard_toml(stages=4, consumers=8, items=32))
+    assert len(python_reduced_states(model)) == counts[4, 8, 32]
 
 
 # ------------------------------------------------------------------------------------------
@@ -275,7 +343,7 @@ def test_reduced_state_counts_of_the_standard_pipeline():
     spec = load_spec_text(standard_toml(stages=2, consumers=2, items=8), "s.toml")
     on, off = verify(spec), verify(spec, por=False)
     assert (on.verdict, off.verdict) == ("ok", "ok")
-    assert (on.states, off.states) == (291, 1065)
+    assert (on.states, off.states) == (15, 1065)
     assert on.por and not off.por
 
 
@@ -357,7 +425,7 @@ def test_cli_no_por(tmp_path):
     path = tmp_path / "s.toml"
     path.write_text(standard_toml(stages=2, consumers=2, items=8))
     runner = CliRunner()
-    for flags, states in (([], "291 states"), (["--no-por"], "1065 states")):
+    for flags, states in (([], "15 states"), (["--no-por"], "1065 states")):
         out = runner.invoke(cli_main, ["verify", str(path), "--no-precheck", *flags])
         assert out.exit_code == 0 and states in out.output, out.output
     out = runner.invoke(cli_main, ["verify", str(path), "--engine", "bmc", "--no-por"])
