@@ -67,9 +67,14 @@ COLUMNS = ["N", "C", "I",
            "pp_over_spin", "pp_over_rumur", "same_verdict", "laps_verdict", "laps_states", "laps_s"]
 
 
+# pipeproof runs as an installed tool does: with Python's bytecode cache (a shell that sets
+# PYTHONDONTWRITEBYTECODE would make every start recompile pipeproof's modules, ~0.13 s here).
+PIPEPROOF_ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+
+
 def run_pipeproof(spec_file: Path, timeout: float | None, engine: str = "explicit") -> ToolRun:
     cmd = [sys.executable, "-m", "checker.cli", "verify", "--json", "--engine", engine, str(spec_file)]
-    code, out, wall, rss = measured(cmd, REPO, timeout, stdout_only=True)
+    code, out, wall, rss = measured(cmd, REPO, timeout, env=PIPEPROOF_ENV, stdout_only=True)
     if code is None:
         return ToolRun("pipeproof" if engine == "explicit" else "laps", "timeout", None, None, wall,
                        wall, rss, rss, "")
@@ -245,11 +250,11 @@ def _cell(r) -> str:
 
 
 def warm_pipeproof():
-    """Load (or on a fresh install, compile) pipeproof's numba engine once, untimed."""
+    """Load (or on a fresh install, compile) pipeproof's numba engine and bytecode once, untimed."""
     with tempfile.TemporaryDirectory() as d:
         f = Path(d, "warm.toml")
         f.write_text(make_toml(2, 1, 2))
-        measured([sys.executable, "-m", "checker.cli", "verify", str(f)], REPO, None)
+        measured([sys.executable, "-m", "checker.cli", "verify", str(f)], REPO, None, env=PIPEPROOF_ENV)
 
 
 def main(argv=None) -> int:
