@@ -31,7 +31,7 @@ from collections import namedtuple
 
 import numpy as np
 
-from backends import amd, nvidia
+from backends import nvidia
 from backends.base import AMD, EMPTY, FULL, jit
 from checker import semantics as S
 
@@ -232,10 +232,7 @@ def could_be_ready(T, st, sig, phase, budget):
     a phase can complete at most once per `expected` units after the first `pending`."""
     b = S.sig_base(T, sig)
     if T.cfg[S.C_BACKEND] == AMD:
-        r = (sig // 2 // T.cfg[S.C_MAXS]) % T.cfg[S.C_RINGS]
-        if sig % 2 == FULL:
-            return amd.full_ready(st[b] + budget, phase, T.ring[r, S.R_FULL_COUNT])
-        return amd.empty_ready(st[b] + budget, phase, T.ring[r, S.R_EMPTY_COUNT])
+        return S.counter_ready(T, sig, st[b] + budget, phase)  # ready: counter >= a threshold
     if st[b + 1] == 0 or budget >= st[b + 1]:
         return True  # one phase can complete: both parities are possible
     return nvidia.ready(st[b], phase)

@@ -182,11 +182,17 @@ def advance_stage(T, st, a, r):
 def signal_ready(T, st, sig, phase):
     b = sig_base(T, sig)
     if T.cfg[C_BACKEND] == AMD:
-        r = (sig // 2 // T.cfg[C_MAXS]) % T.cfg[C_RINGS]
-        if sig % 2 == FULL:
-            return amd.full_ready(st[b], phase, T.ring[r, R_FULL_COUNT])
-        return amd.empty_ready(st[b], phase, T.ring[r, R_EMPTY_COUNT])
+        return counter_ready(T, sig, st[b], phase)
     return nvidia.ready(st[b], phase)
+
+
+@jit
+def counter_ready(T, sig, counter, phase):
+    """(amd) Would a wait at `phase` on `sig` pass with the signal's counter at `counter`?"""
+    r = (sig // 2 // T.cfg[C_MAXS]) % T.cfg[C_RINGS]
+    if sig % 2 == FULL:
+        return amd.full_ready(counter, phase, T.ring[r, R_FULL_COUNT])
+    return amd.empty_ready(counter, phase, T.ring[r, R_EMPTY_COUNT])
 
 
 @jit
