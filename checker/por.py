@@ -323,7 +323,7 @@ def frozen_touch(T, F, st, a, r, cls, bit, sig_t):
                             break
                         # an unless=ready wait may be skipped: walk on
                     if op == S.DRAIN:
-                        _advance(T, W, sb, rr)
+                        S.advance_at(T, W, sb, rr)
                 elif op == S.ARRIVE_FULL or op == S.ARRIVE_EMPTY or op == S.EXPECT_TX or \
                         op == S.COPY or op == S.COMMIT_EMPTY:
                     kind = EMPTY if op == S.ARRIVE_EMPTY or op == S.COMMIT_EMPTY else FULL
@@ -341,7 +341,7 @@ def frozen_touch(T, F, st, a, r, cls, bit, sig_t):
                     if here and cls == WRITE_SLOT:
                         return True
                 elif op == S.ADVANCE:
-                    _advance(T, W, sb, rr)
+                    S.advance_at(T, W, sb, rr)
                 elif op == S.RESET:
                     W[sb] = T.agent[b, S.A_RING0 + 2 * rr]
                     W[sb + 1] = T.agent[b, S.A_RING0 + 2 * rr + 1]
@@ -350,14 +350,6 @@ def frozen_touch(T, F, st, a, r, cls, bit, sig_t):
                 W[rec + W_STATE] = WALKING
                 moved = True
     return False
-
-
-@jit
-def _advance(T, W, sb, r):
-    W[sb] += 1
-    if W[sb] == T.ring[r, S.R_STAGES]:
-        W[sb] = 0
-        W[sb + 1] += 1
 
 
 @jit

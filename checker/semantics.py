@@ -169,11 +169,16 @@ def targets_mask(T, a, target):
 
 @jit
 def advance_stage(T, st, a, r):
-    rb = ring_base(T, a, r)
-    st[rb] += 1
-    if st[rb] == T.ring[r, R_STAGES]:
-        st[rb] = 0
-        st[rb + 1] += 1
+    advance_at(T, st, ring_base(T, a, r), r)
+
+
+@jit
+def advance_at(T, arr, at, r):
+    """Advance the (stage, phase) pair of ring r held at arr[at], arr[at + 1]."""
+    arr[at] += 1
+    if arr[at] == T.ring[r, R_STAGES]:
+        arr[at] = 0
+        arr[at + 1] += 1
 
 
 # ---------------------------------------------------------------- signals
