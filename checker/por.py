@@ -216,10 +216,10 @@ def entry_aimed(T, st, kind, cta, r, s):
     return False
 
 
-# frozen_touch's record of each agent in F.work: program position, walk state, then
-# (stage, phase) per ring. OUT: finished, or the agent that stands still.
-W_PC, W_ITEM, W_STATE, W_RING0 = 0, 1, 2, 3
-WALKING, STUCK, OUT = 0, 1, 2
+# frozen_touch's record of each agent in F.work: program position, whether it is out of the
+# walk (finished, or the agent that stands still), then (stage, phase) per ring. An agent
+# stuck at a wait keeps its position there and is looked at again in the next sweep.
+W_PC, W_ITEM, W_OUT, W_RING0 = 0, 1, 2, 3
 # Ops one walk may visit before it gives up and answers "touched" (a long program whose agents
 # nobody blocks would otherwise be walked to its end after every step).
 WALK_LIMIT = 4096
@@ -263,7 +263,7 @@ def frozen_touch(T, F, st, a, r, cls, bit, sig_t):
         base = S.agent_base(T, b)
         W[rec + W_PC] = st[base + S.F_PC]
         W[rec + W_ITEM] = st[base + S.F_ITEM]
-        W[rec + W_STATE] = OUT if b == a or S.finished(T, st, b) else WALKING
+        W[rec + W_OUT] = b == a or S.finished(T, st, b)
         for q in range(rings):
             W[rec + W_RING0 + 2 * q] = st[S.ring_base(T, b, q)]
             W[rec + W_RING0 + 2 * q + 1] = st[S.ring_base(T, b, q) + 1]
@@ -289,7 +289,7 @@ def frozen_touch(T, F, st, a, r, cls, bit, sig_t):
         moved = False
         for b in range(n_agents):
             rec = b * rl
-            if W[rec + W_STATE] == OUT:
+            if W[rec + W_OUT]:
                 continue
             cta = T.agent[b, S.A_CTA]
             while True:
@@ -298,7 +298,7 @@ def frozen_touch(T, F, st, a, r, cls, bit, sig_t):
                     return True
                 pc = W[rec + W_PC]
                 if pc >= T.agent[b, S.A_LEN]:
-                    W[rec + W_STATE] = OUT
+                    W[rec + W_OUT] = 1
                     break
                 row = S.op_row(T, b, pc)
                 op = T.prog[row, S.P_CODE]
@@ -319,8 +319,7 @@ def frozen_touch(T, F, st, a, r, cls, bit, sig_t):
                                 st[S.sig_base(T, sig)], phase, T.agent[b, S.A_RING0 + 2 * rr + 1]):
                             return True
                         if op == S.DRAIN or T.prog[row, S.P_UNLESS] != 1:
-                            W[rec + W_STATE] = STUCK
-                            break
+                            break  # stuck
                         # an unless=ready wait may be skipped: walk on
                     if op == S.DRAIN:
                         S.advance_at(T, W, sb, rr)
@@ -347,7 +346,6 @@ def frozen_touch(T, F, st, a, r, cls, bit, sig_t):
                     W[sb + 1] = T.agent[b, S.A_RING0 + 2 * rr + 1]
                 # reads, syncs and read_wait touch no signal or slot here: walked over
                 W[rec + W_PC], W[rec + W_ITEM] = S.next_pc(T, b, pc, W[rec + W_ITEM])
-                W[rec + W_STATE] = WALKING
                 moved = True
     return False
 
