@@ -14,14 +14,35 @@ explicit engine, as plain Python with `NUMBA_DISABLE_JIT=1`, and re-bound to Z3 
 """
 from __future__ import annotations
 
-try:
-    from numba import njit as _njit
+import os
 
-    def jit(fn):
-        return _njit(cache=True, inline="always")(fn)
-except ImportError:  # pragma: no cover - numba is a declared dependency
-    def jit(fn):
+# PIPEPROOF_JIT=0 runs every engine as plain Python without importing numba at all (numba's
+# import and cache load cost ~0.9 s, more than a small spec's whole search takes in Python).
+# The command line sets it for its plain-Python first try (checker/tier.py); it must be set
+# before this module is first imported. NUMBA_DISABLE_JIT=1 also runs plain Python, but
+# still imports numba.
+JIT = os.environ.get("PIPEPROOF_JIT", "1") != "0"
+
+if JIT:
+    from numba import njit
+else:
+    import numpy as _np
+
+    _np.seterr(over="ignore")  # int64 hashing wraps on purpose, as it does compiled
+
+    def njit(*args, **_options):
+        """numba's decorator, as the identity: `@njit` and `@njit(...)` both leave `fn` as is."""
+        if args and callable(args[0]):
+            return _plain(args[0])
+        return _plain
+
+    def _plain(fn):
+        fn.py_func = fn  # as a compiled function has, so callers need not tell them apart
         return fn
+
+
+def jit(fn):
+    return njit(cache=True, inline="always")(fn)
 
 NVIDIA = 0
 AMD = 1

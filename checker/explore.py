@@ -34,8 +34,8 @@ import sys
 import time
 
 import numpy as np
-from numba import njit
 
+from backends.base import JIT, njit
 from checker import por as POR
 from checker import semantics as S
 from checker import symmetry as SYM
@@ -303,7 +303,9 @@ class Search:
     def _expand_range(self, lo, hi, depth, check_only, started):
         """Expand lo..hi in chunks; returns '' or the reason a limit stopped it."""
         m = self.model
-        chunk = 50_000
+        # Compiled, a chunk is a fraction of a second; as plain Python (checker/tier.py) a
+        # small one, so a time limit is seen soon after it passes.
+        chunk = 50_000 if JIT else 32
         i = lo
         last_report = started
         while i < hi:

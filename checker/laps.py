@@ -40,9 +40,8 @@ from collections import namedtuple
 from math import gcd
 
 import numpy as np
-from numba import njit
 
-from backends.base import AMD
+from backends.base import AMD, njit
 from checker import semantics as S
 from dataclasses import replace
 

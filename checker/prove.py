@@ -37,8 +37,8 @@ import time
 from dataclasses import dataclass, replace
 
 import numpy as np
-from numba import njit
 
+from backends.base import njit
 from checker import semantics as S
 from checker.explore import (ENGINE, EMPTY_SLOT, _grown, _table_size, find_or_insert, rehash,
                              unpack)

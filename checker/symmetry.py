@@ -24,9 +24,8 @@ written in.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
-from backends.base import jit
+from backends.base import jit, njit
 from checker import semantics as S
 
 
