@@ -13,6 +13,8 @@ import traceback
 
 import click
 
+from checker import tier
+
 EXIT_OK, EXIT_VIOLATION, EXIT_USAGE, EXIT_INCONCLUSIVE, EXIT_INTERNAL = 0, 1, 2, 3, 4
 # How bad each outcome is, for the exit code of several specs.
 SEVERITY = {EXIT_OK: 0, EXIT_INCONCLUSIVE: 1, EXIT_VIOLATION: 2, EXIT_USAGE: 3, EXIT_INTERNAL: 4}
@@ -81,12 +83,6 @@ def _exit_code(result) -> int:
 def verify(specs, as_json, trace_file, max_states, timeout, graph_file, no_precheck, suggest_fix,
            no_symmetry, no_por, engine, depth):
     """Explore every interleaving of each SPEC; print a verdict per spec."""
-    from checker.export import write_trace
-    from checker.report import format_text, to_json
-    from checker.verify import verify as explicit
-    from spec.load import load_spec
-    from spec.schema import SpecError
-
     if depth is not None and engine != "bmc":
         raise UsageFailure("--depth applies only to --engine bmc")
     if no_symmetry and engine == "laps":
@@ -97,6 +93,17 @@ def verify(specs, as_json, trace_file, max_states, timeout, graph_file, no_prech
         raise UsageFailure("--max-states applies only to --engine explicit (bmc stores no states; use --depth)")
     if trace_file and not trace_file.endswith(TRACE_SUFFIXES):
         raise UsageFailure(f"--trace {trace_file}: the file name must end in .itf.json or .trace.json")
+    settled = {}  # results of the plain-Python first try, by the spec's index (checker/tier.py)
+    if _as_command and tier.available(engine, suggest_fix, graph_file):
+        settled = tier.first_try(specs, max_states, timeout, not no_symmetry, not no_por)
+        if settled is None:
+            tier.run_compiled()
+    from checker.export import write_trace
+    from checker.report import format_text, to_json
+    from checker.verify import verify as explicit
+    from spec.load import load_spec
+    from spec.schema import SpecError
+
     results, errors, worst = [], [], EXIT_OK
     progress = sys.stderr.isatty() and not as_json
 
@@ -110,7 +117,7 @@ def verify(specs, as_json, trace_file, max_states, timeout, graph_file, no_prech
         return explicit(spec, max_states=max_states, timeout=timeout, progress=progress,
                         symmetry=not no_symmetry, por=not no_por)
 
-    for path in specs:
+    for index, path in enumerate(specs):
         try:
             spec = load_spec(path)
         except SpecError as err:
@@ -120,7 +127,7 @@ def verify(specs, as_json, trace_file, max_states, timeout, graph_file, no_prech
             continue
         try:
             findings = [] if no_precheck else _precheck(spec)
-            result = run_engine(spec)
+            result = settled.pop(index) if index in settled else run_engine(spec)
         except SpecError as err:  # a spec the engine cannot take
             click.echo(str(err), err=True)
             errors.append({"spec": path, "error": str(err), "exit_code": EXIT_USAGE})
@@ -173,8 +180,15 @@ def _register_commands():
 _register_commands()
 
 
+# True when run as the command (not, say, from click's test runner inside another program):
+# only then may `verify` replace the process to start the compiled engine (checker/tier.py).
+_as_command = False
+
+
 def run():
     """Console entry point: click's own usage errors exit 2 as the contract says."""
+    global _as_command
+    _as_command = True
     try:
         main.main(standalone_mode=False)
     except click.exceptions.Exit as e:
