@@ -9,7 +9,7 @@ them. A signal's state is three integers `(a, b, c)`:
 
 Backend functions branch only through the primitives below (`select`, `both`, `either`,
 `negate`, `parity`, `wrap32`). Written once, they run three ways: compiled by numba in the
-explicit engine, as plain Python with `NUMBA_DISABLE_JIT=1`, and re-bound to Z3 terms by
+explicit engine, as plain Python (`PIPEPROOF_JIT=0`, below), and re-bound to Z3 terms by
 `checker.smt.symbolic_backend`, so the Z3 encodings read the very same definitions.
 """
 from __future__ import annotations
