@@ -153,9 +153,12 @@ def rehash(store, n_stored, table):
 
 @njit(**ENGINE)
 def record(vrec, bits, depth, state_idx, action, det, vdet):
-    """Remember the first occurrence of each violation kind (BFS order = shortest first)."""
+    """Remember the shallowest occurrence of each violation kind, the first one found among
+    equals. Expanding level d finds state violations at depth d after step violations at
+    depth d+1 may already have been recorded, so a later find replaces an earlier one when it
+    is shallower: keeping the first would lose a kind at the minimal depth (issue 14)."""
     for k in range(S.N_KINDS):
-        if bits & (1 << k) and vrec[k, 0] == 0:
+        if bits & (1 << k) and (vrec[k, 0] == 0 or depth < vrec[k, 1]):
             vrec[k, 0] = 1
             vrec[k, 1] = depth
             vrec[k, 2] = state_idx

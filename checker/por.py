@@ -1,27 +1,29 @@
-"""Partial-order reduction: steps that are taken at once, because no other step can tell when.
+"""Partial-order reduction: persistent singleton sets, taken at once after every step.
 
 After every step the explicit engine (explore.merge_steps) lets each agent take, one after
-another, any step that `mergeable` allows, until none does. Such a step t of agent a is
-- always enabled until a takes it, whatever the others do (so no deadlock is skipped);
-- independent of every step any other agent or in-flight entry can still take: both orders
-  reach the same state and find the same violations between them (so no violation is
-  skipped: a run that does t later reaches the same states, and the same violations, with t
-  moved to the front; of two arrivals of one count on one signal, the one that completes the
-  phase carries that phase's violation, whichever it is);
-- free of violations where it is taken (else it is left to the search), and the state before
-  it shows no property the state after it lacks (that state is never stored, so it is never
-  evaluated).
+another, any step that `mergeable` allows, until none does. `mergeable(x, a)` holds only when
+{a's next step} is a *persistent set* in state x (Godefroid 1996, Def. 4.1): no run from x
+that leaves agent a standing still contains a step that is dependent on a's step. A search
+that expands persistent sets visits a violation whenever the full graph has one; the theorem,
+its conditions and how they are met here are written out in docs/reductions.md.
 
-Two kinds of step qualify:
-- local steps (`S.local_step`): advance, reset, a skipped `unless=ready` wait;
-- steps on a signal or slot that no other agent will ever touch in a way that matters:
-  an arrive on a signal no other agent will wait on again (and whose arrive updates all have
-  the same count, so they commute); a read of a slot no other agent will write or copy into
-  again; an enabled wait (inside its phase window) on a signal no other agent will update
-  again. "Will ever" is read from `FutureTables`: for each agent, ring, program position and
-  stage, the signals and slots its remaining program touches, waits ignored (so a superset).
-Steps that finish their agent never qualify: they can make a CTA gone, which others observe.
+Dependency is derived from one table, `S.EFFECTS` (checker/semantics.py): every op code has a
+row saying which signal it observes or updates and which slot it reads or writes. Two
+accesses to one signal conflict unless both observe, or both are arrivals of one count on a
+signal that has only such arrivals (they commute, and so do the violations they can commit);
+two accesses to one slot conflict unless both read. A new op without a row fails at import.
 
+A step qualifies as a candidate when it is
+- local (`S.local_step`): advance, reset, a wait skipped by `unless=ready` (no footprint);
+- or one access with no in-flight effect: an arrive (of the ring's uniform count, to its own
+  CTA), a synchronous read, or a blocking wait that is ready now and inside its phase window;
+and never when it finishes its agent (that can make a CTA gone, which others observe).
+It is then persistent when no in-flight entry and no step the other agents can still take
+while a stands still conflicts with it. What the others can do is over-approximated twice:
+`others_touch` reads the future tables (`FutureTables`: for every agent, program position and
+stage, what its remaining program accesses, waits ignored), and where they say "touched",
+`frozen_touch` walks the others' programs forward with a frozen, letting a wait pass whenever
+the arrivals the others (and in-flight commits) can still make could complete its phase.
 `mergeable` is read by the numba engine and, through `merged_steps`, by the trace builder and
 the tests' plain-Python search, so the three agree by construction.
 """
@@ -35,9 +37,12 @@ from backends import nvidia
 from backends.base import AMD, EMPTY, FULL, jit
 from checker import semantics as S
 
-# Access classes of the future tables.
-OBS_FULL, OBS_EMPTY, UPD_FULL, UPD_EMPTY, WRITE_SLOT = 0, 1, 2, 3, 4
-N_CLASSES = 5
+# Access classes of the future tables (bit c of a class mask).
+OBS_FULL, OBS_EMPTY, UPD_FULL, UPD_EMPTY, WRITE_SLOT, READ_SLOT = 0, 1, 2, 3, 4, 5
+N_CLASSES = 6
+# Accesses: to a signal (observe, update) and to a slot (read, write); 0 = none.
+ACC_OBS, ACC_UPD = 1, 2
+ACC_READ, ACC_WRITE = 1, 2
 MAX_ROWS = 1 << 21  # bigger programs get local steps only (tables > 80 MB, seconds to build)
 
 # mask[row, class]: bit cta * max_stages + stage. row = off[agent, ring] + pos * max_stages +
@@ -46,8 +51,61 @@ MAX_ROWS = 1 << 21  # bigger programs get local steps only (tables > 80 MB, seco
 # uniform[ring, kind]: the count every arrive update of that kind has, or -1 (mixed, or tx).
 # cfg[0]: 1 when the tables exist (else only local steps are merged).
 # work: scratch space of `frozen_touch` (the engine allocates nothing in its loop).
-FutureTables = namedtuple("FutureTables", ["cfg", "off", "mask", "uniform", "work"])
+# eff: S.effects_table(), the ops' footprints.
+FutureTables = namedtuple("FutureTables", ["cfg", "off", "mask", "uniform", "work", "eff"])
+EFFECTS = S.effects_table()
 
+
+# ------------------------------------------------------------------ the dependency relation
+
+@jit
+def signal_conflict(t_acc, u_acc, commuting_arrivals):
+    """Do two accesses to one signal fail to commute? Observations commute (a try's answer and
+    a wait's enabledness depend only on the phase); equal arrivals commute when every update
+    of the signal is such an arrival (`commuting_arrivals`); anything else with an update
+    does not."""
+    if t_acc == 0 or u_acc == 0:
+        return False
+    if t_acc == ACC_OBS and u_acc == ACC_OBS:
+        return False
+    if t_acc == ACC_UPD and u_acc == ACC_UPD:
+        return not commuting_arrivals
+    return True
+
+
+@jit
+def slot_conflict(t_acc, u_acc):
+    """Reads of one slot commute; a write conflicts with every other access to it."""
+    if t_acc == 0 or u_acc == 0:
+        return False
+    return not (t_acc == ACC_READ and u_acc == ACC_READ)
+
+
+@jit
+def commuting_arrivals(T, F, r, kind):
+    """amd counters only add; an mbarrier's arrivals commute when all have one count, no tx."""
+    return T.cfg[S.C_BACKEND] == AMD or F.uniform[r, kind] >= 0
+
+
+@jit
+def conflict_classes(t_kind, t_sig_acc, t_slot_acc, commuting):
+    """The mask of the future tables' access classes that conflict with an access (t_kind:
+    the kind of the signal it accesses, or -1)."""
+    mask = 0
+    for kind in range(2):
+        if kind == t_kind:
+            if signal_conflict(t_sig_acc, ACC_OBS, commuting):
+                mask |= 1 << (OBS_FULL if kind == FULL else OBS_EMPTY)
+            if signal_conflict(t_sig_acc, ACC_UPD, commuting):
+                mask |= 1 << (UPD_FULL if kind == FULL else UPD_EMPTY)
+    if slot_conflict(t_slot_acc, ACC_WRITE):
+        mask |= 1 << WRITE_SLOT
+    if slot_conflict(t_slot_acc, ACC_READ):
+        mask |= 1 << READ_SLOT
+    return mask
+
+
+# ------------------------------------------------------------------ the future tables
 
 def _unrolled(agent):
     """(pc, item) of every position of the agent's program in execution order, with whether
@@ -69,32 +127,34 @@ def _targets(model, agent, op) -> list[int]:
 
 
 def _classes(model, agent, op) -> list[tuple[int, list[int]]]:
-    """(access class, CTAs) of one op."""
-    own = [agent.cta]
-    name = op.name
-    if name in ("wait_full", "try_full"):
-        return [(OBS_FULL, own)]
-    if name in ("wait_empty", "try_empty", "drain"):
-        return [(OBS_EMPTY, own)]
-    if name in ("arrive_full", "expect_tx"):
-        return [(UPD_FULL, _targets(model, agent, op))]
-    if name in ("arrive_empty", "commit_empty"):
-        return [(UPD_EMPTY, _targets(model, agent, op))]
-    if name == "write":
-        return [(WRITE_SLOT, own)]
-    if name == "copy":
-        return [(WRITE_SLOT, _targets(model, agent, op)), (UPD_FULL, _targets(model, agent, op))]
-    return []
+    """(access class, CTAs) of one op, read off its EFFECTS row."""
+    from checker.model import OP_CODES
+    row = EFFECTS[OP_CODES[op.name]]
+    own, targets = [agent.cta], _targets(model, agent, op)
+    out = []
+    if row[S.EF_OBS] >= 0:
+        out.append((OBS_FULL if row[S.EF_OBS] == FULL else OBS_EMPTY, own))
+    if row[S.EF_UPD] >= 0:
+        out.append((UPD_FULL if row[S.EF_UPD] == FULL else UPD_EMPTY, targets))
+    if row[S.EF_WRITES]:
+        out.append((WRITE_SLOT, targets))
+    if row[S.EF_READS]:
+        out.append((READ_SLOT, own))
+    return out
 
 
 def _uniform(model) -> np.ndarray:
+    """Per ring and signal kind: the one count of every arrive update, or -1 when the counts
+    differ or a tx-count op (expect_tx, copy) updates that kind."""
+    from checker.model import OP_CODES
     out = np.full((model.rings, 2), -1, dtype=np.int64)
     for r, ring in enumerate(model.ring_names):
-        for kind, arrives, tx_ops in ((FULL, ("arrive_full",), ("expect_tx", "copy")),
-                                      (EMPTY, ("arrive_empty", "commit_empty"), ())):
-            ops = [op for a in model.agents for op, _ in a.ops if op.ring == ring]
-            counts = {op.n for op in ops if op.name in arrives}
-            if len(counts) == 1 and not any(op.name in tx_ops for op in ops):
+        for kind in (FULL, EMPTY):
+            rows = [(op, EFFECTS[OP_CODES[op.name]]) for a in model.agents for op, _ in a.ops
+                    if op.ring == ring]
+            updates = [(op, row) for op, row in rows if row[S.EF_UPD] == kind]
+            counts = {op.n for op, row in updates if row[S.EF_UNITS] == -1}
+            if len(counts) == 1 and all(row[S.EF_UNITS] == -1 for _, row in updates):
                 out[r, kind] = counts.pop()
     return out
 
@@ -113,7 +173,7 @@ def no_future_tables(model) -> FutureTables:
     """Tables that allow local steps only."""
     return FutureTables(np.zeros(1, dtype=np.int64), np.zeros((1, 1), dtype=np.int64),
                         np.zeros((1, N_CLASSES), dtype=np.int64), _uniform(model),
-                        np.zeros(1, dtype=np.int64))
+                        np.zeros(1, dtype=np.int64), EFFECTS)
 
 
 def _program_key(agent):
@@ -174,7 +234,8 @@ def future_tables(model) -> FutureTables:
     keys = [_program_key(a) for a in model.agents]
     off = np.array([[start[k] + r * ring_rows[k] for r in range(model.rings)] for k in keys],
                    dtype=np.int64)
-    return FutureTables(np.ones(1, dtype=np.int64), off, mask, _uniform(model), _work(model))
+    return FutureTables(np.ones(1, dtype=np.int64), off, mask, _uniform(model), _work(model),
+                        EFFECTS)
 
 
 @jit
@@ -190,8 +251,9 @@ def position(T, a, pc, item):
 
 
 @jit
-def others_touch(T, F, st, a, r, cls, bit):
-    """Will any agent but `a` still touch (access class `cls`) signal or slot `bit` of ring r?"""
+def others_touch(T, F, st, a, r, classes, bit):
+    """Will any agent but `a` still access signal or slot `bit` of ring r in one of the access
+    classes of the mask `classes`, by the future tables (a superset: waits are ignored)?"""
     ms = T.cfg[S.C_MAXS]
     for b in range(T.cfg[S.C_AGENTS]):
         if b == a:
@@ -199,19 +261,39 @@ def others_touch(T, F, st, a, r, cls, bit):
         base = S.agent_base(T, b)
         pos = position(T, b, st[base + S.F_PC], st[base + S.F_ITEM])
         row = F.off[b, r] + pos * ms + st[S.ring_base(T, b, r)]
-        if F.mask[row, cls] & (1 << bit):
-            return True
+        for c in range(N_CLASSES):
+            if classes & (1 << c) and F.mask[row, c] & (1 << bit):
+                return True
     return False
 
 
+# ------------------------------------------------------------------ what can happen while a waits
+
 @jit
-def entry_aimed(T, st, kind, cta, r, s):
+def entries_conflict(T, F, st, r, bit, t_kind, t_sig_acc, t_slot_acc):
+    """Does an in-flight entry conflict with the access? A copy lands (writes its slot and
+    updates its full signal's tx), a commit arrives on its empty signal, an async read reads."""
     off = T.cfg[S.C_OFF_INF]
+    ms = T.cfg[S.C_MAXS]
     for j in range(T.cfg[S.C_INFLIGHT]):
         e = st[off + j]
         if e == 0:
             break
-        if S.entry_into(T, e, kind, cta, r, s):
+        if S.entry_field(T, e, S.E_RING) != r:
+            continue
+        if S.entry_field(T, e, S.E_CTA) * ms + S.entry_field(T, e, S.E_STAGE) != bit:
+            continue
+        kind = S.entry_field(T, e, S.E_KIND)
+        if kind == S.ENTRY_COPY:
+            if t_kind == FULL and signal_conflict(t_sig_acc, ACC_UPD, False):
+                return True
+            if slot_conflict(t_slot_acc, ACC_WRITE):
+                return True
+        elif kind == S.ENTRY_COMMIT:
+            if t_kind == EMPTY and signal_conflict(t_sig_acc, ACC_UPD,
+                                                   commuting_arrivals(T, F, r, EMPTY)):
+                return True
+        elif slot_conflict(t_slot_acc, ACC_READ):
             return True
     return False
 
@@ -229,7 +311,8 @@ WALK_LIMIT = 4096
 def could_be_ready(T, st, sig, phase, budget):
     """Could a wait at `phase` on `sig` pass once at most `budget` more arrival units reach it?
     A copy landing adds no arrivals and tx is assumed to balance, so this over-approximates:
-    a phase can complete at most once per `expected` units after the first `pending`."""
+    no phase can complete before `pending` more units arrived (nvidia), and a counter only
+    grows by the units that reach it (amd)."""
     b = S.sig_base(T, sig)
     if T.cfg[S.C_BACKEND] == AMD:
         return S.counter_ready(T, sig, st[b] + budget, phase)  # ready: counter >= a threshold
@@ -239,23 +322,28 @@ def could_be_ready(T, st, sig, phase, budget):
 
 
 @jit
-def frozen_touch(T, F, st, a, r, cls, bit, sig_t):
-    """Can anything but agent a touch `bit` of ring r (access class `cls`) while a stands still?
+def frozen_touch(T, F, st, a, r, bit, t_kind, t_sig_acc, t_slot_acc, sig_t):
+    """Can a step of another agent conflict with the access while agent a stands still?
 
-    Every other agent's program is walked forward from where it is: an arrive adds to its
-    signal's budget (in-flight commits start it), and a wait passes only if the budget could
-    complete its phase (`could_be_ready`); else the agent is stuck there until a later sweep
-    finds a bigger budget. The sweeps stop when no agent moves, so every position the others
-    can reach with a frozen is walked (a superset: waits are judged generously).
-    `sig_t` >= 0 (a's step arrives on it): an agent stuck at a wait on it must be inside its
-    phase window, or the state before the arrive would show a phase_alias the state after it
-    might not."""
+    The access is to signal (`t_kind`, a signal kind or -1) and slot `bit` of ring r. Every
+    other agent's program is walked forward from where it is: an update adds its units to its
+    signal's budget (in-flight commits start it), and a blocking wait passes only if the
+    budget could complete its phase (`could_be_ready`); else the agent is stuck there until a
+    later sweep finds a bigger budget. The sweeps stop when no agent moves; every position the
+    others can reach while a stands still is then walked (a superset: waits are judged
+    generously, syncs and read_waits always pass). Each op's accesses come from EFFECTS: a
+    try always observes, a blocking wait observes when it can pass.
+    `sig_t` >= 0 (a's step updates it): an agent stuck at a wait on it must be inside its
+    phase window, or the state before the update could show a phase_alias the state after it
+    does not."""
     ms = T.cfg[S.C_MAXS]
     rings = T.cfg[S.C_RINGS]
     n_agents = T.cfg[S.C_AGENTS]
     rl = W_RING0 + 2 * rings
     W = F.work
+    E = F.eff
     bo = n_agents * rl
+    commuting = t_kind >= 0 and commuting_arrivals(T, F, r, t_kind)
     for i in range(T.cfg[S.C_CTAS] * rings * ms * 2):
         W[bo + i] = 0
     for b in range(n_agents):
@@ -272,17 +360,10 @@ def frozen_touch(T, F, st, a, r, cls, bit, sig_t):
         e = st[off + j]
         if e == 0:
             break
-        kind = S.entry_field(T, e, S.E_KIND)
-        cta = S.entry_field(T, e, S.E_CTA)
-        er = S.entry_field(T, e, S.E_RING)
-        es = S.entry_field(T, e, S.E_STAGE)
-        here = er == r and cta * ms + es == bit
-        if kind == S.ENTRY_COPY and here and (cls == WRITE_SLOT or cls == UPD_FULL):
-            return True
-        if kind == S.ENTRY_COMMIT:
-            if here and cls == UPD_EMPTY:
-                return True
-            W[bo + S.sig_index(T, cta, er, es, EMPTY)] += S.entry_field(T, e, S.E_VAL)
+        if S.entry_field(T, e, S.E_KIND) == S.ENTRY_COMMIT:
+            sig = S.sig_index(T, S.entry_field(T, e, S.E_CTA), S.entry_field(T, e, S.E_RING),
+                              S.entry_field(T, e, S.E_STAGE), EMPTY)
+            W[bo + sig] += S.entry_field(T, e, S.E_VAL)
     budget = WALK_LIMIT
     moved = True
     while moved:
@@ -305,60 +386,64 @@ def frozen_touch(T, F, st, a, r, cls, bit, sig_t):
                 rr = T.prog[row, S.P_RING]
                 sb = rec + W_RING0 + 2 * rr
                 stage = W[sb]
-                phase = W[sb + 1]
                 here = rr == r and cta * ms + stage == bit
-                if op == S.WAIT_FULL or op == S.WAIT_EMPTY or op == S.DRAIN or \
-                        op == S.TRY_FULL or op == S.TRY_EMPTY:
-                    kind = S.wait_signal_kind(op)
-                    sig = S.sig_index(T, cta, rr, stage, kind)
-                    if could_be_ready(T, st, sig, phase, W[bo + sig]):
-                        if here and cls == (OBS_FULL if kind == FULL else OBS_EMPTY):
+                obs = E[op, S.EF_OBS]
+                if obs >= 0:
+                    sig = S.sig_index(T, cta, rr, stage, obs)
+                    if E[op, S.EF_BLOCKS] == 0 or could_be_ready(T, st, sig, W[sb + 1], W[bo + sig]):
+                        if here and obs == t_kind and signal_conflict(t_sig_acc, ACC_OBS, commuting):
                             return True
-                    elif op != S.TRY_FULL and op != S.TRY_EMPTY:
-                        if sig == sig_t and T.cfg[S.C_BACKEND] != AMD and not nvidia.in_window(
-                                st[S.sig_base(T, sig)], phase, T.agent[b, S.A_RING0 + 2 * rr + 1]):
+                    else:
+                        if sig == sig_t and not S.in_phase_window(T, st, b, rr, sig, W[sb + 1]):
                             return True
-                        if op == S.DRAIN or T.prog[row, S.P_UNLESS] != 1:
-                            break  # stuck
-                        # an unless=ready wait may be skipped: walk on
-                    if op == S.DRAIN:
-                        S.advance_at(T, W, sb, rr)
-                elif op == S.ARRIVE_FULL or op == S.ARRIVE_EMPTY or op == S.EXPECT_TX or \
-                        op == S.COPY or op == S.COMMIT_EMPTY:
-                    kind = EMPTY if op == S.ARRIVE_EMPTY or op == S.COMMIT_EMPTY else FULL
-                    units = 0 if op == S.COPY else (1 if op == S.EXPECT_TX else T.prog[row, S.P_N])
-                    upd = UPD_FULL if kind == FULL else UPD_EMPTY
+                        if T.prog[row, S.P_UNLESS] != 1:
+                            break  # stuck; an unless=ready wait may be skipped: walk on
+                upd = E[op, S.EF_UPD]
+                if upd >= 0 or E[op, S.EF_WRITES]:
+                    units = E[op, S.EF_UNITS]
+                    if units < 0:
+                        units = T.prog[row, S.P_N]
                     mask = S.targets_mask(T, b, T.prog[row, S.P_TARGET])
                     for dst in range(T.cfg[S.C_CTAS]):
                         if mask & (1 << dst) == 0:
                             continue
-                        if rr == r and dst * ms + stage == bit and (
-                                cls == upd or (op == S.COPY and cls == WRITE_SLOT)):
+                        at = rr == r and dst * ms + stage == bit
+                        if upd >= 0:
+                            if at and upd == t_kind and signal_conflict(t_sig_acc, ACC_UPD, commuting):
+                                return True
+                            W[bo + S.sig_index(T, dst, rr, stage, upd)] += units
+                        if E[op, S.EF_WRITES] and at and slot_conflict(t_slot_acc, ACC_WRITE):
                             return True
-                        W[bo + S.sig_index(T, dst, rr, stage, kind)] += units
-                elif op == S.WRITE:
-                    if here and cls == WRITE_SLOT:
-                        return True
-                elif op == S.ADVANCE:
+                if E[op, S.EF_READS] and here and slot_conflict(t_slot_acc, ACC_READ):
+                    return True
+                if E[op, S.EF_STAGE] == S.STAGE_ADVANCE:
                     S.advance_at(T, W, sb, rr)
-                elif op == S.RESET:
+                elif E[op, S.EF_STAGE] == S.STAGE_RESET:
                     W[sb] = T.agent[b, S.A_RING0 + 2 * rr]
                     W[sb + 1] = T.agent[b, S.A_RING0 + 2 * rr + 1]
-                # reads, syncs and read_wait touch no signal or slot here: walked over
+                # syncs and read_waits touch no signal or slot: walked over (they may pass)
                 W[rec + W_PC], W[rec + W_ITEM] = S.next_pc(T, b, pc, W[rec + W_ITEM])
                 moved = True
     return False
 
 
 @jit
-def touched_while_frozen(T, F, st, a, r, cls, bit, sig_t):
-    """The tables' quick answer first (nobody will ever touch it), then the walk."""
-    return others_touch(T, F, st, a, r, cls, bit) and frozen_touch(T, F, st, a, r, cls, bit, sig_t)
+def touched_while_frozen(T, F, st, a, r, bit, t_kind, t_sig_acc, t_slot_acc, sig_t):
+    """In-flight entries first; then the tables' quick answer (nobody will ever access it in a
+    conflicting way); then the walk."""
+    if entries_conflict(T, F, st, r, bit, t_kind, t_sig_acc, t_slot_acc):
+        return True
+    commuting = t_kind >= 0 and commuting_arrivals(T, F, r, t_kind)
+    classes = conflict_classes(t_kind, t_sig_acc, t_slot_acc, commuting)
+    if not others_touch(T, F, st, a, r, classes, bit):
+        return False
+    return frozen_touch(T, F, st, a, r, bit, t_kind, t_sig_acc, t_slot_acc, sig_t)
 
 
 @jit
 def independent_step(T, F, st, a):
-    """Is agent a's next step an arrive, read or wait that no other agent can interfere with?"""
+    """Is {agent a's next step} persistent: one access (an arrive, a synchronous read, or a
+    ready wait inside its window) that nothing but a can conflict with before a takes it?"""
     if F.cfg[0] == 0:
         return False
     base = S.agent_base(T, a)
@@ -369,37 +454,34 @@ def independent_step(T, F, st, a):
         return False
     row = S.op_row(T, a, pc)
     op = T.prog[row, S.P_CODE]
+    E = F.eff
+    if E[op, S.EF_ASYNC] or E[op, S.EF_BARRIER] or E[op, S.EF_STAGE] or E[op, S.EF_WRITES]:
+        return False
     r = T.prog[row, S.P_RING]
     rb = S.ring_base(T, a, r)
     stage = st[rb]
     cta = T.agent[a, S.A_CTA]
     bit = cta * T.cfg[S.C_MAXS] + stage
-    if op == S.ARRIVE_FULL or op == S.ARRIVE_EMPTY:
-        kind = FULL if op == S.ARRIVE_FULL else EMPTY
+    obs = E[op, S.EF_OBS]
+    upd = E[op, S.EF_UPD]
+    if upd >= 0 and obs < 0 and not E[op, S.EF_READS]:  # an arrive
         if T.cfg[S.C_CTAS] > 1 and T.prog[row, S.P_TARGET] != S.T_SELF:
             return False
-        if T.cfg[S.C_BACKEND] != AMD and F.uniform[r, kind] != T.prog[row, S.P_N]:
+        if not commuting_arrivals(T, F, r, upd):
             return False
-        return not touched_while_frozen(T, F, st, a, r, OBS_FULL if kind == FULL else OBS_EMPTY,
-                                        bit, S.sig_index(T, cta, r, stage, kind))
-    if op == S.READ:
-        if S.copy_in_flight_to(T, st, cta, r, stage):
-            return False
-        return not touched_while_frozen(T, F, st, a, r, WRITE_SLOT, bit, -1)
-    if op == S.WAIT_FULL or op == S.WAIT_EMPTY:
-        kind = FULL if op == S.WAIT_FULL else EMPTY
-        sig = S.sig_index(T, cta, r, stage, kind)
+        sig = S.sig_index(T, cta, r, stage, upd)
+        return not touched_while_frozen(T, F, st, a, r, bit, upd, ACC_UPD, 0, sig)
+    if E[op, S.EF_READS] and obs < 0 and upd < 0:  # a synchronous read
+        return not touched_while_frozen(T, F, st, a, r, bit, -1, 0, ACC_READ, -1)
+    if obs >= 0 and E[op, S.EF_BLOCKS] and upd < 0 and not E[op, S.EF_READS]:  # a wait
+        if T.prog[row, S.P_UNLESS] == 1 and st[rb + 2] == 1:
+            return False  # skipped: a local step, not an observation
+        sig = S.sig_index(T, cta, r, stage, obs)
         if not S.signal_ready(T, st, sig, st[rb + 1]):
             return False
-        if T.cfg[S.C_BACKEND] != AMD and not nvidia.in_window(
-                st[S.sig_base(T, sig)], st[rb + 1], T.agent[a, S.A_RING0 + 2 * r + 1]):
+        if not S.in_phase_window(T, st, a, r, sig, st[rb + 1]):
             return False
-        if kind == FULL and S.copy_in_flight_to(T, st, cta, r, stage):
-            return False
-        if kind == EMPTY and entry_aimed(T, st, S.ENTRY_COMMIT, cta, r, stage):
-            return False
-        return not touched_while_frozen(T, F, st, a, r, UPD_FULL if kind == FULL else UPD_EMPTY,
-                                        bit, -1)
+        return not touched_while_frozen(T, F, st, a, r, bit, obs, ACC_OBS, 0, -1)
     return False
 
 
@@ -424,3 +506,4 @@ def merged_steps(model, F, state):
                 codes.append(a)
                 moved = True
     return codes, state
+

@@ -32,6 +32,51 @@ READ_ASYNC, READ_WAIT, SYNC_ARRIVE, SYNC_WAIT = 15, 16, 17, 18
 # Targets.
 T_SELF, T_LEADER, T_PEER, T_ALL = 0, 1, 2, 3
 
+# What each op can do to what other agents see: the footprint the partial-order reduction
+# (checker/por.py, docs/reductions.md) derives its dependency relation from, and nothing else
+# does. Columns of EFFECTS[op]:
+#   EF_OBS     signal kind it observes (FULL/EMPTY; -1 none): a wait or try reads the parity
+#   EF_BLOCKS  1: it is enabled only when that signal is ready (a wait); 0: a try never blocks
+#   EF_UPD     signal kind it updates (-1 none), at each of its target CTAs
+#   EF_UNITS   arrival units of one update: -1 the op's count n; 1 arrive.expect_tx; 0 tx only
+#   EF_WRITES  1: stores a tag into the slot (at its targets); EF_READS 1: checks the slot
+#   EF_ASYNC   1: leaves an in-flight entry that acts later (copy, commit, async read)
+#   EF_STAGE   its effect on the agent's own stage: STAGE_ADVANCE, STAGE_RESET or 0
+#   EF_BARRIER 1: touches a named barrier (and may release other agents)
+EF_OBS, EF_BLOCKS, EF_UPD, EF_UNITS, EF_WRITES, EF_READS, EF_ASYNC, EF_STAGE, EF_BARRIER = range(9)
+STAGE_ADVANCE, STAGE_RESET = 1, 2
+_FULL, _EMPTY = FULL, EMPTY
+_EFFECT_ROWS = {
+    #              obs     blocks upd     units wr rd as stage          barrier
+    WAIT_FULL:    (_FULL,  1, -1,     0,    0, 0, 0, 0,             0),
+    WAIT_EMPTY:   (_EMPTY, 1, -1,     0,    0, 0, 0, 0,             0),
+    TRY_FULL:     (_FULL,  0, -1,     0,    0, 0, 0, 0,             0),
+    TRY_EMPTY:    (_EMPTY, 0, -1,     0,    0, 0, 0, 0,             0),
+    ARRIVE_FULL:  (-1,     0, _FULL,  -1,   0, 0, 0, 0,             0),
+    ARRIVE_EMPTY: (-1,     0, _EMPTY, -1,   0, 0, 0, 0,             0),
+    EXPECT_TX:    (-1,     0, _FULL,  1,    0, 0, 0, 0,             0),
+    COPY:         (-1,     0, _FULL,  0,    1, 0, 1, 0,             0),
+    WRITE:        (-1,     0, -1,     0,    1, 0, 0, 0,             0),
+    READ:         (-1,     0, -1,     0,    0, 1, 0, 0,             0),
+    COMMIT_EMPTY: (-1,     0, _EMPTY, -1,   0, 0, 1, 0,             0),
+    ADVANCE:      (-1,     0, -1,     0,    0, 0, 0, STAGE_ADVANCE, 0),
+    RESET:        (-1,     0, -1,     0,    0, 0, 0, STAGE_RESET,   0),
+    DRAIN:        (_EMPTY, 1, -1,     0,    0, 0, 0, STAGE_ADVANCE, 0),
+    SYNC:         (-1,     1, -1,     0,    0, 0, 0, 0,             1),
+    READ_ASYNC:   (-1,     0, -1,     0,    0, 1, 1, 0,             0),
+    READ_WAIT:    (-1,     1, -1,     0,    0, 0, 0, 0,             0),
+    SYNC_ARRIVE:  (-1,     0, -1,     0,    0, 0, 0, 0,             1),
+    SYNC_WAIT:    (-1,     1, -1,     0,    0, 0, 0, 0,             1),
+}
+N_OPS = 19
+assert sorted(_EFFECT_ROWS) == list(range(N_OPS)), "every op code needs its EFFECTS row"
+
+
+def effects_table():
+    """EFFECTS as an int64 array, one row per op code (numba reads it as a table argument)."""
+    import numpy as np
+    return np.array([_EFFECT_ROWS[op] for op in range(N_OPS)], dtype=np.int64)
+
 # Violation bits, in the contract's reporting order.
 DEADLOCK = 1
 READ_BEFORE_FILL = 2
@@ -189,6 +234,15 @@ def signal_ready(T, st, sig, phase):
     if T.cfg[C_BACKEND] == AMD:
         return counter_ready(T, sig, st[b], phase)
     return nvidia.ready(st[b], phase)
+
+
+@jit
+def in_phase_window(T, st, a, r, sig, phase):
+    """(nvidia) Is agent a, at `phase` on ring r, inside its phase window on `sig` (DESIGN's
+    phase_alias)? The one place the window rule is read; amd counters have none."""
+    if T.cfg[C_BACKEND] == AMD:
+        return True
+    return nvidia.in_window(st[sig_base(T, sig)], phase, T.agent[a, A_RING0 + 2 * r + 1])
 
 
 @jit
@@ -492,8 +546,7 @@ def step(T, st, code, out, det):
         out[rb + 2] = 1 if ok else 0
         if ok:
             observe(T, out, sig)
-        if T.cfg[C_BACKEND] != AMD and not nvidia.in_window(st[sig_base(T, sig)], phase,
-                                                               T.agent[a, A_RING0 + 2 * r + 1]):
+        if not in_phase_window(T, st, a, r, sig, phase):
             note(det, PHASE_ALIAS, sig, a, phase, st[sig_base(T, sig)])
             bits |= PHASE_ALIAS
     elif op == ARRIVE_FULL or op == ARRIVE_EMPTY or op == EXPECT_TX:
@@ -663,10 +716,9 @@ def state_violations(T, st, n_enabled, det):
         for a in range(T.cfg[C_AGENTS]):
             sig, phase = at_blocking_wait(T, st, a)
             if sig >= 0:
-                p0 = T.agent[a, A_RING0 + 2 * T.prog[op_row(T, a, st[agent_base(T, a) + F_PC]), P_RING] + 1]
-                pn = st[sig_base(T, sig)]
-                if not nvidia.in_window(pn, phase, p0):
-                    note(det, PHASE_ALIAS, sig, a, phase, pn)
+                r = T.prog[op_row(T, a, st[agent_base(T, a) + F_PC]), P_RING]
+                if not in_phase_window(T, st, a, r, sig, phase):
+                    note(det, PHASE_ALIAS, sig, a, phase, st[sig_base(T, sig)])
                     bits |= PHASE_ALIAS
                     break
     if n_enabled == 0:
