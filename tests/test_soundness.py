@@ -1,0 +1,205 @@
+"""Issue 14: no reduction hides a violation, and the minimal depth is exact.
+
+- The two failures of the issue, in every mode that uses the explicit search (the default,
+  each reduction off, both off, BMC, `prove`'s own-count look, `--engine laps`, the
+  plain-Python first try of the command) and with the roles in either order: the right
+  verdict, kinds and depth, and every counterexample replays (tests/replay.py).
+- Generated near-correct specs (benchmarks/soundness.py) with their roles permuted: verdict,
+  kinds and depth never depend on the order, nor on the reductions.
+- A fixed-seed slice of the differential harness finds 0 disagreements, and the harness is
+  not vacuous: with the try's footprint planted wrong (the bug behind failure 1) it finds some.
+- Symmetry reduction against `--no-symmetry` on agents that differ only by `@leader`, `ctas`,
+  targets or item counts.
+"""
+from __future__ import annotations
+
+import json
+import os
+import random
+import subprocess
+import sys
+import tomllib
+from itertools import permutations
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from benchmarks import soundness as H
+from checker import por as POR
+from checker import semantics as S
+from checker.lap_verify import verify_laps
+from checker.prove import prove
+from checker.smt.bmc import verify_bmc
+from checker.verify import verify
+from spec.load import load_spec, load_spec_text
+from tests import test_generated as G
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "tests" / "fixtures" / "soundness"
+# (fixture, kinds at the minimal depth, that depth)
+ISSUE_SPECS = {"por_hid_a_deadlock.toml": (("deadlock",), 5),
+               "depth_of_a_state_alias.toml": (("phase_alias",), 1)}
+
+
+def _orders(path):
+    """The spec as written and with its roles in every other order."""
+    doc = tomllib.loads(path.read_text())
+    design = {"pipeline": doc["pipeline"], "roles": doc["role"], "barriers": {}, "rings": {}}
+    for order in permutations(range(len(design["roles"]))):
+        yield load_spec_text(H.to_toml(design, list(order)), path.name)
+
+
+@pytest.mark.parametrize("name", sorted(ISSUE_SPECS))
+@pytest.mark.parametrize("por", [True, False])
+@pytest.mark.parametrize("symmetry", [True, False])
+def test_issue_specs_in_every_reduction_and_role_order(name, por, symmetry):
+    kinds, depth = ISSUE_SPECS[name]
+    for spec in _orders(FIXTURES / name):
+        result = verify(spec, por=por, symmetry=symmetry)
+        assert (result.verdict, result.kinds, result.depth) == ("violation", kinds, depth)
+        assert spec.expect == kinds[0]
+        G.check_result(spec, result)  # every trace replays, each step enabled, ends in its kind
+
+
+@pytest.mark.parametrize("name", sorted(ISSUE_SPECS))
+def test_issue_specs_bmc_prove_and_laps(name):
+    kinds, depth = ISSUE_SPECS[name]
+    spec = load_spec(FIXTURES / name)
+    bmc = verify_bmc(spec)
+    assert (bmc.verdict, bmc.kinds, bmc.depth) == ("violation", kinds, depth)
+    proof = prove(spec)
+    assert proof.status == "violated" and proof.items == spec.items == 1
+    assert (proof.result.kinds, proof.result.depth) == (kinds, depth)
+    laps = verify_laps(spec)
+    assert (laps.verdict, laps.kinds, laps.depth) == ("violation", kinds, depth)
+
+
+@pytest.mark.parametrize("name", sorted(ISSUE_SPECS))
+def test_issue_specs_through_the_command_as_plain_python(name):
+    """The command's first try runs the engine as plain Python (checker/tier.py)."""
+    kinds, depth = ISSUE_SPECS[name]
+    env = {k: v for k, v in os.environ.items() if k != "PIPEPROOF_JIT"}
+    proc = subprocess.run([sys.executable, "-m", "checker.cli", "verify", "--json",
+                           str(FIXTURES / name)], cwd=ROOT, env=env, capture_output=True,
+                          text=True, timeout=600)
+    assert proc.returncode == 1, proc.stderr
+    doc = json.loads(proc.stdout)
+    (res,) = doc["results"]
+    assert (res["verdict"], tuple(res["violation"]["kinds"]), res["violation"]["depth"]) == \
+        ("violation", kinds, depth)
+
+
+# ------------------------------------------------------------------------------------------
+# generated specs: order, reductions
+
+
+def _design(text):
+    doc = tomllib.loads(text)
+    return {"pipeline": doc["pipeline"], "roles": doc["role"],
+            "barriers": doc.get("barrier", {}), "rings": doc.get("ring", {})}
+
+
+def test_minimal_depth_and_kinds_do_not_depend_on_role_order_or_reductions():
+    rng = random.Random(14)
+    compared = violations = 0
+    for i in range(400):
+        _, _, text = H.generate(14, i)
+        design = _design(text)
+        order = list(range(len(design["roles"])))
+        rng.shuffle(order)
+        try:
+            a = load_spec_text(text, "a.toml")
+        except Exception:
+            continue
+        b = load_spec_text(H.to_toml(design, order[::-1]), "b.toml")
+        answers = set()
+        limited = False
+        for spec in (a, b):
+            for por, sym in ((True, True), (False, False)):
+                r = verify(spec, max_states=H.MAX_STATES, por=por, symmetry=sym)
+                limited |= bool(r.limit)
+                answers.add((r.verdict, r.kinds, r.depth))
+        if limited:
+            continue
+        compared += 1
+        violations += next(iter(answers))[0] == "violation"
+        assert len(answers) == 1, (text, answers)
+    assert compared >= 350 and 50 <= violations <= compared - 50
+
+
+def test_symmetry_against_no_symmetry_where_agents_differ_by_leader_ctas_targets_items():
+    """Agents of one role that differ only in what @leader, ctas, to= or items make of them:
+    the canonical forms must never merge states that differ in what they can do."""
+    compared = differ = 0
+    for i in range(3000):
+        _, mutation, text = H.generate(99, i)
+        if not set(mutation.split("+")) & {"leader", "ctas", "target", "items"}:
+            continue
+        try:
+            spec = load_spec_text(text, "s.toml")
+        except Exception:
+            continue
+        on = verify(spec, max_states=H.MAX_STATES, por=False)
+        off = verify(spec, max_states=H.MAX_STATES, por=False, symmetry=False)
+        if on.limit or off.limit:
+            continue
+        compared += 1
+        differ += on.states < off.states
+        assert (on.verdict, on.kinds, on.depth) == (off.verdict, off.kinds, off.depth), text
+    assert compared >= 300 and differ >= 50  # and symmetry did reduce many of them
+
+
+# ------------------------------------------------------------------------------------------
+# the harness
+
+
+def test_harness_slice_finds_no_disagreement():
+    out = H.run(specs=3000, seed=20261201, jobs=1, bmc_every=10, prove_every=40, laps_every=20,
+                max_states=H.MAX_STATES, quiet=True)
+    t = out["tally"]
+    assert [(rec["i"], c) for rec, c in out["found"]] == []
+    assert t["compared_reduced"] >= 2800
+    assert t["compared_bmc"] >= 100 and t["compared_prove"] >= 30 and t["compared_laps"] >= 100
+    assert out["verdicts"]["ok"] >= 500 and out["verdicts"]["violation"] >= 500
+
+
+def test_harness_catches_a_wrong_footprint(monkeypatch):
+    """Plant the bug of failure 1 (a try that observes nothing): the harness must see it."""
+    wrong = S.effects_table()
+    wrong[S.TRY_FULL, S.EF_OBS] = -1
+    wrong[S.TRY_EMPTY, S.EF_OBS] = -1
+    monkeypatch.setattr(POR, "EFFECTS", wrong)
+    spec = load_spec(FIXTURES / "por_hid_a_deadlock.toml")
+    assert verify(spec).verdict == "ok"  # the false ok of the issue, reproduced
+    out = H.run(specs=12000, seed=5, jobs=1, bmc_every=0, prove_every=0, laps_every=0,
+                max_states=H.MAX_STATES, quiet=True, only=("try",))
+    assert out["tally"]["compared_reduced"] >= 2000
+    assert out["tally"].get("disagree_reduced", 0) >= 2
+    monkeypatch.undo()
+    assert verify(spec).verdict == "violation"
+
+
+def test_shrinking_keeps_the_disagreement(monkeypatch):
+    wrong = S.effects_table()
+    wrong[S.TRY_FULL, S.EF_OBS] = -1
+    monkeypatch.setattr(POR, "EFFECTS", wrong)
+    big = (FIXTURES / "por_hid_a_deadlock.toml").read_text().replace(
+        'body = ["arrive_full", "advance"]', 'body = ["arrive_full", "advance", "advance"]')
+    small = H.shrink(big, "reduced", budget_s=60)
+    spec = load_spec_text(small, "small.toml")
+    assert verify(spec).verdict != verify(spec, por=False, symmetry=False).verdict
+    assert len(small) < len(big)
+
+
+def test_every_op_has_a_footprint():
+    table = S.effects_table()
+    assert table.shape == (S.N_OPS, 9)
+    from checker.model import OP_CODES
+    assert sorted(OP_CODES.values()) == list(range(S.N_OPS))
+    # what the reduction relies on: waits and tries observe, arrivals and copies update
+    for op in (S.WAIT_FULL, S.TRY_FULL, S.WAIT_EMPTY, S.TRY_EMPTY, S.DRAIN):
+        assert table[op, S.EF_OBS] >= 0
+    for op in (S.ARRIVE_FULL, S.ARRIVE_EMPTY, S.EXPECT_TX, S.COPY, S.COMMIT_EMPTY):
+        assert table[op, S.EF_UPD] >= 0
+    assert np.array_equal(POR.EFFECTS, table)
