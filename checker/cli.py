@@ -1,8 +1,10 @@
 """`pipeproof`: the command line (DESIGN.md "Command line: the contract").
 
 Exit codes: 0 every spec holds, 1 a violation, 2 bad input or usage, 3 inconclusive (a limit
-was hit), 4 internal error. Several specs give one verdict each and the worst exit code.
-Human output goes to stderr, machine output (--json) to stdout.
+was hit, or Ctrl-C), 4 internal error, 5 a verdict other than the spec's declared `expect`.
+Several specs give one verdict each, a summary line, and the worst exit code. The verdicts go
+to stdout; with --json stdout holds the JSON document alone and the human report goes to
+stderr. Errors always go to stderr.
 """
 from __future__ import annotations
 
@@ -16,8 +18,10 @@ import click
 from checker import tier
 
 EXIT_OK, EXIT_VIOLATION, EXIT_USAGE, EXIT_INCONCLUSIVE, EXIT_INTERNAL = 0, 1, 2, 3, 4
+EXIT_UNEXPECTED = 5
 # How bad each outcome is, for the exit code of several specs.
-SEVERITY = {EXIT_OK: 0, EXIT_INCONCLUSIVE: 1, EXIT_VIOLATION: 2, EXIT_USAGE: 3, EXIT_INTERNAL: 4}
+SEVERITY = {EXIT_OK: 0, EXIT_INCONCLUSIVE: 1, EXIT_VIOLATION: 2, EXIT_UNEXPECTED: 3,
+            EXIT_USAGE: 4, EXIT_INTERNAL: 5}
 TRACE_SUFFIXES = (".itf.json", ".trace.json")
 
 
@@ -80,8 +84,10 @@ def _exit_code(result) -> int:
                    "laps: item numbers relative, so the states stop growing with the item count.")
 @click.option("--depth", type=click.IntRange(min=0), metavar="K",
               help="With --engine bmc: look for violations up to K steps (default: the longest run, at most 100).")
+@click.option("--quiet", "-q", is_flag=True,
+              help="Print only the verdict line of each spec (and the summary of several).")
 def verify(specs, as_json, trace_file, max_states, timeout, graph_file, no_precheck, suggest_fix,
-           no_symmetry, no_por, engine, depth):
+           no_symmetry, no_por, engine, depth, quiet):
     """Explore every interleaving of each SPEC; print a verdict per spec."""
     if depth is not None and engine != "bmc":
         raise UsageFailure("--depth applies only to --engine bmc")
@@ -98,14 +104,19 @@ def verify(specs, as_json, trace_file, max_states, timeout, graph_file, no_prech
         settled = tier.first_try(specs, max_states, timeout, not no_symmetry, not no_por)
         if settled is None:
             tier.run_compiled()
+    from checker.explore import INTERRUPTED
     from checker.export import write_trace
-    from checker.report import format_text, to_json
+    from checker.report import first_line, format_text, summary_of, to_json
     from checker.verify import verify as explicit
     from spec.load import load_spec
     from spec.schema import SpecError
 
     results, errors, worst = [], [], EXIT_OK
     progress = sys.stderr.isatty() and not as_json
+    to_stderr = as_json  # stdout carries the JSON document alone
+
+    def say(text):
+        click.echo(text, err=to_stderr)
 
     def run_engine(spec):
         if engine == "bmc":
@@ -125,6 +136,10 @@ def verify(specs, as_json, trace_file, max_states, timeout, graph_file, no_prech
             errors.append({"spec": path, "error": str(err), "exit_code": EXIT_USAGE})
             worst = max(worst, EXIT_USAGE, key=SEVERITY.get)
             continue
+        for role in spec.roles:
+            if role.never_steps:
+                click.echo(f"{path}: warning: role '{role.name}' never steps (its body is empty "
+                           f"or runs 0 items, and it has no prologue or epilogue)", err=True)
         try:
             findings = [] if no_precheck else _precheck(spec)
             result = settled.pop(index) if index in settled else run_engine(spec)
@@ -140,26 +155,42 @@ def verify(specs, as_json, trace_file, max_states, timeout, graph_file, no_prech
             continue
         result.precheck = findings
         results.append(result)
-        click.echo(format_text(result).rstrip("\n"), err=True)
-        for finding in findings:  # the symbolic pre-check's words for the same bug
-            click.echo(f"pre-check: {finding.signal}: {finding.kind}: {finding.message}", err=True)
+        say(first_line(result) if quiet else format_text(result).rstrip("\n"))
+        if not quiet:
+            for finding in findings:  # the symbolic pre-check's words for the same bug
+                say(f"pre-check: {finding.signal}: {finding.kind}: {finding.message}")
         if suggest_fix and result.verdict == "violation":
             from checker.fix import format_fix, suggest_fix as find_fix
             result.fix = find_fix(spec, result)
-            click.echo(format_fix(result.fix).rstrip("\n"), err=True)
-        if trace_file and result.traces:
+            say(format_fix(result.fix).rstrip("\n"))
+        if trace_file:
             target = _trace_path(trace_file, path, len(specs) > 1)
-            write_trace(result.traces[result.kind], target)
-            click.echo(f"{path}: {result.kind} trace written to {target}", err=True)
+            if result.traces:
+                write_trace(result.traces[result.kind], target)
+                say(f"{path}: {result.kind} trace written to {target}")
+            else:
+                say(f"{path}: {result.verdict}: no counterexample, nothing written to {target}")
         worst = max(worst, _exit_code(result), key=SEVERITY.get)
+        if result.as_expected is False:
+            say(f"{path}: UNEXPECTED: declared {_declared(spec)}, got "
+                f"{result.kind if result.verdict == 'violation' else result.verdict}")
+            worst = max(worst, EXIT_UNEXPECTED, key=SEVERITY.get)
         if graph_file:
             worst = max(worst, _write_graph(spec, _trace_path(graph_file, path, len(specs) > 1),
                                             max_states), key=SEVERITY.get)
+        if result.limit == INTERRUPTED:
+            break  # Ctrl-C: what was found so far, and nothing more
+    if len(specs) > 1:
+        say(summary_of(len(specs), results, errors))
     if as_json:
         doc = to_json(results)
         doc["errors"] = errors  # specs that could not be verified, so none goes missing
         click.echo(json.dumps(doc, indent=2))
     sys.exit(worst)
+
+
+def _declared(spec) -> str:
+    return " or ".join((spec.expect,) + tuple(k for k in spec.expect_any if k != spec.expect))
 
 
 def _precheck(spec):
@@ -198,6 +229,9 @@ def run():
         sys.exit(EXIT_USAGE)
     except click.exceptions.Abort:
         sys.exit(EXIT_USAGE)
+    except KeyboardInterrupt:  # outside a search (loading, compiling): nothing to report yet
+        click.echo("interrupted (Ctrl-C)", err=True)
+        sys.exit(EXIT_INCONCLUSIVE)
 
 
 if __name__ == "__main__":

@@ -45,6 +45,7 @@ EMPTY_SLOT = -1
 # Per stored state: words*8 bytes of state, 4 of parent, 2 of action, 8..16 of hash table.
 # Statuses returned by `expand`.
 DONE, NEED_ROOM, INFLIGHT_OVERFLOW, STATE_LIMIT = 0, 1, 2, 3
+INTERRUPTED = "interrupted (Ctrl-C)"
 
 # The hot loop is compiled without numba's reference counting (`_nrt=False`). The semantics
 # read the model tables as `T.cfg`, `T.prog`, ...; with reference counting on, every such
@@ -312,10 +313,13 @@ class Search:
         i = lo
         last_report = started
         while i < hi:
-            status, i, self.n_stored = expand(
-                m.tables, m.packing, self.classes, self.future, self.store, self.n_stored, self.table,
-                self.parent, self.via, i, min(hi, i + chunk), depth, self.vrec, self.vdet, check_only,
-                self.max_states, self.counters, self.scratch, self.por)
+            try:
+                status, i, self.n_stored = expand(
+                    m.tables, m.packing, self.classes, self.future, self.store, self.n_stored,
+                    self.table, self.parent, self.via, i, min(hi, i + chunk), depth, self.vrec,
+                    self.vdet, check_only, self.max_states, self.counters, self.scratch, self.por)
+            except KeyboardInterrupt:  # Ctrl-C: a limit like any other, with the counts so far
+                return INTERRUPTED
             if status == NEED_ROOM:
                 self._grow()
             elif status == STATE_LIMIT:

@@ -309,6 +309,9 @@ class _Murphi:
                "-- as in pipeproof. Check with:  rumur --deadlock-detection stuck"
                + (" --symmetry-reduction heuristic" if self.symmetry else " --symmetry-reduction off")
                + " model.m -o model.c",
+               "-- then build and run the verifier:  cc -std=c11 -O2 -mcx16 model.c -o model -lpthread"
+               "  && ./model",
+               "-- (-mcx16 on x86-64: Rumur's verifier uses 16-byte compare-and-swap).",
                "-- (a deadlock is a state with no enabled rule; the rule \"finished\" keeps the end valid).",
                "")
         self.declarations()

@@ -42,3 +42,43 @@ def drop_stale_cache() -> None:
         marker.write_text(digest)
     except OSError:
         pass  # a read-only install: numba then keeps its cache elsewhere or compiles in memory
+
+
+class compile_notice:
+    """`with compile_notice("search engine"):` around the first call of a numba engine. Loading
+    a cached engine takes about a second; compiling one takes minutes on a small machine. So
+    after NOTICE_AFTER seconds a line on stderr says what is happening, and another every
+    EVERY seconds until it is done: a first run never stalls in silence."""
+
+    NOTICE_AFTER = 3.0
+    EVERY = 10.0
+
+    def __init__(self, what: str):
+        self.what = what
+        self._done = None
+
+    def __enter__(self):
+        import threading
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._tell, daemon=True)
+        self._thread.start()
+        return self
+
+    def _tell(self):
+        import sys
+        import time
+        started = time.monotonic()
+        if self._done.wait(self.NOTICE_AFTER):
+            return
+        print(f"pipeproof: compiling the {self.what} with numba (once after an install or "
+              f"upgrade; it is cached for later runs) ...", file=sys.stderr, flush=True)
+        while not self._done.wait(self.EVERY):
+            print(f"pipeproof: still compiling the {self.what}, {time.monotonic() - started:.0f} s",
+                  file=sys.stderr, flush=True)
+        print(f"pipeproof: compiled the {self.what} in {time.monotonic() - started:.0f} s",
+              file=sys.stderr, flush=True)
+
+    def __exit__(self, *exc):
+        self._done.set()
+        self._thread.join()
+        return False

@@ -462,9 +462,11 @@ def warm_up_prove() -> None:
     global _warm
     warm_up()
     if not _warm:
-        lap = LapAbstraction(tiny_spec(), 8)
-        _Search(lap, 4, 10_000, None).run()
-        _Search(lap, 4, 10_000, None, raw=True).run()
+        from checker.jitcache import compile_notice
+        with compile_notice("lap abstraction (prove, --engine laps)"):
+            lap = LapAbstraction(tiny_spec(), 8)
+            _Search(lap, 4, 10_000, None).run()
+            _Search(lap, 4, 10_000, None, raw=True).run()
         _warm = True
 
 

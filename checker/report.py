@@ -64,6 +64,24 @@ def _bmc_line(result: Result) -> str:
             f"(bmc: no violation within {_plural(result.max_depth, 'step')})")
 
 
+def summary_of(n_specs: int, results: list[Result], errors: list) -> str:
+    """`38 specs: 15 ok, 23 violations, 0 inconclusive` (+ errors, unexpected verdicts)."""
+    count = {v: sum(1 for r in results if r.verdict == v) for v in ("ok", "violation", "inconclusive")}
+    line = (f"{_plural(n_specs, 'spec')}: {count['ok']} ok, {_plural(count['violation'], 'violation')}, "
+            f"{count['inconclusive']} inconclusive")
+    if errors:
+        line += f", {_plural(len(errors), 'error')}"
+    unexpected = sum(1 for r in results if r.as_expected is False)
+    declared = sum(1 for r in results if r.as_expected is not None)
+    if declared:
+        line += (f", {unexpected} UNEXPECTED" if unexpected else
+                 f" (all {declared} with a declared verdict as expected)")
+    not_run = n_specs - len(results) - len(errors)
+    if not_run:
+        line += f", {not_run} not run (interrupted)"
+    return line
+
+
 def _op_text(step: Step) -> str:
     # The agent has its own column, so drop the "consumer[1]." prefix of the printed action.
     prefix = step.actor + "."

@@ -35,3 +35,12 @@ class Result:
     @property
     def kind(self) -> str | None:
         return self.kinds[0] if self.kinds else None
+
+    @property
+    def as_expected(self) -> bool | None:
+        """Does the verdict match the spec's declared `expect` / `expect_any` (ok, or the
+        first kind found)? None when nothing is declared or the run was inconclusive."""
+        if self.spec.expect is None or self.verdict == "inconclusive":
+            return None
+        allowed = (self.spec.expect,) + tuple(self.spec.expect_any)
+        return ("ok" if self.verdict == "ok" else self.kind) in allowed

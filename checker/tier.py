@@ -43,6 +43,7 @@ def first_try(specs, max_states, timeout, symmetry: bool, por: bool) -> dict | N
     """Run every spec as plain Python; {index: Result} if each one finished within the budget
     (specs that do not load are left to the caller), else None."""
     os.environ[ENV] = "0"
+    from checker.explore import INTERRUPTED
     from checker.verify import verify
     from spec.load import load_spec
     from spec.schema import SpecError
@@ -62,6 +63,9 @@ def first_try(specs, max_states, timeout, symmetry: bool, por: bool) -> dict | N
                             timeout=left if timeout is None else min(left, timeout))
         except Exception:  # let the compiled run meet (and report) it
             return None
+        if result.limit == INTERRUPTED:  # Ctrl-C: answer what was found, run nothing more
+            settled[i] = result
+            return settled
         if result.limit:  # the budget, or the user's own limit: the compiled run decides
             return None
         settled[i] = result

@@ -18,7 +18,7 @@ import numpy as np
 from backends.base import JIT
 from checker import por as POR
 from checker import semantics as S
-from checker.explore import Search
+from checker.explore import INTERRUPTED, Search
 from checker.model import Model, compile_model
 from checker.result import KINDS, Result
 from checker.trace import Event, Step, Trace
@@ -33,7 +33,9 @@ def warm_up() -> None:
     global _warm
     if _warm or not JIT:  # as plain Python there is nothing to load
         return
-    Search(compile_model(tiny_spec())).run()
+    from checker.jitcache import compile_notice
+    with compile_notice("search engine"):
+        Search(compile_model(tiny_spec())).run()
     _warm = True
 
 
@@ -62,7 +64,7 @@ def verify(spec: Spec, max_states: int | None = None, timeout: float | None = No
     search = Search(model, max_states=max_states, timeout=timeout, progress=progress,
                     symmetry=symmetry, por=por)
     kinds, depth = search.run()
-    if kinds and por:
+    if kinds and por and search.limit != INTERRUPTED:
         left = None if timeout is None else max(timeout - (time.monotonic() - started), 1e-3)
         full = Search(model, max_states=max_states, timeout=left, progress=progress,
                       symmetry=symmetry)
@@ -260,7 +262,8 @@ def explain_step(model: Model, k: int, det, state, code) -> str:
 def _alias_text(model, sig, a, phase, phase_no, verb):
     from backends import nvidia
     agent = model.agents[a]
-    k = nvidia.intended_phase(phase, agent.initial_phase)
+    ring = (sig // 2 // model.max_stages) % model.rings
+    k = nvidia.intended_phase(phase, agent.initial_phases[ring])  # the signal's own ring
     return (f"{agent.name} {verb} {model.sig_short(sig)} at phase {phase} (meaning signal phase {k}) "
             f"but the signal is at phase {phase_no}, outside {k}..{k + 1}: its parity answers for "
             f"another phase")

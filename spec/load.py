@@ -155,21 +155,49 @@ def _read_text(path) -> str:
                                     "expected UTF-8 TOML text)") from None
 
 
+MAX_NESTING = 64  # tables and arrays inside each other: a spec needs 3
+
+
 def _parse_toml(text: str, path: str) -> dict:
     try:
-        return tomllib.loads(text)
+        document = tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:
-        raise _toml_syntax_error(str(err), path) from None
+        raise _toml_syntax_error(str(err), path, text) from None
+    except RecursionError:  # tomllib recurses once per nesting level
+        raise _error(path, "", f"TOML nested too deeply (a spec nests tables and arrays at most "
+                               f"{MAX_NESTING} levels)") from None
+    if _nesting(document) > MAX_NESTING:
+        raise _error(path, "", f"TOML nested too deeply (a spec nests tables and arrays at most "
+                               f"{MAX_NESTING} levels)")
+    return document
 
 
-def _toml_syntax_error(message: str, path: str) -> SpecError:
-    """`x.toml:3:9: TOML syntax error: Invalid value` (tomllib's position moved to the front)."""
+def _nesting(value, depth=0) -> int:
+    """How deep tables and arrays nest, without recursing past MAX_NESTING."""
+    deepest, todo = depth, [(value, depth)]
+    while todo:
+        item, d = todo.pop()
+        deepest = max(deepest, d)
+        if d > MAX_NESTING:
+            return d
+        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else ()
+        todo.extend((child, d + 1) for child in children)
+    return deepest
+
+
+def _toml_syntax_error(message: str, path: str, text: str = "") -> SpecError:
+    """`x.toml:3:9: TOML syntax error: Invalid value` (tomllib's position moved to the front;
+    "end of document" becomes the line and column where the text ends)."""
     match = TOML_POSITION.match(message)
     if match is None:
         return _error(path, "", f"TOML syntax error: {message} (see https://toml.io)")
     what, line, column = match.groups()
-    where = f"{path}:{line}:{column}" if line else f"{path}: at end of document"
-    return SpecError(_one_line(f"{where}: TOML syntax error: {what} (see https://toml.io)"))
+    if not line:
+        lines = text.split("\n")
+        line, column = len(lines), len(lines[-1]) + 1
+        what += " (at the end of the file)"
+    return SpecError(_one_line(f"{path}:{line}:{column}: TOML syntax error: {what} "
+                               f"(see https://toml.io)"))
 
 
 # ---------------------------------------------------------------------------------------

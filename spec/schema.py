@@ -75,6 +75,11 @@ class Role:
     def initial_phase_of(self, ring: str) -> int:
         return dict(self.ring_phases).get(ring, self.initial_phase) if ring != MAIN_RING else self.initial_phase
 
+    @property
+    def never_steps(self) -> bool:
+        """No agent of the role has an op to run (legal, but seldom what was meant)."""
+        return not self.prologue and not self.epilogue and (not self.body or self.items == 0)
+
 
 @dataclass(frozen=True)
 class Barrier:

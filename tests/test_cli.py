@@ -105,8 +105,8 @@ def test_ok_spec_exits_0(tmp_path):
     name = write(tmp_path, "ok.toml", OK_SPEC)
     p = cli("verify", name, cwd=tmp_path)
     assert p.returncode == 0, p.stderr
-    assert p.stdout == ""
-    first = lines(p.stderr)[0]
+    assert p.stderr == ""  # the verdict goes to stdout, where a shell redirects it
+    first = lines(p.stdout)[0]
     assert re.fullmatch(rf"ok\.toml: ok \({OK_STATES} states, \d+ transitions, \d+\.\d\d s\)", first)
 
 
@@ -118,11 +118,11 @@ def test_violation_exits_1_with_compiler_style_first_line(tmp_path):
     expected = verify(load_spec(tmp_path / name))
     assert expected.kinds == ("deadlock",)
     reason = expected.traces["deadlock"].reason
-    first = lines(p.stderr)[0]
+    first = lines(p.stdout)[0]
     assert first == f"dead.toml: deadlock after {expected.depth} steps: {reason}"
     assert re.fullmatch(r"dead\.toml: deadlock after \d+ steps: .+", first)
     # The counterexample table follows the verdict line.
-    assert any(line.split()[:2] == ["step", "agent"] for line in lines(p.stderr)[1:])
+    assert any(line.split()[:2] == ["step", "agent"] for line in lines(p.stdout)[1:])
 
 
 @pytest.mark.parametrize("text,where", [
@@ -167,14 +167,14 @@ def test_bad_usage_exits_2(tmp_path, args):
     p = cli(*args, cwd=tmp_path)
     assert p.returncode == 2, (args, p.returncode, p.stderr)
     assert_no_traceback(p)
-    assert "ok (" not in p.stderr  # nothing was verified
+    assert "ok (" not in p.stderr + p.stdout  # nothing was verified
 
 
 def test_max_states_limit_exits_3(tmp_path):
     name = write(tmp_path, "big.toml", BIG_SPEC)
     p = cli("verify", "--max-states", 5, name, cwd=tmp_path)
     assert p.returncode == 3, p.stderr
-    first = lines(p.stderr)[0]
+    first = lines(p.stdout)[0]
     assert first.startswith("big.toml: inconclusive: max-states 5 (")
 
 
@@ -182,7 +182,7 @@ def test_tiny_timeout_exits_3(tmp_path):
     name = write(tmp_path, "big.toml", BIG_SPEC)
     p = cli("verify", "--timeout", "0.000001", name, cwd=tmp_path)
     assert p.returncode == 3, p.stderr
-    assert lines(p.stderr)[0].startswith("big.toml: inconclusive: timeout")
+    assert lines(p.stdout)[0].startswith("big.toml: inconclusive: timeout")
 
 
 def test_big_spec_is_ok_without_limits(tmp_path):
@@ -190,7 +190,7 @@ def test_big_spec_is_ok_without_limits(tmp_path):
     name = write(tmp_path, "big.toml", BIG_SPEC)
     p = cli("verify", name, cwd=tmp_path)
     assert p.returncode == 0, p.stderr
-    states = int(re.search(r"ok \((\d+) states", p.stderr).group(1))
+    states = int(re.search(r"ok \((\d+) states", p.stdout).group(1))
     assert states > 1000
 
 
@@ -228,9 +228,12 @@ def test_several_specs_one_verdict_each_worst_code(tmp_path, names, code):
     p = cli("verify", *names, cwd=tmp_path)
     assert p.returncode == code, p.stderr
     assert_no_traceback(p)
-    verdicts = [line for line in lines(p.stderr)
+    def shown(text):  # the spec each line is about, in the order printed
+        return [line.split(":")[0] for line in lines(text)
                 if any(line.startswith(n + ":") for n in names)]
-    assert [v.split(":")[0] for v in verdicts] == names
+    out, err = shown(p.stdout), shown(p.stderr)  # verdicts on stdout, load errors on stderr
+    assert sorted(out + err, key=names.index) == names
+    assert out == sorted(out, key=names.index) and err == sorted(err, key=names.index)
 
 
 def test_several_specs_inconclusive_and_violation(tmp_path):
@@ -337,6 +340,7 @@ def test_trace_not_written_for_ok(tmp_path):
     p = cli("verify", "--trace", "cx.itf.json", name, cwd=tmp_path)
     assert p.returncode == 0
     assert not (tmp_path / "cx.itf.json").exists()
+    assert "ok.toml: ok: no counterexample, nothing written to cx.itf.json" in p.stdout
 
 
 # ----------------------------------------------------------------------- output hygiene
@@ -346,8 +350,8 @@ def test_no_progress_when_stderr_is_not_a_terminal(tmp_path):
     p = cli("verify", "--no-por", name, cwd=tmp_path)
     assert p.returncode == 0, p.stderr
     assert "\r" not in p.stderr and "\033" not in p.stderr
-    assert "states/s" not in p.stderr
-    assert len(lines(p.stderr)) == 2  # verdict line and summary line, nothing else
+    assert "states/s" not in p.stderr and p.stderr == ""
+    assert len(lines(p.stdout)) == 2  # verdict line and summary line, nothing else
 
 
 def test_progress_when_stderr_is_a_terminal(tmp_path):
@@ -367,11 +371,11 @@ def test_progress_when_stderr_is_a_terminal(tmp_path):
             break
         chunks.append(data)
     os.close(master)
-    proc.communicate(timeout=300)
+    out, _ = proc.communicate(timeout=300)
     assert proc.returncode == 0
     err = b"".join(chunks).decode()
     assert "states/s" in err
-    assert "slow.toml: ok (" in err
+    assert "slow.toml: ok (" in out.decode()  # the verdict on stdout, the progress on the terminal
 
 
 def test_output_identical_on_two_runs(tmp_path):
@@ -380,7 +384,7 @@ def test_output_identical_on_two_runs(tmp_path):
     runs = [cli("verify", "--json", "ok.toml", "dead.toml", cwd=tmp_path) for _ in range(2)]
     assert runs[0].returncode == runs[1].returncode == 1
     err = [SECONDS.sub("<t> s", r.stderr) for r in runs]
-    assert err[0] == err[1]
+    assert err[0] == err[1] and "dead.toml: deadlock after" in err[0]  # --json: report on stderr
     docs = [json.loads(r.stdout) for r in runs]
     for d in docs:
         d.pop("seconds", None)

@@ -163,7 +163,9 @@ def _search(model: Model, enc: Encoding, bound: int, started: float, timeout, re
         result.verdict = "ok"  # no run is longer than the bound
         return
     result.verdict = "inconclusive"
-    result.limit = f"bmc depth {bound}"
+    # Say which depth would be exhaustive: no run of the spec is longer than that.
+    result.limit = (f"bmc depth {bound}; the longest run is {enc.longest_run_bound} steps, "
+                    f"--depth {enc.longest_run_bound} checks every run")
 
 
 def _or_list(xs):
