@@ -140,7 +140,7 @@ def test_correct_examples_raise_no_false_alarm(name):
     result = verify_bmc(example(name), depth=8, timeout=120)
     assert result.verdict in ("ok", "inconclusive"), (result.kinds, result.traces)
     if result.verdict == "inconclusive":
-        assert result.limit == "bmc depth 8"
+        assert result.limit.startswith("bmc depth 8; the longest run is ")
 
 
 @pytest.mark.parametrize("name", ["mojo_pcp_amd.toml", "x_cutlass_pingpong.toml"])
@@ -157,7 +157,8 @@ def test_a_depth_below_the_minimal_one_is_inconclusive():
     spec = example("bug_lapped_observer.toml")  # phase_alias after 10 steps
     result = verify_bmc(spec, depth=9)
     assert (result.verdict, result.limit, result.kinds, result.traces) == \
-        ("inconclusive", "bmc depth 9", (), {})
+        ("inconclusive", f"bmc depth 9; the longest run is {longest_run(spec)} steps, "
+                         f"--depth {longest_run(spec)} checks every run", (), {})
     assert result.max_depth == 9
     assert verify_bmc(spec, depth=10).kinds == ("phase_alias",)
 
@@ -171,7 +172,8 @@ def test_ok_needs_a_complete_bound():
     assert verify(spec, por=False).max_depth == bound        # BFS's last level is that deep
     assert verify_bmc(spec, depth=bound + 5).verdict == "ok"
     short = verify_bmc(spec, depth=bound - 1)                # every complete run is longer
-    assert (short.verdict, short.limit) == ("inconclusive", f"bmc depth {bound - 1}")
+    assert (short.verdict, short.limit) == ("inconclusive", f"bmc depth {bound - 1}; the longest "
+                                            f"run is {bound} steps, --depth {bound} checks every run")
 
 
 def test_timeout_is_inconclusive_with_a_reason():
@@ -278,8 +280,10 @@ def test_cli_bmc_verdict_lines_say_how_deep_it_looked():
         f"{path}: ok (bmc: every run checked, none longer than {longest_run(example('x_cutlass_pingpong.toml'))} steps")
     short = _cli("--engine", "bmc", "--depth", "3", path)
     assert short.exit_code == 3
+    n = longest_run(example("x_cutlass_pingpong.toml"))
     assert short.output.splitlines()[0] == \
-        f"{path}: inconclusive: bmc depth 3 (bmc: no violation within 3 steps)"
+        (f"{path}: inconclusive: bmc depth 3; the longest run is {n} steps, --depth {n} checks "
+         f"every run (bmc: no violation within 3 steps)")
 
 
 def test_cli_depth_and_max_states_belong_to_one_engine():
