@@ -63,7 +63,7 @@ def verify(spec: Spec, max_states: int | None = None, timeout: float | None = No
     model = compile_model(spec)
     search = Search(model, max_states=max_states, timeout=timeout, progress=progress,
                     symmetry=symmetry, por=por)
-    kinds, depth = search.run()
+    kinds, depth = _run(search)
     if kinds and por and search.limit != INTERRUPTED:
         left = None if timeout is None else max(timeout - (time.monotonic() - started), 1e-3)
         full = Search(model, max_states=max_states, timeout=left, progress=progress,
@@ -85,6 +85,20 @@ def verify(spec: Spec, max_states: int | None = None, timeout: float | None = No
         result.verdict = "inconclusive"
     result.seconds = time.monotonic() - started
     return result
+
+
+def _run(search: Search):
+    """`search.run()`, where a Ctrl-C anywhere in it (a chunk of the search is covered by the
+    search itself; growing its arrays is not) ends it like a limit, with the counts so far."""
+    try:
+        return search.run()
+    except KeyboardInterrupt:
+        search.limit = INTERRUPTED
+        seen = [k for k in range(S.N_KINDS) if search.vrec[k, 0]]
+        if not seen:
+            return [], None
+        depth = min(int(search.vrec[k, 1]) for k in seen)
+        return [k for k in seen if search.vrec[k, 1] == depth], depth
 
 
 # ------------------------------------------------------------------ traces

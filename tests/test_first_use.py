@@ -102,13 +102,24 @@ def test_bmc_inconclusive_names_the_exhaustive_depth(tmp_path):
     assert q.returncode == 0, q.stdout
 
 
+def _wait_for_cpu_seconds(pid, seconds, limit=300):
+    """Until process `pid` has used `seconds` of CPU (Linux /proc), or `limit` wall seconds."""
+    tick = os.sysconf("SC_CLK_TCK")
+    started = time.monotonic()
+    while time.monotonic() - started < limit:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        if (int(fields[11]) + int(fields[12])) / tick >= seconds:  # utime + stime
+            return
+        time.sleep(0.1)
+
+
 def test_ctrl_c_prints_the_counts_so_far_and_exits_3(tmp_path):
     write(tmp_path, "slow.toml", standard_toml(4, 6, 32, producer_body=PRODUCER_COPIES))
     env = dict(os.environ, PIPEPROOF_JIT="0")  # plain Python: slow enough to be interrupted
     proc = subprocess.Popen(CLI + ["verify", "--no-por", "--no-symmetry", "slow.toml"],
                             cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, env=env)
-    time.sleep(4)
+    _wait_for_cpu_seconds(proc.pid, 3.0)  # past the imports and into the search, however loaded
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=120)
     assert proc.returncode == 3, out + err
