@@ -157,6 +157,7 @@ def result_to_json(result: Result) -> dict:
         "max_depth": result.max_depth,
         "limit": result.limit or None,
         "expect": result.spec.expect,
+        "as_expected": result.as_expected,  # null: nothing declared, or inconclusive
         "engine": result.engine,
         "por": result.por,
         "violation": violation,

@@ -58,6 +58,8 @@ def test_a_verdict_other_than_the_declared_one_is_unexpected(tmp_path):
     p = cli("verify", "s.toml", cwd=tmp_path)
     assert p.returncode == 5, p.stdout + p.stderr
     assert "s.toml: UNEXPECTED: declared ok, got deadlock" in p.stdout
+    doc = json.loads(cli("verify", "--json", "s.toml", cwd=tmp_path).stdout)
+    assert (doc["expect"], doc["as_expected"], doc["violation"]["kind"]) == ("ok", False, "deadlock")
     write(tmp_path, "t.toml", DEAD_DECLARED_OK.replace('expect = "ok"', 'expect = "deadlock"'))
     p = cli("verify", "t.toml", cwd=tmp_path)
     assert p.returncode == 1 and "UNEXPECTED" not in p.stdout
