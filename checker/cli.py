@@ -227,11 +227,19 @@ def run():
     except click.ClickException as e:
         e.show()
         sys.exit(EXIT_USAGE)
-    except click.exceptions.Abort:
+    except click.exceptions.Abort as e:
+        if isinstance(e.__cause__, KeyboardInterrupt):  # click's word for a Ctrl-C
+            _interrupted()
         sys.exit(EXIT_USAGE)
-    except KeyboardInterrupt:  # outside a search (loading, compiling): nothing to report yet
-        click.echo("interrupted (Ctrl-C)", err=True)
-        sys.exit(EXIT_INCONCLUSIVE)
+    except KeyboardInterrupt:
+        _interrupted()
+
+
+def _interrupted():
+    """A Ctrl-C outside a search (loading, the pre-check, compiling): nothing to report yet.
+    Inside one, the search itself ends like a limit and the counts so far are printed."""
+    click.echo("interrupted (Ctrl-C)", err=True)
+    sys.exit(EXIT_INCONCLUSIVE)
 
 
 if __name__ == "__main__":
