@@ -104,6 +104,12 @@ def test_bmc_inconclusive_names_the_exhaustive_depth(tmp_path):
     assert q.returncode == 0, q.stdout
 
 
+def _ctrl_c_as_in_a_terminal():
+    """A job started in the background by a shell without job control (as CI may start this
+    suite) inherits SIGINT ignored, and Python then installs no KeyboardInterrupt handler."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _wait_for_cpu_seconds(pid, seconds, limit=300):
     """Until process `pid` has used `seconds` of CPU (Linux /proc), or `limit` wall seconds."""
     tick = os.sysconf("SC_CLK_TCK")
@@ -120,7 +126,7 @@ def test_ctrl_c_prints_the_counts_so_far_and_exits_3(tmp_path):
     env = dict(os.environ, PIPEPROOF_JIT="0")  # plain Python: slow enough to be interrupted
     proc = subprocess.Popen(CLI + ["verify", "--no-precheck", "--no-por", "--no-symmetry", "slow.toml"],
                             cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env=env)
+                            text=True, env=env, preexec_fn=_ctrl_c_as_in_a_terminal)
     _wait_for_cpu_seconds(proc.pid, 3.0)  # past the imports and into the search, however loaded
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=120)
