@@ -336,6 +336,15 @@ class Search:
                       end="", file=sys.stderr, flush=True)
         return ""
 
+    def shallowest_seen(self):
+        """(kinds, depth) of the shallowest violations recorded so far, or ([], None): after a
+        limit, what was seen is real, though maybe not the shortest."""
+        seen = [k for k in range(S.N_KINDS) if self.vrec[k, 0]]
+        if not seen:
+            return [], None
+        d = int(min(self.vrec[k, 1] for k in seen))
+        return [k for k in seen if self.vrec[k, 1] == d], d
+
     def found_at(self, depth) -> list[int]:
         return [k for k in range(S.N_KINDS) if self.vrec[k, 0] and self.vrec[k, 1] == depth]
 
@@ -351,11 +360,7 @@ class Search:
                     return self.found_at(depth), depth
                 if self.limit:
                     # A violation already seen is real, though maybe not the shortest.
-                    seen = [k for k in range(S.N_KINDS) if self.vrec[k, 0]]
-                    if seen:
-                        d = min(self.vrec[k, 1] for k in seen)
-                        return [k for k in seen if self.vrec[k, 1] == d], d
-                    return [], None
+                    return self.shallowest_seen()
                 if self.found_at(depth + 1):
                     self._expand_range(hi, self.n_stored, depth + 1, True, started)
                     self.max_depth = depth + 1

@@ -94,11 +94,7 @@ def _run(search: Search):
         return search.run()
     except KeyboardInterrupt:
         search.limit = INTERRUPTED
-        seen = [k for k in range(S.N_KINDS) if search.vrec[k, 0]]
-        if not seen:
-            return [], None
-        depth = min(int(search.vrec[k, 1]) for k in seen)
-        return [k for k in seen if search.vrec[k, 1] == depth], depth
+        return search.shallowest_seen()
 
 
 # ------------------------------------------------------------------ traces
