@@ -24,6 +24,9 @@ import os
 JIT = os.environ.get("PIPEPROOF_JIT", "1") != "0"
 
 if JIT:
+    from checker.jitcache import choose_cache_dir
+
+    choose_cache_dir()  # before numba is imported: it reads NUMBA_CACHE_DIR once
     from numba import njit
 else:
     import numpy as _np
@@ -42,7 +45,12 @@ else:
 
 
 def jit(fn):
-    return njit(cache=True, inline="always")(fn)
+    """A semantics or backend function: compiled on its own and linked into each engine that
+    calls it (LLVM still inlines the small ones). Inlining them all at numba's level made one
+    engine take 4.5 minutes to compile on a 2-core machine, against 30 s this way, for a search
+    about 10-20% slower (benchmarks/results/compile_2026-12-01.txt). Without reference counting,
+    as the engines that call them (checker/explore.py, ENGINE)."""
+    return njit(cache=True, _nrt=False)(fn)
 
 NVIDIA = 0
 AMD = 1

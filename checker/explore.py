@@ -46,6 +46,10 @@ EMPTY_SLOT = -1
 # Statuses returned by `expand`.
 DONE, NEED_ROOM, INFLIGHT_OVERFLOW, STATE_LIMIT = 0, 1, 2, 3
 INTERRUPTED = "interrupted (Ctrl-C)"
+# Set by checker/tier.py in a plain-Python run while the compiled engine is being built: once
+# the event is set, a search stops (like a limit) so the command can hand over to it.
+HAND_OVER = None
+HANDED_OVER = "handed over to the compiled engine"
 
 # The hot loop is compiled without numba's reference counting (`_nrt=False`). The semantics
 # read the model tables as `T.cfg`, `T.prog`, ...; with reference counting on, every such
@@ -329,6 +333,8 @@ class Search:
             now = time.monotonic()
             if self.timeout is not None and now - started > self.timeout:
                 return f"timeout {self.timeout:g} s"
+            if HAND_OVER is not None and HAND_OVER.is_set():
+                return HANDED_OVER
             if self.progress and now - last_report > 1.0:
                 last_report = now
                 rate = self.n_stored / max(now - started, 1e-9)

@@ -1,14 +1,35 @@
-"""Keep numba's on-disk cache honest.
+"""The compiled engines: where numba caches them, when they are built, and who waits.
 
-numba keys a cached function by its own source file only. `explore.expand` inlines the
+numba keys a cached function by its own source file only. `explore.expand` links in the
 semantics and backend functions of other files, so after an edit to those files (or an
 upgrade of pipeproof) it would load a stale compiled engine. Before anything is compiled or
-loaded, this compares a digest of every engine source with the one recorded beside the cache
-and drops the cached code when they differ.
+loaded, `drop_stale_cache` compares a digest of every engine source with the one recorded
+beside the cache and drops the cached code when they differ.
+
+A fresh install has no compiled engines. They are built once, by one detached process
+(`build`), which compiles every engine (search, laps and prove, BMC's
+replay) and then writes a marker named after the digest. Commands never compile in their own
+process when that works:
+
+- `pipeproof verify` answers in plain Python while the build runs (checker/tier.py), and
+  hands over to the compiled engine the moment the build is done;
+- a command that needs the compiled engine waits for the marker, saying so every few seconds,
+  and no longer than its `--timeout` (then it answers `inconclusive`; the build goes on, for
+  the next run).
+
+Concurrent first runs start at most one build between them: the build holds an exclusive
+`flock` for its whole life, and numba writes each cache file to a temporary name and renames it,
+so a reader sees a whole file or none. A read-only install caches in numba's user-wide
+directory, or in a temporary one when that is not writable either (`choose_cache_dir`).
 """
 from __future__ import annotations
 
+import functools
 import hashlib
+import os
+import sys
+import tempfile
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -16,7 +37,12 @@ ENGINE_SOURCES = ("backends/base.py", "backends/nvidia.py", "backends/amd.py",
                   "checker/semantics.py", "checker/explore.py", "checker/model.py",
                   "checker/symmetry.py", "checker/laps.py", "checker/prove.py", "checker/por.py")
 CACHE_DIRS = ("backends/__pycache__", "checker/__pycache__")
+IN_TREE = ROOT / "checker" / "__pycache__"
 MARKER = "checker/__pycache__/engine-sources.sha256"
+NOTICE_AFTER = 3.0  # seconds of silence before the first line about compiling
+EVERY = 10.0        # and then a line this often, so no wait is silent for long
+BUILDING = "PIPEPROOF_BUILDING"  # set in the build process
+BUILD_COMMAND = "import sys; from checker.jitcache import build; sys.exit(build())"
 
 
 def engine_digest() -> str:
@@ -35,23 +61,190 @@ def drop_stale_cache() -> None:
         if marker.exists() and marker.read_text() == digest:
             return
         for rel in CACHE_DIRS:
-            for pattern in ("*.nbi", "*.nbc"):
+            for pattern in ("*.nbi", "*.nbc", "engines-*.ready"):
                 for f in (ROOT / rel).glob(pattern):
                     f.unlink(missing_ok=True)
         marker.parent.mkdir(parents=True, exist_ok=True)
         marker.write_text(digest)
     except OSError:
-        pass  # a read-only install: numba then keeps its cache elsewhere or compiles in memory
+        pass  # a read-only install: numba keeps its cache elsewhere (choose_cache_dir)
+
+
+# ------------------------------------------------------------------ where
+
+def _writable(d: Path) -> bool:
+    try:
+        d.mkdir(parents=True, exist_ok=True)
+        tempfile.TemporaryFile(dir=d).close()
+        return True
+    except OSError:
+        return False
+
+
+def _user_wide() -> Path:
+    """numba's own user-wide cache directory (its UserWideCacheLocator)."""
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "numba"
+
+
+def choose_cache_dir() -> None:
+    """Before numba is imported: numba caches beside the sources, else in its user-wide
+    directory; when neither can be written it would refuse to compile at all, so then it gets
+    a private temporary directory (set in the environment, so a build process inherits it)."""
+    if os.environ.get("NUMBA_CACHE_DIR") or _writable(IN_TREE):
+        return
+    try:
+        if _writable(_user_wide()):
+            return
+    except RuntimeError:  # no home directory
+        pass
+    os.environ["NUMBA_CACHE_DIR"] = str(Path(tempfile.gettempdir()) / f"pipeproof-numba-{os.getuid()}")
+
+
+def state_dir() -> Path:
+    """Where the ready marker and the build lock live: with the compiled code."""
+    choose_cache_dir()
+    if os.environ.get("NUMBA_CACHE_DIR"):
+        return Path(os.environ["NUMBA_CACHE_DIR"]) / "pipeproof"
+    if _writable(IN_TREE):
+        return IN_TREE
+    return _user_wide() / "pipeproof"
+
+
+@functools.lru_cache(maxsize=None)  # the sources do not change under a running command
+def _ready_marker() -> Path:
+    from importlib.metadata import version
+    h = hashlib.sha256(f"{ROOT}\0{sys.version}\0{version('numba')}\0{engine_digest()}".encode())
+    return state_dir() / f"engines-{h.hexdigest()[:20]}.ready"
+
+
+def ready() -> bool:
+    """Whether every engine is compiled and cached for these sources, this Python and numba."""
+    try:
+        return _ready_marker().exists()
+    except OSError:
+        return False
+
+
+# ------------------------------------------------------------------ the build
+
+def _lock_path() -> Path:
+    return state_dir() / "engines.lock"
+
+
+def building() -> bool:
+    """Whether a build process holds the lock now."""
+    import fcntl
+    try:
+        with open(_lock_path(), "a") as f:
+            try:
+                fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return True
+            fcntl.flock(f, fcntl.LOCK_UN)
+            return False
+    except OSError:
+        return False
+
+
+def start_build():
+    """Start the detached build unless the engines are ready or a build runs. Returns the
+    build's Popen, True when another process builds them, None when they are ready, False
+    when no build can run (nowhere to write): the caller then compiles in its own process."""
+    import subprocess
+    if ready():
+        return None
+    if building():
+        return True
+    d = state_dir()
+    if not _writable(d):
+        return False
+    env = dict(os.environ, PIPEPROOF_JIT="1", **{BUILDING: "1"})
+    with open(d / "engines-build.log", "ab") as log:
+        return subprocess.Popen([sys.executable, "-c", BUILD_COMMAND], cwd=str(ROOT),
+                                env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                                start_new_session=True)  # a Ctrl-C of the command leaves it be
+
+
+def build_failed(build) -> bool:
+    """Whether a build started by `start_build` ended without marking the engines ready."""
+    if ready():
+        return False
+    if build is not True and build.poll() is None:
+        return False  # ours is still starting or running (it takes the lock after its start)
+    return not building() and not ready()
+
+
+def build() -> int:
+    """The build process: compile every engine once, under the lock, then mark them ready."""
+    import fcntl
+    d = state_dir()
+    with open(_lock_path(), "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # a concurrent build finishes first; then nothing to do
+        if ready():
+            return 0
+        drop_stale_cache()
+        started = time.monotonic()
+        if os.environ.get("PIPEPROOF_BUILD_SLOW"):  # tests: a build that takes this long
+            time.sleep(float(os.environ["PIPEPROOF_BUILD_SLOW"]))
+        warm_up_all()
+        marker = _ready_marker()
+        tmp = d / f".{marker.name}.{os.getpid()}"
+        tmp.write_text(f"compiled in {time.monotonic() - started:.1f} s\n")
+        os.replace(tmp, marker)
+    return 0
+
+
+def warm_up_all() -> None:
+    from checker.prove import warm_up_prove
+    from checker.smt.bmc import warm_up as warm_up_bmc
+    from checker.verify import warm_up
+    warm_up()
+    warm_up_prove()
+    warm_up_bmc()
+
+
+def wait_ready(timeout: float | None, build) -> bool | None:
+    """Wait for `build` (from `start_build`): True when the engines are ready, False when
+    `timeout` passed first, None when it failed (the caller compiles in its own process)."""
+    started = time.monotonic()
+    said = None
+    while not ready():
+        if build_failed(build):
+            return None
+        waited = time.monotonic() - started
+        if timeout is not None and waited >= timeout:
+            return False
+        if (said is None and waited >= NOTICE_AFTER) or (said is not None and waited - said >= EVERY):
+            _say("waiting for the engines to compile with numba (once after an install or "
+                 f"upgrade; cached for later runs), {waited:.0f} s" if said is None else
+                 f"still compiling the engines, {waited:.0f} s")
+            said = waited
+        time.sleep(0.1)
+    if said is not None:
+        _say(f"compiled engines ready after {time.monotonic() - started:.0f} s")
+    return True
+
+
+def ensure_engines(timeout: float | None = None) -> bool:
+    """Before a compiled engine's first call: True once they can be loaded (or must be
+    compiled in this process), False if `timeout` passed while the build ran."""
+    if os.environ.get("PIPEPROOF_JIT", "1") == "0" or os.environ.get(BUILDING):
+        return True  # nothing to compile; or this is the build, which must not wait for itself
+    build = start_build()
+    if build is None or build is False:
+        return True
+    return wait_ready(timeout, build) is not False
+
+
+def _say(text: str) -> None:
+    print(f"pipeproof: {text}", file=sys.stderr, flush=True)
 
 
 class compile_notice:
-    """`with compile_notice("search engine"):` around the first call of a numba engine. Loading
-    a cached engine takes about a second; compiling one takes minutes on a small machine. So
-    after NOTICE_AFTER seconds a line on stderr says what is happening, and another every
-    EVERY seconds until it is done: a first run never stalls in silence."""
-
-    NOTICE_AFTER = 3.0
-    EVERY = 10.0
+    """`with compile_notice("search engine"):` around the first call of a numba engine in a
+    process that compiles it itself (no build process could run). Loading a cached engine
+    takes about a second, compiling one much longer; so after NOTICE_AFTER seconds a line on
+    stderr says what is happening, and another every EVERY seconds until it is done."""
 
     def __init__(self, what: str):
         self.what = what
@@ -65,20 +258,17 @@ class compile_notice:
         return self
 
     def _tell(self):
-        import sys
-        import time
         started = time.monotonic()
-        if self._done.wait(self.NOTICE_AFTER):
+        if self._done.wait(NOTICE_AFTER):
             return
-        print(f"pipeproof: compiling the {self.what} with numba (once after an install or "
-              f"upgrade; it is cached for later runs) ...", file=sys.stderr, flush=True)
-        while not self._done.wait(self.EVERY):
-            print(f"pipeproof: still compiling the {self.what}, {time.monotonic() - started:.0f} s",
-                  file=sys.stderr, flush=True)
-        print(f"pipeproof: compiled the {self.what} in {time.monotonic() - started:.0f} s",
-              file=sys.stderr, flush=True)
+        _say(f"compiling the {self.what} with numba (once after an install or upgrade; it is "
+             f"cached for later runs) ...")
+        while not self._done.wait(EVERY):
+            _say(f"still compiling the {self.what}, {time.monotonic() - started:.0f} s")
+        _say(f"compiled the {self.what} in {time.monotonic() - started:.0f} s")
 
     def __exit__(self, *exc):
         self._done.set()
         self._thread.join()
         return False
+

@@ -462,7 +462,7 @@ def warm_up_prove() -> None:
     global _warm
     warm_up()
     if not _warm:
-        from checker.jitcache import compile_notice
+        from checker.jitcache import compile_notice  # (warm_up waited for the shared build)
         with compile_notice("lap abstraction (prove, --engine laps)"):
             lap = LapAbstraction(tiny_spec(), 8)
             _Search(lap, 4, 10_000, None).run()

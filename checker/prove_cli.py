@@ -50,20 +50,22 @@ def proof_text(proof) -> str:
 def prove(specs, as_json, timeout, max_states, trace_file):
     """Prove each SPEC safe and deadlock-free for every item count, or refute it."""
     from checker.cli import (EXIT_INCONCLUSIVE, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, EXIT_VIOLATION,
-                             SEVERITY, TRACE_SUFFIXES, UsageFailure, _trace_path)
+                             SEVERITY, TRACE_SUFFIXES, UsageFailure, _trace_path, engines_late)
     from checker.export import write_trace
-    from checker.prove import MAX_ABSTRACT_STATES, prove as run_prove
+    from checker.prove import MAX_ABSTRACT_STATES, ProofResult, prove as run_prove
     from spec.load import load_spec
     from spec.schema import SpecError
 
     if trace_file and not trace_file.endswith(TRACE_SUFFIXES):
         raise UsageFailure(f"--trace {trace_file}: the file name must end in .itf.json or .trace.json")
     codes = {"proved": EXIT_OK, "violated": EXIT_VIOLATION, "unknown": EXIT_INCONCLUSIVE}
+    late = engines_late(timeout)
     docs, worst = [], EXIT_OK
     for path in specs:
         try:
             spec = load_spec(path)
-            proof = run_prove(spec, timeout=timeout, max_states=max_states or MAX_ABSTRACT_STATES)
+            proof = (ProofResult(spec=spec, seconds=timeout, status="unknown", reason=late) if late
+                     else run_prove(spec, timeout=timeout, max_states=max_states or MAX_ABSTRACT_STATES))
         except SpecError as err:
             click.echo(str(err), err=True)
             docs.append({"spec": path, "status": "error", "reason": str(err)})
@@ -74,11 +76,11 @@ def prove(specs, as_json, timeout, max_states, trace_file):
             docs.append({"spec": path, "status": "error", "reason": "internal error"})
             worst = max(worst, EXIT_INTERNAL, key=SEVERITY.get)
             continue
-        click.echo(proof_text(proof), err=True)
+        click.echo(proof_text(proof), err=as_json)  # stdout unless it carries the JSON
         if trace_file and proof.result and proof.result.traces:
             target = _trace_path(trace_file, path, len(specs) > 1)
             write_trace(proof.result.traces[proof.result.kind], target)
-            click.echo(f"{path}: {proof.result.kind} trace written to {target}", err=True)
+            click.echo(f"{path}: {proof.result.kind} trace written to {target}", err=as_json)
         docs.append(proof_to_json(proof))
         worst = max(worst, codes[proof.status], key=SEVERITY.get)
     if as_json:

@@ -9,6 +9,12 @@ code on the same spec stores the same states in the same order, so verdicts, cou
 traces are the ones the compiled engine gives (tests/test_tier.py compares them). Otherwise
 nothing has been printed yet, and the process replaces itself with the same command run
 compiled (`PIPEPROOF_JIT=1`), which starts the whole check afresh.
+
+On a fresh install the compiled engine does not exist yet. Then the first try starts its build
+in a separate process (checker/jitcache.py) and has no budget: plain Python answers for as long
+as the build runs (the user's own limits still apply), and stops the moment the build is done
+(`explore.HAND_OVER`), to hand over to the compiled engine. So a small spec is answered at once
+on a fresh install, and a big one waits for the build no longer than it must.
 """
 from __future__ import annotations
 
@@ -43,12 +49,25 @@ def first_try(specs, max_states, timeout, symmetry: bool, por: bool) -> dict | N
     """Run every spec as plain Python; {index: Result} if each one finished within the budget
     (specs that do not load are left to the caller), else None."""
     os.environ[ENV] = "0"
+    from checker import explore, jitcache
+    build = None if jitcache.ready() else jitcache.start_build()
+    if build is None or build is False:
+        return _first_try(specs, max_states, timeout, symmetry, por, time.monotonic() + budget())
+    watcher = _BuildWatcher(build)
+    explore.HAND_OVER = watcher.done
+    try:
+        return _first_try(specs, max_states, timeout, symmetry, por, float("inf"), watcher.done)
+    finally:
+        explore.HAND_OVER = None
+        watcher.stop()
+
+
+def _first_try(specs, max_states, timeout, symmetry, por, deadline, built=None):
     from checker.explore import INTERRUPTED
     from checker.verify import verify
     from spec.load import load_spec
     from spec.schema import SpecError
 
-    deadline = time.monotonic() + budget()
     settled = {}
     for i, path in enumerate(specs):
         try:
@@ -56,20 +75,56 @@ def first_try(specs, max_states, timeout, symmetry: bool, por: bool) -> dict | N
         except SpecError:
             continue  # the caller reports it, as always
         left = deadline - time.monotonic()
-        if left <= 0:
+        if left <= 0 or (built is not None and built.is_set()):
             return None
         try:
+            limits = [x for x in (left, timeout) if x is not None and x != float("inf")]
             result = verify(spec, max_states=max_states, symmetry=symmetry, por=por,
-                            timeout=left if timeout is None else min(left, timeout))
+                            timeout=min(limits) if limits else None)
         except Exception:  # let the compiled run meet (and report) it
             return None
         if result.limit == INTERRUPTED:  # Ctrl-C: answer what was found, run nothing more
             settled[i] = result
             return settled
-        if result.limit:  # the budget, or the user's own limit: the compiled run decides
+        if result.limit:  # the budget, the build done, or the user's own limit: compiled decides
             return None
         settled[i] = result
     return settled
+
+
+class _BuildWatcher:
+    """While plain Python answers: `done` is set when the engines' build has finished (or
+    failed: the compiled run then compiles in its own process), and stderr hears about the
+    build after a few seconds and every few seconds after, so no wait is silent."""
+
+    def __init__(self, build):
+        import threading
+        self.build = build
+        self.done = threading.Event()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._watch, daemon=True)
+        self._thread.start()
+
+    def _watch(self):
+        from checker import jitcache
+        started = time.monotonic()
+        said = None
+        while not self._stop.wait(0.2):
+            if jitcache.ready() or jitcache.build_failed(self.build):
+                self.done.set()
+                return
+            waited = time.monotonic() - started
+            if (said is None and waited >= jitcache.NOTICE_AFTER) or (
+                    said is not None and waited - said >= jitcache.EVERY):
+                jitcache._say(
+                    "compiling the engines with numba in the background (once after an install "
+                    f"or upgrade); plain Python answers meanwhile, {waited:.0f} s" if said is None
+                    else f"still compiling the engines in the background, {waited:.0f} s")
+                said = waited
+
+    def stop(self):
+        self._stop.set()
+        self._thread.join()
 
 
 def run_compiled() -> None:

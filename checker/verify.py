@@ -33,7 +33,8 @@ def warm_up() -> None:
     global _warm
     if _warm or not JIT:  # as plain Python there is nothing to load
         return
-    from checker.jitcache import compile_notice
+    from checker.jitcache import compile_notice, ensure_engines
+    ensure_engines()  # the one shared build (its own process), then loaded from the cache here
     with compile_notice("search engine"):
         Search(compile_model(tiny_spec())).run()
     _warm = True

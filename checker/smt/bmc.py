@@ -63,7 +63,7 @@ from checker.result import KINDS, Result
 from checker.smt.encode import KIND_BITS, Encoding
 from checker import verify as V
 from checker.trace import Trace
-from spec.schema import Op, Role, Spec
+from spec.schema import Spec
 
 DEFAULT_DEPTH = 100
 POR = "lex"  # partial-order reduction of run prefixes: "lex" (Encoding.lex_order), True
@@ -84,14 +84,10 @@ def warm_up() -> None:
     clock starts, like checker.verify.warm_up."""
     global _warm
     if not _warm:
-        verify_bmc_warm = Spec(path="<warm-up>", name="warm-up", backend="nvidia", stages=1,
-                               producer_arrive_count=1, consumer_arrive_count=1, items=1, roles=(
-                                   Role("p", "producer", 1, 1, 0, 1,
-                                        body=(Op("wait_empty"), Op("arrive_full"))),
-                                   Role("c", "consumer", 1, 1, 0, 0,
-                                        body=(Op("wait_full"), Op("read")))))
+        from checker.jitcache import ensure_engines
+        ensure_engines()  # the one shared build, as checker.verify.warm_up
         _warm = True
-        verify_bmc(verify_bmc_warm, depth=2)
+        verify_bmc(V.tiny_spec(), depth=2)
 
 
 def verify_bmc(spec: Spec, depth: int | None = None, timeout: float | None = None,
