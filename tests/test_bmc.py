@@ -84,6 +84,7 @@ expressive_texts = expressive.designs().map(
 SEEN = {"core": [], "expressive": []}
 
 
+@pytest.mark.slow  # pytest -m slow; CI runs it (.ci/run)
 @settings(max_examples=250, **SETTINGS)
 @given(core_texts)
 def test_bmc_agrees_with_explicit_on_generated_specs(text):

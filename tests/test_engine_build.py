@@ -11,6 +11,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 import checker
 from benchmarks.standard_pipeline import make_toml
 from tests.specs import standard_toml
@@ -39,6 +41,7 @@ def wait_for_build(cache: Path, limit: float = 600):
         time.sleep(0.5)
 
 
+@pytest.mark.slow  # pytest -m slow; CI runs it (.ci/run)
 def test_a_fresh_install_answers_at_once_bounds_the_wait_and_builds_once(tmp_path):
     cache = tmp_path / "cache"
     (tmp_path / "big.toml").write_text(BIG)
@@ -79,6 +82,7 @@ def test_a_fresh_install_answers_at_once_bounds_the_wait_and_builds_once(tmp_pat
     assert p.returncode == 0 and "compil" not in p.stderr, p.stdout + p.stderr
 
 
+@pytest.mark.slow  # pytest -m slow; CI runs it (.ci/run)
 def test_a_read_only_install_with_a_read_only_home_still_checks(tmp_path):
     site = tmp_path / "site"
     for package in ("checker", "backends", "spec", "cuda_ref"):

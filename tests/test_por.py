@@ -194,6 +194,7 @@ def test_independent_steps_stay_independent_on_generated_specs(design):
     check_independent_steps(compile_model(G.load(design)))
 
 
+@pytest.mark.slow  # pytest -m slow; CI runs it (.ci/run)
 @settings(max_examples=20, **G.SETTINGS)
 @given(TS.expressive_with_counts())
 def test_independent_steps_stay_independent_on_expressive_specs(text):

@@ -154,6 +154,7 @@ def test_symmetry_against_no_symmetry_where_agents_differ_by_leader_ctas_targets
 # the harness
 
 
+@pytest.mark.slow  # pytest -m slow; CI runs it (.ci/run)
 def test_harness_slice_finds_no_disagreement():
     out = H.run(specs=3000, seed=20261201, jobs=1, bmc_every=10, prove_every=40, laps_every=20,
                 max_states=H.MAX_STATES, quiet=True)
@@ -164,6 +165,7 @@ def test_harness_slice_finds_no_disagreement():
     assert out["verdicts"]["ok"] >= 500 and out["verdicts"]["violation"] >= 500
 
 
+@pytest.mark.slow  # pytest -m slow; CI runs it (.ci/run)
 def test_harness_catches_a_wrong_footprint(monkeypatch):
     """Plant the bug of failure 1 (a try that observes nothing): the harness must see it."""
     wrong = S.effects_table()
