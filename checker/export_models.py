@@ -133,6 +133,19 @@ class Group:
     guards: dict          # pc -> (every, at) of body ops that run only in some items
     syncs: dict           # barrier index -> pcs of its `sync` ops
     arrives: tuple        # barrier indices this group sync_arrive's on
+    tags: tuple = ()      # per pc: the prologue's or epilogue's tag of a fill or read, else -1
+
+    def tag(self, p: int, item: str) -> str:
+        """The tag the fill or read at `p` stores or expects (semantics.op_tag)."""
+        return str(self.tags[p]) if self.tags[p] >= 0 else item
+
+    def reads_by_tag(self) -> dict:
+        """{tag (-1: the item): pcs of the reads expecting it}"""
+        out = {}
+        for p, (op, _) in enumerate(self.ops):
+            if op.name == "read":
+                out.setdefault(self.tags[p], []).append(p)
+        return out
 
     @property
     def has_sync(self) -> bool:
@@ -205,13 +218,16 @@ class IR:
                 syncs={b: [p for p, (op, _) in enumerate(a.ops) if op.name == "sync" and op.barrier == name]
                        for b, name in enumerate(self.barrier_names)},
                 arrives=tuple(b for b, name in enumerate(self.barrier_names)
-                              if any(op.name == "sync_arrive" and op.barrier == name for op, _ in a.ops))))
+                              if any(op.name == "sync_arrive" and op.barrier == name for op, _ in a.ops)),
+                tags=tuple(m.tag_of(a, p) for p in range(len(a.ops)))))
             start = end
         self.ops_all = [op for g in self.groups for op, _ in g.ops]
         self.has_tx = any(op.name in ("expect_tx", "copy") for op in self.ops_all)
         self.bytes_vals = list(m.bytes_vals)
         self.inflight = m.inflight
         self.max_items = max([g.items for g in self.groups] + [1])
+        self.max_tag = max(self.max_items - 1, m.max_tag)  # a prologue's or epilogue's tag
+        self.tag_outside = m.tag_prologue                 # tags from here on are not items
         self.max_commit = max([op.n for op in self.ops_all if op.name == "commit_empty"] + [1])
         self.max_count = max([op.n for op in self.ops_all
                               if op.name in ("arrive_full", "arrive_empty", "commit_empty")] + [1])
@@ -232,7 +248,7 @@ class IR:
                             f"promela (SPIN's int is 32 bits)")
         self.pend_max = max(self.pac, self.cac)
         # In-flight entry: ((kind * STAGES + stage) * V + value) * NB + bytes index.
-        self.ev = max(self.max_items + 1, self.max_commit) + 1
+        self.ev = max(self.max_tag + 2, self.max_commit) + 1
         self.enb = len(self.bytes_vals)
         self.emax = 3 * self.stages * self.ev * self.enb - 1
         executed = lambda g, p: g.size * (g.items if g.body_start <= p < g.body_end else 1)
@@ -328,7 +344,7 @@ class _Murphi:
                f"  CAC: {ir.cac};")
         if ir.inflight:
             self.w(f"  INF: {ir.inflight};", f"  EV: {ir.ev};", f"  ENB: {ir.enb};")
-        self.w("", "type", "  stage_t: 0..STAGES-1;", f"  tag_t: -1..{ir.max_items - 1};",
+        self.w("", "type", "  stage_t: 0..STAGES-1;", f"  tag_t: -1..{ir.max_tag};",
                f"  pn_t: 0..{ir.pn_max};", f"  pend_t: 0..{ir.pend_max};",
                f"  ph_t: 0..{ir.ph_max};", f"  cnt_t: 0..{ir.max_count};")
         if ir.has_tx:
@@ -449,8 +465,8 @@ class _Murphi:
 
         # reads_pending per group: simulate the program forward, ignoring waits
         for g in ir.groups:
-            reads = [p for p, (op, _) in enumerate(g.ops) if op.name == "read"]
-            if not reads:
+            by_tag = g.reads_by_tag()
+            if not by_tag:
                 continue
             self.w(f"-- Will this {g.label} agent still read item t at stage s? (its program run forward,",
                    "-- waits ignored, as pipeproof's reads_pending)",
@@ -458,12 +474,14 @@ class _Murphi:
                    f"t: tag_t; s: stage_t): boolean;",
                    f"var pc: 0..{g.length}; item: 0..{g.items}; st: stage_t;", "begin",
                    "  pc := pc0; item := item0; st := st0;",
-                   f"  while pc < {g.length} & item <= t do")
+                   f"  while pc < {g.length} & (item <= t"
+                   + (f" | t >= {ir.tag_outside}" if set(by_tag) != {-1} else "") + ") do")
             adv = [p for p, (op, _) in enumerate(g.ops) if op.name in ("advance", "drain")]
             rst = [p for p, (op, _) in enumerate(g.ops) if op.name == "reset"]
             at = lambda pcs: _any_pc_guarded("pc", "item", pcs, g.guards, " | ", "=", "&")
-            self.w(f"    if {at(reads)} then",
-                   "      if item = t & st = s then return true; endif;")
+            for i, (tag, pcs) in enumerate(sorted(by_tag.items())):
+                self.w(f"    {'if' if i == 0 else 'elsif'} {at(pcs)} then",
+                       f"      if {'item' if tag < 0 else tag} = t & st = s then return true; endif;")
             if adv:
                 self.w(f"    elsif {at(adv)} then",
                        "      if st = STAGES-1 then st := 0; else st := st + 1; endif;")
@@ -598,13 +616,13 @@ class _Murphi:
                 body.append(f"error \"{KIND_MESSAGES['tx_range']}\";")
             else:
                 b = ir.bytes_vals.index(op.n)
-                body.append(f"inf_add((({ENTRY_COPY}*STAGES + {A}.stage)*EV + {A}.item + 1)*ENB + {b});")
+                body.append(f"inf_add((({ENTRY_COPY}*STAGES + {A}.stage)*EV + {g.tag(p, A + '.item')} + 1)*ENB + {b});")
         elif op.name == "commit_empty":
             body.append(f"inf_add((({ENTRY_COMMIT}*STAGES + {A}.stage)*EV + {op.n})*ENB);")
         elif op.name == "write":
-            body.append(f"store_tag({A}.stage, {A}.item);")
+            body.append(f"store_tag({A}.stage, {g.tag(p, A + '.item')});")
         elif op.name == "read":
-            cond = f"slot_tag[{A}.stage] != {A}.item"
+            cond = f"slot_tag[{A}.stage] != {g.tag(p, A + '.item')}"
             if ir.inflight:
                 cond += f" | copy_in_flight({A}.stage)"
             body += [f"if {cond} then", f"  error \"{KIND_MESSAGES['read_before_fill']}\";", "endif;"]
@@ -760,7 +778,7 @@ class _Promela:
         if ir.has_tx:
             self.w("  int tx;")
         self.w("  bit observed", "}", "", "Sig full_sig[STAGES];", "Sig empty_sig[STAGES];",
-               f"{_ptype(-1, ir.max_items)} slot_tag[STAGES];",
+               f"{_ptype(-1, ir.max_tag + 1)} slot_tag[STAGES];",
                f"{_ptype(0, max(g.length for g in ir.groups))} pc[NAGENTS];",
                f"{_ptype(0, ir.max_items)} item[NAGENTS];",
                f"{_ptype(0, ir.stages - 1)} stage[NAGENTS];",
@@ -851,8 +869,8 @@ class _Promela:
                            + "; ".join(self._next(g, q, str(a))) + " :: else -> skip fi;")
             self.w("  skip", "}", "")
         for g in ir.groups:
-            reads = [p for p, (op, _) in enumerate(g.ops) if op.name == "read"]
-            if not reads:
+            by_tag = g.reads_by_tag()
+            if not by_tag:
                 continue
             adv = [p for p, (op, _) in enumerate(g.ops) if op.name in ("advance", "drain")]
             rst = [p for p, (op, _) in enumerate(g.ops) if op.name == "reset"]
@@ -861,8 +879,11 @@ class _Promela:
                    " * forward, waits ignored, as pipeproof's reads_pending) */",
                    f"inline reads_pending_{g.ident}(B, T, S) {{",
                    "  rp_pc = pc[B]; rp_item = item[B]; rp_st = stage[B]; rp_ = 0;", "  do",
-                   f"  :: rp_ == 0 && rp_pc < {g.length} && rp_item <= (T) ->", "    if",
-                   f"    :: {at(reads)} -> if :: rp_item == (T) && rp_st == (S) -> rp_ = 1 :: else -> skip fi")
+                   f"  :: rp_ == 0 && rp_pc < {g.length} && (rp_item <= (T)"
+                   + (f" || (T) >= {ir.tag_outside}" if set(by_tag) != {-1} else "") + ") ->", "    if")
+            for tag, pcs in sorted(by_tag.items()):
+                self.w(f"    :: {at(pcs)} -> if :: {'rp_item' if tag < 0 else tag} == (T) && rp_st == (S) "
+                       "-> rp_ = 1 :: else -> skip fi")
             if adv:
                 self.w(f"    :: {at(adv)} -> if :: rp_st == STAGES-1 -> rp_st = 0 :: else -> rp_st++ fi")
             if rst:
@@ -976,17 +997,17 @@ class _Promela:
                 body.append("assert(tx_range)")
             else:
                 b = ir.bytes_vals.index(op.n)
-                body.append(f"inf_add((({ENTRY_COPY}*STAGES + stage[ME])*EV + item[ME] + 1)*ENB + {b})")
+                body.append(f"inf_add((({ENTRY_COPY}*STAGES + stage[ME])*EV + {g.tag(p, 'item[ME]')} + 1)*ENB + {b})")
         elif op.name == "commit_empty":
             body.append(f"inf_add((({ENTRY_COMMIT}*STAGES + stage[ME])*EV + {op.n})*ENB)")
         elif op.name == "write":
-            body.append("store_tag(stage[ME], item[ME])")
+            body.append(f"store_tag(stage[ME], {g.tag(p, 'item[ME]')})")
         elif op.name == "read":
             if ir.inflight:
                 body += ["copy_in_flight(stage[ME])",
-                         "if :: slot_tag[stage[ME]] != item[ME] || rp_ -> assert(read_before_fill) :: else -> skip fi"]
+                         f"if :: slot_tag[stage[ME]] != {g.tag(p, 'item[ME]')} || rp_ -> assert(read_before_fill) :: else -> skip fi"]
             else:
-                body.append("if :: slot_tag[stage[ME]] != item[ME] -> assert(read_before_fill) :: else -> skip fi")
+                body.append(f"if :: slot_tag[stage[ME]] != {g.tag(p, 'item[ME]')} -> assert(read_before_fill) :: else -> skip fi")
         elif op.name == "advance":
             body.append(self._advance())
         elif op.name == "reset":

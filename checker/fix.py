@@ -41,7 +41,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import NamedTuple
 
-from spec.schema import MAIN_RING, MAX_COUNT, TX_LIMIT, Spec, SpecError
+from spec.schema import MAIN_RING, MAX_COUNT, SECTIONS, TX_LIMIT, Spec, SpecError
 
 MAX_PHASE = (1 << 32) - 1
 MAX_BYTES = (1 << 32) - 1
@@ -58,7 +58,6 @@ FULL_ARRIVALS = ("arrive_full", "expect_tx")
 EMPTY_ARRIVALS = ("arrive_empty", "commit_empty")
 WAITS_ON_EMPTY = ("wait_empty", "try_empty", "drain")
 WAITS_ON_FULL = ("wait_full", "try_full")
-SECTIONS = ("prologue", "body", "epilogue")
 
 CATEGORY_WORDS = {
     "count": "arrive counts", "opcount": "per-op arrive counts", "phase": "initial phases",

@@ -94,6 +94,11 @@ class LapAbstraction:
                     step = _lcm(step, op.every // gcd(op.every, int(self.coef[i])))
         self.item_step = step
         tag_ops = ("write", "copy", "read", "read_async")
+        if any(m.tag_of(a, pc) >= 0 for a in m.agents for pc in range(len(a.ops))):
+            # Laps shift item tags with the items; the prologue's and epilogue's tags are
+            # absolute. Not abstracted: --engine laps answers with the explicit engine.
+            raise CannotAbstract("a fill or read outside the body (its tag is the prologue's "
+                                 "or the epilogue's, not an item)")
         taggers = {i for i, a in enumerate(m.agents) if any(op.name in tag_ops for op, _ in a.ops)}
         coefs = {int(self.coef[i]) for i in taggers}
         if len(coefs) > 1:

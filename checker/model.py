@@ -17,7 +17,7 @@ import numpy as np
 from backends.base import AMD, BACKEND_CODES, EMPTY, FULL
 from backends import nvidia
 from checker import semantics as S
-from spec.schema import Op, Spec
+from spec.schema import FILL_OPS, READ_OPS, Op, Spec
 
 OP_CODES = {
     "wait_full": S.WAIT_FULL, "wait_empty": S.WAIT_EMPTY, "try_full": S.TRY_FULL,
@@ -117,6 +117,11 @@ class Model:
         self.max_stages = max(r.stages for r in self.ring_specs)
         self.barrier_names = [b.name for b in spec.barriers]
         self.agents = self._make_agents()
+        # Tags: a body fill stores its item (0 .. items-1); a prologue or epilogue fill its own
+        # tag, above every item, so no read can take one for the other (spec.schema
+        # `read_pairs_with` is the pairing rule).
+        self.max_items = max([a.items for a in self.agents] + [0])
+        self.tag_prologue, self.tag_epilogue = self.max_items, self.max_items + 1
         self.bytes_vals = sorted({op.n for a in self.agents for op, _ in a.ops if op.name == "copy"}) or [0]
         self.inflight = self._inflight_capacity()
         self.tables = self._make_tables()
@@ -166,7 +171,7 @@ class Model:
         self.n_fields = n_fields
         cfg = np.array([len(self.agents), self.ctas, self.rings, self.backend, self.inflight, agf,
                         self.max_stages, off_sig, off_slot, off_bar, off_inf, n_fields,
-                        len(self.barrier_names)], dtype=np.int64)
+                        len(self.barrier_names), self.tag_prologue], dtype=np.int64)
         ring = np.array([[r.stages, r.producer_arrive_count, r.consumer_arrive_count]
                          for r in self.ring_specs], dtype=np.int64)
         prog_rows, agent_rows = [], []
@@ -175,12 +180,12 @@ class Model:
             for r in range(self.rings):
                 row += [a.initial_stages[r], a.initial_phases[r]]
             agent_rows.append(row)
-            for op, _ in a.ops:
+            for pc, (op, _) in enumerate(a.ops):
                 prog_rows.append([OP_CODES[op.name], self.ring_names.index(op.ring), op.n,
                                   TARGET_CODES[op.to], int(op.unless_ready),
                                   self.barrier_names.index(op.barrier) if op.name in BARRIER_OPS else -1,
                                   self.bytes_vals.index(op.n) if op.name == "copy" else 0,
-                                  op.every, op.at])
+                                  op.every, op.at, self.tag_of(a, pc)])
         bar_count = np.zeros((max(len(self.barrier_names), 1), self.ctas), dtype=np.int64)
         for b, bar in enumerate(spec.barriers):
             for cta in range(self.ctas):
@@ -189,8 +194,37 @@ class Model:
         self.entry_fields = self._entry_layout()
         ent = np.array(self.entry_fields, dtype=np.int64)
         return Tables(cfg, ring, np.array(agent_rows, dtype=np.int64).reshape(len(self.agents), -1),
-                      np.array(prog_rows or [[0, 0, 0, 0, 0, -1, 0, 1, 0]], dtype=np.int64),
+                      np.array(prog_rows or [[0, 0, 0, 0, 0, -1, 0, 1, 0, -1]], dtype=np.int64),
                       bar_count, np.array(self.bytes_vals, dtype=np.int64), ent)
+
+    def section_of(self, a: Agent, pc: int) -> str:
+        return "prologue" if pc < a.body_start else "body" if pc < a.body_end else "epilogue"
+
+    def tag_of(self, a: Agent, pc: int) -> int:
+        """P_TAG of an op: -1 for the agent's item (a body fill, or a read pairing with one),
+        else the constant tag of the prologue's or the epilogue's fill."""
+        op = a.ops[pc][0]
+        section = self.section_of(a, pc)
+        if op.name in READ_OPS:
+            section = self.spec.read_pairs_with(section, op.ring) or section
+        elif op.name not in FILL_OPS:
+            return -1
+        return {"prologue": self.tag_prologue, "body": -1, "epilogue": self.tag_epilogue}[section]
+
+    def tag_label(self, tag: int) -> str:
+        """A tag in an action's arguments: an item number, `prologue` or `epilogue`."""
+        return {self.tag_prologue: "prologue", self.tag_epilogue: "epilogue"}.get(tag, str(tag))
+
+    def tag_text(self, tag: int) -> str:
+        """A tag in a sentence: `item 3`, or `the prologue's tag`."""
+        label = self.tag_label(tag)
+        return f"item {label}" if label == str(tag) else f"the {label}'s tag"
+
+    @property
+    def max_tag(self) -> int:
+        """The largest tag a slot may hold: the last item, or a prologue's or epilogue's."""
+        return max([self.tag_of(a, pc) for a in self.agents for pc, (op, _) in enumerate(a.ops)
+                    if op.name in FILL_OPS] + [self.max_items - 1])
 
     def _entry_layout(self):
         """(shift, mask) of kind, cta, ring, stage, value, bytes index, agent, seq in an entry."""
@@ -198,7 +232,7 @@ class Model:
         max_n = max([op.n for a in self.agents for op, _ in a.ops if op.name == "commit_empty"] + [1])
         has_reads = any(op.name == "read_async" for a in self.agents for op, _ in a.ops)
         widths = [2, bits_for(self.ctas - 1), bits_for(self.rings - 1), bits_for(self.max_stages - 1),
-                  bits_for(max(max_items + 1, max_n)), bits_for(len(self.bytes_vals) - 1),
+                  bits_for(max(self.max_tag + 2, max_n)), bits_for(len(self.bytes_vals) - 1),
                   bits_for(len(self.agents) - 1) if has_reads else 0,
                   bits_for(self.inflight) if has_reads else 0]
         fields, shift = [], 0
@@ -243,10 +277,10 @@ class Model:
             else:
                 bounds += [(0, updates), (0, expected),
                            (-nvidia.TX_LIMIT, 2 * nvidia.TX_LIMIT) if has_tx else (0, 0), (0, 1)]
-        max_items = max([a.items for a in self.agents] + [0])
+        max_tag = self.max_tag
         for pos in range(self.ctas * self.rings * self.max_stages):
             used = pos % self.max_stages < self.ring_specs[(pos // self.max_stages) % self.rings].stages
-            bounds.append((-1, max_items if used else 0))
+            bounds.append((-1, max_tag + 1 if used else 0))  # -1 .. max_tag
         for b in range(len(self.barrier_names)):
             for _ in range(self.ctas):
                 bounds += [(0, int(self.tables.bar_count[b].max())), (0, total_ops)]
@@ -414,9 +448,10 @@ class Model:
             e = self.decode_entry(state[self.off_inf + action - n_agents])
             where = f"{'' if e['ring'] == 'main' else 'ring=' + e['ring'] + ', '}stage={e['stage']}"
             if e["kind"] == "copy":
-                return f"cta{e['cta']}.copy.land({where}, item={e['tag']}, bytes={e['bytes']})"
+                return (f"cta{e['cta']}.copy.land({where}, item={self.tag_label(e['tag'])}, "
+                        f"bytes={e['bytes']})")
             if e["kind"] == "read":
-                return f"{e['agent']}.read_async.finish({where}, item={e['tag']})"
+                return f"{e['agent']}.read_async.finish({where}, item={self.tag_label(e['tag'])})"
             return f"cta{e['cta']}.commit.fire({where}, n={e['n']})"
         a = self.agents[action]
         op = self.current_op(state, action)
@@ -429,8 +464,10 @@ class Model:
             args.append(f"n={op.n}")
         if op.name in ("expect_tx", "copy"):
             args.append(f"bytes={op.n}")
-        if op.name in ("write", "read", "copy", "read_async"):
-            args.insert(args.index(f"stage={stage}") + 1, f"item={item}")
+        if op.name in FILL_OPS + READ_OPS:
+            tag = self.tag_of(a, self.agent_field(state, action, S.F_PC))
+            args.insert(args.index(f"stage={stage}") + 1,
+                        f"item={item if tag < 0 else self.tag_label(tag)}")
         if op.to != "self" and self.ctas > 1:
             args.append(f"to={op.to}")
         if op.unless_ready:

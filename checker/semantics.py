@@ -91,14 +91,14 @@ TRAP = 1 << 21            # with a violation bit: the hardware traps here, so th
 
 # cfg indices
 C_AGENTS, C_CTAS, C_RINGS, C_BACKEND, C_INFLIGHT, C_AGF, C_MAXS = 0, 1, 2, 3, 4, 5, 6
-C_OFF_SIG, C_OFF_SLOT, C_OFF_BAR, C_OFF_INF, C_FIELDS, C_NBAR = 7, 8, 9, 10, 11, 12
+C_OFF_SIG, C_OFF_SLOT, C_OFF_BAR, C_OFF_INF, C_FIELDS, C_NBAR, C_TAG_OUTSIDE = 7, 8, 9, 10, 11, 12, 13
 
 # agent table columns
 A_CTA, A_BODY_START, A_BODY_END, A_LEN, A_ITEMS, A_PROG = 0, 1, 2, 3, 4, 5
 A_RING0 = 6  # then (initial_stage, initial_phase) per ring
 
 # prog table columns
-P_CODE, P_RING, P_N, P_TARGET, P_UNLESS, P_BARRIER, P_BYTES_IDX, P_EVERY, P_AT = 0, 1, 2, 3, 4, 5, 6, 7, 8
+P_CODE, P_RING, P_N, P_TARGET, P_UNLESS, P_BARRIER, P_BYTES_IDX, P_EVERY, P_AT, P_TAG = 0, 1, 2, 3, 4, 5, 6, 7, 8, 9
 
 # agent state fields
 F_PC, F_ITEM, F_SYNC, F_RING0 = 0, 1, 2, 3
@@ -196,6 +196,14 @@ def next_pc(T, a, pc, item):
 @jit
 def op_row(T, a, pc):
     return T.agent[a, A_PROG] + pc
+
+
+@jit
+def op_tag(T, row, item):
+    """The tag a fill stores or a read expects: the agent's item in the body, else the
+    prologue's or the epilogue's own tag (the pairing rule: spec.schema `read_pairs_with`)."""
+    tag = T.prog[row, P_TAG]
+    return item if tag < 0 else tag
 
 
 @jit
@@ -443,11 +451,14 @@ def reads_pending(T, st, a, t, r, s):
     stage = st[ring_base(T, a, r)]
     length = T.agent[a, A_LEN]
     stages = T.ring[r, R_STAGES]
-    while pc < length and item <= t:
+    # Body tags grow with the item, so past item t no read expects t; a tag of the prologue's
+    # or the epilogue's (above every item) may be expected anywhere up to the end.
+    outside = t >= T.cfg[C_TAG_OUTSIDE]
+    while pc < length and (item <= t or outside):
         row = op_row(T, a, pc)
         code = T.prog[row, P_CODE]
         if T.prog[row, P_RING] == r:
-            if (code == READ or code == READ_ASYNC) and item == t and stage == s:
+            if (code == READ or code == READ_ASYNC) and op_tag(T, row, item) == t and stage == s:
                 return True
             if code == ADVANCE or code == DRAIN:
                 stage += 1
@@ -575,7 +586,7 @@ def step(T, st, code, out, det):
                     note(det, INFLIGHT_AT_EXIT, dst, a, -1, 2)
                     bits |= INFLIGHT_AT_EXIT
                 if op == COPY:
-                    e = make_entry(T, ENTRY_COPY, dst, r, stage, st[base + F_ITEM] + 1,
+                    e = make_entry(T, ENTRY_COPY, dst, r, stage, op_tag(T, row, st[base + F_ITEM]) + 1,
                                    T.prog[row, P_BYTES_IDX], 0, 0)
                 else:
                     # tcgen05.commit: fires only after the agent's async reads issued before it
@@ -585,14 +596,15 @@ def step(T, st, code, out, det):
                 if not add_entry(T, out, e):
                     return INFLIGHT_FULL
     elif op == WRITE:
-        bits |= store_tag(T, out, cta, r, stage, st[base + F_ITEM], det)
+        bits |= store_tag(T, out, cta, r, stage, op_tag(T, row, st[base + F_ITEM]), det)
     elif op == READ or op == READ_ASYNC:
         pos = slot_pos(T, cta, r, stage)
-        if st[pos] != st[base + F_ITEM] or copy_in_flight_to(T, st, cta, r, stage):
-            note(det, READ_BEFORE_FILL, pos, a, st[pos], st[base + F_ITEM])
+        want = op_tag(T, row, st[base + F_ITEM])
+        if st[pos] != want or copy_in_flight_to(T, st, cta, r, stage):
+            note(det, READ_BEFORE_FILL, pos, a, st[pos], want)
             bits |= READ_BEFORE_FILL
         if op == READ_ASYNC:
-            e = make_entry(T, ENTRY_READ, cta, r, stage, st[base + F_ITEM] + 1, 0, a,
+            e = make_entry(T, ENTRY_READ, cta, r, stage, want + 1, 0, a,
                            reads_in_flight(T, st, a))
             if not add_entry(T, out, e):
                 return INFLIGHT_FULL

@@ -202,7 +202,7 @@ def describe_changes(model: Model, before, after) -> list[str]:
             lines.append(f"{name}: {', '.join(diffs)}")
     for name, old in va["slots"].items():
         if old != vb["slots"][name]:
-            lines.append(f"{name}: item {old}->{vb['slots'][name]}")
+            lines.append(f"{name}: item {model.tag_label(old)}->{model.tag_label(vb['slots'][name])}")
     for name, old in va["barriers"].items():
         new = vb["barriers"][name]
         diffs = [f"{f} {old[f]}->{new[f]}" for f in old if old[f] != new[f]]
@@ -215,17 +215,19 @@ def describe_changes(model: Model, before, after) -> list[str]:
             gone.remove(e)
         else:
             added.append(e)
-    lines += [f"in flight: +{_entry_text(e)}" for e in added]
-    lines += [f"in flight: -{_entry_text(e)}" for e in gone]
+    lines += [f"in flight: +{_entry_text(model, e)}" for e in added]
+    lines += [f"in flight: -{_entry_text(model, e)}" for e in gone]
     return lines
 
 
-def _entry_text(e: dict) -> str:
+def _entry_text(model: Model, e: dict) -> str:
     ring = "" if e["ring"] == "main" else f"{e['ring']}."
     if e["kind"] == "copy":
-        return f"copy item {e['tag']} -> cta{e['cta']}.{ring}slot[{e['stage']}] ({e['bytes']} B)"
+        return (f"copy {model.tag_text(e['tag'])} -> cta{e['cta']}.{ring}slot[{e['stage']}] "
+                f"({e['bytes']} B)")
     if e["kind"] == "read":
-        return f"async read of item {e['tag']} by {e['agent']} from cta{e['cta']}.{ring}slot[{e['stage']}]"
+        return (f"async read of {model.tag_text(e['tag'])} by {e['agent']} from "
+                f"cta{e['cta']}.{ring}slot[{e['stage']}]")
     after = f" after {e['after']} more read(s) of {e['agent']}" if e["after"] else ""
     return f"commit {e['n']} -> cta{e['cta']}.{ring}empty[{e['stage']}]{after}"
 
@@ -243,12 +245,13 @@ def explain_step(model: Model, k: int, det, state, code) -> str:
     if kind == "read_before_fill":
         slot = model.slot_name(x)
         if z != w:
-            held = "nothing" if z < 0 else f"item {z}"
-            return f"{_agent_name(model, y)} reads item {w} from {slot}, which holds {held}"
-        return f"{_agent_name(model, y)} reads item {w} from {slot} while a copy into it is still in flight"
+            held = "nothing" if z < 0 else model.tag_text(z)
+            return f"{_agent_name(model, y)} reads {model.tag_text(w)} from {slot}, which holds {held}"
+        return (f"{_agent_name(model, y)} reads {model.tag_text(w)} from {slot} while a copy into "
+                f"it is still in flight")
     if kind == "overwrite_before_drain":
-        return (f"{actor} stores item {z} into {model.slot_name(x)} while {_agent_name(model, w)} "
-                f"has not yet read item {y} there")
+        return (f"{actor} stores {model.tag_text(z)} into {model.slot_name(x)} while "
+                f"{_agent_name(model, w)} has not yet read {model.tag_text(y)} there")
     if kind == "phase_alias":
         return _alias_text(model, x, y, z, w, "tries")
     if kind == "over_arrival":

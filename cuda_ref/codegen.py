@@ -178,6 +178,7 @@ class Region:
     at: int
     items: int            # the issuing agent's items (its tags are 0 .. items-1)
     src_word: int = 0     # start of its source data in the source buffer (u32 words)
+    tag: int = -1         # a prologue's or epilogue's copy: its one tag (model.tag_of)
 
 
 @dataclass
@@ -209,7 +210,7 @@ class Generated:
     ring_names: list
     rings: list                      # RingLayout per ring
     src_words: int
-    src_fill: list                   # (start word, words per item, items) per copy op
+    src_fill: list                   # (start word, words per tag, tags, first tag) per copy op
     max_events: int
     max_records: int
     hw_barriers: dict                # barrier name -> bar.sync id (hardware-backed ones)
@@ -277,8 +278,9 @@ class _Gen:
                     if op.ring != ring.name:
                         continue
                     if op.name == "copy":
+                        tag = self.model.tag_of(a, pc)
                         copies.append(Region(i, pc, 0, op.n, _targets(a.cta, op.to, self.k),
-                                             op.every, op.at, a.items))
+                                             op.every, op.at, a.items if tag < 0 else 1, tag=tag))
                     elif op.name == "write":
                         writes = True
             if copies and writes:
@@ -312,13 +314,14 @@ class _Gen:
                             f"the {MAX_DYNAMIC_SMEM} B a CTA can have")
         self.rings = rings
         self.smem_bytes = max(base, 16)
-        # Source data of every copy op: items x bytes, every word the item number.
+        # Source data of every copy op: items x bytes, every word the item number (the one
+        # tag of a prologue's or epilogue's copy).
         word = 0
         self.src_fill = []
         for rl in rings:
             for reg in rl.regions:
                 reg.src_word = word
-                self.src_fill.append((word, reg.nbytes // 4, reg.items))
+                self.src_fill.append((word, reg.nbytes // 4, reg.items, max(reg.tag, 0)))
                 word += reg.items * reg.nbytes // 4
         self.src_words = max(word, 4)
         self.region_of = {(reg.agent, reg.pc): reg for rl in rings for reg in rl.regions}
@@ -433,11 +436,16 @@ class _Gen:
         count = self.rings[r].full_count if kind == FULL else self.rings[r].empty_count
         return f"probe_amd({self.sig(r, stage, kind)}, {thr}({phase}, {count}ull))"
 
-    def observe(self, r: int, kind: int, cond: str, how: str) -> str:
+    def observe(self, a: int, pc: int, r: int, kind: int, cond: str, how: str) -> str:
+        """A full wait or try notes the landings it saw: of the fill a read here pairs with."""
         st, _, _ = self.ring_vars(r)
         if kind != FULL or self.rings[r].kind != "copy":
             return ""
-        return f" if ({cond}) observe_lands(c, e, {r}, (u32){st}, item, {how});"
+        m = self.model
+        section = m.section_of(m.agents[a], pc)
+        pairs = m.spec.read_pairs_with(section, m.ring_names[r]) or section
+        tag = {"prologue": str(m.tag_prologue), "epilogue": str(m.tag_epilogue)}.get(pairs, "item")
+        return f" if ({cond}) observe_lands(c, e, {r}, (u32){st}, {tag}, {how});"
 
     def e_wait(self, a, pc, op, step, r):
         kind = FULL if op.name == "wait_full" else EMPTY
@@ -448,7 +456,7 @@ class _Gen:
             f"  if (!skip && !{self.wait_call(r, kind, st, ph)}) " + self.timeout(a, pc, op.name, r),
             "  if (c.lane == 0) { if (skip) glock(c); Ev e = ev_begin(c); "
             + self.ev(a, pc, op.name, r, x0="skip ? 1 : 0")
-            + self.observe(r, kind, "!skip", "LAND_WAIT") + " gunlock(c); }",
+            + self.observe(a, pc, r, kind, "!skip", "LAND_WAIT") + " gunlock(c); }",
             "  __syncwarp(); }",
         ]
 
@@ -458,7 +466,7 @@ class _Gen:
         return [
             "{ u32 ok = 0;",
             f"  if (c.lane == 0) {{ glock(c); Ev e = ev_begin(c); ok = {self.probe_call(r, kind, st, ph)}; "
-            + self.ev(a, pc, op.name, r, x0="(i32)ok") + self.observe(r, kind, "ok", "LAND_WAIT")
+            + self.ev(a, pc, op.name, r, x0="(i32)ok") + self.observe(a, pc, r, kind, "ok", "LAND_WAIT")
             + " gunlock(c); }",
             "  ok = __shfl_sync(FULLMASK, ok, 0);",
             f"  if (ok) acquire_all({self.sig(r, st, kind)});",
@@ -494,16 +502,22 @@ class _Gen:
                            f"arrive_expect_tx(c, {mask}u, {self.sig(r, st, FULL)}, {op.n}u);",
                            x0=str(op.n))
 
+    def tag(self, a: int, pc: int) -> str:
+        """The tag the fill or read at `pc` stores or expects (semantics.op_tag)."""
+        t = self.model.tag_of(self.model.agents[a], pc)
+        return "item" if t < 0 else str(t)
+
     def e_copy(self, a, pc, op, step, r):
         st, _, _ = self.ring_vars(r)
         reg = self.region_of[(a, pc)]
         mask = self.dest_mask(a, op.to)
         rl = self.rings[r]
+        src = "" if reg.tag >= 0 else f" + (u64)item * {op.n // 4}ull"
         return self.locked(
             a, pc, op.name, r,
-            f"issue_copy(c, e, {a}, {pc}, {mask}u, {r}, (u32){st}, item, {reg.offset}u, "
+            f"issue_copy(c, e, {a}, {pc}, {mask}u, {r}, (u32){st}, {self.tag(a, pc)}, {reg.offset}u, "
             f"{op.n}u, {rl.base}u + (u32){st} * {rl.slot_bytes}u, "
-            f"c.src + {reg.src_word}ull + (u64)item * {op.n // 4}ull);", x0=str(op.n))
+            f"c.src + {reg.src_word}ull{src});", x0=str(op.n))
 
     # --- payload
 
@@ -512,7 +526,7 @@ class _Gen:
         rl = self.rings[r]
         return self.locked(a, pc, op.name, r,
                            f"store_tag((volatile i32*)(c.smem + {rl.base}u + (u32){st} * "
-                           f"{rl.slot_bytes}u), item);")
+                           f"{rl.slot_bytes}u), {self.tag(a, pc)});")
 
     def check_call(self, a: int, r: int, stage: str, item: str) -> str:
         cta = self.model.agents[a].cta
@@ -520,19 +534,20 @@ class _Gen:
 
     def e_read(self, a, pc, op, step, r):
         st, _, _ = self.ring_vars(r)
-        observe = (f" if (!bad) observe_lands(c, e, {r}, (u32){st}, item, LAND_READ);"
+        tag = self.tag(a, pc)
+        observe = (f" if (!bad) observe_lands(c, e, {r}, (u32){st}, {tag}, LAND_READ);"
                    if self.rings[r].kind == "copy" else "")
         lines = [
             "{ i32 found = 0; Ev e;",
             "  if (c.lane == 0) { glock(c); e = ev_begin(c); }",
             "  __syncwarp();",
-            f"  u32 bad = {self.check_call(a, r, st, 'item')};",
+            f"  u32 bad = {self.check_call(a, r, st, tag)};",
             f"  if (c.lane == 0) {{ "
             f"{self.ev(a, pc, op.name, r, result='bad ? RES_MISMATCH : RES_OK', x0='found')}"
             f"{observe} gunlock(c); }}",
         ]
         if op.name == "read_async":
-            lines.append(f"  push_read(c, {a}, q, {pc}, {r}, (u32){st}, item);")
+            lines.append(f"  push_read(c, {a}, q, {pc}, {r}, (u32){st}, {tag});")
         lines.append("  __syncwarp(); }")
         return lines
 
@@ -630,7 +645,7 @@ class _Gen:
                     for reg in rl.regions:
                         if cta not in reg.dests:
                             continue
-                        cond = f"item < {reg.items}"
+                        cond = f"item < {reg.items}" if reg.tag < 0 else f"item == {reg.tag}"
                         if reg.every != 1 or reg.at != 0:
                             cond += f" && item % {reg.every} == {reg.at}"
                         lines.append(f"  if ({cond}) check_words((const i32*)(s + {reg.offset}u), "

@@ -567,7 +567,7 @@ class _Replay:
                 return [], f"an earlier async read of {d['agent']} has not finished (reads finish in order)"
             return [], f"the commit still waits for {d['after']} async read(s) of {d['agent']}"
         from checker.verify import _entry_text
-        listed = "; ".join(_entry_text(d) for d in present[:6]) + ("; ..." if len(present) > 6 else "")
+        listed = "; ".join(_entry_text(m, d) for d in present[:6]) + ("; ..." if len(present) > 6 else "")
         return [], (f"nothing like it is in flight (in flight: {listed})" if present
                     else "nothing is in flight")
 

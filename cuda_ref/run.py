@@ -111,9 +111,9 @@ class Runner:
             "delays": cp.zeros(n_agents, dtype=cp.uint32),
         }
         src = np.zeros(gen.src_words, dtype=np.int32)
-        for start, words, items in gen.src_fill:
-            for item in range(items):
-                src[start + item * words:start + (item + 1) * words] = item
+        for start, words, tags, first in gen.src_fill:
+            for i in range(tags):
+                src[start + i * words:start + (i + 1) * words] = first + i
         bufs["src"] = cp.asarray(src)
         n_ev = gen.max_events * G.EV_W
         host, ptr, mapped = None, 0, False

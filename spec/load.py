@@ -24,8 +24,8 @@ from pathlib import Path
 
 from spec import templates
 from spec.schema import (
-    BACKENDS, MAIN_RING, MAX_COUNT, OPS, RING_OPS, SIDES, TARGETS, Barrier, Op, Ring, Role,
-    Spec, SpecError,
+    BACKENDS, MAIN_RING, MAX_COUNT, OPS, READ_OPS, RING_OPS, SECTIONS, SIDES, TARGETS, Barrier,
+    Op, Ring, Role, Spec, SpecError,
 )
 
 VIOLATION_KINDS = (
@@ -67,7 +67,6 @@ ROLE_KEYS = (
     "body", "count", "ctas", "epilogue", "initial_phase", "initial_stage", "items", "name",
     "prologue", "side",
 )
-SECTIONS = ("prologue", "body", "epilogue")
 BARRIER_KEYS = ("count", "roles")
 RING_KEYS = ("consumer_arrive_count", "producer_arrive_count", "stages")
 RING_INT_RANGES = {
@@ -82,7 +81,6 @@ BYTE_OPS = ("expect_tx", "copy")                             # required byte cou
 TARGET_OPS = COUNT_OPS + BYTE_OPS                            # take to=
 WAIT_OPS = ("wait_full", "wait_empty")                       # take unless=ready
 BARRIER_OPS = ("sync", "sync_arrive", "sync_wait")           # take a barrier name
-BODY_ONLY_OPS = ("read", "write", "copy", "read_async")
 NVIDIA_ONLY_OPS = ("expect_tx", "copy")
 ITEM_KEYS = ("every", "at")                                  # any op, body only
 MAX_READ_WAIT = 64                                           # read_wait [n]: n in 0..64
@@ -286,7 +284,7 @@ def _build_spec(document: dict, path: str) -> Spec:
     context = _Context(settings, barriers, rings)
     roles = tuple(_role(raw, name, context) for raw, name in zip(raw_roles, role_names))
 
-    return Spec(
+    spec = Spec(
         path=path,
         name=settings.name,
         backend=settings.backend,
@@ -305,6 +303,21 @@ def _build_spec(document: dict, path: str) -> Spec:
         description=settings.description,
         extra=settings.template_parameters,
     )
+    _check_read_pairing(spec)
+    return spec
+
+
+def _check_read_pairing(spec: Spec) -> None:
+    """Each read outside the fills' own sections must pair with one fill (Spec.read_pairs_with)."""
+    for role in spec.roles:
+        for section in SECTIONS:
+            for i, op in enumerate(getattr(role, section)):
+                if op.name in READ_OPS and spec.read_pairs_with(section, op.ring) is None:
+                    raise _Invalid(
+                        f"role {role.name!r} {section}[{i}]",
+                        f"op {op.text!r}: no fill pairs with this read: ring {op.ring!r} is "
+                        f"filled in the body but not in the epilogue, so which item it expects "
+                        f"is not said (fill the ring in the epilogue too, or read it in the body)")
 
 
 def _role_tables(value) -> list[dict]:
@@ -737,9 +750,6 @@ def _option_fields(name: str, options: dict[str, str], text: str, where: str) ->
 def _check_op_in_context(op: Op, where: str, role: str, section: str,
                          context: _Context) -> None:
     settings = context.settings
-    if section != "body" and op.name in BODY_ONLY_OPS:
-        raise _Invalid(where, f"op {op.text!r}: {op.name!r} is not allowed in {section} "
-                              f"({', '.join(BODY_ONLY_OPS)} are only allowed in body)")
     if section != "body" and _has_item_keys(op):
         raise _Invalid(where, f"op {op.text!r}: every=/at= are not allowed in {section} (they "
                               f"select items, so they are only allowed in body)")

@@ -49,6 +49,11 @@ class Op:
         return self.text or self.name
 
 
+SECTIONS = ("prologue", "body", "epilogue")
+FILL_OPS = ("copy", "write")    # store a tag into a slot
+READ_OPS = ("read", "read_async")  # check a slot's tag
+
+
 @dataclass(frozen=True)
 class Ring:
     """A ring of `stages` slots with full/empty signals: [pipeline] is "main", [ring.NAME] more."""
@@ -113,6 +118,32 @@ class Spec:
         """The main ring first, then the [ring.NAME] rings: ring index i in the model."""
         return (Ring(MAIN_RING, self.stages, self.producer_arrive_count,
                      self.consumer_arrive_count),) + tuple(self.rings)
+
+    def fill_sections(self, ring: str) -> tuple[str, ...]:
+        """The sections (prologue, body, epilogue) in which some role fills `ring`."""
+        return tuple(sec for sec in SECTIONS if any(
+            op.name in FILL_OPS and op.ring == ring for r in self.roles for op in getattr(r, sec)))
+
+    def read_pairs_with(self, section: str, ring: str) -> str | None:
+        """The pairing rule: whose fill a read in `section` of `ring` expects.
+
+        Every fill stores a tag: a body fill its item number, a prologue or an epilogue fill a
+        tag of its own, distinct from every item (checker/model.py `tag_of`). A read expects
+        - the fill of its own section, when some role fills the ring there (a body read at
+          item i: item i), or when nothing fills the ring at all;
+        - else the prologue's, when the prologue is the latest section before the read's that
+          fills the ring ("Q is loaded once, before the K/V loop, and read in every item");
+        - else its own section's, when no section before it fills the ring (the read comes
+          before every fill: read_before_fill).
+        None: an epilogue read of a ring the body fills and the epilogue does not (which
+        item's fill it means is not said; the loader rejects it)."""
+        fills = self.fill_sections(ring)
+        if section in fills or not fills:
+            return section
+        earlier = [sec for sec in SECTIONS[:SECTIONS.index(section)] if sec in fills]
+        if not earlier:
+            return section
+        return "prologue" if earlier[-1] == "prologue" else None
 
     def role(self, name: str) -> Role:
         for r in self.roles:

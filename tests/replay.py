@@ -96,6 +96,30 @@ class Instr:
     item: int        # item number (0 in the prologue, `items` in the epilogue)
     section: str     # "prologue" | "body" | "epilogue"
     op: Op
+    tag: int = -1    # fill/read: the tag it stores or expects (_tag)
+
+
+SECTIONS = ("prologue", "body", "epilogue")
+
+
+def _tag(spec: Spec, section: str, item: int, op: Op) -> int:
+    """DESIGN.md: a body fill stores its item, a prologue or epilogue fill a tag of its own
+    (here: the largest item count, and one more). A read expects the fill of its own section
+    if the ring is filled there (or nowhere), else the prologue's if that is the latest
+    earlier section filling the ring, else its own section's (nothing filled it yet)."""
+    top = max(r.items for r in spec.roles)
+    own = {"prologue": top, "body": item, "epilogue": top + 1}
+    if op.name in ("copy", "write"):
+        return own[section]
+    if op.name not in ("read", "read_async"):
+        return -1
+    fills = [sec for sec in SECTIONS if any(o.name in ("copy", "write") and o.ring == op.ring
+                                            for r in spec.roles for o in getattr(r, sec))]
+    earlier = [sec for sec in SECTIONS[:SECTIONS.index(section)] if sec in fills]
+    if section in fills or not fills or not earlier:
+        return own[section]
+    assert earlier[-1] == "prologue", "the loader rejects an epilogue read of a body-only ring"
+    return own["prologue"]
 
 
 @dataclass
@@ -254,15 +278,16 @@ def _unroll(role, is_leader: bool, spec: Spec) -> tuple[list, int]:
     epilogue = _flatten(role.epilogue, is_leader, spec)
     program = []
     for j, op in enumerate(prologue):
-        program.append(Instr(j, 0, "prologue", op))
+        program.append(Instr(j, 0, "prologue", op, _tag(spec, "prologue", 0, op)))
     body_start = len(prologue)
     for item in range(role.items):
         for j, op in enumerate(body):
             if _in_item(op, item):
-                program.append(Instr(body_start + j, item, "body", op))
+                program.append(Instr(body_start + j, item, "body", op, _tag(spec, "body", item, op)))
     epilogue_start = body_start + len(body)
     for j, op in enumerate(epilogue):
-        program.append(Instr(epilogue_start + j, role.items, "epilogue", op))
+        program.append(Instr(epilogue_start + j, role.items, "epilogue", op,
+                             _tag(spec, "epilogue", role.items, op)))
     return program, epilogue_start + len(epilogue)
 
 
@@ -473,7 +498,7 @@ def _will_read(agent: Agent, ring: str, tag: int, stage: int) -> bool:
         if ins.op.ring != ring:
             continue
         name = ins.op.name
-        if name in ("read", "read_async") and ins.item == tag and sim.stage == stage:
+        if name in ("read", "read_async") and ins.tag == tag and sim.stage == stage:
             return True
         if name in ("advance", "drain"):
             sim.advance()
@@ -604,7 +629,7 @@ def _apply_agent_op(world: World, a: Agent) -> set:
         for dst in _targets(world, a.cta, op.to):
             kinds |= _aimed(world, dst)
             world.inflight.append({"kind": "copy", "cta": dst, "ring": ring, "stage": stage,
-                                   "tag": ins.item, "bytes": op.n})
+                                   "tag": ins.tag, "bytes": op.n})
     elif name == "commit_empty":
         after = len(_reads_in_flight(world, a))
         for dst in _targets(world, a.cta, op.to):
@@ -613,15 +638,15 @@ def _apply_agent_op(world: World, a: Agent) -> set:
                                    "n": op.n, "agent": a.name if after else "",
                                    "after": after})
     elif name == "write":
-        kinds |= _store(world, a.cta, ring, stage, ins.item)
+        kinds |= _store(world, a.cta, ring, stage, ins.tag)
     elif name == "read":
-        if _read_before_fill(world, a.cta, ring, stage, ins.item):
+        if _read_before_fill(world, a.cta, ring, stage, ins.tag):
             kinds.add("read_before_fill")
     elif name == "read_async":
-        if _read_before_fill(world, a.cta, ring, stage, ins.item):
+        if _read_before_fill(world, a.cta, ring, stage, ins.tag):
             kinds.add("read_before_fill")
         world.inflight.append({"kind": "read", "cta": a.cta, "ring": ring, "stage": stage,
-                               "tag": ins.item, "agent": a.name,
+                               "tag": ins.tag, "agent": a.name,
                                "seq": len(_reads_in_flight(world, a))})
     elif name == "read_wait":
         pass                           # enabled only with at most n reads in flight

@@ -140,7 +140,7 @@ def test_copy_regions_and_expected_items():
     # every=/at= guard the op in the body
     assert "if (item % 2 == 0) {" in agent_code(g, 0)
     # the source buffer: items x bytes per copy op, every word the item
-    assert g.src_fill == [(0, 4096, 3), (12288, 1024, 3)]
+    assert g.src_fill == [(0, 4096, 3, 0), (12288, 1024, 3, 0)]
 
 
 def test_commit_async_reads_and_drain():

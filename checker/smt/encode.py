@@ -74,6 +74,7 @@ class Instr:
     stage: int          # stage of `ring` before the op runs
     phase: int          # phase of `ring` before the op runs
     initial_phase: int  # of `ring` (the phase_alias window needs it)
+    tag: int            # fill/read: the tag it stores or expects (semantics.op_tag)
 
 
 @dataclass(frozen=True)
@@ -216,7 +217,7 @@ class Encoding:
                     self.inst_of[(a, k, dst)] = len(self.instances)
                     kind = {S.COPY: S.ENTRY_COPY, S.COMMIT_EMPTY: S.ENTRY_COMMIT,
                             S.READ_ASYNC: S.ENTRY_READ}[ins.code]
-                    value = ins.op.n if ins.code == S.COMMIT_EMPTY else ins.item
+                    value = ins.op.n if ins.code == S.COMMIT_EMPTY else ins.tag
                     nbytes = ins.op.n if ins.code == S.COPY else 0
                     self.instances.append(Instance(kind, a, k, dst, ins.ring, ins.stage, value, nbytes))
         self.I = len(self.instances)
@@ -244,7 +245,8 @@ class Encoding:
             row = T.agent[a, S.A_PROG] + pc
             code = int(T.prog[row, S.P_CODE])
             r = int(T.prog[row, S.P_RING])
-            out.append(Instr(pc, item, op, code, r, stage[r], phase[r], agent.initial_phases[r]))
+            out.append(Instr(pc, item, op, code, r, stage[r], phase[r], agent.initial_phases[r],
+                             int(S.op_tag(T, row, item))))
             if code in (S.ADVANCE, S.DRAIN):
                 stage[r] += 1
                 if stage[r] == self.stages[r]:
@@ -277,7 +279,7 @@ class Encoding:
             for k, ins in enumerate(prog):
                 if ins.code in (S.READ, S.READ_ASYNC):
                     self.readers.setdefault((cta, ins.ring, ins.stage), []).append(
-                        (a, k, ins.item, ins.code == S.READ_ASYNC))
+                        (a, k, ins.tag, ins.code == S.READ_ASYNC))
         self.copies_into = {}
         self.inst_to_cta = [[] for _ in range(self.ctas)]
         self.reads_of = [[] for _ in range(self.A)]  # (k, instance) of the agent's async reads
@@ -663,11 +665,11 @@ class Encoding:
                         put(("inf", self.inst_of[(a, k, d)]), cond, z3.BoolVal(True))
                         touch(("inf", self.inst_of[(a, k, d)]), ("w",), cond)
                 elif code == S.WRITE:
-                    store_tag(cond, cta, r, s, ins.item)
+                    store_tag(cond, cta, r, s, ins.tag)
                 elif code in (S.READ, S.READ_ASYNC):
                     slot = f.v[("slot", cta, r, s)]
                     landing = [f.v[("inf", i)] for i in self.copies_into.get((cta, r, s), [])]
-                    bit(S.READ_BEFORE_FILL, cond, _or([slot != ins.item] + landing))
+                    bit(S.READ_BEFORE_FILL, cond, _or([slot != ins.tag] + landing))
                     if code == S.READ_ASYNC:
                         put(("inf", self.inst_of[(a, k, cta)]), cond, z3.BoolVal(True))
                         touch(("inf", self.inst_of[(a, k, cta)]), ("w",), cond)
