@@ -215,6 +215,22 @@ class Generated:
     max_records: int
     hw_barriers: dict                # barrier name -> bar.sync id (hardware-backed ones)
     op_names: dict = field(default_factory=dict)   # event op code -> name
+    agent_tags: list = field(default_factory=list)  # per agent, per pc: model.tag_of (-1: item)
+    tag_prologue: int | None = None                 # the prologue's and epilogue's own tags,
+    tag_epilogue: int | None = None                 # when some fill or read uses them
+
+    def expected_tag(self, agent: int, pc: int, item: int) -> int:
+        """The tag a read at `pc` expects (the item, or a prologue's or epilogue's tag)."""
+        tags = self.agent_tags[agent] if agent < len(self.agent_tags) else []
+        return tags[pc] if 0 <= pc < len(tags) and tags[pc] >= 0 else item
+
+    def tag_order(self, tag: int) -> float:
+        """Where a fill of `tag` comes in program order: prologue, items, epilogue."""
+        return {self.tag_prologue: -0.5, self.tag_epilogue: float("inf")}.get(tag, tag)
+
+    def tag_text(self, tag: int) -> str:
+        names = {self.tag_prologue: "the prologue's tag", self.tag_epilogue: "the epilogue's tag"}
+        return "nothing" if tag == -1 else names.get(tag, f"item {tag}")
 
 
 def _targets(cta: int, to: str, k: int) -> tuple:
@@ -289,7 +305,15 @@ class _Gen:
             if copies:
                 # Greedy: each copy gets the lowest offset free in every CTA it lands in.
                 used = {c: [] for c in range(self.k)}
+                ends = [0]
                 for reg in copies:
+                    if reg.tag >= 0:
+                        # A prologue's or epilogue's copy reuses the slot's buffer from its
+                        # start (the next tile's Q over this one's), as the model's one tag
+                        # per slot says: any later fill replaces what it held.
+                        reg.offset = 0
+                        ends.append(reg.nbytes)
+                        continue
                     off = 0
                     while True:
                         clash = [e for c in reg.dests for (s, e) in used[c]
@@ -300,7 +324,7 @@ class _Gen:
                     reg.offset = off
                     for c in reg.dests:
                         used[c].append((off, off + reg.nbytes))
-                slot = max(e for c in used for (_, e) in used[c])
+                slot = max(ends + [e for c in used for (_, e) in used[c]])
                 kind = "copy"
             else:
                 slot, kind = WRITE_REGION, "write"
@@ -692,6 +716,7 @@ class _Gen:
             "@SWEEP_NS@": str(SWEEP_NS),
             "@SMEM_WORDS@": str(self.smem_bytes // 4),
             "@CHECK_DISPATCH@": self._check_dispatch(),
+            "@TAG_OUT@": str(m.tag_prologue),  # tags from here on are not items
         }
         text = PRELUDE
         for key, value in subs.items():
@@ -729,7 +754,8 @@ class _Gen:
             # each step, plus a finish or fires per step, plus a timeout
             events += executed * (2 + fan) + 2
             copies = sum(1 for op, _ in a.ops[a.body_start:a.body_end] if op.name == "copy")
-            records += copies * a.items * self.k
+            once = sum(1 for op, _ in a.ops[:a.body_start] + a.ops[a.body_end:] if op.name == "copy")
+            records += (copies * a.items + once) * self.k  # prologue and epilogue copies too
         return events, max(records, 1)
 
 
@@ -745,6 +771,8 @@ def generate(spec_or_model) -> Generated:
     op_names = {code: name for name, code in OP_CODES.items()}
     op_names[EV_OP_FINISH] = "finish"
     op_names[EV_OP_FIRE] = "fire"
+    tags = [[model.tag_of(a, pc) for pc in range(len(a.ops))] for a in model.agents]
+    outside = any(t >= 0 for row in tags for t in row)
     return Generated(
         spec_path=str(model.spec.path), source=src, kernel_name=KERNEL_NAME,
         backend=model.spec.backend, ctas=g.k, threads=32 * g.warps, smem_bytes=g.smem_bytes,
@@ -752,7 +780,9 @@ def generate(spec_or_model) -> Generated:
         agent_ops=[[(op.name, op.text or op.name) for op, _ in a.ops] for a in model.agents],
         ring_names=list(model.ring_names), rings=g.rings, src_words=g.src_words,
         src_fill=g.src_fill, max_events=max_events, max_records=max_records,
-        hw_barriers=dict(g.hw), op_names=op_names)
+        hw_barriers=dict(g.hw), op_names=op_names,
+        agent_tags=tags, tag_prologue=model.tag_prologue if outside else None,
+        tag_epilogue=model.tag_epilogue if outside else None)
 
 
 OP_EMITTERS = {
@@ -799,6 +829,7 @@ typedef unsigned short u16;
 #define LAND_READ 2
 #define LAND_SWEEP 3
 #define LAND_SEEN 4
+#define TAG_OUT @TAG_OUT@
 #define REC_VALID (1ull << 63)
 #define GATE_ABORT 0x80000000u
 #define MAX_READS 16
@@ -1051,7 +1082,10 @@ __device__ void scan_lands(const Ctx& c, Ev e) {
     u32 ring = (meta >> 8) & 0xff, stage = (meta >> 16) & 0xffff, words = (u32)(r[1] >> 32) / 4u;
     i32 tag = (i32)(u32)r[1];
     const volatile i32* p = (const volatile i32*)(c.smem + slot_base(ring) + stage * slot_size(ring) + (u32)((meta >> 32) & 0x7fffffffull));
-    if (p[0] >= tag && p[words - 1] >= tag) note_land(r, e, LAND_SEEN);
+    // a region's body tags only grow, so a later one there means this one landed; a
+    // prologue's or epilogue's tag (TAG_OUT and up) says so only about itself
+    if (tag < TAG_OUT ? (p[0] >= tag && p[0] < TAG_OUT && p[words - 1] >= tag && p[words - 1] < TAG_OUT)
+                      : (p[0] == tag && p[words - 1] == tag)) note_land(r, e, LAND_SEEN);
   }
 }
 __device__ void observe_lands(const Ctx& c, Ev e, u32 ring, u32 stage, i32 item, u32 how) {

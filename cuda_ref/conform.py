@@ -511,14 +511,16 @@ class _Replay:
         if op.name in READ_OPS:
             pos = S.slot_pos(T, ag.cta, r, stage)
             held = state[pos]
-            what = "nothing" if held < 0 else f"item {held}"
-            if raw["result"] == "ok" and held != item:
-                return [], f"{m.slot_name(pos)} holds {what} in the model, so the read of item {item} must mismatch"
+            want = int(S.op_tag(T, S.op_row(T, a, pc), item))  # the fill this read pairs with
+            what = "nothing" if held < 0 else m.tag_text(held)
+            if raw["result"] == "ok" and held != want:
+                return [], (f"{m.slot_name(pos)} holds {what} in the model, so the read of "
+                            f"{m.tag_text(want)} must mismatch")
             # A copy into the slot still in flight is read_before_fill too (DESIGN): the GPU can
             # see one region of the item missing while the slot's tag already matches.
-            if raw["result"] == "tag_mismatch" and held == item and not bits & S.READ_BEFORE_FILL:
-                return [], (f"{m.slot_name(pos)} holds item {item} and no copy into it is in "
-                            f"flight in the model, so the read cannot mismatch")
+            if raw["result"] == "tag_mismatch" and held == want and not bits & S.READ_BEFORE_FILL:
+                return [], (f"{m.slot_name(pos)} holds {m.tag_text(want)} and no copy into it "
+                            f"is in flight in the model, so the read cannot mismatch")
         if bits & S.TRAP and self.outcome != "trap":
             return [], (f"the model traps here ({self._trap_text(state, a, bits, det)}), "
                         f"but the log's outcome is {self.outcome}")

@@ -140,15 +140,16 @@ def classify(gen: "G.Generated", events: list[dict], trapped: bool, status=None,
     first_bad = None
     for e in events:
         if e["result"] == "tag_mismatch" or e.get("overwritten"):
-            kind = "overwrite_before_drain" if e["found"] > e["item"] else "read_before_fill"
+            want = gen.expected_tag(gen.agents.index(e["agent"]), e["pc"], e["item"])
+            later = e["found"] != -1 and gen.tag_order(e["found"]) > gen.tag_order(want)
+            kind = "overwrite_before_drain" if later else "read_before_fill"
             kinds.add(kind)
             first_bad = first_bad or kind
             ring = e.get("ring", "main")
             slot = f"cta{_cta_of(gen, e)}.{'' if ring == 'main' else ring + '.'}slot[{e['stage']}]"
             what = "async read (finish)" if e["op"] == "finish" else e["op"]
-            found = "nothing" if e["found"] == -1 else f"item {e['found']}"
-            mismatches.append(f"{e['agent']} {what} of item {e['item']} from {slot} found {found}"
-                              f" ({kind})")
+            mismatches.append(f"{e['agent']} {what} of {gen.tag_text(want)} from {slot} found "
+                              f"{gen.tag_text(e['found'])} ({kind})")
         elif e["result"] == "timeout":
             kinds.add("deadlock")
             a = gen.agents.index(e["agent"])

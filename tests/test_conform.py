@@ -59,7 +59,8 @@ def event_of(m, st, a, nxt) -> dict:
     if op.name.startswith("try_"):
         ev["ready"] = bool(nxt[a * m.agf + S.F_RING0 + 3 * r + 2])
     if op.name in ("read", "read_async"):
-        if st[S.slot_pos(m.tables, m.agents[a].cta, r, ev["stage"])] != ev["item"]:
+        want = S.op_tag(m.tables, S.op_row(m.tables, a, ev["pc"]), ev["item"])  # its fill's tag
+        if st[S.slot_pos(m.tables, m.agents[a].cta, r, ev["stage"])] != want:
             ev["result"] = "tag_mismatch"
     return ev
 

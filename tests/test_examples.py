@@ -39,8 +39,8 @@ EXAMPLES = sorted(p.name for p in EXAMPLES_DIR.glob("*.toml"))
 # reduction (one state per orbit of interchangeable agents, checker/symmetry.py) and without
 # partial-order reduction (`verify(spec, por=False)`, `--no-por`).
 PINNED_STATES = {
-    "fa3_q_once_per_tile.toml": 187,
-    "x_prologue_tile_ok.toml": 219,
+    "x_fa3_q_once_per_tile.toml": 187,
+    "x_prologue_tile_ok.toml": 237,
     "x_async_read_ok.toml": 2659,
     "x_cluster_ctas_ok.toml": 1655,
     "x_cutlass_pingpong.toml": 169,
@@ -61,8 +61,8 @@ PINNED_STATES = {
 # The same with partial-order reduction as well (the default, checker/por.py): the reduced
 # graph's states. tests/test_por.py checks this graph against a plain Python search.
 PINNED_STATES_POR = {
-    "fa3_q_once_per_tile.toml": 34,
-    "x_prologue_tile_ok.toml": 32,
+    "x_fa3_q_once_per_tile.toml": 34,
+    "x_prologue_tile_ok.toml": 35,
     "x_async_read_ok.toml": 506,
     "x_cluster_ctas_ok.toml": 187,
     "x_cutlass_pingpong.toml": 11,
@@ -83,8 +83,8 @@ PINNED_STATES_POR = {
 # The same without symmetry reduction (`verify(spec, symmetry=False)`, `--no-symmetry`): every
 # state of the concrete agents.
 PINNED_STATES_NO_SYMMETRY = {
-    "fa3_q_once_per_tile.toml": 187,
-    "x_prologue_tile_ok.toml": 219,
+    "x_fa3_q_once_per_tile.toml": 187,
+    "x_prologue_tile_ok.toml": 237,
     "x_async_read_ok.toml": 2659,
     "x_cluster_ctas_ok.toml": 1655,
     "x_cutlass_pingpong.toml": 169,
@@ -118,7 +118,7 @@ PINNED_TRANSITIONS_NO_SYMMETRY = {
 
 # Steps in the shortest counterexample (the minimal violation depth) of each violating example.
 PINNED_TRACE_LENGTH = {
-    "bug_fa3_q_released_early.toml": 27,
+    "x_fa3_q_released_early.toml": 29,
     "bug_prologue_tile_released_early.toml": 15,
     "x_async_release_before_wait.toml": 16,
     "x_cluster_item_mismatch_deadlock.toml": 44,

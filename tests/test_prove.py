@@ -35,11 +35,14 @@ PROVED = {
 }
 # Correct examples whose abstract state space is large: proved, or unknown within the bound.
 LARGE_OK = ["cutlass_tma_async_cluster2", "x_mojo_sm100_matmul", "mojo_input_tile_cluster2_k2"]
+# Correct examples with fills outside the body: the lap abstraction does not take them, so
+# prove says unknown (tests/test_prologue_fills.py pins the reason).
+OUTSIDE_ABSTRACTION = {"x_fa3_q_once_per_tile", "x_prologue_tile_ok"}
 
 
 def test_every_example_is_classified():
     ok = {name for name, p in BY_NAME.items() if load_spec(p).expect == "ok"}
-    assert ok == set(PROVED) | set(LARGE_OK)
+    assert ok == set(PROVED) | set(LARGE_OK) | OUTSIDE_ABSTRACTION
 
 
 @pytest.mark.parametrize("name", sorted(PROVED))
