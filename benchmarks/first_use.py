@@ -17,7 +17,8 @@ pointed at an empty directory, so nothing compiled is reused between the figures
     python benchmarks/first_use.py --commit 199f788 --commit HEAD
 
 Peak RSS is read from /usr/bin/time -v of the command (its largest process; a background
-compile is a process of its own).
+compile is a process of its own). Before each figure the benchmark waits until no engine
+build started by an earlier one still runs.
 """
 from __future__ import annotations
 
@@ -46,6 +47,14 @@ def peak_mb(stderr: str) -> float:
     return int(m.group(1)) / 1024 if m else float("nan")
 
 
+def settle() -> None:
+    """Wait until no engine build (checker/jitcache.py) runs in the background, so that no
+    figure shares the CPUs with the build a figure before it started."""
+    while subprocess.run(["pgrep", "-f", "checker.jitcache import build"],
+                         capture_output=True).returncode == 0:
+        time.sleep(1)
+
+
 def first_line_seconds(cmd, cwd, env) -> float:
     began = time.monotonic()
     p = subprocess.Popen(cmd, cwd=cwd, env=env, shell=True, stdout=subprocess.PIPE,
@@ -68,6 +77,7 @@ def measure(commit: str, work: Path) -> dict:
     _, row["install"] = sh("pip install -q -e '.[test]'", clone, base)
 
     def fresh(tag):
+        settle()
         return dict(base, NUMBA_CACHE_DIR=str(work / f"cache-{commit}-{tag}"))
 
     p, row["examples"] = sh("/usr/bin/time -v pipeproof verify -q spec/examples/*.toml", clone,
@@ -75,7 +85,7 @@ def measure(commit: str, work: Path) -> dict:
     row["examples_rc"], row["examples_mb"] = p.returncode, peak_mb(p.stderr)
     row["examples_summary"] = (p.stdout.strip().splitlines() or [""])[-1]
     row["first_line"] = first_line_seconds(f"pipeproof verify {SPEC}", clone, fresh("first"))
-    env = fresh("compiled")
+    env = fresh("compiled")  # nothing compiled, nothing else running: the build alone
     _, row["compiled"] = sh(f"pipeproof verify --engine bmc {SPEC}", clone, env)
     _, row["prove_after"] = sh(f"pipeproof prove {SPEC}", clone, env)
     env = fresh("limit90")
@@ -85,6 +95,7 @@ def measure(commit: str, work: Path) -> dict:
         failed += p.returncode in (124, 137)
         slowest = max(slowest, t)
     row["limit90_failed"], row["limit90_slowest"] = failed, slowest
+    settle()
     return row
 
 
