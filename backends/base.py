@@ -47,9 +47,9 @@ else:
 def jit(fn):
     """A semantics or backend function: compiled on its own and linked into each engine that
     calls it (LLVM still inlines the small ones). Inlining them all at numba's level made one
-    engine take 4.5 minutes to compile on a 2-core machine, against 30 s this way, for a search
-    about 10-20% slower (benchmarks/results/compile_2026-12-01.txt). Without reference counting,
-    as the engines that call them (checker/explore.py, ENGINE)."""
+    engine take 4.4 minutes to compile on a 2-core machine, against 29 s this way, for a search
+    14% slower at the median (benchmarks/results/compile_2026-12-01.txt). Without reference
+    counting, as the engines that call them (checker/explore.py, ENGINE)."""
     return njit(cache=True, _nrt=False)(fn)
 
 NVIDIA = 0
