@@ -9,7 +9,7 @@ pointed at an empty directory, so nothing compiled is reused between the figures
                  largest process), exit code
   first_line     `pipeproof verify spec/examples/cutlass_tma_async_cluster2.toml`: seconds
                  until its first line on stdout
-  compiled       `pipeproof verify --engine bmc SPEC` (needs the compiled engines): wall
+  compiled       `pipeproof verify --engine laps SPEC` (needs the compiled engines): wall
   prove_after    `pipeproof prove SPEC` right after `compiled`, same cache: wall
   limit90        every example in turn, each under `timeout 90`, one shared fresh cache:
                  how many did not finish, and the slowest wall
@@ -86,7 +86,7 @@ def measure(commit: str, work: Path) -> dict:
     row["examples_summary"] = (p.stdout.strip().splitlines() or [""])[-1]
     row["first_line"] = first_line_seconds(f"pipeproof verify {SPEC}", clone, fresh("first"))
     env = fresh("compiled")  # nothing compiled, nothing else running: the build alone
-    _, row["compiled"] = sh(f"pipeproof verify --engine bmc {SPEC}", clone, env)
+    _, row["compiled"] = sh(f"pipeproof verify --engine laps {SPEC}", clone, env)
     _, row["prove_after"] = sh(f"pipeproof prove {SPEC}", clone, env)
     env = fresh("limit90")
     failed, slowest = 0, 0.0
@@ -111,7 +111,7 @@ def main(argv=None) -> int:
             print(f"{r['commit']}: install {r['install']:.0f} s; examples {r['examples']:.1f} s, "
                   f"peak {r['examples_mb']:.0f} MB, exit {r['examples_rc']} ({r['examples_summary']}); "
                   f"first line of {SPEC} after {r['first_line']:.1f} s; compiled run "
-                  f"(--engine bmc) {r['compiled']:.1f} s; prove after it {r['prove_after']:.1f} s; "
+                  f"(--engine laps) {r['compiled']:.1f} s; prove after it {r['prove_after']:.1f} s; "
                   f"examples under a 90 s limit: {r['limit90_failed']} did not finish, slowest "
                   f"{r['limit90_slowest']:.1f} s", flush=True)
     return 0
