@@ -27,6 +27,8 @@ import traceback
 
 import click
 
+from checker.jitcache import ensure_engines
+
 EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 4
 TRAP_KINDS = ("over_arrival", "tx_range")
 
@@ -141,6 +143,7 @@ def _with_options(fn):
 def gpu(specs, runs, seed, log_dir, timeout_ms, delay_ns, as_json):
     """Run the reference GPU kernel of each SPEC: outcome counts and how many logs conform."""
     loaded = [(p, _load(p)) for p in specs]
+    ensure_engines()  # conform steps the compiled model: the one shared build, with notices
     session = _session(timeout_ms, delay_ns)
     worst, docs = EXIT_OK, []
     try:
@@ -282,6 +285,7 @@ def check_rules(facts: _ModelFacts, reports, conform_results) -> tuple[list, lis
 def crosscheck(specs, runs, seed, log_dir, timeout_ms, delay_ns, as_json):
     """Run the model and the GPU kernel of each SPEC and check that they agree (one row each)."""
     loaded = [(p, _load(p)) for p in specs]
+    ensure_engines()
     session = _session(timeout_ms, delay_ns)
     rows, worst = [], EXIT_OK
     try:

@@ -29,9 +29,12 @@ JSON_SCHEMA = "pipeproof.conform/1"
 def conform(spec_path, logs, as_json, max_nodes):
     """Replay each LOG.json recorded on a GPU through the model of SPEC: exit 0 when every log
     is a path of the model, 1 with the first event that is not."""
+    from checker.jitcache import ensure_engines
     from cuda_ref.conform import DEFAULT_MAX_NODES, LogError, conform as replay, load_log
     from spec.load import load_spec
     from spec.schema import SpecError
+
+    ensure_engines()  # it steps the compiled model: the one shared build, with notices
 
     def finish(rows, code):
         if as_json:
