@@ -133,7 +133,10 @@ def _lock_path() -> Path:
 
 def building() -> bool:
     """Whether a build process holds the lock now."""
-    import fcntl
+    try:
+        import fcntl
+    except ImportError:  # no flock (Windows): no build process either (start_build)
+        return False
     try:
         with open(_lock_path(), "a") as f:
             try:
@@ -156,13 +159,21 @@ def start_build():
     if building():
         return True
     d = state_dir()
-    if not _writable(d):
+    if not _writable(d) or not _has_flock():
         return False
     env = dict(os.environ, PIPEPROOF_JIT="1", **{BUILDING: "1"})
     with open(d / "engines-build.log", "ab") as log:
         return subprocess.Popen([sys.executable, "-c", BUILD_COMMAND], cwd=str(ROOT),
                                 env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
                                 start_new_session=True)  # a Ctrl-C of the command leaves it be
+
+
+def _has_flock() -> bool:
+    try:
+        import fcntl  # noqa: F401
+        return True
+    except ImportError:
+        return False
 
 
 def build_failed(build) -> bool:
