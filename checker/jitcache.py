@@ -32,6 +32,11 @@ import tempfile
 import time
 from pathlib import Path
 
+try:
+    import fcntl
+except ImportError:  # no flock (Windows): no build process; commands compile in-process
+    fcntl = None
+
 ROOT = Path(__file__).resolve().parent.parent
 ENGINE_SOURCES = ("backends/base.py", "backends/nvidia.py", "backends/amd.py",
                   "checker/semantics.py", "checker/explore.py", "checker/model.py",
@@ -133,9 +138,7 @@ def _lock_path() -> Path:
 
 def building() -> bool:
     """Whether a build process holds the lock now."""
-    try:
-        import fcntl
-    except ImportError:  # no flock (Windows): no build process either (start_build)
+    if fcntl is None:
         return False
     try:
         with open(_lock_path(), "a") as f:
@@ -159,21 +162,13 @@ def start_build():
     if building():
         return True
     d = state_dir()
-    if not _writable(d) or not _has_flock():
+    if fcntl is None or not _writable(d):
         return False
     env = dict(os.environ, PIPEPROOF_JIT="1", **{BUILDING: "1"})
     with open(d / "engines-build.log", "ab") as log:
         return subprocess.Popen([sys.executable, "-c", BUILD_COMMAND], cwd=str(ROOT),
                                 env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
                                 start_new_session=True)  # a Ctrl-C of the command leaves it be
-
-
-def _has_flock() -> bool:
-    try:
-        import fcntl  # noqa: F401
-        return True
-    except ImportError:
-        return False
 
 
 def build_failed(build) -> bool:
@@ -187,7 +182,6 @@ def build_failed(build) -> bool:
 
 def build() -> int:
     """The build process: compile every engine once, under the lock, then mark them ready."""
-    import fcntl
     d = state_dir()
     with open(_lock_path(), "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # a concurrent build finishes first; then nothing to do
@@ -217,22 +211,17 @@ def warm_up_all() -> None:
 def wait_ready(timeout: float | None, build) -> bool | None:
     """Wait for `build` (from `start_build`): True when the engines are ready, False when
     `timeout` passed first, None when it failed (the caller compiles in its own process)."""
-    started = time.monotonic()
-    said = None
+    pace = Pace("waiting for the engines to compile with numba (once after an install or "
+                "upgrade; cached for later runs)", "still compiling the engines")
     while not ready():
         if build_failed(build):
             return None
-        waited = time.monotonic() - started
-        if timeout is not None and waited >= timeout:
+        if timeout is not None and pace.waited() >= timeout:
             return False
-        if (said is None and waited >= NOTICE_AFTER) or (said is not None and waited - said >= EVERY):
-            _say("waiting for the engines to compile with numba (once after an install or "
-                 f"upgrade; cached for later runs), {waited:.0f} s" if said is None else
-                 f"still compiling the engines, {waited:.0f} s")
-            said = waited
+        pace.tell()
         time.sleep(0.1)
-    if said is not None:
-        _say(f"compiled engines ready after {time.monotonic() - started:.0f} s")
+    if pace.said is not None:
+        _say(f"compiled engines ready after {pace.waited():.0f} s")
     return True
 
 
@@ -249,6 +238,25 @@ def ensure_engines(timeout: float | None = None) -> bool:
 
 def _say(text: str) -> None:
     print(f"pipeproof: {text}", file=sys.stderr, flush=True)
+
+
+class Pace:
+    """The lines of a wait: `first` after NOTICE_AFTER seconds, then `again` every EVERY."""
+
+    def __init__(self, first: str, again: str):
+        self.first, self.again = first, again
+        self.started = time.monotonic()
+        self.said = None  # seconds into the wait of the last line
+
+    def waited(self) -> float:
+        return time.monotonic() - self.started
+
+    def tell(self) -> None:
+        waited = self.waited()
+        if (self.said is None and waited >= NOTICE_AFTER) or (
+                self.said is not None and waited - self.said >= EVERY):
+            _say(f"{self.first if self.said is None else self.again}, {waited:.0f} s")
+            self.said = waited
 
 
 class compile_notice:

@@ -107,20 +107,14 @@ class _BuildWatcher:
 
     def _watch(self):
         from checker import jitcache
-        started = time.monotonic()
-        said = None
+        pace = jitcache.Pace("compiling the engines with numba in the background (once after an "
+                             "install or upgrade); plain Python answers meanwhile",
+                             "still compiling the engines in the background")
         while not self._stop.wait(0.2):
             if jitcache.ready() or jitcache.build_failed(self.build):
                 self.done.set()
                 return
-            waited = time.monotonic() - started
-            if (said is None and waited >= jitcache.NOTICE_AFTER) or (
-                    said is not None and waited - said >= jitcache.EVERY):
-                jitcache._say(
-                    "compiling the engines with numba in the background (once after an install "
-                    f"or upgrade); plain Python answers meanwhile, {waited:.0f} s" if said is None
-                    else f"still compiling the engines in the background, {waited:.0f} s")
-                said = waited
+            pace.tell()
 
     def stop(self):
         self._stop.set()
