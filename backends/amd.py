@@ -5,7 +5,7 @@ absolute threshold computed from the lap count, with `phase + 1` and `phase - 1`
 UInt32 before widening, exactly as Mojo does: a producer whose phase is 0 therefore waits for
 (2^32 - 1) laps of drains, i.e. forever. Written in backends.base's primitives (see there).
 """
-from backends.base import U32, jit, wrap32  # noqa: F401  (U32 is part of this module's API)
+from pipeproof.backends.base import U32, jit, wrap32  # noqa: F401  (U32 is part of this module's API)
 
 
 @jit

@@ -24,7 +24,7 @@ import os
 JIT = os.environ.get("PIPEPROOF_JIT", "1") != "0"
 
 if JIT:
-    from checker.jitcache import choose_cache_dir
+    from pipeproof.checker.jitcache import choose_cache_dir
 
     choose_cache_dir()  # before numba is imported: it reads NUMBA_CACHE_DIR once
     from numba import njit

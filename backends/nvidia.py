@@ -12,7 +12,7 @@ Measured on an H200 and reproduced here (tests/test_backends.py pins each one):
 
 Written branch-free in backends.base's primitives so checker.smt can read it (see base.py).
 """
-from backends.base import both, either, jit, negate, parity, select
+from pipeproof.backends.base import both, either, jit, negate, parity, select
 
 TX_LIMIT = (1 << 20) - 1
 

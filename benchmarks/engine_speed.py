@@ -39,9 +39,9 @@ def child(repo: str, n: int, c: int, i: int, symmetry: bool, por: bool) -> dict:
     sys.path.insert(0, repo)
     import numpy as np
     from benchmarks.standard_pipeline import load_cell
-    from checker.explore import Search
-    from checker.model import compile_model
-    from checker.verify import warm_up
+    from pipeproof.checker.explore import Search
+    from pipeproof.checker.model import compile_model
+    from pipeproof.checker.verify import warm_up
 
     warm_up()
     model = compile_model(load_cell(n, c, i))

@@ -16,8 +16,8 @@ import time
 ROOT = __file__.rsplit("/", 2)[0]
 sys.path.insert(0, ROOT)
 
-from checker.prove import MAX_ABSTRACT_STATES, prove, warm_up_prove  # noqa: E402
-from spec.load import load_spec  # noqa: E402
+from pipeproof.checker.prove import MAX_ABSTRACT_STATES, prove, warm_up_prove  # noqa: E402
+from pipeproof.spec.load import load_spec  # noqa: E402
 
 
 def main(argv=None) -> int:

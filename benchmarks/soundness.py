@@ -40,9 +40,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from spec import templates  # noqa: E402
-from spec.load import load_spec_text  # noqa: E402
-from spec.schema import SpecError  # noqa: E402
+from pipeproof.spec import templates  # noqa: E402
+from pipeproof.spec.load import load_spec_text  # noqa: E402
+from pipeproof.spec.schema import SpecError  # noqa: E402
 
 EXAMPLES = ROOT / "spec" / "examples"
 MAX_STATES = 20_000
@@ -276,7 +276,7 @@ def _answer(result):
 
 def compare(spec, do_bmc=False, do_prove=False, do_laps=False, max_states=MAX_STATES):
     """{check: (expected, got)} for each disagreement, plus what was compared."""
-    from checker.verify import verify
+    from pipeproof.checker.verify import verify
     reduced = verify(spec, max_states=max_states)
     full = verify(spec, max_states=max_states, por=False, symmetry=False)
     out = {"compared": [], "disagree": {}, "verdict": full.verdict}
@@ -287,7 +287,7 @@ def compare(spec, do_bmc=False, do_prove=False, do_laps=False, max_states=MAX_ST
     if _answer(reduced) != _answer(full):
         out["disagree"]["reduced"] = (_answer(full), _answer(reduced))
     if do_bmc and full.states <= BMC_MAX_STATES:
-        from checker.smt.bmc import verify_bmc
+        from pipeproof.checker.smt.bmc import verify_bmc
         depth = full.depth if full.verdict == "violation" else min(full.max_depth, BMC_MAX_DEPTH)
         if depth <= BMC_MAX_DEPTH:
             bmc = verify_bmc(spec, depth=depth, timeout=60)
@@ -298,7 +298,7 @@ def compare(spec, do_bmc=False, do_prove=False, do_laps=False, max_states=MAX_ST
                 if got != want:
                     out["disagree"]["bmc"] = (want, got)
     if do_laps:
-        from checker.lap_verify import verify_laps
+        from pipeproof.checker.lap_verify import verify_laps
         laps = verify_laps(spec, max_states=max_states * 10, timeout=60)
         if not laps.limit:
             out["compared"].append("laps")
@@ -310,9 +310,9 @@ def compare(spec, do_bmc=False, do_prove=False, do_laps=False, max_states=MAX_ST
 
 
 def _compare_prove(spec, out, max_states):
-    from checker.laps import scaled_spec
-    from checker.prove import prove
-    from checker.verify import verify
+    from pipeproof.checker.laps import scaled_spec
+    from pipeproof.checker.prove import prove
+    from pipeproof.checker.verify import verify
     try:
         proof = prove(spec, timeout=60, max_states=2_000_000)
     except Exception as err:  # a crash is a finding too
@@ -489,9 +489,9 @@ def main():
     ap.add_argument("--max-states", type=int, default=MAX_STATES)
     ap.add_argument("--shrink-dir")
     args = ap.parse_args()
-    from checker.verify import warm_up
+    from pipeproof.checker.verify import warm_up
     warm_up()  # compile (or load) the engines once, before the workers fork
-    from checker.prove import warm_up_prove
+    from pipeproof.checker.prove import warm_up_prove
     warm_up_prove()
     out = run(args.specs, args.seed, args.jobs, args.bmc_every, args.prove_every,
               args.laps_every, args.max_states, args.shrink_dir)

@@ -70,7 +70,7 @@ body = ["wait_full", "read", "arrive_empty", "advance"]
 
 
 def load_cell(n: int, c: int, i: int):
-    from spec.load import load_spec_text
+    from pipeproof.spec.load import load_spec_text
     return load_spec_text(make_toml(n, c, i), f"standard_pipeline_N{n}_C{c}_I{i}.toml")
 
 
@@ -88,8 +88,8 @@ def _cpu_seconds() -> float:
 
 def run_cell(n: int, c: int, i: int, timeout: float | None) -> dict:
     sys.path.insert(0, str(REPO))
-    from checker.model import compile_model
-    from checker.verify import verify
+    from pipeproof.checker.model import compile_model
+    from pipeproof.checker.verify import verify
 
     verify(load_cell(2, 1, 2))                    # warm-up: numba cache load, not timed
     spec = load_cell(n, c, i)

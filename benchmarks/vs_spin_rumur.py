@@ -4,7 +4,7 @@ The standard pipeline (benchmarks/standard_pipeline.py: nvidia, N stages, one pr
 writes, C consumers that all read every slot, I items) over N in {2,4,8} x C in {1..8} x
 I in {8,16,32}. Per cell, one after another on the same machine, each as whole processes:
 
-  pipeproof  `python -m checker.cli verify --json SPEC`, as a user runs it: interpreter start,
+  pipeproof  `python -m pipeproof.checker.cli verify --json SPEC`, as a user runs it: interpreter start,
              spec load, the search as plain Python and, for a spec past its half-second
              budget (checker/tier.py), the numba cache load and the search again compiled.
              The engine was compiled once, untimed, before the grid.
@@ -55,11 +55,11 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from benchmarks.standard_pipeline import make_toml  # noqa: E402
-from checker.export_models import (  # noqa: E402
+from pipeproof.checker.export_models import (  # noqa: E402
     ToolRun, measured, parse_rumur, parse_spin, rumur_steps, search_depth, spin_steps,
     to_murphi, to_promela, _pipeline,
 )
-from spec.load import load_spec_text  # noqa: E402
+from pipeproof.spec.load import load_spec_text  # noqa: E402
 
 GRID = [(n, c, i) for n in (2, 4, 8) for c in range(1, 9) for i in (8, 16, 32)]
 COLUMNS = ["N", "C", "I",
@@ -75,7 +75,7 @@ PIPEPROOF_ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYT
 
 
 def run_pipeproof(spec_file: Path, timeout: float | None, engine: str = "explicit") -> ToolRun:
-    cmd = [sys.executable, "-m", "checker.cli", "verify", "--json", "--engine", engine, str(spec_file)]
+    cmd = [sys.executable, "-m", "pipeproof.checker.cli", "verify", "--json", "--engine", engine, str(spec_file)]
     code, out, wall, rss = measured(cmd, REPO, timeout, env=PIPEPROOF_ENV, stdout_only=True)
     if code is None:
         return ToolRun("pipeproof" if engine == "explicit" else "laps", "timeout", None, None, wall,
@@ -256,7 +256,7 @@ def warm_pipeproof():
     with tempfile.TemporaryDirectory() as d:
         f = Path(d, "warm.toml")
         f.write_text(make_toml(2, 1, 2))
-        measured([sys.executable, "-m", "checker.cli", "verify", str(f)], REPO, None,
+        measured([sys.executable, "-m", "pipeproof.checker.cli", "verify", str(f)], REPO, None,
                  env=dict(PIPEPROOF_ENV, PIPEPROOF_JIT="1"))  # a tiny spec would skip numba
 
 

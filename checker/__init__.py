@@ -1,3 +1,3 @@
-from checker.jitcache import drop_stale_cache
+from pipeproof.checker.jitcache import drop_stale_cache
 
 drop_stale_cache()

@@ -15,7 +15,7 @@ import traceback
 
 import click
 
-from checker import tier
+from pipeproof.checker import tier
 
 EXIT_OK, EXIT_VIOLATION, EXIT_USAGE, EXIT_INCONCLUSIVE, EXIT_INTERNAL = 0, 1, 2, 3, 4
 EXIT_UNEXPECTED = 5
@@ -48,7 +48,7 @@ def _trace_path(base: str, spec_path: str, several: bool) -> str:
 
 def _write_graph(spec, target: str, max_states) -> int:
     """--graph: the state graph as DOT; a spec too big for it is a usage error, not a crash."""
-    from checker.graph import write_dot
+    from pipeproof.checker.graph import write_dot
     try:
         write_dot(spec, target, max_states=max_states)
     except ValueError as err:
@@ -104,12 +104,12 @@ def verify(specs, as_json, trace_file, max_states, timeout, graph_file, no_prech
         settled = tier.first_try(specs, max_states, timeout, not no_symmetry, not no_por)
         if settled is None:
             tier.run_compiled()
-    from checker.explore import INTERRUPTED
-    from checker.export import write_trace
-    from checker.report import first_line, format_text, summary_of, to_json
-    from checker.verify import verify as explicit
-    from spec.load import load_spec
-    from spec.schema import SpecError
+    from pipeproof.checker.explore import INTERRUPTED
+    from pipeproof.checker.export import write_trace
+    from pipeproof.checker.report import first_line, format_text, summary_of, to_json
+    from pipeproof.checker.verify import verify as explicit
+    from pipeproof.spec.load import load_spec
+    from pipeproof.spec.schema import SpecError
 
     late = engines_late(timeout)
     results, errors, worst = [], [], EXIT_OK
@@ -121,14 +121,14 @@ def verify(specs, as_json, trace_file, max_states, timeout, graph_file, no_prech
 
     def run_engine(spec):
         if late:
-            from checker.result import Result
+            from pipeproof.checker.result import Result
             return Result(spec=spec, verdict="inconclusive", states=0, transitions=0,
                           seconds=timeout, limit=late, engine=engine)
         if engine == "bmc":
-            from checker.smt.bmc import verify_bmc
+            from pipeproof.checker.smt.bmc import verify_bmc
             return verify_bmc(spec, depth=depth, timeout=timeout, symmetry=not no_symmetry)
         if engine == "laps":
-            from checker.lap_verify import verify_laps
+            from pipeproof.checker.lap_verify import verify_laps
             return verify_laps(spec, max_states=max_states, timeout=timeout)
         return explicit(spec, max_states=max_states, timeout=timeout, progress=progress,
                         symmetry=not no_symmetry, por=not no_por)
@@ -165,7 +165,7 @@ def verify(specs, as_json, trace_file, max_states, timeout, graph_file, no_prech
             for finding in findings:  # the symbolic pre-check's words for the same bug
                 say(f"pre-check: {finding.signal}: {finding.kind}: {finding.message}")
         if suggest_fix and result.verdict == "violation":
-            from checker.fix import format_fix, suggest_fix as find_fix
+            from pipeproof.checker.fix import format_fix, suggest_fix as find_fix
             result.fix = find_fix(spec, result)
             say(format_fix(result.fix).rstrip("\n"))
         if trace_file:
@@ -198,7 +198,7 @@ def engines_late(timeout) -> str:
     """'' once the compiled engines can be loaded (waiting for their one-time build, with a
     line on stderr every few seconds); else why every check of this command is inconclusive:
     the build outlasted `--timeout`, which bounds everything a command does."""
-    from checker import jitcache
+    from pipeproof.checker import jitcache
     if jitcache.ensure_engines(timeout):
         return ""
     return (f"timeout {timeout:g} s while the compiled engines were being built (once after an "
@@ -210,16 +210,16 @@ def _declared(spec) -> str:
 
 
 def _precheck(spec):
-    from checker.smt.precheck import precheck
+    from pipeproof.checker.smt.precheck import precheck
     return precheck(spec)
 
 
 def _register_commands():
     """Commands that live beside the engines they drive (each imports its engine lazily)."""
-    from checker.export_cli import export
-    from checker.prove_cli import prove
-    from cuda_ref.commands import crosscheck, gpu
-    from cuda_ref.conform_cli import conform
+    from pipeproof.checker.export_cli import export
+    from pipeproof.checker.prove_cli import prove
+    from pipeproof.cuda_ref.commands import crosscheck, gpu
+    from pipeproof.cuda_ref.conform_cli import conform
     for command in (prove, export, gpu, conform, crosscheck):
         main.add_command(command)
 

@@ -35,11 +35,11 @@ import time
 
 import numpy as np
 
-from backends.base import JIT, njit
-from checker import por as POR
-from checker import semantics as S
-from checker import symmetry as SYM
-from checker.model import Model
+from pipeproof.backends.base import JIT, njit
+from pipeproof.checker import por as POR
+from pipeproof.checker import semantics as S
+from pipeproof.checker import symmetry as SYM
+from pipeproof.checker.model import Model
 
 EMPTY_SLOT = -1
 # Per stored state: words*8 bytes of state, 4 of parent, 2 of action, 8..16 of hash table.

@@ -9,7 +9,7 @@ import json
 import keyword
 from pathlib import Path
 
-from checker.trace import Step, Trace
+from pipeproof.checker.trace import Step, Trace
 
 SUFFIXES = (".itf.json", ".trace.json")
 ITF_URL = "https://apalache-mc.org/docs/adr/015adr-trace.html"

@@ -7,7 +7,7 @@ The model goes to stdout unless `-o FILE` is given. Bad input (a spec that does 
 feature the target language cannot express, an unwritable output) is one line on stderr and
 exit code 2. checker/export_models.py says what is exported and how to run the tools.
 
-`checker.cli` registers the command (`main.add_command(export)`); `python -m checker.export_cli`
+`pipeproof.checker.cli` registers the command (`main.add_command(export)`); `python -m pipeproof.checker.export_cli`
 runs it on its own.
 """
 from __future__ import annotations
@@ -29,9 +29,9 @@ EXIT_USAGE = 2
                    "reduction applies (state counts then differ from pipeproof's).")
 def export(spec_path, fmt, output, symmetry):
     """Write SPEC as a Promela or Murphi model of the same transition system."""
-    from checker.export_models import export as export_text
-    from spec.load import load_spec
-    from spec.schema import SpecError
+    from pipeproof.checker.export_models import export as export_text
+    from pipeproof.spec.load import load_spec
+    from pipeproof.spec.schema import SpecError
 
     if symmetry and fmt != "murphi":
         click.echo(f"{spec_path}: --symmetry: applies to --format murphi only", err=True)

@@ -57,11 +57,11 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from backends.base import FULL
-from backends.nvidia import TX_LIMIT
-from checker import semantics as S
-from checker.model import compile_model
-from spec.schema import MAIN_RING, Spec, SpecError
+from pipeproof.backends.base import FULL
+from pipeproof.backends.nvidia import TX_LIMIT
+from pipeproof.checker import semantics as S
+from pipeproof.checker.model import compile_model
+from pipeproof.spec.schema import MAIN_RING, Spec, SpecError
 
 FORMATS = ("promela", "murphi")
 SUBSET = ("nvidia backend, one CTA, the main ring, ops wait/try/arrive/expect_tx/copy/write/read/"

@@ -41,7 +41,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import NamedTuple
 
-from spec.schema import MAIN_RING, MAX_COUNT, SECTIONS, TX_LIMIT, Spec, SpecError
+from pipeproof.spec.schema import MAIN_RING, MAX_COUNT, SECTIONS, TX_LIMIT, Spec, SpecError
 
 MAX_PHASE = (1 << 32) - 1
 MAX_BYTES = (1 << 32) - 1
@@ -911,7 +911,7 @@ def unified_diff(old: str, new: str, path: str, reach: int = 8) -> str:
 def _load_prove():
     """`checker.prove.prove` when the module exists, else None (explicit engine only)."""
     try:
-        module = importlib.import_module("checker.prove")
+        module = importlib.import_module("pipeproof.checker.prove")
     except ImportError:
         return None
     return getattr(module, "prove", None)
@@ -945,7 +945,7 @@ class _Search:
         return False
 
     def explicit(self, spec: Spec):
-        from checker.verify import verify
+        from pipeproof.checker.verify import verify
         try:
             return verify(spec, max_states=self.max_states, timeout=max(0.05, self.remaining()))
         except Exception:  # a candidate the engine cannot build is no fix
@@ -1013,7 +1013,7 @@ class _Search:
 
 
 def _load(text: str, path: str) -> Spec:
-    from spec.load import load_spec_text
+    from pipeproof.spec.load import load_spec_text
     return load_spec_text(text, path)
 
 
@@ -1076,7 +1076,7 @@ def suggest_fix(spec: Spec, result=None, budget_s: float = 60.0, *, text: str | 
     (default: read from `spec.path`; used only if it loads as exactly `spec`). `budget_s`:
     wall-clock seconds for the whole search; `max_candidates`: re-verifications at most;
     `prove_timeout`: seconds for `prove` on a verified candidate (where checker.prove exists)."""
-    from checker.verify import verify
+    from pipeproof.checker.verify import verify
     started = time.monotonic()
     deadline = started + budget_s
     if result is None:

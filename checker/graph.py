@@ -38,9 +38,9 @@ from collections import deque
 import networkx as nx
 import numpy as np
 
-from checker import semantics as S
-from checker.model import KIND_BITS, Model, compile_model
-from checker.result import KINDS
+from pipeproof.checker import semantics as S
+from pipeproof.checker.model import KIND_BITS, Model, compile_model
+from pipeproof.checker.result import KINDS
 
 DEFAULT_MAX_STATES = 100_000
 

@@ -47,7 +47,7 @@ MARKER = "checker/__pycache__/engine-sources.sha256"
 NOTICE_AFTER = 3.0  # seconds of silence before the first line about compiling
 EVERY = 10.0        # and then a line this often, so no wait is silent for long
 BUILDING = "PIPEPROOF_BUILDING"  # set in the build process
-BUILD_COMMAND = "import sys; from checker.jitcache import build; sys.exit(build())"
+BUILD_COMMAND = "import sys; from pipeproof.checker.jitcache import build; sys.exit(build())"
 
 
 def engine_digest() -> str:
@@ -200,9 +200,9 @@ def build() -> int:
 
 
 def warm_up_all() -> None:
-    from checker.prove import warm_up_prove
-    from checker.smt.bmc import warm_up as warm_up_bmc
-    from checker.verify import warm_up
+    from pipeproof.checker.prove import warm_up_prove
+    from pipeproof.checker.smt.bmc import warm_up as warm_up_bmc
+    from pipeproof.checker.verify import warm_up
     warm_up()
     warm_up_prove()
     warm_up_bmc()

@@ -18,11 +18,11 @@ from __future__ import annotations
 
 import time
 
-from checker.laps import CannotAbstract, LapAbstraction, role_coefficients
-from checker.prove import MAX_ABSTRACT_STATES, MAX_R, Unknown, search_laps, warm_up_prove
-from checker.result import Result
-from checker.verify import verify
-from spec.schema import Spec
+from pipeproof.checker.laps import CannotAbstract, LapAbstraction, role_coefficients
+from pipeproof.checker.prove import MAX_ABSTRACT_STATES, MAX_R, Unknown, search_laps, warm_up_prove
+from pipeproof.checker.result import Result
+from pipeproof.checker.verify import verify
+from pipeproof.spec.schema import Spec
 
 
 def own_count(spec: Spec) -> int:

@@ -41,13 +41,13 @@ from math import gcd
 
 import numpy as np
 
-from backends.base import AMD, njit
-from checker import semantics as S
+from pipeproof.backends.base import AMD, njit
+from pipeproof.checker import semantics as S
 from dataclasses import replace
 
-from checker.explore import ENGINE
-from checker.model import compile_model
-from spec.schema import Spec
+from pipeproof.checker.explore import ENGINE
+from pipeproof.checker.model import compile_model
+from pipeproof.spec.schema import Spec
 
 MANY = -1
 HUGE = 1 << 40   # the item count a MANY state runs with: never reached

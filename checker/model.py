@@ -14,10 +14,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from backends.base import AMD, BACKEND_CODES, EMPTY, FULL
-from backends import nvidia
-from checker import semantics as S
-from spec.schema import FILL_OPS, READ_OPS, Op, Spec
+from pipeproof.backends.base import AMD, BACKEND_CODES, EMPTY, FULL
+from pipeproof.backends import nvidia
+from pipeproof.checker import semantics as S
+from pipeproof.spec.schema import FILL_OPS, READ_OPS, Op, Spec
 
 OP_CODES = {
     "wait_full": S.WAIT_FULL, "wait_empty": S.WAIT_EMPTY, "try_full": S.TRY_FULL,

@@ -33,9 +33,9 @@ from collections import namedtuple
 
 import numpy as np
 
-from backends import nvidia
-from backends.base import AMD, EMPTY, FULL, jit
-from checker import semantics as S
+from pipeproof.backends import nvidia
+from pipeproof.backends.base import AMD, EMPTY, FULL, jit
+from pipeproof.checker import semantics as S
 
 # Access classes of the future tables (bit c of a class mask).
 OBS_FULL, OBS_EMPTY, UPD_FULL, UPD_EMPTY, WRITE_SLOT, READ_SLOT = 0, 1, 2, 3, 4, 5
@@ -128,7 +128,7 @@ def _targets(model, agent, op) -> list[int]:
 
 def _classes(model, agent, op) -> list[tuple[int, list[int]]]:
     """(access class, CTAs) of one op, read off its EFFECTS row."""
-    from checker.model import OP_CODES
+    from pipeproof.checker.model import OP_CODES
     row = EFFECTS[OP_CODES[op.name]]
     own, targets = [agent.cta], _targets(model, agent, op)
     out = []
@@ -146,7 +146,7 @@ def _classes(model, agent, op) -> list[tuple[int, list[int]]]:
 def _uniform(model) -> np.ndarray:
     """Per ring and signal kind: the one count of every arrive update, or -1 when the counts
     differ or a tx-count op (expect_tx, copy) updates that kind."""
-    from checker.model import OP_CODES
+    from pipeproof.checker.model import OP_CODES
     out = np.full((model.rings, 2), -1, dtype=np.int64)
     for r, ring in enumerate(model.ring_names):
         for kind in (FULL, EMPTY):

@@ -38,17 +38,17 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from backends.base import njit
-from checker import semantics as S
-from checker.explore import (ENGINE, EMPTY_SLOT, _grown, _table_size, find_or_insert, rehash,
+from pipeproof.backends.base import njit
+from pipeproof.checker import semantics as S
+from pipeproof.checker.explore import (ENGINE, EMPTY_SLOT, _grown, _table_size, find_or_insert, rehash,
                              unpack)
-from checker.laps import (G_COEF, G_LEN, HUGE, M_AGENTS, M_AGF, MANY, CannotAbstract,
+from pipeproof.checker.laps import (G_COEF, G_LEN, HUGE, M_AGENTS, M_AGF, MANY, CannotAbstract,
                           LapAbstraction, canonical_fast, canonical_into, lap_tables,
                           scaled_spec)
-from checker.model import Packing, packing_for
-from checker.result import KINDS, Result
-from checker.verify import tiny_spec, verify, warm_up
-from spec.schema import Spec
+from pipeproof.checker.model import Packing, packing_for
+from pipeproof.checker.result import KINDS, Result
+from pipeproof.checker.verify import tiny_spec, verify, warm_up
+from pipeproof.spec.schema import Spec
 
 KIND_MASK = (1 << S.N_KINDS) - 1
 MAX_ABSTRACT_STATES = 25_000_000  # packed: (words + 1) * 8 + 6 bytes each, plus 8..16 of table
@@ -462,7 +462,7 @@ def warm_up_prove() -> None:
     global _warm
     warm_up()
     if not _warm:
-        from checker.jitcache import compile_notice  # (warm_up waited for the shared build)
+        from pipeproof.checker.jitcache import compile_notice  # (warm_up waited for the shared build)
         with compile_notice("lap abstraction (prove, --engine laps)"):
             lap = LapAbstraction(tiny_spec(), 8)
             _Search(lap, 4, 10_000, None).run()

@@ -16,7 +16,7 @@ SCHEMA_VERSION = 1
 
 
 def proof_to_json(proof) -> dict:
-    from checker.report import result_to_json
+    from pipeproof.checker.report import result_to_json
     return {
         "spec": proof.spec.path,
         "status": proof.status,
@@ -30,7 +30,7 @@ def proof_to_json(proof) -> dict:
 
 
 def proof_text(proof) -> str:
-    from checker.report import format_text
+    from pipeproof.checker.report import format_text
     path = proof.spec.path
     if proof.status == "proved":
         return (f"{path}: proved for every item count ({proof.parameter}): "
@@ -49,12 +49,12 @@ def proof_text(proof) -> str:
 @click.option("--trace", "trace_file", metavar="F", help="Write a refutation's trace (*.itf.json or *.trace.json).")
 def prove(specs, as_json, timeout, max_states, trace_file):
     """Prove each SPEC safe and deadlock-free for every item count, or refute it."""
-    from checker.cli import (EXIT_INCONCLUSIVE, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, EXIT_VIOLATION,
+    from pipeproof.checker.cli import (EXIT_INCONCLUSIVE, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, EXIT_VIOLATION,
                              SEVERITY, TRACE_SUFFIXES, UsageFailure, _trace_path, engines_late)
-    from checker.export import write_trace
-    from checker.prove import MAX_ABSTRACT_STATES, ProofResult, prove as run_prove
-    from spec.load import load_spec
-    from spec.schema import SpecError
+    from pipeproof.checker.export import write_trace
+    from pipeproof.checker.prove import MAX_ABSTRACT_STATES, ProofResult, prove as run_prove
+    from pipeproof.spec.load import load_spec
+    from pipeproof.spec.schema import SpecError
 
     if trace_file and not trace_file.endswith(TRACE_SUFFIXES):
         raise UsageFailure(f"--trace {trace_file}: the file name must end in .itf.json or .trace.json")

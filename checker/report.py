@@ -7,8 +7,8 @@ line"); its layout is versioned by `JSON_SCHEMA_VERSION`.
 """
 from __future__ import annotations
 
-from checker.result import JSON_SCHEMA_VERSION, Result
-from checker.trace import Step, Trace
+from pipeproof.checker.result import JSON_SCHEMA_VERSION, Result
+from pipeproof.checker.trace import Step, Trace
 
 SCHEMA = f"pipeproof.verify/{JSON_SCHEMA_VERSION}"
 COLUMNS = ("step", "agent", "op", "stage", "phase", "changes")

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from checker.trace import Trace
-from spec.schema import Spec
+from pipeproof.checker.trace import Trace
+from pipeproof.spec.schema import Spec
 
 # Violation kinds in the contract's reporting order (DESIGN.md "Properties").
 KINDS = ("deadlock", "read_before_fill", "overwrite_before_drain", "phase_alias",

@@ -20,8 +20,8 @@ In-flight entries: a copy (cta, ring, stage, tag, bytes); a commit (cta, ring, s
 while it still waits for its agent's earlier async reads: agent, after = how many); an async
 read (cta, ring, stage, tag, agent, seq = its place in the agent's FIFO, 0 = oldest).
 """
-from backends import amd, nvidia
-from backends.base import AMD, EMPTY, FULL, jit
+from pipeproof.backends import amd, nvidia
+from pipeproof.backends.base import AMD, EMPTY, FULL, jit
 
 # Op codes (model.py maps op names to these).
 WAIT_FULL, WAIT_EMPTY, TRY_FULL, TRY_EMPTY = 0, 1, 2, 3

@@ -25,8 +25,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from backends.base import jit, njit
-from checker import semantics as S
+from pipeproof.backends.base import jit, njit
+from pipeproof.checker import semantics as S
 
 
 def classes(model) -> np.ndarray:

@@ -42,14 +42,14 @@ def available(engine: str, suggest_fix: bool, graph_file) -> bool:
     search runs many checks, and --graph builds its own graph), the choice not already made
     by the user or by a first try, and the engine not yet imported compiled."""
     return (engine == "explicit" and not suggest_fix and not graph_file and budget() > 0
-            and ENV not in os.environ and "backends.base" not in sys.modules)
+            and ENV not in os.environ and "pipeproof.backends.base" not in sys.modules)
 
 
 def first_try(specs, max_states, timeout, symmetry: bool, por: bool) -> dict | None:
     """Run every spec as plain Python; {index: Result} if each one finished within the budget
     (specs that do not load are left to the caller), else None."""
     os.environ[ENV] = "0"
-    from checker import explore, jitcache
+    from pipeproof.checker import explore, jitcache
     build = None if jitcache.ready() else jitcache.start_build()
     if build is None or build is False:
         return _first_try(specs, max_states, timeout, symmetry, por, time.monotonic() + budget())
@@ -63,10 +63,10 @@ def first_try(specs, max_states, timeout, symmetry: bool, por: bool) -> dict | N
 
 
 def _first_try(specs, max_states, timeout, symmetry, por, deadline, built=None):
-    from checker.explore import INTERRUPTED
-    from checker.verify import verify
-    from spec.load import load_spec
-    from spec.schema import SpecError
+    from pipeproof.checker.explore import INTERRUPTED
+    from pipeproof.checker.verify import verify
+    from pipeproof.spec.load import load_spec
+    from pipeproof.spec.schema import SpecError
 
     settled = {}
     for i, path in enumerate(specs):
@@ -106,7 +106,7 @@ class _BuildWatcher:
         self._thread.start()
 
     def _watch(self):
-        from checker import jitcache
+        from pipeproof.checker import jitcache
         pace = jitcache.Pace("compiling the engines with numba in the background (once after an "
                              "install or upgrade); plain Python answers meanwhile",
                              "still compiling the engines in the background")

@@ -15,14 +15,14 @@ import time
 
 import numpy as np
 
-from backends.base import JIT
-from checker import por as POR
-from checker import semantics as S
-from checker.explore import INTERRUPTED, Search
-from checker.model import Model, compile_model
-from checker.result import KINDS, Result
-from checker.trace import Event, Step, Trace
-from spec.schema import Spec
+from pipeproof.backends.base import JIT
+from pipeproof.checker import por as POR
+from pipeproof.checker import semantics as S
+from pipeproof.checker.explore import INTERRUPTED, Search
+from pipeproof.checker.model import Model, compile_model
+from pipeproof.checker.result import KINDS, Result
+from pipeproof.checker.trace import Event, Step, Trace
+from pipeproof.spec.schema import Spec
 
 
 _warm = False
@@ -33,7 +33,7 @@ def warm_up() -> None:
     global _warm
     if _warm or not JIT:  # as plain Python there is nothing to load
         return
-    from checker.jitcache import compile_notice, ensure_engines
+    from pipeproof.checker.jitcache import compile_notice, ensure_engines
     ensure_engines()  # the one shared build (its own process), then loaded from the cache here
     with compile_notice("search engine"):
         Search(compile_model(tiny_spec())).run()
@@ -42,7 +42,7 @@ def warm_up() -> None:
 
 def tiny_spec() -> Spec:
     """A one-slot pipeline, only for loading the compiled engines."""
-    from spec.schema import Op, Role
+    from pipeproof.spec.schema import Op, Role
     return Spec(path="<warm-up>", name="warm-up", backend="nvidia", stages=1,
                 producer_arrive_count=1, consumer_arrive_count=1, items=1, roles=(
                     Role("p", "producer", 1, 1, 0, 1, body=(Op("wait_empty"), Op("arrive_full"))),
@@ -274,7 +274,7 @@ def explain_step(model: Model, k: int, det, state, code) -> str:
 
 
 def _alias_text(model, sig, a, phase, phase_no, verb):
-    from backends import nvidia
+    from pipeproof.backends import nvidia
     agent = model.agents[a]
     ring = (sig // 2 // model.max_stages) % model.rings
     k = nvidia.intended_phase(phase, agent.initial_phases[ring])  # the signal's own ring

@@ -53,12 +53,12 @@ from __future__ import annotations
 import inspect
 from dataclasses import dataclass, field
 
-from backends import amd as amd_backend
-from backends import nvidia as nvidia_backend
-from backends.base import EMPTY, FULL
-from checker import semantics as S
-from checker.model import OP_CODES, Model, compile_model
-from spec.schema import MAIN_RING, OPS, Spec
+from pipeproof.backends import amd as amd_backend
+from pipeproof.backends import nvidia as nvidia_backend
+from pipeproof.backends.base import EMPTY, FULL
+from pipeproof.checker import semantics as S
+from pipeproof.checker.model import OP_CODES, Model, compile_model
+from pipeproof.spec.schema import MAIN_RING, OPS, Spec
 
 KERNEL_NAME = "pipeproof_kernel"
 

@@ -1,7 +1,7 @@
 """`pipeproof gpu` and `pipeproof crosscheck`: the reference kernels from the command line.
 
 These are click commands; checker/cli.py registers them in its group
-(`main.add_command(gpu)`, `main.add_command(crosscheck)`). `python -m cuda_ref.commands`
+(`main.add_command(gpu)`, `main.add_command(crosscheck)`). `python -m pipeproof.cuda_ref.commands`
 runs them standalone.
 
 Exit codes follow the CLI contract: 0 everything held, 1 a failure (a GPU run that did not end
@@ -27,7 +27,7 @@ import traceback
 
 import click
 
-from checker.jitcache import ensure_engines
+from pipeproof.checker.jitcache import ensure_engines
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 4
 TRAP_KINDS = ("over_arrival", "tx_range")
@@ -39,9 +39,9 @@ def _command_line() -> str:
     if argv:
         base = os.path.basename(argv[0])
         if base == "commands.py":
-            argv[0:1] = ["python", "-m", "cuda_ref.commands"]
+            argv[0:1] = ["python", "-m", "pipeproof.cuda_ref.commands"]
         elif base in ("cli.py", "__main__.py"):
-            argv[0:1] = ["python", "-m", "checker.cli"]
+            argv[0:1] = ["python", "-m", "pipeproof.checker.cli"]
         else:
             argv[0] = "pipeproof"
     return " ".join(shlex.quote(a) for a in argv)
@@ -53,7 +53,7 @@ def _fail_usage(message: str):
 
 
 def _session(timeout_ms, delay_ns, echo=None):
-    from cuda_ref.run import GpuSession, GpuUnavailable
+    from pipeproof.cuda_ref.run import GpuSession, GpuUnavailable
     try:
         return GpuSession(timeout_ms=timeout_ms, delay_ns=delay_ns, command=_command_line(),
                           echo=echo)
@@ -62,8 +62,8 @@ def _session(timeout_ms, delay_ns, echo=None):
 
 
 def _load(path):
-    from spec.load import load_spec
-    from spec.schema import SpecError
+    from pipeproof.spec.load import load_spec
+    from pipeproof.spec.schema import SpecError
     try:
         return load_spec(path)
     except SpecError as err:
@@ -73,7 +73,7 @@ def _load(path):
 def conform_logs(spec, logs):
     """[ConformResult] for each log, or None when cuda_ref.conform is not available."""
     try:
-        from cuda_ref.conform import conform
+        from pipeproof.cuda_ref.conform import conform
     except ImportError:
         return None
     out = []
@@ -91,7 +91,7 @@ class _Crash:
 
 
 def _write_logs(log_dir, spec_path, reports):
-    from cuda_ref.log import write_log
+    from pipeproof.cuda_ref.log import write_log
     os.makedirs(log_dir, exist_ok=True)
     stem = os.path.splitext(os.path.basename(spec_path))[0]
     paths = []
@@ -103,7 +103,7 @@ def _write_logs(log_dir, spec_path, reports):
 
 
 def _counts_text(counts: dict) -> str:
-    from cuda_ref.log import OUTCOMES
+    from pipeproof.cuda_ref.log import OUTCOMES
     return ", ".join(f"{k} {counts[k]}" for k in OUTCOMES if k in counts) or "no runs"
 
 
@@ -203,7 +203,7 @@ class _ModelFacts:
     whether every path deadlocks (from checker.graph, for specs small enough for it)."""
 
     def __init__(self, spec):
-        from checker.verify import verify
+        from pipeproof.checker.verify import verify
         self.spec = spec
         self.result = verify(spec)
         self._graph = None
@@ -211,7 +211,7 @@ class _ModelFacts:
 
     def graph(self):
         if self._graph is None and not self.graph_error:
-            from checker.graph import build_graph
+            from pipeproof.checker.graph import build_graph
             try:
                 self._graph = build_graph(self.spec)
             except ValueError as err:
@@ -232,7 +232,7 @@ class _ModelFacts:
     def every_path_deadlocks(self) -> bool | None:
         if self.result.verdict != "violation":
             return False
-        from checker.graph import every_path_deadlocks
+        from pipeproof.checker.graph import every_path_deadlocks
         G = self.graph()
         return None if G is None else every_path_deadlocks(G)
 

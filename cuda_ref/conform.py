@@ -80,12 +80,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from backends import amd
-from backends.base import AMD, EMPTY, FULL
-from checker import semantics as S
-from checker.model import Model, compile_model
-from checker.result import KINDS
-from spec.schema import OPS, RING_OPS, SpecError
+from pipeproof.backends import amd
+from pipeproof.backends.base import AMD, EMPTY, FULL
+from pipeproof.checker import semantics as S
+from pipeproof.checker.model import Model, compile_model
+from pipeproof.checker.result import KINDS
+from pipeproof.spec.schema import OPS, RING_OPS, SpecError
 
 OUTCOMES = ("ok", "deadlock", "read_before_fill", "overwrite_before_drain", "trap")
 RESULTS = ("ok", "timeout", "tag_mismatch")
@@ -459,7 +459,7 @@ class _Replay:
         return "not enabled"
 
     def _trap_text(self, state, action, bits, det):
-        from checker.verify import explain_step
+        from pipeproof.checker.verify import explain_step
         for k, kind in enumerate(KINDS):
             if bits & (1 << k) and det[k * S.DET_W] != -1:
                 return f"{kind}: {explain_step(self.m, k, det[k * S.DET_W:(k + 1) * S.DET_W], state, action)}"
@@ -568,7 +568,7 @@ class _Replay:
             if d["kind"] == "read":
                 return [], f"an earlier async read of {d['agent']} has not finished (reads finish in order)"
             return [], f"the commit still waits for {d['after']} async read(s) of {d['agent']}"
-        from checker.verify import _entry_text
+        from pipeproof.checker.verify import _entry_text
         listed = "; ".join(_entry_text(m, d) for d in present[:6]) + ("; ..." if len(present) > 6 else "")
         return [], (f"nothing like it is in flight (in flight: {listed})" if present
                     else "nothing is in flight")
@@ -771,7 +771,7 @@ def conform(spec, log: dict, *, source: str | None = None,
     compiled Model, or a spec file path; a path may raise SpecError). Raises `LogError` for bad input: a malformed log, or one naming an agent,
     CTA or ring the spec lacks."""
     if isinstance(spec, (str, os.PathLike)):
-        from spec.load import load_spec
+        from pipeproof.spec.load import load_spec
         spec = load_spec(os.fspath(spec))
     model = spec if isinstance(spec, Model) else compile_model(spec)
     source = source or "<log>"

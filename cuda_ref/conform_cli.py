@@ -29,10 +29,10 @@ JSON_SCHEMA = "pipeproof.conform/1"
 def conform(spec_path, logs, as_json, max_nodes):
     """Replay each LOG.json recorded on a GPU through the model of SPEC: exit 0 when every log
     is a path of the model, 1 with the first event that is not."""
-    from checker.jitcache import ensure_engines
-    from cuda_ref.conform import DEFAULT_MAX_NODES, LogError, conform as replay, load_log
-    from spec.load import load_spec
-    from spec.schema import SpecError
+    from pipeproof.checker.jitcache import ensure_engines
+    from pipeproof.cuda_ref.conform import DEFAULT_MAX_NODES, LogError, conform as replay, load_log
+    from pipeproof.spec.load import load_spec
+    from pipeproof.spec.schema import SpecError
 
     ensure_engines()  # it steps the compiled model: the one shared build, with notices
 
@@ -53,7 +53,7 @@ def conform(spec_path, logs, as_json, max_nodes):
         try:
             log = load_log(path)
             if model is None:
-                from checker.model import compile_model
+                from pipeproof.checker.model import compile_model
                 model = compile_model(spec)
             result = replay(model, log, source=path, max_nodes=max_nodes or DEFAULT_MAX_NODES)
         except (LogError, SpecError) as err:

@@ -45,7 +45,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-from cuda_ref import codegen as G
+from pipeproof.cuda_ref import codegen as G
 
 OUTCOMES = ("ok", "deadlock", "read_before_fill", "overwrite_before_drain", "trap")
 LOG_KEYS = ("spec", "device", "command", "seed", "run", "outcome", "events")

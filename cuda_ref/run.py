@@ -1,6 +1,6 @@
 """Launch generated reference kernels on an NVIDIA GPU through CuPy: bounded, perturbed, logged.
 
-The GPU work runs in a worker process (`python -m cuda_ref.run --worker`), never in the
+The GPU work runs in a worker process (`python -m pipeproof.cuda_ref.run --worker`), never in the
 process that asks for it: a kernel that traps (an mbarrier over-arrival, a tx-count out of
 range) poisons its CUDA context, so the worker reports the run as `trap` and exits, and
 `GpuSession` starts a fresh worker for the next run. Measured on the H200: an over-arrival
@@ -32,8 +32,8 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-from cuda_ref import codegen as G
-from cuda_ref import log as L
+from pipeproof.cuda_ref import codegen as G
+from pipeproof.cuda_ref import log as L
 
 DEFAULT_TIMEOUT_MS = 20.0
 DEFAULT_DELAY_NS = 2000
@@ -90,7 +90,7 @@ class Runner:
 
     def prepare(self, spec_path: str) -> Prepared:
         import numpy as np
-        from spec.load import load_spec
+        from pipeproof.spec.load import load_spec
 
         cp = self.cp
         gen = G.generate(load_spec(spec_path))
@@ -328,7 +328,7 @@ class GpuSession:
         env = dict(os.environ)
         env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
         env.setdefault("PYTHONUNBUFFERED", "1")
-        self.proc = subprocess.Popen([sys.executable, "-m", "cuda_ref.run", "--worker"],
+        self.proc = subprocess.Popen([sys.executable, "-m", "pipeproof.cuda_ref.run", "--worker"],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE, text=True, env=env)
         self.lines = queue.Queue()
@@ -394,7 +394,7 @@ class GpuSession:
     # ---------------------------------------------------------------- running specs
 
     def run_spec(self, spec_path: str, runs: int, seed: int = 0) -> SpecRuns:
-        from spec.load import load_spec
+        from pipeproof.spec.load import load_spec
 
         out = SpecRuns(spec_path)
         try:  # refuse what cannot be generated before bothering the GPU
@@ -460,6 +460,6 @@ class GpuSession:
 if __name__ == "__main__":
     if "--worker" in sys.argv[1:]:
         sys.exit(worker_main())
-    print("usage: python -m cuda_ref.run --worker   (started by pipeproof gpu/crosscheck)",
+    print("usage: python -m pipeproof.cuda_ref.run --worker   (started by pipeproof gpu/crosscheck)",
           file=sys.stderr)
     sys.exit(2)

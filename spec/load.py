@@ -22,8 +22,8 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-from spec import templates
-from spec.schema import (
+from pipeproof.spec import templates
+from pipeproof.spec.schema import (
     BACKENDS, MAIN_RING, MAX_COUNT, OPS, READ_OPS, RING_OPS, SECTIONS, SIDES, TARGETS, Barrier,
     Op, Ring, Role, Spec, SpecError,
 )

@@ -37,7 +37,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from spec.schema import SpecError
+from pipeproof.spec.schema import SpecError
 
 TEMPLATES = {
     "mojo_producer_consumer": (

@@ -70,7 +70,7 @@ import json
 from collections import Counter
 from dataclasses import dataclass, field
 
-from spec.schema import Op, Spec
+from pipeproof.spec.schema import Op, Spec
 
 TX_LIMIT = (1 << 20) - 1
 WRAP = 1 << 32

@@ -18,9 +18,9 @@ import json
 
 import pytest
 
-from backends import amd, nvidia
-from checker.verify import verify
-from spec.load import load_spec_text
+from pipeproof.backends import amd, nvidia
+from pipeproof.checker.verify import verify
+from pipeproof.spec.load import load_spec_text
 
 TX_LIMIT = (1 << 20) - 1
 U32 = 1 << 32

@@ -22,14 +22,14 @@ import json
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from checker import report
-from checker.export import to_chrome, to_itf
-from checker.model import compile_model
-from checker.smt import bmc, encode
-from checker.smt.bmc import verify_bmc
-from checker.smt.encode import Encoding
-from checker.verify import verify
-from spec.load import load_spec, load_spec_text
+from pipeproof.checker import report
+from pipeproof.checker.export import to_chrome, to_itf
+from pipeproof.checker.model import compile_model
+from pipeproof.checker.smt import bmc, encode
+from pipeproof.checker.smt.bmc import verify_bmc
+from pipeproof.checker.smt.encode import Encoding
+from pipeproof.checker.verify import verify
+from pipeproof.spec.load import load_spec, load_spec_text
 from tests import test_generated as core
 from tests import test_generated_expressive as expressive
 from tests.specs import standard_toml
@@ -256,7 +256,7 @@ def test_deterministic():
 def _cli(*args):
     from click.testing import CliRunner
 
-    from checker.cli import main
+    from pipeproof.checker.cli import main
     return CliRunner().invoke(main, ["verify", "--no-precheck", *args])
 
 

@@ -6,7 +6,7 @@ import os
 
 from click.testing import CliRunner
 
-from checker.cli import main
+from pipeproof.checker.cli import main
 
 EXAMPLES = os.path.join(os.path.dirname(__file__), "..", "spec", "examples")
 

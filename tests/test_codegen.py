@@ -14,11 +14,11 @@ import textwrap
 
 import pytest
 
-from backends import amd as amd_backend
-from cuda_ref import codegen as G
-from cuda_ref.codegen import GenerationError, generate
-from spec.load import load_spec, load_spec_text
-from spec.schema import OPS
+from pipeproof.backends import amd as amd_backend
+from pipeproof.cuda_ref import codegen as G
+from pipeproof.cuda_ref.codegen import GenerationError, generate
+from pipeproof.spec.load import load_spec, load_spec_text
+from pipeproof.spec.schema import OPS
 
 NVCC = shutil.which("nvcc") or (shutil.which("/usr/local/cuda/bin/nvcc"))
 

@@ -17,11 +17,11 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from checker import semantics as S
-from checker.model import compile_model
-from cuda_ref.conform import ConformResult, LogError, conform, load_log
-from cuda_ref.conform_cli import conform as conform_command
-from spec.load import load_spec
+from pipeproof.checker import semantics as S
+from pipeproof.checker.model import compile_model
+from pipeproof.cuda_ref.conform import ConformResult, LogError, conform, load_log
+from pipeproof.cuda_ref.conform_cli import conform as conform_command
+from pipeproof.spec.load import load_spec
 from tests.specs import standard_toml
 
 ROOT = Path(__file__).resolve().parent.parent

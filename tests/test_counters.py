@@ -10,8 +10,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from checker.smt.counters import amd_wrap
-from spec.load import load_spec, load_spec_text
+from pipeproof.checker.smt.counters import amd_wrap
+from pipeproof.spec.load import load_spec, load_spec_text
 
 ROOT = Path(__file__).resolve().parents[1]
 U32 = (1 << 32) - 1

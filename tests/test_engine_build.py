@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pytest
 
-import checker
+from pipeproof import checker
 from benchmarks.standard_pipeline import make_toml
 from tests.specs import standard_toml
 
 PACKAGE_ROOT = Path(checker.__file__).resolve().parent.parent  # the source tree or site-packages
-CLI = [sys.executable, "-m", "checker.cli"]
+CLI = [sys.executable, "-m", "pipeproof.checker.cli"]
 # Two million states with symmetry alone: a few seconds compiled, many minutes as plain Python.
 BIG = make_toml(8, 4, 16)
 BIG_STATES = "2126417 states"

@@ -26,10 +26,10 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]  # the repository (pytest's pythonpath)
 
-from checker.result import KINDS
-from checker.verify import verify
-from spec import templates
-from spec.load import load_spec
+from pipeproof.checker.result import KINDS
+from pipeproof.checker.verify import verify
+from pipeproof.spec import templates
+from pipeproof.spec.load import load_spec
 from tests.replay import replay
 
 EXAMPLES_DIR = ROOT / "spec" / "examples"

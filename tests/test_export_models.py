@@ -27,14 +27,14 @@ import pytest
 from click.testing import CliRunner
 
 from benchmarks.standard_pipeline import make_toml
-from checker.export_cli import export as export_command
-from checker.export_models import (
+from pipeproof.checker.export_cli import export as export_command
+from pipeproof.checker.export_models import (
     check_exportable, run_rumur, run_spin, to_murphi, to_promela,
 )
-from checker.result import KINDS
-from checker.verify import verify
-from spec.load import load_spec, load_spec_text
-from spec.schema import SpecError
+from pipeproof.checker.result import KINDS
+from pipeproof.checker.verify import verify
+from pipeproof.spec.load import load_spec, load_spec_text
+from pipeproof.spec.schema import SpecError
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES_DIR = ROOT / "spec" / "examples"
@@ -205,7 +205,7 @@ def test_export_command_writes_stdout_and_files(tmp_path):
     ["--format", "promela", "spec/examples/mojo_pcp_nvidia.toml", "-o", "no/such/dir/x.pml"],
 ])
 def test_export_command_bad_input_exits_2(args):
-    proc = subprocess.run([sys.executable, "-m", "checker.export_cli", *args], cwd=ROOT,
+    proc = subprocess.run([sys.executable, "-m", "pipeproof.checker.export_cli", *args], cwd=ROOT,
                           capture_output=True, text=True)
     assert proc.returncode == 2, proc.stderr
     assert proc.stdout == ""
@@ -215,12 +215,12 @@ def test_export_command_bad_input_exits_2(args):
 
 def test_pipeproof_export_is_the_same_command():
     example = "spec/examples/mojo_input_tile_nvidia.toml"
-    proc = subprocess.run([sys.executable, "-m", "checker.cli", "export", "--format", "murphi", example],
+    proc = subprocess.run([sys.executable, "-m", "pipeproof.checker.cli", "export", "--format", "murphi", example],
                           cwd=ROOT, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     expected = to_murphi(load_spec(ROOT / example)).replace(str(ROOT / example), example, 1)
     assert proc.stdout == expected
-    bad = subprocess.run([sys.executable, "-m", "checker.cli", "export", "--format", "promela",
+    bad = subprocess.run([sys.executable, "-m", "pipeproof.checker.cli", "export", "--format", "promela",
                           "spec/examples/x_cluster_ctas_ok.toml"], cwd=ROOT, capture_output=True, text=True)
     assert bad.returncode == 2 and bad.stdout == ""
     assert bad.stderr.strip() == ("spec/examples/x_cluster_ctas_ok.toml: [pipeline] cluster_size: a cluster "

@@ -28,11 +28,11 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]  # the repository (pytest's pythonpath)
 
-from checker.result import KINDS
-from checker.verify import verify
-from spec import templates
-from spec.load import load_spec, load_spec_text
-from spec.schema import MAIN_RING, Ring, SpecError
+from pipeproof.checker.result import KINDS
+from pipeproof.checker.verify import verify
+from pipeproof.spec import templates
+from pipeproof.spec.load import load_spec, load_spec_text
+from pipeproof.spec.schema import MAIN_RING, Ring, SpecError
 from tests import replay as R
 from tests.test_examples import PINNED_STATES as ALL_PINNED_STATES
 from tests.test_examples import symmetric_result_of, unreduced_result_of

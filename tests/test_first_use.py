@@ -15,7 +15,7 @@ import pytest
 from tests.specs import PRODUCER_COPIES, standard_toml
 
 ROOT = Path(__file__).resolve().parent.parent
-CLI = [sys.executable, "-m", "checker.cli"]
+CLI = [sys.executable, "-m", "pipeproof.checker.cli"]
 OK = standard_toml(items=3)
 DEAD_DECLARED_OK = OK.replace("consumer_arrive_count = 1", "consumer_arrive_count = 2").replace(
     "items = 3\n", 'items = 3\nexpect = "ok"\n', 1)

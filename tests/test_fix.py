@@ -21,10 +21,10 @@ from pathlib import Path
 
 import pytest
 
-from checker import fix as F
-from checker.fix import Change, FixSuggestion, format_fix, suggest_fix
-from checker.verify import verify
-from spec.load import load_spec, load_spec_text
+from pipeproof.checker import fix as F
+from pipeproof.checker.fix import Change, FixSuggestion, format_fix, suggest_fix
+from pipeproof.checker.verify import verify
+from pipeproof.spec.load import load_spec, load_spec_text
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "spec" / "examples"
@@ -72,13 +72,13 @@ def apply_unified_diff(text: str, diff: str) -> str:
 @pytest.fixture
 def no_prove(monkeypatch):
     """The explicit engine alone (as if checker/prove.py did not exist)."""
-    monkeypatch.setitem(sys.modules, "checker.prove", None)  # import raises ImportError
+    monkeypatch.setitem(sys.modules, "pipeproof.checker.prove", None)  # import raises ImportError
 
 
 def fake_prove(monkeypatch, fn):
-    module = types.ModuleType("checker.prove")
+    module = types.ModuleType("pipeproof.checker.prove")
     module.prove = fn
-    monkeypatch.setitem(sys.modules, "checker.prove", module)
+    monkeypatch.setitem(sys.modules, "pipeproof.checker.prove", module)
 
 
 def check_suggestion(s: FixSuggestion, spec, text: str) -> None:
@@ -312,7 +312,7 @@ def test_prove_stand_in_that_fails_leaves_the_explicit_verdict(monkeypatch):
 @pytest.mark.parametrize("name", ["bug_amd_producer_phase0.toml",
                                   "bug_consumer_phase1_nvidia.toml"])
 def test_real_prove_confirms(name):
-    pytest.importorskip("checker.prove")
+    pytest.importorskip("pipeproof.checker.prove")
     spec, text = example(name)
     s = suggest_fix(spec)
     check_suggestion(s, spec, text)

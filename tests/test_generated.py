@@ -18,9 +18,9 @@ import json
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from checker.result import KINDS
-from checker.verify import verify
-from spec.load import load_spec_text
+from pipeproof.checker.result import KINDS
+from pipeproof.checker.verify import verify
+from pipeproof.spec.load import load_spec_text
 
 try:
     from tests.replay import replay

@@ -13,8 +13,8 @@ import json
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from checker.verify import verify
-from spec.load import load_spec_text
+from pipeproof.checker.verify import verify
+from pipeproof.spec.load import load_spec_text
 from tests.replay import replay
 
 MAX_STATES = 20_000

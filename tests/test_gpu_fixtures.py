@@ -18,15 +18,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from cuda_ref import codegen as G
-from cuda_ref import log as L
-from cuda_ref.commands import _ModelFacts, check_rules
-from spec.load import load_spec
+from pipeproof.cuda_ref import codegen as G
+from pipeproof.cuda_ref import log as L
+from pipeproof.cuda_ref.commands import _ModelFacts, check_rules
+from pipeproof.spec.load import load_spec
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures" / "gpu"
 PAIRS = sorted(p.with_suffix("").with_suffix("") for p in FIXTURES.glob("*.log.json"))
-HAVE_CONFORM = importlib.util.find_spec("cuda_ref.conform") is not None
+HAVE_CONFORM = importlib.util.find_spec("pipeproof.cuda_ref.conform") is not None
 
 
 def load_pair(stem: Path):
@@ -161,7 +161,7 @@ def test_rule_4_every_log_conforms(facts):
 @pytest.mark.skipif(importlib.util.find_spec("cupy") is not None, reason="CuPy is installed here")
 @pytest.mark.parametrize("command", ["gpu", "crosscheck"])
 def test_commands_without_cupy_say_so_in_one_line_and_exit_2(command):
-    r = subprocess.run([sys.executable, "-m", "cuda_ref.commands", command,
+    r = subprocess.run([sys.executable, "-m", "pipeproof.cuda_ref.commands", command,
                         "spec/examples/mojo_pcp_nvidia.toml", "--runs", "2"],
                        capture_output=True, text=True, cwd=ROOT)
     assert r.returncode == 2
@@ -172,7 +172,7 @@ def test_commands_without_cupy_say_so_in_one_line_and_exit_2(command):
 def test_commands_reject_a_bad_spec_with_exit_2(tmp_path):
     bad = tmp_path / "bad.toml"
     bad.write_text("[pipeline]\nbackend = 'nvidia'\n")
-    r = subprocess.run([sys.executable, "-m", "cuda_ref.commands", "gpu", str(bad)],
+    r = subprocess.run([sys.executable, "-m", "pipeproof.cuda_ref.commands", "gpu", str(bad)],
                        capture_output=True, text=True, cwd=ROOT)
     assert r.returncode == 2 and str(bad) in r.stderr
 
@@ -221,7 +221,7 @@ def test_fixture_matches_the_generated_program(stem):
 @pytest.mark.skipif(not HAVE_CONFORM, reason="cuda_ref.conform is not there yet")
 @pytest.mark.parametrize("stem", PAIRS, ids=lambda p: p.name)
 def test_fixture_conforms_and_tampering_is_rejected(stem):
-    from cuda_ref.conform import conform
+    from pipeproof.cuda_ref.conform import conform
     spec, log = load_pair(stem)
     assert conform(spec, log).ok
     waits = [i for i, e in enumerate(log["events"])

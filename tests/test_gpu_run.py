@@ -17,7 +17,7 @@ pytestmark = [
 
 @pytest.fixture(scope="module")
 def session():
-    from cuda_ref.run import GpuSession, GpuUnavailable
+    from pipeproof.cuda_ref.run import GpuSession, GpuUnavailable
     try:
         s = GpuSession(timeout_ms=20.0, delay_ns=2000, command="pytest tests/test_gpu_run.py")
     except GpuUnavailable as err:
@@ -28,7 +28,7 @@ def session():
 
 def conform_or_skip(spec, log):
     try:
-        from cuda_ref.conform import conform
+        from pipeproof.cuda_ref.conform import conform
     except ImportError:
         return None
     return conform(spec, log)
@@ -37,7 +37,7 @@ def conform_or_skip(spec, log):
 @pytest.mark.parametrize("name", ["mojo_pcp_nvidia", "mojo_pcp_amd", "mojo_input_tile_cluster2_k2",
                                   "x_mojo_sm100_matmul"])
 def test_correct_specs_run_ok_and_conform(session, name):
-    from spec.load import load_spec
+    from pipeproof.spec.load import load_spec
     path = f"spec/examples/{name}.toml"
     res = session.run_spec(path, runs=3, seed=5)
     assert not res.refused

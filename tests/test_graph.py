@@ -13,12 +13,12 @@ import networkx as nx
 import pytest
 from click.testing import CliRunner
 
-from checker.cli import main as cli_main
-from checker.graph import (build_graph, cycles_without_progress, every_path_deadlocks, summary,
+from pipeproof.checker.cli import main as cli_main
+from pipeproof.checker.graph import (build_graph, cycles_without_progress, every_path_deadlocks, summary,
                            to_dot, write_dot)
-from checker.model import compile_model
-from checker.verify import verify
-from spec.load import load_spec, load_spec_text
+from pipeproof.checker.model import compile_model
+from pipeproof.checker.verify import verify
+from pipeproof.spec.load import load_spec, load_spec_text
 from tests.specs import standard_toml
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "spec" / "examples"

@@ -8,10 +8,10 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from checker.cli import main
-from checker.lap_verify import own_count, verify_laps
-from checker.verify import verify
-from spec.load import load_spec, load_spec_text
+from pipeproof.checker.cli import main
+from pipeproof.checker.lap_verify import own_count, verify_laps
+from pipeproof.checker.verify import verify
+from pipeproof.spec.load import load_spec, load_spec_text
 from tests.specs import standard_toml
 from tests.test_prove import BY_NAME, PROVED
 

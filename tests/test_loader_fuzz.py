@@ -10,8 +10,8 @@ import math
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from spec.load import PIPELINE_KEYS, ROLE_KEYS, load_spec_text
-from spec.schema import SpecError
+from pipeproof.spec.load import PIPELINE_KEYS, ROLE_KEYS, load_spec_text
+from pipeproof.spec.schema import SpecError
 
 SETTINGS = dict(derandomize=True, deadline=None, database=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])

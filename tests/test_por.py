@@ -17,14 +17,14 @@ import pytest
 from click.testing import CliRunner
 from hypothesis import given, settings
 
-from checker import por as POR
-from checker import semantics as S
-from checker import symmetry as SYM
-from checker.cli import main as cli_main
-from checker.explore import Search
-from checker.model import compile_model
-from checker.verify import verify
-from spec.load import load_spec, load_spec_text
+from pipeproof.checker import por as POR
+from pipeproof.checker import semantics as S
+from pipeproof.checker import symmetry as SYM
+from pipeproof.checker.cli import main as cli_main
+from pipeproof.checker.explore import Search
+from pipeproof.checker.model import compile_model
+from pipeproof.checker.verify import verify
+from pipeproof.spec.load import load_spec, load_spec_text
 from tests import test_generated as G
 from tests import test_symmetry as TS
 from tests.specs import standard_toml

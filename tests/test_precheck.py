@@ -27,9 +27,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from checker.smt.precheck import Finding, precheck, report_lines
-from checker.verify import verify
-from spec.load import load_spec, load_spec_text
+from pipeproof.checker.smt.precheck import Finding, precheck, report_lines
+from pipeproof.checker.verify import verify
+from pipeproof.spec.load import load_spec, load_spec_text
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = sorted(p.name for p in (ROOT / "spec" / "examples").glob("*.toml"))

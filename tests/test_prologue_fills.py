@@ -9,13 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from checker.lap_verify import verify_laps
-from checker.model import compile_model
-from checker.prove import prove
-from checker.smt.bmc import verify_bmc
-from checker.verify import verify
-from spec.load import load_spec, load_spec_text
-from spec.schema import SpecError
+from pipeproof.checker.lap_verify import verify_laps
+from pipeproof.checker.model import compile_model
+from pipeproof.checker.prove import prove
+from pipeproof.checker.smt.bmc import verify_bmc
+from pipeproof.checker.verify import verify
+from pipeproof.spec.load import load_spec, load_spec_text
+from pipeproof.spec.schema import SpecError
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "spec" / "examples"
@@ -121,7 +121,7 @@ def test_every_engine_agrees(name):
 
 def test_the_cli_runs_them_and_says_unexpected_for_none():
     names = [str(EXAMPLES / n) for n in sorted(NEW)]
-    p = subprocess.run([sys.executable, "-m", "checker.cli", "verify", "-q", *names],
+    p = subprocess.run([sys.executable, "-m", "pipeproof.checker.cli", "verify", "-q", *names],
                        capture_output=True, text=True, cwd=ROOT, timeout=600)
     assert p.returncode == 1, p.stdout + p.stderr
     assert p.stdout.splitlines()[-1] == ("4 specs: 2 ok, 2 violations, 0 inconclusive "

@@ -10,14 +10,14 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from checker import semantics as S
-from checker.cli import main
-from checker.laps import (LapAbstraction, canonical_fast, lap_tables, role_coefficients,
+from pipeproof.checker import semantics as S
+from pipeproof.checker.cli import main
+from pipeproof.checker.laps import (LapAbstraction, canonical_fast, lap_tables, role_coefficients,
                           scaled_spec)
-from checker.model import compile_model
-from checker.prove import MAX_R, prove
-from checker.verify import verify
-from spec.load import load_spec, load_spec_text
+from pipeproof.checker.model import compile_model
+from pipeproof.checker.prove import MAX_R, prove
+from pipeproof.checker.verify import verify
+from pipeproof.spec.load import load_spec, load_spec_text
 from tests.specs import standard_toml
 
 EXAMPLES = sorted(glob.glob(os.path.join(os.path.dirname(__file__), "..", "spec", "examples", "*.toml")))
@@ -110,7 +110,7 @@ def test_a_broken_invariant_makes_the_proof_fail():
     item mod K). Break that on x_persistent_tiles_ok (per-tile ops, every=2): the search meets
     states no item count reaches, the explicit engine refuses to confirm the violation it finds
     there, and the answer is `unknown`, never `proved`."""
-    import checker.prove as P
+    import pipeproof.checker.prove as P
     spec = load_spec(BY_NAME["x_persistent_tiles_ok"])
     assert prove(spec).status == "proved"
     original = P.LapAbstraction
@@ -252,10 +252,10 @@ def test_interchangeable_agents_are_stored_once():
 def test_compiled_search_stores_the_reference_search_states_in_its_order(name):
     """The numba search (`_Search`) and the plain Python one it replaced (`_ReferenceSearch`)
     store the same abstract states, in the same BFS order, with the same parents."""
-    from checker.prove import _ReferenceSearch, _Search
+    from pipeproof.checker.prove import _ReferenceSearch, _Search
     lap = LapAbstraction(load_spec(BY_NAME[name]), MAX_R)
     R = 2 * lap.item_step
-    from checker.prove import _NeedLargerR
+    from pipeproof.checker.prove import _NeedLargerR
     while True:
         new, ref = _Search(lap, R, 500_000, None), _ReferenceSearch(lap, R, 500_000, None)
         try:

@@ -11,7 +11,7 @@ from collections import deque
 
 import pytest
 
-from spec.schema import Barrier, Op, Ring, Role, Spec
+from pipeproof.spec.schema import Barrier, Op, Ring, Role, Spec
 from tests.replay import (
     ReplayError, apply, enabled_events, initial_state, replay, signal_ready, state_view,
     state_violations,

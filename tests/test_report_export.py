@@ -10,11 +10,11 @@ import json
 import itf_py
 import pytest
 
-from checker.export import to_chrome, to_itf, write_trace
-from checker.report import first_line, format_text, to_json
-from checker.result import JSON_SCHEMA_VERSION, Result
-from checker.trace import Event, Step, Trace
-from spec.schema import Op, Role, Spec
+from pipeproof.checker.export import to_chrome, to_itf, write_trace
+from pipeproof.checker.report import first_line, format_text, to_json
+from pipeproof.checker.result import JSON_SCHEMA_VERSION, Result
+from pipeproof.checker.trace import Event, Step, Trace
+from pipeproof.spec.schema import Op, Role, Spec
 
 PATH = "spec/examples/tiny.toml"
 

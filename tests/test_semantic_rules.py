@@ -9,10 +9,10 @@ import json
 
 import pytest
 
-from checker.model import KIND_BITS, compile_model
-from checker.result import KINDS
-from checker.verify import verify
-from spec.load import load_spec_text
+from pipeproof.checker.model import KIND_BITS, compile_model
+from pipeproof.checker.result import KINDS
+from pipeproof.checker.verify import verify
+from pipeproof.spec.load import load_spec_text
 
 BIT = dict(zip(KINDS, KIND_BITS))
 

@@ -26,13 +26,13 @@ import numpy as np
 import pytest
 
 from benchmarks import soundness as H
-from checker import por as POR
-from checker import semantics as S
-from checker.lap_verify import verify_laps
-from checker.prove import prove
-from checker.smt.bmc import verify_bmc
-from checker.verify import verify
-from spec.load import load_spec, load_spec_text
+from pipeproof.checker import por as POR
+from pipeproof.checker import semantics as S
+from pipeproof.checker.lap_verify import verify_laps
+from pipeproof.checker.prove import prove
+from pipeproof.checker.smt.bmc import verify_bmc
+from pipeproof.checker.verify import verify
+from pipeproof.spec.load import load_spec, load_spec_text
 from tests import test_generated as G
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -80,7 +80,7 @@ def test_issue_specs_through_the_command_as_plain_python(name):
     """The command's first try runs the engine as plain Python (checker/tier.py)."""
     kinds, depth = ISSUE_SPECS[name]
     env = {k: v for k, v in os.environ.items() if k != "PIPEPROOF_JIT"}
-    proc = subprocess.run([sys.executable, "-m", "checker.cli", "verify", "--json",
+    proc = subprocess.run([sys.executable, "-m", "pipeproof.checker.cli", "verify", "--json",
                            str(FIXTURES / name)], cwd=ROOT, env=env, capture_output=True,
                           text=True, timeout=600)
     assert proc.returncode == 1, proc.stderr
@@ -197,7 +197,7 @@ def test_shrinking_keeps_the_disagreement(monkeypatch):
 def test_every_op_has_a_footprint():
     table = S.effects_table()
     assert table.shape == (S.N_OPS, 9)
-    from checker.model import OP_CODES
+    from pipeproof.checker.model import OP_CODES
     assert sorted(OP_CODES.values()) == list(range(S.N_OPS))
     # what the reduction relies on: waits and tries observe, arrivals and copies update
     for op in (S.WAIT_FULL, S.TRY_FULL, S.WAIT_EMPTY, S.TRY_EMPTY, S.DRAIN):

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from spec.load import load_spec, load_spec_text
-from spec.schema import SpecError
+from pipeproof.spec.load import load_spec, load_spec_text
+from pipeproof.spec.schema import SpecError
 
 PIPELINE = """\
 [pipeline]

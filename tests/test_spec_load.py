@@ -5,9 +5,9 @@ from pathlib import Path
 
 import pytest
 
-from spec.load import load_spec, load_spec_text
-from spec.schema import TX_LIMIT, Barrier, Op, Ring, SpecError
-from spec.templates import TEMPLATES
+from pipeproof.spec.load import load_spec, load_spec_text
+from pipeproof.spec.schema import TX_LIMIT, Barrier, Op, Ring, SpecError
+from pipeproof.spec.templates import TEMPLATES
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "spec" / "examples"
 
@@ -337,7 +337,7 @@ roles = ["consumer", "epilogue_warp"]
 
 
 def test_template_does_not_change_its_inputs():
-    from spec.templates import expand
+    from pipeproof.spec.templates import expand
     pipeline = {"template": "sm90_ring", "backend": "nvidia", "stages": 2, "items": 1}
     roles = [{"name": "consumer", "count": 2}]
     expanded, expanded_roles = expand(pipeline, roles, "x.toml")

@@ -16,8 +16,8 @@ from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings
 
-from checker.verify import verify
-from spec.load import load_spec
+from pipeproof.checker.verify import verify
+from pipeproof.spec.load import load_spec
 from tests import test_generated as G
 from tests import test_generated_expressive as GX
 from tests.specs import PRODUCER_COPIES, standard_toml
@@ -97,7 +97,7 @@ BIG = standard_toml(stages=3, consumers=3, items=6, producer_body=PRODUCER_COPIE
 
 def command(tmp_path, *args, **env):
     """`python -X importtime -m checker.cli ARGS`: the import log shows whether numba came in."""
-    proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "checker.cli", *args],
+    proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "pipeproof.checker.cli", *args],
                           cwd=tmp_path, env=dict(os.environ, **env), capture_output=True,
                           text=True, timeout=600)
     numba = bool(IMPORT_LINE.search(proc.stderr))

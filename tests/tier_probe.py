@@ -15,7 +15,7 @@ SECONDS = re.compile(r"\d+\.\d+ s\b")
 
 def fingerprint(result) -> dict:
     """Everything a user sees of a result (JSON and text, traces included) but the seconds."""
-    from checker.report import format_text, result_to_json
+    from pipeproof.checker.report import format_text, result_to_json
     doc = result_to_json(result)
     doc.pop("seconds")
     doc["text"] = SECONDS.sub("<s>", format_text(result))
@@ -23,8 +23,8 @@ def fingerprint(result) -> dict:
 
 
 def main(max_states: int, paths) -> dict:
-    from checker.verify import verify
-    from spec.load import load_spec
+    from pipeproof.checker.verify import verify
+    from pipeproof.spec.load import load_spec
     results = {path: fingerprint(verify(load_spec(path), max_states=max_states or None))
                for path in paths}
     return {"numba imported": "numba" in sys.modules, "results": results}

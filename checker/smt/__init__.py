@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import z3
 
-from backends import base
+from pipeproof.backends import base
 
 SEED = 0
 TIMEOUT_MS = 20_000        # per check; callers may lower it

@@ -56,14 +56,14 @@ from collections import Counter
 
 import z3
 
-from checker import semantics as S
-from checker import smt
-from checker.model import Model, compile_model
-from checker.result import KINDS, Result
-from checker.smt.encode import KIND_BITS, Encoding
-from checker import verify as V
-from checker.trace import Trace
-from spec.schema import Spec
+from pipeproof.checker import semantics as S
+from pipeproof.checker import smt
+from pipeproof.checker.model import Model, compile_model
+from pipeproof.checker.result import KINDS, Result
+from pipeproof.checker.smt.encode import KIND_BITS, Encoding
+from pipeproof.checker import verify as V
+from pipeproof.checker.trace import Trace
+from pipeproof.spec.schema import Spec
 
 DEFAULT_DEPTH = 100
 POR = "lex"  # partial-order reduction of run prefixes: "lex" (Encoding.lex_order), True
@@ -84,7 +84,7 @@ def warm_up() -> None:
     clock starts, like checker.verify.warm_up."""
     global _warm
     if not _warm:
-        from checker.jitcache import ensure_engines
+        from pipeproof.checker.jitcache import ensure_engines
         ensure_engines()  # the one shared build, as checker.verify.warm_up
         _warm = True
         verify_bmc(V.tiny_spec(), depth=2)

@@ -25,12 +25,12 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from backends import amd
-from checker import smt
-from checker.smt import z3
-from checker.smt.precheck import (EMPTY, FULL, MAX_STEPS, WAITS, arrive_count, classes, forms,
+from pipeproof.backends import amd
+from pipeproof.checker import smt
+from pipeproof.checker.smt import z3
+from pipeproof.checker.smt.precheck import (EMPTY, FULL, MAX_STEPS, WAITS, arrive_count, classes, forms,
                                   sig_name, walk_size)
-from spec.schema import Spec
+from pipeproof.spec.schema import Spec
 
 BITS = 64
 LAPS = 1 << 32

@@ -44,12 +44,12 @@ from dataclasses import dataclass, field
 
 import z3
 
-from backends import amd as amd_backend
-from backends import nvidia as nvidia_backend
-from backends.base import AMD, EMPTY, FULL
-from checker import semantics as S
-from checker import smt
-from checker.model import Model
+from pipeproof.backends import amd as amd_backend
+from pipeproof.backends import nvidia as nvidia_backend
+from pipeproof.backends.base import AMD, EMPTY, FULL
+from pipeproof.checker import semantics as S
+from pipeproof.checker import smt
+from pipeproof.checker.model import Model
 
 WIDTH = None  # None: bit-vectors wide enough for every value (`_width`); 0: unbounded Ints
 NV = smt.symbolic_backend(nvidia_backend)

@@ -48,10 +48,10 @@ from collections import defaultdict
 from dataclasses import asdict, dataclass
 from math import lcm
 
-from backends import amd, base, nvidia
-from checker import smt
-from checker.smt import z3
-from spec.schema import MAIN_RING, TX_LIMIT, Op, Role, Spec
+from pipeproof.backends import amd, base, nvidia
+from pipeproof.checker import smt
+from pipeproof.checker.smt import z3
+from pipeproof.spec.schema import MAIN_RING, TX_LIMIT, Op, Role, Spec
 
 MAX_STEPS = 200_000  # agents x ops walked; above it only the static checks run
 FULL, EMPTY = "full", "empty"
@@ -508,7 +508,7 @@ def report_lines(spec: Spec) -> list[str]:
     pre-check finding, and for amd a counter wrap within the spec's items (part 4). Nothing
     when all is well. A failure of the pre-check itself is one line, never an exception: the
     explicit engine's verdict is what counts."""
-    from checker.smt.counters import amd_wrap  # it imports this module
+    from pipeproof.checker.smt.counters import amd_wrap  # it imports this module
     try:
         lines = [f"pre-check: {f}" for f in precheck(spec)]
         if spec.backend == "amd":
