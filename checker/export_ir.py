@@ -1,0 +1,264 @@
+"""What the Promela and Murphi exports share (checker/export_models.py says what they export).
+
+`check_exportable` refuses what they cannot express, in one line; `IR` is the compiled model
+(checker.model) seen from the exporters: agents grouped by program (`Group`, with the program
+walk: next pc, every=/at= guards, tags), the constants, and the value range of every field.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from pipeproof.backends.base import FULL
+from pipeproof.checker import semantics as S
+from pipeproof.checker.model import compile_model
+from pipeproof.spec.schema import MAIN_RING, Spec, SpecError
+
+FORMATS = ("promela", "murphi")
+SUBSET = ("nvidia backend, one CTA, the main ring, ops wait/try/arrive/expect_tx/copy/write/read/"
+          "commit_empty/advance/reset/drain/sync/sync_arrive/sync_wait with @leader, unless=ready "
+          "and every=/at=")
+UNSUPPORTED_OPS = {
+    "read_async": "async reads (read_async)",
+    "read_wait": "async reads (read_wait)",
+}
+KIND_MESSAGES = {
+    "deadlock": "deadlock",
+    "read_before_fill": "read_before_fill: a read finds another item, or a copy into the slot still in flight",
+    "overwrite_before_drain": "overwrite_before_drain: a slot is refilled while a reader has not read it",
+    "phase_alias": "phase_alias: a parity wait outside its phase window",
+    "over_arrival": "over_arrival: an arrive above pending (trap)",
+    "over_arrival_ahead": "over_arrival: a phase completed that no wait observed",
+    "tx_range": "tx_range: a tx-count beyond 2^20-1 (trap)",
+    "inflight_at_exit": "inflight_at_exit: the CTA exits while something is in flight, or is targeted after",
+    "inflight_capacity": "inflight_capacity: more copies/commits in flight than the model holds (inconclusive)",
+}
+ENTRY_COPY, ENTRY_COMMIT = 1, 2
+
+
+# ---------------------------------------------------------------------------------- checking
+
+def check_exportable(spec: Spec, fmt: str = "promela or murphi") -> None:
+    """Raise SpecError (one line) naming the first feature the export cannot express."""
+    def refuse(where: str, what: str):
+        raise SpecError(f"{spec.path}: {where}: {what} cannot be exported to {fmt} "
+                        f"(the export covers: {SUBSET})")
+
+    if spec.backend != "nvidia":
+        refuse("[pipeline] backend", f"the {spec.backend} backend")
+    if spec.cluster_size != 1:
+        refuse("[pipeline] cluster_size", f"a cluster of {spec.cluster_size} CTAs")
+    if spec.rings:
+        refuse(f"[ring.{spec.rings[0].name}]", "several rings")
+    for role in spec.roles:
+        if role.ctas and tuple(role.ctas) != (0,):
+            refuse(f"role '{role.name}' ctas", "per-CTA roles")
+        for section in ("prologue", "body", "epilogue"):
+            for i, op in enumerate(getattr(role, section)):
+                where = f"role '{role.name}' {section}[{i}]"
+                if op.name in UNSUPPORTED_OPS:
+                    refuse(where, f"op '{op.text or op.name}': {UNSUPPORTED_OPS[op.name]}")
+                if op.ring != MAIN_RING:
+                    refuse(where, f"op '{op.text or op.name}': ring=")
+
+
+# ---------------------------------------------------------------------------------- the IR
+
+@dataclass
+class Group:
+    """Agents with one program: a role, or its leader and the rest when it has @leader ops."""
+    ident: str            # identifier-safe name
+    label: str            # for people
+    first: int            # index of the first agent in model.agents
+    size: int
+    ops: tuple            # (Op, drain_step) per pc
+    body_start: int
+    body_end: int
+    items: int
+    init_pc: int
+    init_item: int
+    init_stage: int
+    init_phase: int
+    phase_max: int
+    has_try: bool
+    guards: dict          # pc -> (every, at) of body ops that run only in some items
+    syncs: dict           # barrier index -> pcs of its `sync` ops
+    arrives: tuple        # barrier indices this group sync_arrive's on
+    tags: tuple = ()      # per pc: the prologue's or epilogue's tag of a fill or read, else -1
+
+    def tag(self, p: int, item: str) -> str:
+        """The tag the fill or read at `p` stores or expects (semantics.op_tag)."""
+        return str(self.tags[p]) if self.tags[p] >= 0 else item
+
+    def reads_by_tag(self) -> dict:
+        """{tag (-1: the item): pcs of the reads expecting it}"""
+        out = {}
+        for p, (op, _) in enumerate(self.ops):
+            if op.name == "read":
+                out.setdefault(self.tags[p], []).append(p)
+        return out
+
+    @property
+    def has_sync(self) -> bool:
+        return any(self.syncs.values())
+
+    @property
+    def length(self) -> int:
+        return len(self.ops)
+
+    @property
+    def agents(self) -> range:
+        return range(self.first, self.first + self.size)
+
+    def next_pc(self, p: int):
+        """How the program moves on after executing the op at `p` (checker.semantics.next_pc):
+        ('plain', q) or ('loop', body_start, body_end) where the item counter steps."""
+        bs, be = self.body_start, self.body_end
+        if bs < be and p == be - 1:
+            return ("loop", bs, be)
+        q = p + 1
+        if bs < be and q == bs and self.items == 0:
+            q = be  # an empty item range skips the body (settle_pc)
+        return ("plain", q)
+
+    def can_finish_at(self, p: int) -> bool:
+        if self.guards:
+            return True  # skipping guarded ops may reach the end from anywhere
+        nxt = self.next_pc(p)
+        return (nxt[0] == "plain" and nxt[1] == self.length) or (nxt[0] == "loop" and nxt[2] == self.length)
+
+
+class IR:
+    """The compiled model seen from the exporters: groups, constants and value ranges."""
+
+    def __init__(self, spec: Spec, fmt: str):
+        check_exportable(spec, fmt)
+        self.spec = spec
+        self.model = m = compile_model(spec)
+        self.stages = spec.stages
+        self.pac = spec.producer_arrive_count
+        self.cac = spec.consumer_arrive_count
+        self.n_agents = len(m.agents)
+        init = m.initial_vector()
+        self.barrier_names = [b.name for b in spec.barriers]
+        self.groups: list[Group] = []
+        used = set()
+        start = 0
+        while start < len(m.agents):
+            a = m.agents[start]
+            end = start + 1
+            while (end < len(m.agents) and m.agents[end].role == a.role
+                   and m.agents[end].ops == a.ops):
+                end += 1
+            base = start * m.agf
+            split = any(m.agents[k].role == a.role for k in range(end, len(m.agents))) or (
+                start > 0 and m.agents[start - 1].role == a.role)
+            label = a.role + ("[leader]" if split and a.index == 0 else "")
+            ident = _ident(a.role + ("_leader" if split and a.index == 0 else ""), used)
+            adv = lambda ops: sum(1 for op, _ in ops if op.name in ("advance", "drain"))
+            n_adv = (adv(a.ops[:a.body_start]) + adv(a.ops[a.body_end:])
+                     + a.items * adv(a.ops[a.body_start:a.body_end]))
+            self.groups.append(Group(
+                ident=ident, label=label, first=start, size=end - start, ops=a.ops,
+                body_start=a.body_start, body_end=a.body_end, items=a.items,
+                init_pc=int(init[base + S.F_PC]), init_item=int(init[base + S.F_ITEM]),
+                init_stage=a.initial_stage, init_phase=a.initial_phase,
+                phase_max=a.initial_phase + (a.initial_stage + n_adv) // self.stages,
+                has_try=any(op.name.startswith("try_") for op, _ in a.ops),
+                guards={p: (op.every, op.at) for p, (op, _) in enumerate(a.ops) if op.every != 1},
+                syncs={b: [p for p, (op, _) in enumerate(a.ops) if op.name == "sync" and op.barrier == name]
+                       for b, name in enumerate(self.barrier_names)},
+                arrives=tuple(b for b, name in enumerate(self.barrier_names)
+                              if any(op.name == "sync_arrive" and op.barrier == name for op, _ in a.ops)),
+                tags=tuple(m.tag_of(a, p) for p in range(len(a.ops)))))
+            start = end
+        self.ops_all = [op for g in self.groups for op, _ in g.ops]
+        self.has_tx = any(op.name in ("expect_tx", "copy") for op in self.ops_all)
+        self.bytes_vals = list(m.bytes_vals)
+        self.inflight = m.inflight
+        self.max_items = max([g.items for g in self.groups] + [1])
+        self.max_tag = max(self.max_items - 1, m.max_tag)  # a prologue's or epilogue's tag
+        self.tag_outside = m.tag_prologue                 # tags from here on are not items
+        self.max_commit = max([op.n for op in self.ops_all if op.name == "commit_empty"] + [1])
+        self.max_count = max([op.n for op in self.ops_all
+                              if op.name in ("arrive_full", "arrive_empty", "commit_empty")] + [1])
+        # Every completed phase of a signal consumed `expected` arrival units (more traps), so
+        # phase_no <= all arrival units of that kind / expected.
+        units = {FULL: 0, 1: 0}
+        for g in self.groups:
+            for p, (op, _) in enumerate(g.ops):
+                times = g.size * (g.items if g.body_start <= p < g.body_end else 1)
+                if op.name in ("arrive_full", "expect_tx"):
+                    units[FULL] += times * (op.n if op.name == "arrive_full" else 1)
+                elif op.name in ("arrive_empty", "commit_empty"):
+                    units[1] += times * op.n
+        self.pn_max = max(units[FULL] // self.pac, units[1] // self.cac, 1)
+        self.ph_max = max(g.phase_max for g in self.groups)
+        if fmt == "promela" and self.ph_max > (1 << 31) - 1:
+            raise SpecError(f"{spec.path}: initial_phase: a phase above 2^31-1 cannot be exported to "
+                            f"promela (SPIN's int is 32 bits)")
+        self.pend_max = max(self.pac, self.cac)
+        # In-flight entry: ((kind * STAGES + stage) * V + value) * NB + bytes index.
+        self.ev = max(self.max_tag + 2, self.max_commit) + 1
+        self.enb = len(self.bytes_vals)
+        self.emax = 3 * self.stages * self.ev * self.enb - 1
+        executed = lambda g, p: g.size * (g.items if g.body_start <= p < g.body_end else 1)
+        self.total_steps = sum(executed(g, p) * (2 if op.name in ("copy", "commit_empty") else 1)
+                               for g in self.groups for p, (op, _) in enumerate(g.ops))
+        # Named barriers: (ident, arrival count, most generations) per barrier.
+        self.barriers = []
+        for b, name in enumerate(self.barrier_names):
+            count = int(m.tables.bar_count[b, 0])
+            arrivals = sum(executed(g, p) for g in self.groups for p, (op, _) in enumerate(g.ops)
+                           if op.name in ("sync", "sync_arrive") and op.barrier == name)
+            self.barriers.append((_ident(name, used, "bar_"), count, arrivals // max(count, 1) + 1))
+
+    def group_of(self, agent: int) -> Group:
+        for g in self.groups:
+            if agent in g.agents:
+                return g
+        raise IndexError(agent)
+
+    def blocking_waits(self, g: Group):
+        """(pc, signal kind 'full'/'empty', unless) of every op that blocks on a signal; `unless`
+        only where the group has a try (else `ready` stays false and the wait always waits)."""
+        out = []
+        for p, (op, _) in enumerate(g.ops):
+            if op.name in ("wait_full", "wait_empty", "drain"):
+                out.append((p, "full" if op.name == "wait_full" else "empty", op.unless_ready and g.has_try))
+        return out
+
+
+def _ident(name: str, used: set, prefix: str = "ag_") -> str:
+    base = prefix + re.sub(r"[^A-Za-z0-9_]", "_", name)
+    out, k = base, 1
+    while out.lower() in used:
+        k += 1
+        out = f"{base}_{k}"
+    used.add(out.lower())
+    return out
+
+
+def comment_lines(ir: IR, prefix: str) -> list[str]:
+    spec = ir.spec
+    lines = [f"{prefix} pipeproof export of {spec.path}",
+             f"{prefix} {spec.name}",
+             f"{prefix} nvidia mbarriers, {spec.stages} stages, full count {spec.producer_arrive_count}, "
+             f"empty count {spec.consumer_arrive_count}"]
+    for g in ir.groups:
+        ops = ", ".join(op.text or op.name for op, _ in g.ops[g.body_start:g.body_end])
+        lines.append(f"{prefix} {g.label}: {g.size} agent(s), {g.items} items, stage {g.init_stage}, "
+                     f"phase {g.init_phase}; body [{ops}]")
+    return lines
+
+
+def any_pc_guarded(pc: str, item: str, pcs, guards: dict, sep: str, eq: str, conj: str) -> str:
+    """`pc = p` for each p, with `item % K = j` for ops guarded by every=K at=j."""
+    parts = []
+    for p in pcs:
+        if p in guards:
+            k, j = guards[p]
+            parts.append(f"({pc} {eq} {p} {conj} {item} % {k} {eq} {j})")
+        else:
+            parts.append(f"{pc} {eq} {p}")
+    return sep.join(parts)

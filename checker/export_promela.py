@@ -1,0 +1,350 @@
+"""The Promela export (for SPIN): the compiled model as one d_step per op of each agent.
+
+checker/export_models.py describes the export; checker/export_ir.py has what it shares with
+the Murphi export.
+"""
+from __future__ import annotations
+
+from pipeproof.backends.nvidia import TX_LIMIT
+from pipeproof.checker.export_ir import ENTRY_COMMIT, ENTRY_COPY, IR, Group, any_pc_guarded, comment_lines
+from pipeproof.spec.schema import Spec
+
+
+def to_promela(spec: Spec) -> str:
+    """The spec as a Promela model for SPIN."""
+    ir = IR(spec, "promela")
+    return _Promela(ir).text()
+
+
+def _ptype(lo: int, hi: int) -> str:
+    if lo >= 0 and hi <= 1:
+        return "bit"
+    if lo >= 0 and hi <= 255:
+        return "byte"
+    if -32768 <= lo and hi <= 32767:
+        return "short"
+    return "int"
+
+
+class _Promela:
+    def __init__(self, ir: IR):
+        self.ir = ir
+        self.out: list[str] = []
+
+    def w(self, *lines):
+        self.out.extend(lines)
+
+    def text(self) -> str:
+        ir = self.ir
+        self.w("/*", *comment_lines(ir, " *"),
+               " * Every op of an agent is one d_step, and so is every landing of an in-flight copy",
+               " * or firing of a commit. Check with:  spin -a model.pml && cc -O2 -o pan pan.c && ./pan",
+               " * A deadlock is an invalid end state; assertions name the violation kind.", " */", "")
+        self.declarations()
+        self.inlines()
+        self.processes()
+        return "\n".join(self.out) + "\n"
+
+    def declarations(self):
+        ir = self.ir
+        A = ir.n_agents
+        self.w(f"#define STAGES {ir.stages}", f"#define TXL {TX_LIMIT}", f"#define PAC {ir.pac}",
+               f"#define CAC {ir.cac}", f"#define NAGENTS {A}", "#define ME (_pid - 1)  /* init is pid 0 */")
+        if ir.inflight:
+            self.w(f"#define INF {ir.inflight}", f"#define EV {ir.ev}", f"#define ENB {ir.enb}")
+        self.w("")
+        self.w("typedef Sig {", f"  {_ptype(0, ir.pn_max)} phase_no;", f"  {_ptype(0, ir.pend_max)} pending;")
+        if ir.has_tx:
+            self.w("  int tx;")
+        self.w("  bit observed", "}", "", "Sig full_sig[STAGES];", "Sig empty_sig[STAGES];",
+               f"{_ptype(-1, ir.max_tag + 1)} slot_tag[STAGES];",
+               f"{_ptype(0, max(g.length for g in ir.groups))} pc[NAGENTS];",
+               f"{_ptype(0, ir.max_items)} item[NAGENTS];",
+               f"{_ptype(0, ir.stages - 1)} stage[NAGENTS];",
+               f"{_ptype(0, ir.ph_max)} phase[NAGENTS];")
+        if any(g.has_try for g in ir.groups):
+            self.w("bit ready[NAGENTS];")
+        if any(g.has_sync for g in ir.groups):
+            self.w("bit at_sync[NAGENTS];")
+        for b, (bid, count, gmax) in enumerate(ir.barriers):
+            if any(b in g.arrives for g in ir.groups):
+                self.w(f"{_ptype(0, gmax + 1)} arrived_{bid}[NAGENTS];  /* last sync_arrive generation + 1 */")
+            self.w(f"{_ptype(0, max(count - 1, 0))} {bid}_arr;  /* arrivals in the current generation */",
+                   f"{_ptype(0, gmax)} {bid}_gen;  /* completed generations */")
+        if ir.inflight:
+            self.w(f"{_ptype(0, ir.emax)} inflight[INF];  /* sorted, largest first; 0 = unused */")
+        self.w("", "/* scratch for d_steps (not part of the state) */",
+               "hidden int moved_, e_, rt_;", "hidden int rp_pc, rp_item, rp_st, b_, k_, ls_;",
+               "hidden byte rp_, st_;",
+               "/* assert(KIND) fails with the kind's name in SPIN's report */",
+               "hidden byte read_before_fill, overwrite_before_drain, phase_alias, over_arrival,",
+               "           tx_range, inflight_at_exit, inflight_capacity;", "")
+        self.w("#define PARITY_READY(pn, ph) (((pn) % 2) != ((ph) % 2))",
+               "#define IN_WINDOW(pn, ph, p0) ((pn) == ((ph) - (p0)) - ((p0) % 2) || "
+               "(pn) == ((ph) - (p0)) - ((p0) % 2) + 1)")
+        if ir.inflight and ir.has_tx:
+            expr = str(min(ir.bytes_vals[-1], TX_LIMIT))
+            for i in range(len(ir.bytes_vals) - 2, -1, -1):
+                expr = f"((B) == {i} -> {min(ir.bytes_vals[i], TX_LIMIT)} : {expr})"
+            self.w(f"#define bytes_of(B) ({expr})")
+        done = " && ".join(f"pc[{a}] == {ir.group_of(a).length}" for a in range(A))
+        self.w(f"#define ALL_DONE ({done})", "")
+
+    def inlines(self):
+        ir = self.ir
+        # signal update
+        self.w("/* One atomic mbarrier update: CNT arrivals and tx += DTX, then the phase check. */",
+               "inline sig_update(SG, EXPECTED, CNT, DTX) {", "  if",
+               "  :: (CNT) > SG.pending -> assert(over_arrival)  /* trap */", "  :: else ->")
+        if ir.has_tx:
+            self.w("    moved_ = SG.tx + (DTX);",
+                   "    if", "    :: moved_ > TXL || moved_ < -TXL -> assert(tx_range)  /* trap */",
+                   "    :: else -> skip", "    fi;",
+                   "    if", "    :: SG.pending - (CNT) == 0 && moved_ == 0 ->")
+        else:
+            self.w("    if", "    :: SG.pending - (CNT) == 0 ->")
+        self.w("      if", "      :: SG.phase_no >= 1 && !SG.observed -> assert(over_arrival)  /* ran ahead */",
+               "      :: else -> skip", "      fi;",
+               "      SG.phase_no = SG.phase_no + 1; SG.pending = EXPECTED; SG.observed = 0"
+               + ("; SG.tx = 0" if ir.has_tx else ""),
+               "    :: else ->", "      SG.pending = SG.pending - (CNT)" + ("; SG.tx = moved_" if ir.has_tx else ""),
+               "    fi", "  fi", "}", "")
+        if ir.inflight:
+            self.w("inline inf_add(E) {", "  e_ = (E);", "  if",
+                   "  :: inflight[INF-1] != 0 -> assert(inflight_capacity)", "  :: else -> skip", "  fi;",
+                   "  k_ = INF - 1;", "  do", "  :: k_ > 0 && inflight[k_-1] < e_ -> inflight[k_] = inflight[k_-1]; k_--",
+                   "  :: else -> break", "  od;", "  inflight[k_] = e_", "}", "",
+                   "inline inf_remove(J) {", "  k_ = (J);", "  do",
+                   "  :: k_ < INF - 1 -> inflight[k_] = inflight[k_+1]; k_++", "  :: else -> break", "  od;",
+                   "  inflight[INF-1] = 0", "}", "",
+                   "/* rp_ := some copy into slot S is in flight */",
+                   "inline copy_in_flight(S) {", "  rp_ = 0; k_ = 0;", "  do",
+                   f"  :: k_ < INF -> if :: inflight[k_] != 0 && inflight[k_] / (ENB*EV) == {ENTRY_COPY}*STAGES + (S) -> rp_ = 1"
+                   " :: else -> skip fi; k_++",
+                   "  :: else -> break", "  od", "}", "")
+        for g in ir.groups:
+            if not g.guards:
+                continue
+            skip = " || ".join(f"(pc[B] == {q} && item[B] % {k} != {j})" for q, (k, j) in sorted(g.guards.items()))
+            bs, be = g.body_start, g.body_end
+            self.w(f"/* Skip the body ops of a {g.label} agent that this item does not run (every=/at=). */",
+                   f"inline settle_{g.ident}(B) {{", "  st_ = 0;", "  do", "  :: st_ == 0 ->", "    if",
+                   f"    :: pc[B] == {bs} && item[B] >= {g.items} -> pc[B] = {be}; st_ = 1",
+                   f"    :: !(pc[B] == {bs} && item[B] >= {g.items}) && ({skip}) ->",
+                   f"      if", f"      :: pc[B] == {be - 1} ->", "        item[B]++;",
+                   f"        if :: item[B] < {g.items} -> pc[B] = {bs} :: else -> pc[B] = {be} fi",
+                   "      :: else -> pc[B]++", "      fi",
+                   "    :: else -> st_ = 1", "    fi", "  :: else -> break", "  od;",
+                   "  skip  /* a break must land inside the d_step */", "}", "")
+        for b, (bid, count, _) in enumerate(ir.barriers):
+            users = [(g, q) for g in ir.groups for q in g.syncs[b]]
+            if not users:
+                continue
+            self.w(f"/* The last arrival of a generation of {ir.barrier_names[b]} releases every agent blocked "
+                   "in its sync. */", f"inline release_{bid}() {{")
+            for g, q in users:
+                for a in g.agents:
+                    self.w(f"  if :: at_sync[{a}] && pc[{a}] == {q} -> at_sync[{a}] = 0; "
+                           + "; ".join(self._next(g, q, str(a))) + " :: else -> skip fi;")
+            self.w("  skip", "}", "")
+        for g in ir.groups:
+            by_tag = g.reads_by_tag()
+            if not by_tag:
+                continue
+            adv = [p for p, (op, _) in enumerate(g.ops) if op.name in ("advance", "drain")]
+            rst = [p for p, (op, _) in enumerate(g.ops) if op.name == "reset"]
+            at = lambda pcs: "(" + any_pc_guarded("rp_pc", "rp_item", pcs, g.guards, " || ", "==", "&&") + ")"
+            self.w(f"/* rp_ := agent B ({g.label}) will still read item T at stage S (its program run",
+                   " * forward, waits ignored, as pipeproof's reads_pending) */",
+                   f"inline reads_pending_{g.ident}(B, T, S) {{",
+                   "  rp_pc = pc[B]; rp_item = item[B]; rp_st = stage[B]; rp_ = 0;", "  do",
+                   f"  :: rp_ == 0 && rp_pc < {g.length} && (rp_item <= (T)"
+                   + (f" || (T) >= {ir.tag_outside}" if set(by_tag) != {-1} else "") + ") ->", "    if")
+            for tag, pcs in sorted(by_tag.items()):
+                self.w(f"    :: {at(pcs)} -> if :: {'rp_item' if tag < 0 else tag} == (T) && rp_st == (S) "
+                       "-> rp_ = 1 :: else -> skip fi")
+            if adv:
+                self.w(f"    :: {at(adv)} -> if :: rp_st == STAGES-1 -> rp_st = 0 :: else -> rp_st++ fi")
+            if rst:
+                self.w(f"    :: {at(rst)} -> rp_st = {g.init_stage}")
+            self.w("    :: else -> skip", "    fi;")
+            bs, be = g.body_start, g.body_end
+            if bs < be:
+                self.w("    if", f"    :: rp_pc == {be - 1} ->", "      rp_item++;",
+                       f"      if :: rp_item < {g.items} -> rp_pc = {bs} :: else -> rp_pc = {be} fi")
+                if g.items == 0 and bs > 0:
+                    self.w(f"    :: rp_pc == {bs - 1} -> rp_pc = {be}")
+                self.w("    :: else -> rp_pc++", "    fi")
+            else:
+                self.w("    rp_pc++")
+            self.w("  :: else -> break", "  od", "}", "")
+        self.w("/* A write or landing stores tag T into slot S: overwrite_before_drain if a reader",
+               " * of the old item has not read it yet. */",
+               "inline store_tag(S, T) {", "  rt_ = (T);", "  if",
+               "  :: slot_tag[S] >= 0 && slot_tag[S] != rt_ ->")
+        for g in ir.groups:
+            if any(op.name == "read" for op, _ in g.ops):
+                self.w(f"    b_ = {g.first};", "    do",
+                       f"    :: b_ < {g.first + g.size} ->",
+                       f"      reads_pending_{g.ident}(b_, slot_tag[S], S);",
+                       "      if :: rp_ -> assert(overwrite_before_drain) :: else -> skip fi;",
+                       "      b_++", "    :: else -> break", "    od;")
+        self.w("    skip", "  :: else -> skip", "  fi;", "  slot_tag[S] = rt_", "}", "")
+
+    def processes(self):
+        ir = self.ir
+        for g in ir.groups:
+            self.w(f"proctype {g.ident}() {{  /* {g.label} */", "  do")
+            for p in range(g.length):
+                self.op_step(g, p)
+            self.w(f"  :: pc[ME] == {g.length} -> break", "  od", "}", "")
+        if ir.inflight:
+            self.w("/* In-flight entry J lands (a copy: stores its item, then complete_tx of its bytes on",
+                   " * full) or fires (a commit: arrives n on empty), in one step. */",
+                   "inline land(J) {", "  e_ = inflight[J];", "  inf_remove(J);",
+                   "  ls_ = (e_ / (ENB*EV)) % STAGES;",
+                   "  if :: ALL_DONE -> assert(inflight_at_exit) :: else -> skip fi;", "  if",
+                   f"  :: e_ / (ENB*EV*STAGES) == {ENTRY_COPY} ->",
+                   "    store_tag(ls_, (e_ / ENB) % EV - 1);")
+            if ir.has_tx:
+                self.w("    sig_update(full_sig[ls_], PAC, 0, -bytes_of(e_ % ENB))")
+            else:
+                self.w("    skip")
+            self.w("  :: else ->", "    sig_update(empty_sig[ls_], CAC, (e_ / ENB) % EV, 0)", "  fi", "}", "")
+            self.w("proctype landings() {", "end:", "  do")
+            for j in range(ir.inflight):
+                self.w(f"  :: d_step {{ inflight[{j}] != 0 -> land({j}) }}")
+            self.w("  od", "}", "")
+        alias = []
+        for g in ir.groups:
+            for a in g.agents:
+                for p, kind, unless in ir.blocking_waits(g):
+                    at = f"pc[{a}] == {p}" + (f" && !ready[{a}]" if unless else "")
+                    alias.append(f"({at} && !IN_WINDOW({kind}_sig[stage[{a}]].phase_no, phase[{a}], {g.init_phase}))")
+        if alias:
+            self.w("/* phase_alias: an agent at a blocking wait outside its phase window */",
+                   "#define ALIASED (" + " || \\\n  ".join(alias) + ")",
+                   "proctype monitor() {", "end:", "  do", "  :: d_step { ALIASED -> assert(phase_alias) }", "  od", "}", "")
+        self.w("init {", "  atomic {", "    d_step {", "      k_ = 0;", "      do", "      :: k_ < STAGES ->",
+               "        full_sig[k_].pending = PAC; empty_sig[k_].pending = CAC; slot_tag[k_] = -1; k_++",
+               "      :: else -> break", "      od;")
+        for g in ir.groups:
+            for a in g.agents:
+                self.w(f"      pc[{a}] = {g.init_pc}; item[{a}] = {g.init_item}; stage[{a}] = {g.init_stage}; "
+                       f"phase[{a}] = {g.init_phase};")
+        self.w("    };")
+        for g in ir.groups:
+            for a in g.agents:
+                self.w(f"    run {g.ident}();  /* agent {a}: {ir.model.agents[a].name} */")
+        if ir.inflight:
+            self.w("    run landings();")
+        if alias:
+            self.w("    run monitor();")
+        self.w("  }", "}")
+
+    def op_step(self, g: Group, p: int):
+        ir = self.ir
+        op, k = g.ops[p]
+        name = op.text or op.name
+        guard = [f"pc[ME] == {p}"]
+        body: list[str] = []
+        sig_of = lambda kind: f"{kind}_sig[stage[ME]]"
+        if op.name in ("wait_full", "wait_empty", "drain"):
+            sig = sig_of("full" if op.name == "wait_full" else "empty")
+            ready = f"PARITY_READY({sig}.phase_no, phase[ME])"
+            if op.unless_ready and g.has_try:
+                guard.append(f"(ready[ME] || {ready})")
+                body.append(f"if :: !ready[ME] -> {sig}.observed = 1 :: else -> skip fi")
+            else:
+                guard.append(ready)
+                body.append(f"{sig}.observed = 1")
+            if op.name == "drain":
+                body.append(self._advance())
+        elif op.name in ("try_full", "try_empty"):
+            sig = sig_of("full" if op.name == "try_full" else "empty")
+            body += [f"if :: !IN_WINDOW({sig}.phase_no, phase[ME], {g.init_phase}) -> assert(phase_alias) "
+                     ":: else -> skip fi",
+                     f"if :: PARITY_READY({sig}.phase_no, phase[ME]) -> ready[ME] = 1; {sig}.observed = 1 "
+                     ":: else -> ready[ME] = 0 fi"]
+        elif op.name in ("arrive_full", "arrive_empty"):
+            full = op.name == "arrive_full"
+            body.append(f"sig_update({sig_of('full' if full else 'empty')}, {'PAC' if full else 'CAC'}, {op.n}, 0)")
+        elif op.name == "expect_tx":
+            body.append("assert(tx_range)" if op.n > TX_LIMIT else f"sig_update({sig_of('full')}, PAC, 1, {op.n})")
+        elif op.name == "copy":
+            if op.n > TX_LIMIT:
+                body.append("assert(tx_range)")
+            else:
+                b = ir.bytes_vals.index(op.n)
+                body.append(f"inf_add((({ENTRY_COPY}*STAGES + stage[ME])*EV + {g.tag(p, 'item[ME]')} + 1)*ENB + {b})")
+        elif op.name == "commit_empty":
+            body.append(f"inf_add((({ENTRY_COMMIT}*STAGES + stage[ME])*EV + {op.n})*ENB)")
+        elif op.name == "write":
+            body.append(f"store_tag(stage[ME], {g.tag(p, 'item[ME]')})")
+        elif op.name == "read":
+            if ir.inflight:
+                body += ["copy_in_flight(stage[ME])",
+                         f"if :: slot_tag[stage[ME]] != {g.tag(p, 'item[ME]')} || rp_ -> assert(read_before_fill) :: else -> skip fi"]
+            else:
+                body.append(f"if :: slot_tag[stage[ME]] != {g.tag(p, 'item[ME]')} -> assert(read_before_fill) :: else -> skip fi")
+        elif op.name == "advance":
+            body.append(self._advance())
+        elif op.name == "reset":
+            body.append(f"stage[ME] = {g.init_stage}; phase[ME] = {g.init_phase}")
+        elif op.name in ("sync", "sync_arrive"):
+            b = ir.barrier_names.index(op.barrier)
+            bid, count, _ = ir.barriers[b]
+            release = [f"release_{bid}()"] if any(h.syncs[b] for h in ir.groups) else []
+            if op.name == "sync_arrive":
+                body.append(f"arrived_{bid}[ME] = {bid}_gen + 1")
+            if op.name == "sync":
+                guard.append("!at_sync[ME]")
+                done = "; ".join([f"{bid}_arr = 0; {bid}_gen++"] + release + self._next(g, p, "ME"))
+                body.append(f"if :: {bid}_arr + 1 < {count} -> {bid}_arr++; at_sync[ME] = 1 "
+                            f":: else -> {done} fi")
+                body += self._exit_check(g, p)
+                return self._emit_step(p, name, guard, body)
+            done = "; ".join([f"{bid}_arr = 0; {bid}_gen++"] + release)
+            body.append(f"if :: {bid}_arr + 1 < {count} -> {bid}_arr++ :: else -> {done} fi")
+        elif op.name == "sync_wait":
+            b = ir.barrier_names.index(op.barrier)
+            bid = ir.barriers[b][0]
+            if b in g.arrives:
+                guard.append(f"(arrived_{bid}[ME] == 0 && {bid}_gen >= 1 || "
+                             f"arrived_{bid}[ME] >= 1 && {bid}_gen >= arrived_{bid}[ME])")
+            else:
+                guard.append(f"{bid}_gen >= 1")
+            body.append("skip")
+        else:  # pragma: no cover
+            raise AssertionError(op.name)
+        body += self._next(g, p, "ME")
+        body += self._exit_check(g, p)
+        self._emit_step(p, name, guard, body)
+
+    def _next(self, g: Group, p: int, who: str) -> list[str]:
+        """Statements moving agent `who` on after the op at `p` (settling every=/at= skips)."""
+        nxt = g.next_pc(p)
+        if nxt[0] == "plain":
+            out = [f"pc[{who}] = {nxt[1]}"]
+        else:
+            out = [f"item[{who}]++; if :: item[{who}] < {g.items} -> pc[{who}] = {nxt[1]} "
+                   f":: else -> pc[{who}] = {nxt[2]} fi"]
+        if g.guards:
+            out.append(f"settle_{g.ident}({who})")
+        return out
+
+    def _exit_check(self, g: Group, p: int) -> list[str]:
+        if not (self.ir.inflight and g.can_finish_at(p)):
+            return []
+        return [f"if :: pc[ME] == {g.length} && inflight[0] != 0 && ALL_DONE -> assert(inflight_at_exit) "
+                ":: else -> skip fi"]
+
+    def _emit_step(self, p: int, name: str, guard, body):
+        self.w(f"  :: d_step {{ /* pc {p}: {name} */", "       " + " && ".join(guard) + " ->")
+        self.w(*("       " + line + ";" for line in body[:-1]))
+        self.w("       " + body[-1], "     }")
+
+    @staticmethod
+    def _advance() -> str:
+        return ("if :: stage[ME] == STAGES-1 -> stage[ME] = 0; phase[ME]++ "
+                ":: else -> stage[ME]++ fi")
