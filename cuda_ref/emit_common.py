@@ -1,0 +1,90 @@
+"""What the GPU generator's modules share: hardware limits, the log's layout, the slot layout.
+
+The event-record and copy-record layouts here are read back by cuda_ref.run and cuda_ref.log
+(through cuda_ref.codegen, which re-exports every name).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+KERNEL_NAME = "pipeproof_kernel"
+
+# Hardware limits (H200, sm_90).
+MAX_DYNAMIC_SMEM = 227 * 1024       # opt-in dynamic shared memory per block
+MAX_WARPS_PER_CTA = 32              # 1024 threads
+MAX_HW_BARRIERS = 15                # bar.sync ids 1..15 (0 is __syncthreads)
+BULK_ALIGN = 16                     # cp.async.bulk: size and addresses multiples of 16
+WRITE_REGION = 16                   # the tag words of a `write` slot
+SLOT_ALIGN = 128
+
+# Event record layout (int32 words) shared with cuda_ref.run.
+EV_W = 16
+EV_FIELDS = ("t_lo", "t_hi", "seq", "agent", "op", "pc", "item", "ring", "stage", "phase_lo",
+             "phase_hi", "result", "x0", "x1", "spare", "valid")
+EV_OP_FINISH = 100   # an async read finishes (the model's in-flight read entry)
+EV_OP_FIRE = 101     # a commit fires (the model's in-flight commit entry)
+RESULT_OK, RESULT_TIMEOUT, RESULT_MISMATCH = 0, 1, 2
+RESULTS = {RESULT_OK: "ok", RESULT_TIMEOUT: "timeout", RESULT_MISMATCH: "tag_mismatch"}
+
+# Copy records (u64 words): meta (valid, dst cta, ring, stage, region offset), tag | bytes << 32,
+# t_issue, seq_issue | how-seen << 32, seq of the first step that saw it landed (~0: none), its t
+REC_W = 6
+REC_VALID = 1 << 63
+LAND_BY_WAIT, LAND_BY_READ, LAND_BY_SWEEP, LAND_BY_STEP = 1, 2, 3, 4
+
+# Control words (u32): sequence counter, record counter, flags, the log lock
+CTL_SEQ, CTL_REC, CTL_FLAGS = 0, 1, 2
+CTL_WORDS = 8
+FLAG_EV_OVERFLOW, FLAG_REC_OVERFLOW, FLAG_LOCK_BROKEN = 1, 2, 4
+
+STATUS_FINISHED, STATUS_TIMEOUT = 1, 2
+
+SWEEP_NS = 2_000_000   # how long a CTA waits at exit for copies still landing
+
+
+class GenerationError(Exception):
+    """The spec cannot be run on the GPU as written; str() is one line naming the cause."""
+
+
+
+@dataclass
+class Region:
+    """Where one copy op of one agent lands in a slot of its ring (same offset in every CTA)."""
+    agent: int
+    pc: int
+    offset: int
+    nbytes: int
+    dests: tuple          # destination CTAs
+    every: int
+    at: int
+    items: int            # the issuing agent's items (its tags are 0 .. items-1)
+    src_word: int = 0     # start of its source data in the source buffer (u32 words)
+    tag: int = -1         # a prologue's or epilogue's copy: its one tag (model.tag_of)
+
+
+@dataclass
+class RingLayout:
+    index: int
+    name: str
+    stages: int
+    full_count: int
+    empty_count: int
+    kind: str             # "write" (tag words) or "copy" (regions)
+    slot_bytes: int
+    base: int             # offset of slot 0 in dynamic shared memory
+    regions: list = field(default_factory=list)
+
+
+
+def targets(cta: int, to: str, k: int) -> tuple:
+    if k == 1 or to == "self":
+        return (cta,)
+    if to == "leader":
+        return (0,)
+    if to == "peer":
+        return ((cta + 1) % k,)
+    return tuple(range(k))
+
+
+def round_up(x: int, a: int) -> int:
+    return (x + a - 1) // a * a

@@ -1,0 +1,242 @@
+"""The CUDA text of every op: one emitter per op of spec.schema.OPS (a mixin of
+cuda_ref.codegen's _Gen; cuda_ref.codegen.OP_EMITTERS maps the op names to these)."""
+from __future__ import annotations
+
+from pipeproof.backends.base import EMPTY, FULL
+from pipeproof.checker.model import OP_CODES
+from pipeproof.cuda_ref.emit_common import targets
+
+
+class OpEmitter:
+    def sig(self, r: int, stage: str, kind: int) -> str:
+        return f"sig_addr({r}, {stage}, {kind})"
+
+    def op_code(self, name: str) -> int:
+        return OP_CODES[name]
+
+    def ring_vars(self, r: int):
+        return f"st{r}", f"ph{r}", f"rd{r}"
+
+    def ev(self, a, pc, opname, r, item="item", result="RES_OK", x0="0", x1="0", t="e"):
+        st, ph, _ = self.ring_vars(r)
+        return (f"ev_put(c, {t}, {a}, {self.op_code(opname)}, {pc}, {item}, {r}, (i32){st}, {ph}, "
+                f"{result}, {x0}, {x1});")
+
+    def timeout(self, a, pc, opname, r, item="item"):
+        st, ph, _ = self.ring_vars(r)
+        return (f"{{ agent_timeout(c, {a}, {self.op_code(opname)}, {pc}, {item}, {r}, (i32){st}, "
+                f"{ph}); return; }}")
+
+    # --- waits and tries
+    #
+    # Every step that touches shared state runs under the global log lock (`glock`): lane 0
+    # takes it, stamps the event (t, sequence number), performs the effect (arrive, copy issue,
+    # store, probe, slot check) and writes the record, then releases it. So the sequence
+    # numbers (and the timestamps) are a linearisation of the steps; waits poll without the
+    # lock and take it only to re-probe and log once the signal looks ready. Local steps
+    # (advance, reset, read_wait) take it too, so nothing is logged after a step that trapped.
+
+    def wait_call(self, r: int, kind: int, stage: str, phase: str) -> str:
+        """Whole warp: 1 when ready (lane 0 then holds the lock), 0 past the deadline."""
+        if self.nv:
+            return f"wait_nv(c, {self.sig(r, stage, kind)}, (u32)({phase} & 1))"
+        thr = ("amd_full_threshold" if kind == FULL else "amd_empty_threshold")
+        count = self.rings[r].full_count if kind == FULL else self.rings[r].empty_count
+        return f"wait_amd(c, {self.sig(r, stage, kind)}, {thr}({phase}, {count}ull))"
+
+    def probe_call(self, r: int, kind: int, stage: str, phase: str) -> str:
+        if self.nv:
+            return f"probe_nv({self.sig(r, stage, kind)}, (u32)({phase} & 1))"
+        thr = ("amd_full_threshold" if kind == FULL else "amd_empty_threshold")
+        count = self.rings[r].full_count if kind == FULL else self.rings[r].empty_count
+        return f"probe_amd({self.sig(r, stage, kind)}, {thr}({phase}, {count}ull))"
+
+    def observe(self, a: int, pc: int, r: int, kind: int, cond: str, how: str) -> str:
+        """A full wait or try notes the landings it saw: of the fill a read here pairs with."""
+        st, _, _ = self.ring_vars(r)
+        if kind != FULL or self.rings[r].kind != "copy":
+            return ""
+        m = self.model
+        section = m.section_of(m.agents[a], pc)
+        pairs = m.spec.read_pairs_with(section, m.ring_names[r]) or section
+        tag = {"prologue": str(m.tag_prologue), "epilogue": str(m.tag_epilogue)}.get(pairs, "item")
+        return f" if ({cond}) observe_lands(c, e, {r}, (u32){st}, {tag}, {how});"
+
+    def e_wait(self, a, pc, op, step, r):
+        kind = FULL if op.name == "wait_full" else EMPTY
+        st, ph, rd = self.ring_vars(r)
+        skip = f"({rd} != 0)" if op.unless_ready else "false"
+        return [
+            f"{{ const bool skip = {skip};",
+            f"  if (!skip && !{self.wait_call(r, kind, st, ph)}) " + self.timeout(a, pc, op.name, r),
+            "  if (c.lane == 0) { if (skip) glock(c); Ev e = ev_begin(c); "
+            + self.ev(a, pc, op.name, r, x0="skip ? 1 : 0")
+            + self.observe(a, pc, r, kind, "!skip", "LAND_WAIT") + " gunlock(c); }",
+            "  __syncwarp(); }",
+        ]
+
+    def e_try(self, a, pc, op, step, r):
+        kind = FULL if op.name == "try_full" else EMPTY
+        st, ph, rd = self.ring_vars(r)
+        return [
+            "{ u32 ok = 0;",
+            f"  if (c.lane == 0) {{ glock(c); Ev e = ev_begin(c); ok = {self.probe_call(r, kind, st, ph)}; "
+            + self.ev(a, pc, op.name, r, x0="(i32)ok") + self.observe(a, pc, r, kind, "ok", "LAND_WAIT")
+            + " gunlock(c); }",
+            "  ok = __shfl_sync(FULLMASK, ok, 0);",
+            f"  if (ok) acquire_all({self.sig(r, st, kind)});",
+            f"  {rd} = ok; __syncwarp(); }}",
+        ]
+
+    # --- arrivals
+
+    def dest_mask(self, a: int, to: str) -> int:
+        cta = self.model.agents[a].cta
+        m = 0
+        for d in targets(cta, to, self.k):
+            m |= 1 << d
+        return m
+
+    def locked(self, a, pc, opname, r, effect: str, x0: str = "0") -> list[str]:
+        return [f"if (c.lane == 0) {{ glock(c); Ev e = ev_begin(c); "
+                f"{self.ev(a, pc, opname, r, x0=x0)} {effect} gunlock(c); }}",
+                "__syncwarp();"]
+
+    def e_arrive(self, a, pc, op, step, r):
+        kind = FULL if op.name == "arrive_full" else EMPTY
+        st, _, _ = self.ring_vars(r)
+        mask = self.dest_mask(a, op.to)
+        return self.locked(a, pc, op.name, r,
+                           f"signal_arrive(c, {mask}u, {self.sig(r, st, kind)}, {op.n}u);",
+                           x0=str(op.n))
+
+    def e_expect_tx(self, a, pc, op, step, r):
+        st, _, _ = self.ring_vars(r)
+        mask = self.dest_mask(a, op.to)
+        return self.locked(a, pc, op.name, r,
+                           f"arrive_expect_tx(c, {mask}u, {self.sig(r, st, FULL)}, {op.n}u);",
+                           x0=str(op.n))
+
+    def tag(self, a: int, pc: int) -> str:
+        """The tag the fill or read at `pc` stores or expects (semantics.op_tag)."""
+        t = self.model.tag_of(self.model.agents[a], pc)
+        return "item" if t < 0 else str(t)
+
+    def e_copy(self, a, pc, op, step, r):
+        st, _, _ = self.ring_vars(r)
+        reg = self.region_of[(a, pc)]
+        mask = self.dest_mask(a, op.to)
+        rl = self.rings[r]
+        src = "" if reg.tag >= 0 else f" + (u64)item * {op.n // 4}ull"
+        return self.locked(
+            a, pc, op.name, r,
+            f"issue_copy(c, e, {a}, {pc}, {mask}u, {r}, (u32){st}, {self.tag(a, pc)}, {reg.offset}u, "
+            f"{op.n}u, {rl.base}u + (u32){st} * {rl.slot_bytes}u, "
+            f"c.src + {reg.src_word}ull{src});", x0=str(op.n))
+
+    # --- payload
+
+    def e_write(self, a, pc, op, step, r):
+        st, _, _ = self.ring_vars(r)
+        rl = self.rings[r]
+        return self.locked(a, pc, op.name, r,
+                           f"store_tag((volatile i32*)(c.smem + {rl.base}u + (u32){st} * "
+                           f"{rl.slot_bytes}u), {self.tag(a, pc)});")
+
+    def check_call(self, a: int, r: int, stage: str, item: str) -> str:
+        cta = self.model.agents[a].cta
+        return f"check_r{r}_c{cta}(c, (u32){stage}, {item}, &found)"
+
+    def e_read(self, a, pc, op, step, r):
+        st, _, _ = self.ring_vars(r)
+        tag = self.tag(a, pc)
+        observe = (f" if (!bad) observe_lands(c, e, {r}, (u32){st}, {tag}, LAND_READ);"
+                   if self.rings[r].kind == "copy" else "")
+        lines = [
+            "{ i32 found = 0; Ev e;",
+            "  if (c.lane == 0) { glock(c); e = ev_begin(c); }",
+            "  __syncwarp();",
+            f"  u32 bad = {self.check_call(a, r, st, tag)};",
+            f"  if (c.lane == 0) {{ "
+            f"{self.ev(a, pc, op.name, r, result='bad ? RES_MISMATCH : RES_OK', x0='found')}"
+            f"{observe} gunlock(c); }}",
+        ]
+        if op.name == "read_async":
+            lines.append(f"  push_read(c, {a}, q, {pc}, {r}, (u32){st}, {tag});")
+        lines.append("  __syncwarp(); }")
+        return lines
+
+    def e_read_wait(self, a, pc, op, step, r):
+        return [f"finish_reads(c, {a}, q, {op.n});"] + self.locked(a, pc, op.name, 0, "")
+
+    def e_commit(self, a, pc, op, step, r):
+        st, _, _ = self.ring_vars(r)
+        mask = self.dest_mask(a, op.to)
+        return [f"finish_reads(c, {a}, q, 0);"] + self.locked(
+            a, pc, op.name, r, f"commit_fire(c, {a}, {mask}u, {r}, (u32){st}, {op.n}u);",
+            x0=str(op.n))
+
+    # --- stage and phase
+
+    def e_advance(self, a, pc, op, step, r):
+        st, ph, _ = self.ring_vars(r)
+        stages = self.rings[r].stages
+        return self.locked(a, pc, op.name, r, "") + [
+            f"{st} += 1; if ({st} == {stages}) {{ {st} = 0; {ph} += 1; }}"]
+
+    def e_reset(self, a, pc, op, step, r):
+        st, ph, _ = self.ring_vars(r)
+        ag = self.model.agents[a]
+        return self.locked(a, pc, op.name, r, "") + [
+            f"{st} = {ag.initial_stages[r]}; {ph} = {ag.initial_phases[r]};"]
+
+    def e_drain(self, a, pc, op, step, r):
+        st, ph, _ = self.ring_vars(r)
+        stages = self.rings[r].stages
+        return [f"if (!{self.wait_call(r, EMPTY, st, ph)}) " + self.timeout(a, pc, "drain", r),
+                f"if (c.lane == 0) {{ Ev e = ev_begin(c); {self.ev(a, pc, 'drain', r)} gunlock(c); }}",
+                f"{st} += 1; if ({st} == {stages}) {{ {st} = 0; {ph} += 1; }}",
+                "__syncwarp();"]
+
+    # --- named barriers
+
+    def bar_count(self, a: int, name: str) -> int:
+        return int(self.model.tables.bar_count[self.bar_index[name], self.model.agents[a].cta])
+
+    def e_sync(self, a, pc, op, step, r):
+        b = self.bar_index[op.barrier]
+        count = self.bar_count(a, op.barrier)
+        lines = [
+            "{ u32 g = 0;",
+            f"  if (c.lane == 0) {{ glock(c); Ev e = ev_begin(c); {self.ev(a, pc, op.name, 0)} "
+            f"g = gate_arrive(&s_gate[{b}], {count}u); gunlock(c); }}",
+            "  g = __shfl_sync(FULLMASK, g, 0);",
+            f"  if (g == GATE_ABORT || !gate_wait(c, &s_gate[{b}], g + 1)) "
+            + self.timeout(a, pc, op.name, 0),
+        ]
+        if op.barrier in self.hw:
+            lines.append(f"  asm volatile(\"bar.sync %0, %1;\" :: \"r\"({self.hw[op.barrier]}), "
+                         f"\"r\"({32 * count}) : \"memory\");")
+        lines.append("  __syncwarp(); }")
+        return lines
+
+    def e_sync_arrive(self, a, pc, op, step, r):
+        b = self.bar_index[op.barrier]
+        count = self.bar_count(a, op.barrier)
+        return [
+            "{ u32 g = 0;",
+            f"  if (c.lane == 0) {{ glock(c); Ev e = ev_begin(c); {self.ev(a, pc, op.name, 0)} "
+            f"g = gate_arrive(&s_gate[{b}], {count}u); gunlock(c); }}",
+            "  g = __shfl_sync(FULLMASK, g, 0);",
+            "  if (g == GATE_ABORT) " + self.timeout(a, pc, op.name, 0),
+            f"  arrv{b} = g + 1; __syncwarp(); }}",
+        ]
+
+    def e_sync_wait(self, a, pc, op, step, r):
+        b = self.bar_index[op.barrier]
+        return [
+            f"if (!gate_wait(c, &s_gate[{b}], arrv{b} > 1 ? arrv{b} : 1)) "
+            + self.timeout(a, pc, op.name, 0),
+            f"if (c.lane == 0) {{ glock(c); Ev e = ev_begin(c); {self.ev(a, pc, op.name, 0)} gunlock(c); }}",
+            "__syncwarp();",
+        ]
