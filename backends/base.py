@@ -24,8 +24,9 @@ import os
 JIT = os.environ.get("PIPEPROOF_JIT", "1") != "0"
 
 if JIT:
-    from pipeproof.checker.jitcache import choose_cache_dir
+    from pipeproof.backends.numba_cache import choose_cache_dir, drop_stale_cache
 
+    drop_stale_cache()  # before numba loads anything cached
     choose_cache_dir()  # before numba is imported: it reads NUMBA_CACHE_DIR once
     from numba import njit
 else:

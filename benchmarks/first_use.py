@@ -50,7 +50,7 @@ def peak_mb(stderr: str) -> float:
 def settle() -> None:
     """Wait until no engine build (checker/jitcache.py) runs in the background, so that no
     figure shares the CPUs with the build a figure before it started."""
-    while subprocess.run(["pgrep", "-f", "checker.jitcache import build"],
+    while subprocess.run(["pgrep", "-f", "import build; sys.exit"],
                          capture_output=True).returncode == 0:
         time.sleep(1)
 

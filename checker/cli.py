@@ -1,49 +1,55 @@
 """`pipeproof`: the command line (DESIGN.md "Command line: the contract").
 
-Exit codes: 0 every spec holds, 1 a violation, 2 bad input or usage, 3 inconclusive (a limit
-was hit, or Ctrl-C), 4 internal error, 5 a verdict other than the spec's declared `expect`.
-Several specs give one verdict each, a summary line, and the worst exit code. The verdicts go
+Exit codes (checker/result.py): 0 every spec holds, 1 a violation, 2 bad input or usage,
+3 inconclusive (a limit was hit, or Ctrl-C), 4 internal error, 5 a verdict other than the
+spec's declared `expect`. Several specs give one verdict each, a summary line, and the worst
+exit code (checker/command.py runs the loop every command shares). The verdicts go
 to stdout; with --json stdout holds the JSON document alone and the human report goes to
 stderr. Errors always go to stderr.
 """
 from __future__ import annotations
 
 import json
-import os
 import sys
-import traceback
 
 import click
 
 from pipeproof.checker import tier
 
-EXIT_OK, EXIT_VIOLATION, EXIT_USAGE, EXIT_INCONCLUSIVE, EXIT_INTERNAL = 0, 1, 2, 3, 4
-EXIT_UNEXPECTED = 5
-# How bad each outcome is, for the exit code of several specs.
-SEVERITY = {EXIT_OK: 0, EXIT_INCONCLUSIVE: 1, EXIT_VIOLATION: 2, EXIT_UNEXPECTED: 3,
-            EXIT_USAGE: 4, EXIT_INTERNAL: 5}
-TRACE_SUFFIXES = (".itf.json", ".trace.json")
+from pipeproof.checker.command import (InputLoop, UsageFailure, check_trace_name, engines_late,
+                                      output_path)
+from pipeproof.checker.result import (EXIT_INCONCLUSIVE, EXIT_OK, EXIT_UNEXPECTED, EXIT_USAGE,
+                                     VERDICT_EXIT)
 
 
-class UsageFailure(click.UsageError):
-    exit_code = EXIT_USAGE
+PLUGINS = "pipeproof.commands"  # the entry-point group of commands that live in other packages
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _Commands(click.Group):
+    """verify, prove and export are registered here. The GPU side's commands (gpu, crosscheck,
+    conform) live in cuda_ref, which builds on this package; they plug in through the
+    entry-point group PLUGINS (pyproject.toml), read only when a command is not one of ours,
+    so checker never imports cuda_ref and `verify` pays nothing for them."""
+
+    @staticmethod
+    def _plugins() -> dict:
+        from importlib.metadata import entry_points
+        return {ep.name: ep for ep in entry_points(group=PLUGINS)}
+
+    def list_commands(self, ctx):
+        return sorted(set(super().list_commands(ctx)) | set(self._plugins()))
+
+    def get_command(self, ctx, name):
+        command = super().get_command(ctx, name)
+        if command is None and name in (plugins := self._plugins()):
+            command = plugins[name].load()
+        return command
+
+
+@click.group(cls=_Commands, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="pipeproof")
 def main():
     """pipeproof: exhaustive checking of GPU producer/consumer pipeline protocols."""
-
-
-def _trace_path(base: str, spec_path: str, several: bool) -> str:
-    """With several specs, `cx.itf.json` becomes `cx.<spec stem>.itf.json` (`g.dot`: `g.<stem>.dot`)."""
-    if not several:
-        return base
-    stem = os.path.splitext(os.path.basename(spec_path))[0]
-    for suffix in TRACE_SUFFIXES + (os.path.splitext(base)[1],):
-        if suffix and base.endswith(suffix):
-            return f"{base[:-len(suffix)]}.{stem}{suffix}"
-    return f"{base}.{stem}"
 
 
 def _write_graph(spec, target: str, max_states) -> int:
@@ -56,10 +62,6 @@ def _write_graph(spec, target: str, max_states) -> int:
         return EXIT_USAGE
     click.echo(f"{spec.path}: state graph written to {target}", err=True)
     return EXIT_OK
-
-
-def _exit_code(result) -> int:
-    return {"ok": EXIT_OK, "violation": EXIT_VIOLATION, "inconclusive": EXIT_INCONCLUSIVE}[result.verdict]
 
 
 @main.command()
@@ -97,8 +99,7 @@ def verify(specs, as_json, trace_file, max_states, timeout, graph_file, no_prech
         raise UsageFailure("--no-por applies only to --engine explicit")
     if max_states is not None and engine == "bmc":
         raise UsageFailure("--max-states applies only to --engine explicit (bmc stores no states; use --depth)")
-    if trace_file and not trace_file.endswith(TRACE_SUFFIXES):
-        raise UsageFailure(f"--trace {trace_file}: the file name must end in .itf.json or .trace.json")
+    check_trace_name(trace_file)
     settled = {}  # results of the plain-Python first try, by the spec's index (checker/tier.py)
     if _as_command and tier.available(engine, suggest_fix, graph_file):
         settled = tier.first_try(specs, max_states, timeout, not no_symmetry, not no_por)
@@ -109,10 +110,11 @@ def verify(specs, as_json, trace_file, max_states, timeout, graph_file, no_prech
     from pipeproof.checker.report import first_line, format_text, summary_of, to_json
     from pipeproof.checker.verify import verify as explicit
     from pipeproof.spec.load import load_spec
-    from pipeproof.spec.schema import SpecError
 
     late = engines_late(timeout)
-    results, errors, worst = [], [], EXIT_OK
+    results, errors = [], []
+    loop = InputLoop(lambda path, message, code: errors.append(
+        {"spec": path, "error": message, "exit_code": code}))
     progress = sys.stderr.isatty() and not as_json
     to_stderr = as_json  # stdout carries the JSON document alone
 
@@ -134,30 +136,19 @@ def verify(specs, as_json, trace_file, max_states, timeout, graph_file, no_prech
                         symmetry=not no_symmetry, por=not no_por)
 
     for index, path in enumerate(specs):
-        try:
-            spec = load_spec(path)
-        except SpecError as err:
-            click.echo(str(err), err=True)
-            errors.append({"spec": path, "error": str(err), "exit_code": EXIT_USAGE})
-            worst = max(worst, EXIT_USAGE, key=SEVERITY.get)
+        spec = loop.attempt(path, lambda: load_spec(path))
+        if spec is None:
             continue
         for role in spec.roles:
             if role.never_steps:
                 click.echo(f"{path}: warning: role '{role.name}' never steps (its body is empty "
                            f"or runs 0 items, and it has no prologue or epilogue)", err=True)
-        try:
-            findings = [] if no_precheck else _precheck(spec)
-            result = settled.pop(index) if index in settled else run_engine(spec)
-        except SpecError as err:  # a spec the engine cannot take
-            click.echo(str(err), err=True)
-            errors.append({"spec": path, "error": str(err), "exit_code": EXIT_USAGE})
-            worst = max(worst, EXIT_USAGE, key=SEVERITY.get)
+        # (a SpecError here is a spec the engine cannot take: bad input too)
+        checked = loop.attempt(path, lambda: ([] if no_precheck else _precheck(spec),
+                                              settled.pop(index) if index in settled else run_engine(spec)))
+        if checked is None:
             continue
-        except Exception:  # an internal error must still say which spec and exit 4
-            click.echo(f"{path}: internal error (please report):\n{traceback.format_exc()}", err=True)
-            errors.append({"spec": path, "error": "internal error", "exit_code": EXIT_INTERNAL})
-            worst = max(worst, EXIT_INTERNAL, key=SEVERITY.get)
-            continue
+        findings, result = checked
         result.precheck = findings
         results.append(result)
         say(first_line(result) if quiet else format_text(result).rstrip("\n"))
@@ -169,20 +160,19 @@ def verify(specs, as_json, trace_file, max_states, timeout, graph_file, no_prech
             result.fix = find_fix(spec, result)
             say(format_fix(result.fix).rstrip("\n"))
         if trace_file:
-            target = _trace_path(trace_file, path, len(specs) > 1)
+            target = output_path(trace_file, path, len(specs) > 1)
             if result.traces:
                 write_trace(result.traces[result.kind], target)
                 say(f"{path}: {result.kind} trace written to {target}")
             else:
                 say(f"{path}: {result.verdict}: no counterexample, nothing written to {target}")
-        worst = max(worst, _exit_code(result), key=SEVERITY.get)
+        loop.note(VERDICT_EXIT[result.verdict])
         if result.as_expected is False:
             say(f"{path}: UNEXPECTED: declared {_declared(spec)}, got "
                 f"{result.kind if result.verdict == 'violation' else result.verdict}")
-            worst = max(worst, EXIT_UNEXPECTED, key=SEVERITY.get)
+            loop.note(EXIT_UNEXPECTED)
         if graph_file and not late:
-            worst = max(worst, _write_graph(spec, _trace_path(graph_file, path, len(specs) > 1),
-                                            max_states), key=SEVERITY.get)
+            loop.note(_write_graph(spec, output_path(graph_file, path, len(specs) > 1), max_states))
         if result.limit == INTERRUPTED:
             break  # Ctrl-C: what was found so far, and nothing more
     if len(specs) > 1:
@@ -191,18 +181,7 @@ def verify(specs, as_json, trace_file, max_states, timeout, graph_file, no_prech
         doc = to_json(results)
         doc["errors"] = errors  # specs that could not be verified, so none goes missing
         click.echo(json.dumps(doc, indent=2))
-    sys.exit(worst)
-
-
-def engines_late(timeout) -> str:
-    """'' once the compiled engines can be loaded (waiting for their one-time build, with a
-    line on stderr every few seconds); else why every check of this command is inconclusive:
-    the build outlasted `--timeout`, which bounds everything a command does."""
-    from pipeproof.checker import jitcache
-    if jitcache.ensure_engines(timeout):
-        return ""
-    return (f"timeout {timeout:g} s while the compiled engines were being built (once after an "
-            f"install; the build goes on in the background, and a later run uses it)")
+    sys.exit(loop.worst)
 
 
 def _declared(spec) -> str:
@@ -218,9 +197,7 @@ def _register_commands():
     """Commands that live beside the engines they drive (each imports its engine lazily)."""
     from pipeproof.checker.export_cli import export
     from pipeproof.checker.prove_cli import prove
-    from pipeproof.cuda_ref.commands import crosscheck, gpu
-    from pipeproof.cuda_ref.conform_cli import conform
-    for command in (prove, export, gpu, conform, crosscheck):
+    for command in (prove, export):
         main.add_command(command)
 
 

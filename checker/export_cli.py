@@ -16,7 +16,7 @@ import sys
 
 import click
 
-EXIT_USAGE = 2
+from pipeproof.checker.result import EXIT_USAGE
 
 
 @click.command("export")

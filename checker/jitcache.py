@@ -1,13 +1,8 @@
-"""The compiled engines: where numba caches them, when they are built, and who waits.
-
-numba keys a cached function by its own source file only. `explore.expand` links in the
-semantics and backend functions of other files, so after an edit to those files (or an
-upgrade of pipeproof) it would load a stale compiled engine. Before anything is compiled or
-loaded, `drop_stale_cache` compares a digest of every engine source with the one recorded
-beside the cache and drops the cached code when they differ.
+"""The compiled engines: when they are built, and who waits (backends/numba_cache.py says
+where numba caches them, and drops a cache older than its sources).
 
 A fresh install has no compiled engines. They are built once, by one detached process
-(`build`), which compiles every engine (search, laps and prove, BMC's
+(checker/engine_build.py), which compiles every engine (search, laps and prove, BMC's
 replay) and then writes a marker named after the digest. Commands never compile in their own
 process when that works:
 
@@ -19,8 +14,7 @@ process when that works:
 
 Concurrent first runs start at most one build between them: the build holds an exclusive
 `flock` for its whole life, and numba writes each cache file to a temporary name and renames it,
-so a reader sees a whole file or none. A read-only install caches in numba's user-wide
-directory, or in a temporary one when that is not writable either (`choose_cache_dir`).
+so a reader sees a whole file or none.
 """
 from __future__ import annotations
 
@@ -28,81 +22,20 @@ import functools
 import hashlib
 import os
 import sys
-import tempfile
 import time
 from pathlib import Path
+
+from pipeproof.backends.numba_cache import IN_TREE, ROOT, choose_cache_dir, engine_digest, user_wide, writable
 
 try:
     import fcntl
 except ImportError:  # no flock (Windows): no build process; commands compile in-process
     fcntl = None
 
-ROOT = Path(__file__).resolve().parent.parent
-ENGINE_SOURCES = ("backends/base.py", "backends/nvidia.py", "backends/amd.py",
-                  "checker/semantics.py", "checker/explore.py", "checker/model.py",
-                  "checker/symmetry.py", "checker/laps.py", "checker/prove.py", "checker/por.py")
-CACHE_DIRS = ("backends/__pycache__", "checker/__pycache__")
-IN_TREE = ROOT / "checker" / "__pycache__"
-MARKER = "checker/__pycache__/engine-sources.sha256"
 NOTICE_AFTER = 3.0  # seconds of silence before the first line about compiling
 EVERY = 10.0        # and then a line this often, so no wait is silent for long
 BUILDING = "PIPEPROOF_BUILDING"  # set in the build process
-BUILD_COMMAND = "import sys; from pipeproof.checker.jitcache import build; sys.exit(build())"
-
-
-def engine_digest() -> str:
-    h = hashlib.sha256()
-    for rel in ENGINE_SOURCES:
-        path = ROOT / rel
-        h.update(rel.encode())
-        h.update(path.read_bytes() if path.exists() else b"")
-    return h.hexdigest()
-
-
-def drop_stale_cache() -> None:
-    try:
-        digest = engine_digest()
-        marker = ROOT / MARKER
-        if marker.exists() and marker.read_text() == digest:
-            return
-        for rel in CACHE_DIRS:
-            for pattern in ("*.nbi", "*.nbc", "engines-*.ready"):
-                for f in (ROOT / rel).glob(pattern):
-                    f.unlink(missing_ok=True)
-        marker.parent.mkdir(parents=True, exist_ok=True)
-        marker.write_text(digest)
-    except OSError:
-        pass  # a read-only install: numba keeps its cache elsewhere (choose_cache_dir)
-
-
-# ------------------------------------------------------------------ where
-
-def _writable(d: Path) -> bool:
-    try:
-        d.mkdir(parents=True, exist_ok=True)
-        tempfile.TemporaryFile(dir=d).close()
-        return True
-    except OSError:
-        return False
-
-
-def _user_wide() -> Path:
-    """numba's own user-wide cache directory (its UserWideCacheLocator)."""
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "numba"
-
-
-def choose_cache_dir() -> None:
-    """Before numba is imported: numba caches beside the sources, else in its user-wide
-    directory; when neither can be written it would refuse to compile at all, so then it gets
-    a private temporary directory (set in the environment, so a build process inherits it)."""
-    if os.environ.get("NUMBA_CACHE_DIR") or _writable(IN_TREE):
-        return
-    try:
-        if _writable(_user_wide()):
-            return
-    except RuntimeError:  # no home directory
-        pass
-    os.environ["NUMBA_CACHE_DIR"] = str(Path(tempfile.gettempdir()) / f"pipeproof-numba-{os.getuid()}")
+BUILD_COMMAND = "import sys; from pipeproof.checker.engine_build import build; sys.exit(build())"
 
 
 def state_dir() -> Path:
@@ -110,13 +43,13 @@ def state_dir() -> Path:
     choose_cache_dir()
     if os.environ.get("NUMBA_CACHE_DIR"):
         return Path(os.environ["NUMBA_CACHE_DIR"]) / "pipeproof"
-    if _writable(IN_TREE):
+    if writable(IN_TREE):
         return IN_TREE
-    return _user_wide() / "pipeproof"
+    return user_wide() / "pipeproof"
 
 
 @functools.lru_cache(maxsize=None)  # the sources do not change under a running command
-def _ready_marker() -> Path:
+def ready_marker() -> Path:
     from importlib.metadata import version
     h = hashlib.sha256(f"{ROOT}\0{sys.version}\0{version('numba')}\0{engine_digest()}".encode())
     return state_dir() / f"engines-{h.hexdigest()[:20]}.ready"
@@ -125,14 +58,14 @@ def _ready_marker() -> Path:
 def ready() -> bool:
     """Whether every engine is compiled and cached for these sources, this Python and numba."""
     try:
-        return _ready_marker().exists()
+        return ready_marker().exists()
     except OSError:
         return False
 
 
 # ------------------------------------------------------------------ the build
 
-def _lock_path() -> Path:
+def lock_path() -> Path:
     return state_dir() / "engines.lock"
 
 
@@ -141,7 +74,7 @@ def building() -> bool:
     if fcntl is None:
         return False
     try:
-        with open(_lock_path(), "a") as f:
+        with open(lock_path(), "a") as f:
             try:
                 fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
@@ -162,7 +95,7 @@ def start_build():
     if building():
         return True
     d = state_dir()
-    if fcntl is None or not _writable(d):
+    if fcntl is None or not writable(d):
         return False
     env = dict(os.environ, PIPEPROOF_JIT="1", **{BUILDING: "1"})
     with open(d / "engines-build.log", "ab") as log:
@@ -178,34 +111,6 @@ def build_failed(build) -> bool:
     if build is not True and build.poll() is None:
         return False  # ours is still starting or running (it takes the lock after its start)
     return not building() and not ready()
-
-
-def build() -> int:
-    """The build process: compile every engine once, under the lock, then mark them ready."""
-    d = state_dir()
-    with open(_lock_path(), "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # a concurrent build finishes first; then nothing to do
-        if ready():
-            return 0
-        drop_stale_cache()
-        started = time.monotonic()
-        if os.environ.get("PIPEPROOF_BUILD_SLOW"):  # tests: a build that takes this long
-            time.sleep(float(os.environ["PIPEPROOF_BUILD_SLOW"]))
-        warm_up_all()
-        marker = _ready_marker()
-        tmp = d / f".{marker.name}.{os.getpid()}"
-        tmp.write_text(f"compiled in {time.monotonic() - started:.1f} s\n")
-        os.replace(tmp, marker)
-    return 0
-
-
-def warm_up_all() -> None:
-    from pipeproof.checker.prove import warm_up_prove
-    from pipeproof.checker.smt.bmc import warm_up as warm_up_bmc
-    from pipeproof.checker.verify import warm_up
-    warm_up()
-    warm_up_prove()
-    warm_up_bmc()
 
 
 def wait_ready(timeout: float | None, build) -> bool | None:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import sys
-import traceback
 
 import click
 
@@ -49,40 +48,35 @@ def proof_text(proof) -> str:
 @click.option("--trace", "trace_file", metavar="F", help="Write a refutation's trace (*.itf.json or *.trace.json).")
 def prove(specs, as_json, timeout, max_states, trace_file):
     """Prove each SPEC safe and deadlock-free for every item count, or refute it."""
-    from pipeproof.checker.cli import (EXIT_INCONCLUSIVE, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, EXIT_VIOLATION,
-                             SEVERITY, TRACE_SUFFIXES, UsageFailure, _trace_path, engines_late)
+    from pipeproof.checker.command import InputLoop, check_trace_name, engines_late, output_path
+    from pipeproof.checker.result import PROOF_VERDICTS, VERDICT_EXIT
     from pipeproof.checker.export import write_trace
     from pipeproof.checker.prove import MAX_ABSTRACT_STATES, ProofResult, prove as run_prove
     from pipeproof.spec.load import load_spec
-    from pipeproof.spec.schema import SpecError
 
-    if trace_file and not trace_file.endswith(TRACE_SUFFIXES):
-        raise UsageFailure(f"--trace {trace_file}: the file name must end in .itf.json or .trace.json")
-    codes = {"proved": EXIT_OK, "violated": EXIT_VIOLATION, "unknown": EXIT_INCONCLUSIVE}
+    check_trace_name(trace_file)
     late = engines_late(timeout)
-    docs, worst = [], EXIT_OK
+    docs = []
+    loop = InputLoop(lambda path, message, _code: docs.append(
+        {"spec": path, "status": "error", "reason": message}))
+
+    def run_one(path):
+        spec = load_spec(path)
+        if late:
+            return ProofResult(spec=spec, seconds=timeout, status="unknown", reason=late)
+        return run_prove(spec, timeout=timeout, max_states=max_states or MAX_ABSTRACT_STATES)
+
     for path in specs:
-        try:
-            spec = load_spec(path)
-            proof = (ProofResult(spec=spec, seconds=timeout, status="unknown", reason=late) if late
-                     else run_prove(spec, timeout=timeout, max_states=max_states or MAX_ABSTRACT_STATES))
-        except SpecError as err:
-            click.echo(str(err), err=True)
-            docs.append({"spec": path, "status": "error", "reason": str(err)})
-            worst = max(worst, EXIT_USAGE, key=SEVERITY.get)
-            continue
-        except Exception:
-            click.echo(f"{path}: internal error (please report):\n{traceback.format_exc()}", err=True)
-            docs.append({"spec": path, "status": "error", "reason": "internal error"})
-            worst = max(worst, EXIT_INTERNAL, key=SEVERITY.get)
+        proof = loop.attempt(path, lambda: run_one(path))
+        if proof is None:
             continue
         click.echo(proof_text(proof), err=as_json)  # stdout unless it carries the JSON
         if trace_file and proof.result and proof.result.traces:
-            target = _trace_path(trace_file, path, len(specs) > 1)
+            target = output_path(trace_file, path, len(specs) > 1)
             write_trace(proof.result.traces[proof.result.kind], target)
             click.echo(f"{path}: {proof.result.kind} trace written to {target}", err=as_json)
         docs.append(proof_to_json(proof))
-        worst = max(worst, codes[proof.status], key=SEVERITY.get)
+        loop.note(VERDICT_EXIT[PROOF_VERDICTS[proof.status]])
     if as_json:
         click.echo(json.dumps({"schema": SCHEMA, "version": SCHEMA_VERSION, "results": docs}, indent=2))
-    sys.exit(worst)
+    sys.exit(loop.worst)

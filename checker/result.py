@@ -1,15 +1,39 @@
-"""What one verification run returns; the CLI, reports and tests read only this."""
+"""What a check returns, in one vocabulary, and the exit code each outcome gives.
+
+Every command reads these names: the verdicts (`prove` says them in its own words, the
+same three in the same order), the violation kinds, and the one exit-code table.
+"""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from pipeproof.checker.trace import Trace
-from pipeproof.spec.schema import Spec
+if TYPE_CHECKING:
+    from pipeproof.spec.schema import Spec
 
 # Violation kinds in the contract's reporting order (DESIGN.md "Properties").
 KINDS = ("deadlock", "read_before_fill", "overwrite_before_drain", "phase_alias",
          "over_arrival", "tx_range", "inflight_at_exit")
 VERDICTS = ("ok", "violation", "inconclusive")
+# `prove`'s words for the same verdicts: it speaks of every item count at once.
+PROOF_VERDICTS = {"proved": "ok", "violated": "violation", "unknown": "inconclusive"}
+
+# The exit codes of every command (DESIGN.md "Command line: the contract"; docs/model.md).
+EXIT_OK = 0            # every input holds (verify, prove), runs clean (gpu) or conforms
+EXIT_VIOLATION = 1     # a violation; gpu and crosscheck: a bad run or a broken rule
+EXIT_USAGE = 2         # bad input or usage: one line on stderr
+EXIT_INCONCLUSIVE = 3  # a limit was hit, or Ctrl-C: never reported as ok
+EXIT_INTERNAL = 4      # a bug of ours: the traceback on stderr, and the next input goes on
+EXIT_UNEXPECTED = 5    # a verdict other than the spec's declared `expect`
+# How bad each outcome is: several inputs exit with the worst.
+SEVERITY = {EXIT_OK: 0, EXIT_INCONCLUSIVE: 1, EXIT_VIOLATION: 2, EXIT_UNEXPECTED: 3,
+            EXIT_USAGE: 4, EXIT_INTERNAL: 5}
+VERDICT_EXIT = {"ok": EXIT_OK, "violation": EXIT_VIOLATION, "inconclusive": EXIT_INCONCLUSIVE}
+
+
+def worse(a: int, b: int) -> int:
+    """The worse of two exit codes."""
+    return max(a, b, key=SEVERITY.get)
 JSON_SCHEMA_VERSION = 1
 
 
@@ -22,7 +46,7 @@ class Result:
     seconds: float
     kinds: tuple[str, ...] = ()           # every kind found at the minimal depth, in KINDS order
     depth: int | None = None              # steps in the shortest counterexample
-    traces: dict[str, Trace] = field(default_factory=dict)  # kind -> its shortest trace
+    traces: dict = field(default_factory=dict)  # kind -> its shortest checker.trace.Trace
     limit: str = ""                       # why the run is inconclusive ("max-states 1000", ...)
     max_depth: int = 0                    # deepest BFS level explored (por: a step and
                                           # the local steps taken with it count as one)

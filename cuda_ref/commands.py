@@ -23,13 +23,12 @@ import json
 import os
 import shlex
 import sys
-import traceback
 
 import click
 
+from pipeproof.checker.command import InputLoop
 from pipeproof.checker.jitcache import ensure_engines
-
-EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 4
+from pipeproof.checker.result import EXIT_OK, EXIT_USAGE, EXIT_VIOLATION as EXIT_FAIL
 TRAP_KINDS = ("over_arrival", "tx_range")
 
 
@@ -145,18 +144,15 @@ def gpu(specs, runs, seed, log_dir, timeout_ms, delay_ns, as_json):
     loaded = [(p, _load(p)) for p in specs]
     ensure_engines()  # conform steps the compiled model: the one shared build, with notices
     session = _session(timeout_ms, delay_ns)
-    worst, docs = EXIT_OK, []
+    loop, docs = InputLoop(), []
     try:
         for path, spec in loaded:
-            try:
-                res = session.run_spec(path, runs, seed)
-            except Exception:
-                click.echo(f"{path}: internal error (please report):\n{traceback.format_exc()}", err=True)
-                worst = max(worst, EXIT_INTERNAL)
+            res = loop.attempt(path, lambda: session.run_spec(path, runs, seed))
+            if res is None:
                 continue
             if res.refused:
                 click.echo(res.refused, err=True)
-                worst = max(worst, EXIT_USAGE)
+                loop.note(EXIT_USAGE)
                 docs.append({"spec": path, "refused": res.refused})
                 continue
             conf = conform_logs(spec, [r.log for r in res.reports])
@@ -182,7 +178,7 @@ def gpu(specs, runs, seed, log_dir, timeout_ms, delay_ns, as_json):
                 click.echo(f"  logs: {os.path.dirname(paths[0])}/", err=True)
             bad = any(r.outcome != "ok" for r in res.reports) or (
                 conf is not None and not all(c.ok for c in conf))
-            worst = max(worst, EXIT_FAIL if bad else EXIT_OK)
+            loop.note(EXIT_FAIL if bad else EXIT_OK)
             docs.append({"spec": path, "device": res.device, "seed": seed,
                          "counts": res.counts(),
                          "conform": None if conf is None else [
@@ -192,7 +188,7 @@ def gpu(specs, runs, seed, log_dir, timeout_ms, delay_ns, as_json):
         session.close()
     if as_json:
         click.echo(json.dumps({"schema": "pipeproof-gpu/1", "results": docs}, indent=2))
-    sys.exit(worst)
+    sys.exit(loop.worst)
 
 
 # ---------------------------------------------------------------------- crosscheck
@@ -287,35 +283,35 @@ def crosscheck(specs, runs, seed, log_dir, timeout_ms, delay_ns, as_json):
     loaded = [(p, _load(p)) for p in specs]
     ensure_engines()
     session = _session(timeout_ms, delay_ns)
-    rows, worst = [], EXIT_OK
+    rows, loop = [], InputLoop()
+
+    def check_one(path, spec):
+        facts = _ModelFacts(spec)
+        res = session.run_spec(path, runs, seed)
+        model = facts.result.verdict if facts.result.verdict != "violation" else \
+            ", ".join(facts.result.kinds)
+        if res.refused:
+            return {"spec": path, "model": model, "gpu": "not run", "conform": "-",
+                    "rules": "not run: " + res.refused.split("cuda_ref: ", 1)[-1],
+                    "broken": [], "refused": res.refused}
+        conf = conform_logs(spec, [r.log for r in res.reports])
+        if log_dir:
+            _write_logs(log_dir, path, res.reports)
+        broken, notes = check_rules(facts, res.reports, conf)
+        return {"spec": path, "model": model, "gpu": _counts_text(res.counts()),
+                "conform": _conform_text(conf),
+                "rules": "BROKEN: " + "; ".join(broken) if broken else
+                "ok" + (f" ({'; '.join(notes)})" if notes else ""),
+                "broken": broken, "device": res.device,
+                "runs": [r.summary() for r in res.reports]}
+
     try:
         for path, spec in loaded:
-            try:
-                facts = _ModelFacts(spec)
-                res = session.run_spec(path, runs, seed)
-                model = facts.result.verdict if facts.result.verdict != "violation" else \
-                    ", ".join(facts.result.kinds)
-                if res.refused:
-                    row = {"spec": path, "model": model, "gpu": "not run", "conform": "-",
-                           "rules": "not run: " + res.refused.split("cuda_ref: ", 1)[-1],
-                           "broken": [], "refused": res.refused}
-                else:
-                    conf = conform_logs(spec, [r.log for r in res.reports])
-                    if log_dir:
-                        _write_logs(log_dir, path, res.reports)
-                    broken, notes = check_rules(facts, res.reports, conf)
-                    row = {"spec": path, "model": model, "gpu": _counts_text(res.counts()),
-                           "conform": _conform_text(conf),
-                           "rules": "BROKEN: " + "; ".join(broken) if broken else
-                           "ok" + (f" ({'; '.join(notes)})" if notes else ""),
-                           "broken": broken, "device": res.device,
-                           "runs": [r.summary() for r in res.reports]}
-                    if broken:
-                        worst = max(worst, EXIT_FAIL)
-            except Exception:
-                click.echo(f"{path}: internal error (please report):\n{traceback.format_exc()}", err=True)
-                worst = max(worst, EXIT_INTERNAL)
+            row = loop.attempt(path, lambda: check_one(path, spec))
+            if row is None:
                 continue
+            if row["broken"]:
+                loop.note(EXIT_FAIL)
             rows.append(row)
             click.echo(_row_text(row), err=True)
     finally:
@@ -324,7 +320,7 @@ def crosscheck(specs, runs, seed, log_dir, timeout_ms, delay_ns, as_json):
     if as_json:
         click.echo(json.dumps({"schema": "pipeproof-crosscheck/1", "device": session.device,
                                "runs": runs, "seed": seed, "rows": rows}, indent=2))
-    sys.exit(worst)
+    sys.exit(loop.worst)
 
 
 def _row_text(row) -> str:

@@ -459,7 +459,7 @@ class _Replay:
         return "not enabled"
 
     def _trap_text(self, state, action, bits, det):
-        from pipeproof.checker.verify import explain_step
+        from pipeproof.checker.trace import explain_step
         for k, kind in enumerate(KINDS):
             if bits & (1 << k) and det[k * S.DET_W] != -1:
                 return f"{kind}: {explain_step(self.m, k, det[k * S.DET_W:(k + 1) * S.DET_W], state, action)}"
@@ -568,8 +568,8 @@ class _Replay:
             if d["kind"] == "read":
                 return [], f"an earlier async read of {d['agent']} has not finished (reads finish in order)"
             return [], f"the commit still waits for {d['after']} async read(s) of {d['agent']}"
-        from pipeproof.checker.verify import _entry_text
-        listed = "; ".join(_entry_text(m, d) for d in present[:6]) + ("; ..." if len(present) > 6 else "")
+        from pipeproof.checker.trace import entry_text
+        listed = "; ".join(entry_text(m, d) for d in present[:6]) + ("; ..." if len(present) > 6 else "")
         return [], (f"nothing like it is in flight (in flight: {listed})" if present
                     else "nothing is in flight")
 

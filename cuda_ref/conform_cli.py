@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import json
 import sys
-import traceback
 
 import click
 
-EXIT_OK, EXIT_VIOLATION, EXIT_USAGE, EXIT_INCONCLUSIVE, EXIT_INTERNAL = 0, 1, 2, 3, 4
-SEVERITY = {EXIT_OK: 0, EXIT_INCONCLUSIVE: 1, EXIT_VIOLATION: 2, EXIT_USAGE: 3, EXIT_INTERNAL: 4}
+from pipeproof.checker.command import InputLoop
+from pipeproof.checker.result import EXIT_INCONCLUSIVE, EXIT_OK, EXIT_USAGE, EXIT_VIOLATION
 JSON_SCHEMA = "pipeproof.conform/1"
 
 
@@ -47,22 +46,23 @@ def conform(spec_path, logs, as_json, max_nodes):
         click.echo(str(err), err=True)
         finish([{"log": p, "error": str(err), "exit_code": EXIT_USAGE} for p in logs], EXIT_USAGE)
     model = None
-    rows, worst = [], EXIT_OK
+    rows = []
+    loop = InputLoop(lambda _path, message, code: row.update(error=message, exit_code=code),
+                     bad_input=(LogError, SpecError))
+
+    def replay_one(path):
+        nonlocal model
+        log = load_log(path)
+        if model is None:
+            from pipeproof.checker.model import compile_model
+            model = compile_model(spec)
+        return log, replay(model, log, source=path, max_nodes=max_nodes or DEFAULT_MAX_NODES)
+
     for path in logs:
         row = {"log": path}
-        try:
-            log = load_log(path)
-            if model is None:
-                from pipeproof.checker.model import compile_model
-                model = compile_model(spec)
-            result = replay(model, log, source=path, max_nodes=max_nodes or DEFAULT_MAX_NODES)
-        except (LogError, SpecError) as err:
-            click.echo(str(err), err=True)
-            row.update(error=str(err), exit_code=EXIT_USAGE)
-        except Exception:  # an internal error must still say which log, and exit 4
-            click.echo(f"{path}: internal error (please report):\n{traceback.format_exc()}", err=True)
-            row.update(error="internal error", exit_code=EXIT_INTERNAL)
-        else:
+        replayed = loop.attempt(path, lambda: replay_one(path))
+        if replayed is not None:
+            log, result = replayed
             code = EXIT_OK if result.ok else EXIT_INCONCLUSIVE if result.inconclusive else EXIT_VIOLATION
             if result.ok:
                 click.echo(f"{path}: {result.message}", err=True)
@@ -71,6 +71,6 @@ def conform(spec_path, logs, as_json, max_nodes):
             row.update(ok=result.ok, inconclusive=result.inconclusive, index=result.index,
                        steps=result.steps, message=result.message, outcome=log["outcome"],
                        exit_code=code)
+            loop.note(code)
         rows.append(row)
-        worst = max(worst, row["exit_code"], key=SEVERITY.get)
-    finish(rows, worst)
+    finish(rows, loop.worst)

@@ -8,8 +8,8 @@
 - Inline specs cover what no example shows: a slot (stage) mismatch, an arrival missing in
   odd items, cluster targets, a second ring, mixed phase conventions, an amd surplus (left to
   the engine).
-- No false alarms, generated: on specs drawn by tests/test_generated.py's and
-  tests/test_generated_expressive.py's generators and by one here aimed at the pre-check
+- No false alarms, generated: on specs drawn by the generators in tests/generators.py and
+  tests/generators_expressive.py and by one here aimed at the pre-check
   (initial stages and phases, every=, resets, pre-arrivals, leader guards, cluster targets,
   counts and bytes off by a little), every spec with a finding is a violation for the
   explicit engine.
@@ -21,18 +21,18 @@ from __future__ import annotations
 
 import json
 import time
-from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 
-from pipeproof.checker.smt.precheck import Finding, precheck, report_lines
+from pipeproof.checker.smt.counters import report_lines
+from pipeproof.checker.smt.precheck import Finding, precheck
 from pipeproof.checker.verify import verify
 from pipeproof.spec.load import load_spec, load_spec_text
-
-ROOT = Path(__file__).resolve().parents[1]
-EXAMPLES = sorted(p.name for p in (ROOT / "spec" / "examples").glob("*.toml"))
+from tests import generators as G
+from tests import generators_expressive as GE
+from tests.paths import EXAMPLE_NAMES, EXAMPLES_DIR
 
 E_DEAD, E_RBF, E_OVER = ("empty[s]", "deadlock"), ("full[s]", "read_before_fill"), \
     ("empty[s]", "over_arrival")
@@ -85,14 +85,14 @@ EXPECTED = {
 
 
 def example(name):
-    return load_spec(ROOT / "spec" / "examples" / name)
+    return load_spec(EXAMPLES_DIR / name)
 
 
 def test_every_example_is_pinned():
-    assert sorted(EXPECTED) == EXAMPLES
+    assert sorted(EXPECTED) == EXAMPLE_NAMES
 
 
-@pytest.mark.parametrize("name", EXAMPLES)
+@pytest.mark.parametrize("name", EXAMPLE_NAMES)
 def test_example_findings(name):
     spec = example(name)
     found = precheck(spec)
@@ -170,7 +170,7 @@ def test_finding_json_and_report_lines():
 
 
 def test_fast():
-    for name in EXAMPLES:
+    for name in EXAMPLE_NAMES:
         spec = example(name)
         precheck(spec)  # warm
         t0 = time.process_time()
@@ -250,7 +250,7 @@ def test_correct_variants_stay_silent():
 
 
 def test_cluster_targets():
-    base = (ROOT / "spec" / "examples" / "x_cluster_ctas_ok.toml").read_text()
+    base = (EXAMPLES_DIR / "x_cluster_ctas_ok.toml").read_text()
     few = load_spec_text(base.replace("consumer_arrive_count = 2", "consumer_arrive_count = 1"),
                          "few.toml")
     (f,) = precheck(few)
@@ -324,18 +324,25 @@ def no_false_alarm(spec):
     return found
 
 
+# Derandomized, hypothesis seeds a test from a hash of its source. The two tests below imported
+# their generator inside the function until it moved to tests/generators*.py (issue 16): their
+# seeds are pinned to the ones their former source gave, so they draw the same specs as before.
+SEED_GENERATED = 0xae5b19451e355c8646f4a75755924f62c6285520b79e01e01fff0dfc5c7d2083bd0cab8ad78270554de85b0dbea9799
+SEED_GENERATED_EXPRESSIVE = 0x59972aa56e16f0e66fdf95e6f744b514e5b502d954d73f6cee3dea5801e9dab126632b60e7a6eb395efeae7da0114613
+
+
+@seed(SEED_GENERATED)
 @settings(max_examples=80, **SETTINGS)
 @given(st.data())
 def test_no_false_alarm_on_generated_specs(data):
-    from tests.test_generated import designs, load
-    no_false_alarm(load(data.draw(designs())))
+    no_false_alarm(G.load(data.draw(G.designs())))
 
 
+@seed(SEED_GENERATED_EXPRESSIVE)
 @settings(max_examples=60, **SETTINGS)
 @given(st.data())
 def test_no_false_alarm_on_generated_expressive_specs(data):
-    from tests.test_generated_expressive import designs, to_toml
-    no_false_alarm(load_spec_text(to_toml(data.draw(designs())), "generated.toml"))
+    no_false_alarm(load_spec_text(GE.to_toml(data.draw(GE.designs())), "generated.toml"))
 
 
 def _guard(draw, op, every):

@@ -30,8 +30,8 @@ satisfies every constraint and BMC finds depth d and kind K; at depths below d t
 to find. The last step is never reordered, so step violations keep their step.
 
 Traces: the action sequence Z3 found is replayed through `model.apply` (the explicit engine's
-own transition function) and turned into a `Trace` the way `checker.verify.build_trace` does it,
-(`checker.verify.trace_from_codes`), so BMC traces are checked, explained and exported exactly
+own transition function) and turned into a `Trace` by `checker.trace.trace_from_codes`, as the
+explicit engine's are, so BMC traces are checked, explained and exported exactly
 like the explicit engine's. Every replayed state is also compared with Z3's values for it; a
 difference is an internal error.
 
@@ -62,7 +62,7 @@ from pipeproof.checker.model import Model, compile_model
 from pipeproof.checker.result import KINDS, Result
 from pipeproof.checker.smt.encode import KIND_BITS, Encoding
 from pipeproof.checker import verify as V
-from pipeproof.checker.trace import Trace
+from pipeproof.checker.trace import trace_from_codes
 from pipeproof.spec.schema import Spec
 
 DEFAULT_DEPTH = 100
@@ -334,4 +334,4 @@ def _check_frame(model: Model, enc: Encoding, vals: dict, state, t: int) -> None
 
 def _trace(model, enc, frames, steps, m, kind_index: int, is_step: bool):
     codes, _, _ = replay_codes(model, enc, frames, steps, m)
-    return V.trace_from_codes(model, codes, kind_index, is_step)
+    return trace_from_codes(model, codes, kind_index, is_step)

@@ -29,7 +29,7 @@ from pipeproof.backends import amd
 from pipeproof.checker import smt
 from pipeproof.checker.smt import z3
 from pipeproof.checker.smt.precheck import (EMPTY, FULL, MAX_STEPS, WAITS, arrive_count, classes, forms,
-                                  sig_name, walk_size)
+                                  precheck, sig_name, walk_size)
 from pipeproof.spec.schema import Spec
 
 BITS = 64
@@ -177,3 +177,19 @@ def _overflow(spec: Spec, statuses: list) -> tuple[int | None, bool, str]:
              f"{sig} gains {n} per lap and passes 2^63-1 after {_pow2(laps_needed)} laps "
              f"(item {_pow2(items)})")
     return items, below, words
+
+
+def report_lines(spec: Spec) -> list[str]:
+    """The lines `pipeproof verify` prints before the explicit engine's verdict: one per
+    pre-check finding, and for amd a counter wrap within the spec's items (part 4). Nothing
+    when all is well. A failure of the pre-check itself is one line, never an exception: the
+    explicit engine's verdict is what counts."""
+    try:
+        lines = [f"pre-check: {f}" for f in precheck(spec)]
+        if spec.backend == "amd":
+            w = amd_wrap(spec)
+            if w.found or w.status == "unknown":
+                lines.append(f"counters: {w.message}")
+        return lines
+    except Exception as e:  # noqa: BLE001 - reported, and verification goes on
+        return [f"pre-check: skipped ({type(e).__name__}: {e})"]

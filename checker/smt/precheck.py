@@ -503,23 +503,6 @@ def precheck(spec: Spec) -> list[Finding]:
     return out
 
 
-def report_lines(spec: Spec) -> list[str]:
-    """The lines `pipeproof verify` prints before the explicit engine's verdict: one per
-    pre-check finding, and for amd a counter wrap within the spec's items (part 4). Nothing
-    when all is well. A failure of the pre-check itself is one line, never an exception: the
-    explicit engine's verdict is what counts."""
-    from pipeproof.checker.smt.counters import amd_wrap  # it imports this module
-    try:
-        lines = [f"pre-check: {f}" for f in precheck(spec)]
-        if spec.backend == "amd":
-            w = amd_wrap(spec)
-            if w.found or w.status == "unknown":
-                lines.append(f"counters: {w.message}")
-        return lines
-    except Exception as e:  # noqa: BLE001 - reported, and verification goes on
-        return [f"pre-check: skipped ({type(e).__name__}: {e})"]
-
-
 def sig_name(ring: str, X: str, s="s") -> str:
     return f"{X}[{s}]" if ring == MAIN_RING else f"{ring}.{X}[{s}]"
 
