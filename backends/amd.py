@@ -1,4 +1,4 @@
-"""Mojo's `AmdCounterBackend` (DESIGN.md "Backends"; reference/mojo_pipeline.md §1b).
+"""Mojo's `AmdCounterBackend` (docs/rules.md "AMD counters").
 
 Each signal is a monotone counter from 0; an arrive of n adds n. Waits compare against an
 absolute threshold computed from the lap count, with `phase + 1` and `phase - 1` taken in

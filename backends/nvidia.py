@@ -1,11 +1,12 @@
-"""NVIDIA mbarrier semantics (DESIGN.md "Backends"; reference/mbarrier_cutlass.md §0, App. A, C).
+"""NVIDIA mbarrier semantics (docs/rules.md "NVIDIA mbarrier").
 
 State `(phase_no, pending, tx)`; `expected` is the init count and never changes (no
 arrive_drop). Every update is atomic: apply the arrive count and the tx delta, then CHECK:
 when pending == 0 and tx == 0 the phase completes and pending reloads from expected.
 
 Measured on an H200 and reproduced here (tests/test_backends.py pins each one):
-- one arrive update larger than `pending` traps, pending 0 included (App. A, App. C);
+- one arrive update larger than `pending` traps, pending 0 included (docs/rules.md
+  "The update rule");
 - separate extra arrivals are no trap: they complete the next phase(s) (the barrier runs ahead);
 - tx may go negative (a copy may land before its expect_tx) and the phase waits for it;
 - |tx| above 2^20 - 1 traps (`expect_tx(2^20)` trapped).
@@ -56,7 +57,8 @@ def ready(phase_no, phase):
 
 @jit
 def intended_phase(phase, initial_phase):
-    """The signal phase a waiter at lap-count `phase` means (DESIGN.md phase_alias).
+    """The signal phase a waiter at lap-count `phase` means (docs/rules.md "The phase_alias
+    window").
 
     A consumer (initial 0) at phase ph means phase ph; a producer (initial 1) at phase ph means
     ph - 2 (its first wait refers to "phase -1", complete on a fresh barrier).

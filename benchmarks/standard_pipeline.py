@@ -1,10 +1,10 @@
 """Benchmark: the "standard pipeline" grid, one fresh subprocess per cell.
 
 The standard pipeline (the same model SPIN and TLC were measured on, see
-reference/anchors_performance.md §3): nvidia backend, N stages, one producer
-(`wait_empty, write, arrive_full, advance`), C consumer agents of one role
-(`wait_full, read, arrive_empty, advance`), producer_arrive_count 1, consumer_arrive_count C,
-I items. Grid N in {2,4,8} x C in {1..4} x I in {8,16,32}.
+benchmarks/vs_spin_rumur.py and benchmarks/results/vs_spin_rumur_*.txt): nvidia backend,
+N stages, one producer (`wait_empty, write, arrive_full, advance`), C consumer agents of one
+role (`wait_full, read, arrive_empty, advance`), producer_arrive_count 1,
+consumer_arrive_count C, I items. Grid N in {2,4,8} x C in {1..4} x I in {8,16,32}.
 
 Each cell runs in its own Python process, so its peak memory is its own. The child first
 verifies a tiny spec (numba cache load / compilation, not timed), measures its resident set

@@ -1,4 +1,4 @@
-"""`pipeproof`: the command line (DESIGN.md "Command line: the contract").
+"""`pipeproof`: the command line (docs/model.md "Command line").
 
 Exit codes (checker/result.py): 0 every spec holds, 1 a violation, 2 bad input or usage,
 3 inconclusive (a limit was hit, or Ctrl-C), 4 internal error, 5 a verdict other than the
@@ -210,7 +210,7 @@ _as_command = False
 
 
 def run():
-    """Console entry point: click's own usage errors exit 2 as the contract says."""
+    """Console entry point: click's own usage errors exit 2 (docs/model.md "Exit codes")."""
     global _as_command
     _as_command = True
     try:

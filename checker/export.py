@@ -1,7 +1,7 @@
 """Counterexample files: ITF (`*.itf.json`) and Chrome/Perfetto trace events (`*.trace.json`).
 
 Both are built from a `checker.trace.Trace` only (its state views), so any engine's traces
-export the same way. See /work/shared/reference/style_and_trace_formats.md for both formats.
+export the same way. See docs/model.md "Trace files" for both formats.
 """
 from __future__ import annotations
 

@@ -1,9 +1,10 @@
 """The explored state graph of a small spec, as a networkx DiGraph, and its DOT export.
 
-This is the "graph on request" of DESIGN.md: a pure-Python breadth-first exploration through
-the Model interface (`initial_state`, `apply`, `format_action`), independent of the numba
-search in checker/explore.py, so the two engines can be compared state for state. It is for
-small specs only: `build_graph` refuses (ValueError) a state space above `max_states`.
+This is the "graph on request" (docs/model.md "Command line"): a pure-Python breadth-first
+exploration through the Model interface (`initial_state`, `apply`, `format_action`),
+independent of the numba search in checker/explore.py, so the two engines can be compared
+state for state. It is for small specs only: `build_graph` refuses (ValueError) a state space
+above `max_states`.
 
 Graph layout:
   * nodes are the states themselves (immutable tuples of ints, as `Model.initial_state()`
@@ -15,7 +16,7 @@ Graph layout:
       `initial`    True for the initial state,
       `terminal`   every agent finished and nothing in flight,
       `deadlock`   some agent unfinished, nothing enabled, nothing in flight,
-      `violations` kinds (DESIGN.md order) that the state itself violates
+      `violations` kinds (docs/model.md "Violation kinds" order) that the state itself violates
                    (`deadlock`, `phase_alias`);
   * edges are transitions, with attributes
       `action`     `Model.format_action` text, e.g. `consumer[1].wait_full(stage=0, phase=1)`,

@@ -2,8 +2,8 @@
 
 Human text is compiler-style: one line that says everything (`PATH: KIND after D steps: WHY`),
 then the counterexample as a table of steps. It is plain text (no colour) so tests and golden
-files compare it verbatim. The JSON document is the `--json` contract (DESIGN.md "Command
-line"); its layout is versioned by `JSON_SCHEMA_VERSION`.
+files compare it verbatim. The JSON document is the `--json` contract (docs/model.md
+"Command line"); its layout is versioned by `JSON_SCHEMA_VERSION`.
 """
 from __future__ import annotations
 
@@ -134,7 +134,7 @@ def format_text(result: Result) -> str:
 
 
 def result_to_json(result: Result) -> dict:
-    """One result as the JSON object described in DESIGN.md (`--json`)."""
+    """One result as the JSON object described in docs/model.md "Command line" (`--json`)."""
     violation = None
     if result.verdict == "violation":
         kind = result.kind

@@ -11,14 +11,14 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from pipeproof.spec.schema import Spec
 
-# Violation kinds in the contract's reporting order (DESIGN.md "Properties").
+# Violation kinds in the contract's reporting order (docs/model.md "Violation kinds").
 KINDS = ("deadlock", "read_before_fill", "overwrite_before_drain", "phase_alias",
          "over_arrival", "tx_range", "inflight_at_exit")
 VERDICTS = ("ok", "violation", "inconclusive")
 # `prove`'s words for the same verdicts: it speaks of every item count at once.
 PROOF_VERDICTS = {"proved": "ok", "violated": "violation", "unknown": "inconclusive"}
 
-# The exit codes of every command (DESIGN.md "Command line: the contract"; docs/model.md).
+# The exit codes of every command (docs/model.md "Exit codes").
 EXIT_OK = 0            # every input holds (verify, prove), runs clean (gpu) or conforms
 EXIT_VIOLATION = 1     # a violation; gpu and crosscheck: a bad run or a broken rule
 EXIT_USAGE = 2         # bad input or usage: one line on stderr

@@ -4,9 +4,10 @@ These are click commands; checker/cli.py registers them in its group
 (`main.add_command(gpu)`, `main.add_command(crosscheck)`). `python -m pipeproof.cuda_ref.commands`
 runs them standalone.
 
-Exit codes follow the CLI contract: 0 everything held, 1 a failure (a GPU run that did not end
-`ok` for `gpu`; a broken rule for `crosscheck`), 2 bad input or no CuPy/GPU (one line saying
-so), 4 internal error. Human output goes to stderr; `--json` prints one document on stdout.
+Exit codes follow docs/model.md "Exit codes": 0 everything held, 1 a failure (a GPU run that
+did not end `ok` for `gpu`; a broken rule for `crosscheck`), 2 bad input or no CuPy/GPU (one
+line saying so), 4 internal error. Human output goes to stderr; `--json` prints one document
+on stdout.
 
 crosscheck rules, per spec (issue 5):
   R1  model `ok`                      => no GPU run fails;

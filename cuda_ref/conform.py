@@ -516,8 +516,9 @@ class _Replay:
             if raw["result"] == "ok" and held != want:
                 return [], (f"{m.slot_name(pos)} holds {what} in the model, so the read of "
                             f"{m.tag_text(want)} must mismatch")
-            # A copy into the slot still in flight is read_before_fill too (DESIGN): the GPU can
-            # see one region of the item missing while the slot's tag already matches.
+            # A copy into the slot still in flight is read_before_fill too (docs/rules.md "Fills,
+            # reads and tags"): the GPU can see one region of the item missing while the
+            # slot's tag already matches.
             if raw["result"] == "tag_mismatch" and held == want and not bits & S.READ_BEFORE_FILL:
                 return [], (f"{m.slot_name(pos)} holds {m.tag_text(want)} and no copy into it "
                             f"is in flight in the model, so the read cannot mismatch")

@@ -1,6 +1,6 @@
 """`pipeproof conform SPEC LOG.json...`: is a recorded GPU event log a path of the model?
 
-Exit codes (DESIGN.md "Command line"): 0 every log conforms, 1 a log does not (its first event
+Exit codes (docs/model.md "Exit codes"): 0 every log conforms, 1 a log does not (its first event
 that is not a step is printed on stderr), 2 bad input (a bad spec, a missing or malformed log,
 a log naming agents the spec lacks), 3 inconclusive (the search bound was reached), 4 internal
 error. With several logs the exit code is the worst. `--json` prints one document on stdout.

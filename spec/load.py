@@ -1,6 +1,6 @@
 """Read a spec file (TOML) and validate it into `spec.schema.Spec`.
 
-This is the only place that validates (DESIGN.md "Spec files (TOML): the contract"). Every
+This is the only place that validates (docs/model.md "Spec files (TOML)"). Every
 problem becomes a `SpecError` whose str() is one line, compiler-style:
 
     spec/examples/x.toml: role 'consumer' body[1]: unknown op 'arrive_ful' (expected one of: ...)
@@ -75,7 +75,7 @@ RING_INT_RANGES = {
     "consumer_arrive_count": (1, MAX_COUNT),
 }
 
-# Op families (DESIGN.md "Ops").
+# Op families (docs/model.md "Ops").
 COUNT_OPS = ("arrive_full", "arrive_empty", "commit_empty")   # optional count N
 BYTE_OPS = ("expect_tx", "copy")                             # required byte count N
 TARGET_OPS = COUNT_OPS + BYTE_OPS                            # take to=
@@ -593,7 +593,8 @@ def _initial_phases(value, context: _Context, where: str) -> dict[str, int]:
 
 
 def _default_phase(ring: str, programs: dict[str, tuple[Op, ...]], side_default: int) -> int:
-    """DESIGN: 1 if the role waits on `empty` of the ring, 0 if on `full`; else by side."""
+    """1 if the role waits on `empty` of the ring, 0 if on `full`; else by side (docs/model.md
+    "Agents, roles and CTAs")."""
     ops = [op for section in SECTIONS for op in programs[section] if op.ring == ring]
     on_empty = any(op.name in WAITS_ON_EMPTY for op in ops)
     on_full = any(op.name in WAITS_ON_FULL for op in ops)

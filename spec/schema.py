@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-# Op names of the core language (DESIGN.md "Ops"). Order is the order used in error messages.
+# Op names of the core language (docs/model.md "Ops"). Order is the order used in error messages.
 OPS = (
     "wait_full", "wait_empty", "try_full", "try_empty",
     "arrive_full", "arrive_empty", "expect_tx", "copy", "write", "read",

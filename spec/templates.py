@@ -24,14 +24,14 @@ no new keys there):
   k_tiles       k iterations per output tile, T = items / tiles (items must be a multiple of
                 tiles). Default 2 (when the scheduler's items are not given).
 and it brings two ring tables (`template_rings`), sized as Mojo sizes them
-(reference/mojo_pipeline.md §4b, §4c, §7); a `[ring.acc]` or `[ring.clc]` table in the file
+(docs/model.md "Templates"); a `[ring.acc]` or `[ring.clc]` table in the file
 overrides them key by key:
   [ring.acc]  stages = 2 (num_accum_pipeline_stages), producer_arrive_count = 1 (the MMA
               warp's commit), consumer_arrive_count = consumers (every epilogue agent arrives)
   [ring.clc]  stages = 2 (num_clc_pipeline_stages), producer_arrive_count = 1 (the load
               warp), consumer_arrive_count = 1 (the scheduler warp)
 
-Sources: reference/mojo_pipeline.md §2, §4, §5, §7 and reference/mbarrier_cutlass.md §3.
+Sources: docs/model.md "Templates".
 """
 from __future__ import annotations
 
@@ -124,7 +124,7 @@ def template_rings(pipeline: dict) -> dict:
     if pipeline.get("template") != "mojo_sm100_matmul":
         return {}
     consumers = pipeline.get("consumers", DEFAULT_CONSUMERS)
-    # reference/mojo_pipeline.md §4b, §4c, §7: accumulator ring of 2 stages, full = 1 MMA
+    # docs/model.md "Templates": accumulator ring of 2 stages, full = 1 MMA
     # commit, empty = every epilogue agent; CLC throttle ring of 2 stages, 1 / 1 (one warp each).
     return {"acc": {"stages": 2, "producer_arrive_count": 1, "consumer_arrive_count": consumers},
             "clc": {"stages": 2, "producer_arrive_count": 1, "consumer_arrive_count": 1}}
@@ -271,7 +271,7 @@ def _mojo_sm100_matmul(pipeline: dict, user_roles: list[dict], path) -> tuple[di
         return _every(op, k_tiles, at)
 
     # Input ring (main): 1 full arrival (the load warp's arrive.expect_tx), 1 empty arrival
-    # (the MMA warp's tcgen05.commit) in one CTA (reference §4a: CLUSTER_M/cta_group +
+    # (the MMA warp's tcgen05.commit) in one CTA (docs/model.md "Templates": CLUSTER_M/cta_group +
     # CLUSTER_N - 1 = 1).
     defaults = {"producer_arrive_count": 1, "consumer_arrive_count": 1}
     copies = [f"copy {p.tile_bytes}"] * p.k

@@ -1,7 +1,7 @@
 """Counter arithmetic at its real widths (issue 4, part 4): amd thresholds and counters as Z3
 bit-vectors.
 
-Mojo's AmdCounterBackend (reference/mojo_pipeline.md §1b) keeps every signal as an Int64
+Mojo's AmdCounterBackend (docs/rules.md "AMD counters") keeps every signal as an Int64
 counter and every agent's phase as a UInt32 lap counter, and waits until
     counter >= Int64(UInt32(phase ± 1)) * arrive_count
 with `phase ± 1` computed in UInt32 before widening. backends/amd.py writes that `phase ± 1`

@@ -31,7 +31,8 @@ by one of two concrete runs of all agents over the walks (`_Progress`):
     its one maximal run bounds them all);
   * a wait that needs more arrivals than the whole run delivers: sound on its own;
   * too many arrivals (nvidia): one arrive above the count traps, or the run's total forces
-    more completed phases than its waits and tries can observe (DESIGN's over_arrival);
+    more completed phases than its waits and tries can observe (docs/rules.md
+    "Traps and run-ahead (`over_arrival`)");
   * a wait for an earlier lap: one real interleaving (the witness run, with the arrivers of
     the lap it should wait for held back) takes the waiter past its wait to its read
     (read_before_fill) or its write (overwrite_before_drain); a slot mismatch: the witness
@@ -85,7 +86,8 @@ _AMDp = _plain(amd)
 @dataclass(frozen=True)
 class Finding:
     signal: str            # "empty[s]", "acc.full[s]", "barrier wg"
-    kind: str              # the DESIGN violation kind it predicts, or "stage_mismatch"
+    kind: str              # the violation kind (docs/model.md "Violation kinds") it predicts,
+                           # or "stage_mismatch"
     message: str           # in a kernel author's words
     item: int | None = None  # the first item (0-based) it shows in, when it is about one
     role: str | None = None
@@ -252,7 +254,7 @@ def forms(cls: Cls, stages: dict) -> list[Form]:
 
 
 def targets(c: int, to: str, k: int) -> tuple:
-    """The CTAs an op of an agent in CTA c acts on (DESIGN "Clusters")."""
+    """The CTAs an op of an agent in CTA c acts on (docs/model.md "Targets and clusters")."""
     if k == 1 or to == "self":
         return (c,)
     return {"leader": (0,), "peer": ((c + 1) % k,), "all": tuple(range(k))}[to]
@@ -840,7 +842,7 @@ class _Check:
         """nvidia surplus that must violate: one arrive above the count traps; or the run's
         arrivals on one signal force more completed phases than its waits and tries can
         observe (a phase j >= 1 may only complete after a wait or try intending phase j - 1
-        passed; DESIGN's over_arrival)."""
+        passed; docs/rules.md "Traps and run-ahead (`over_arrival`)")."""
         E = arrive_count(self.rings[ring], X)
         total, seen, tx = defaultdict(int), defaultdict(set), defaultdict(bool)
         for cls in self.clss:
