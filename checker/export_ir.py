@@ -3,13 +3,17 @@
 `check_exportable` refuses what they cannot express, in one line; `IR` is the compiled model
 (checker.model) seen from the exporters: agents grouped by program (`Group`, with the program
 walk: next pc, every=/at= guards, tags), the constants, and the value range of every field.
+`signal_backend()` and `signal_update()` are backends/nvidia.py printed for either language
+(backends/printed.py): the exports print its rules rather than copies of them.
 """
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
 
+from pipeproof.backends import nvidia
 from pipeproof.backends.base import FULL
+from pipeproof.backends.printed import printed_backend, sym
 from pipeproof.checker import semantics as S
 from pipeproof.checker.model import compile_model
 from pipeproof.spec.schema import MAIN_RING, Spec, SpecError
@@ -262,3 +266,36 @@ def any_pc_guarded(pc: str, item: str, pcs, guards: dict, sep: str, eq: str, con
         else:
             parts.append(f"{pc} {eq} {p}")
     return sep.join(parts)
+
+
+# ---------------------------------------------------------------------------------- the signals
+
+def signal_backend():
+    """backends/nvidia.py over printed expressions (read at each export, so the text always
+    follows the backend)."""
+    return printed_backend(nvidia)
+
+
+@dataclass
+class SignalUpdate:
+    """One atomic mbarrier update, printed from backends.nvidia.update over the signal's old
+    fields: when it traps (over, tx_range), when it completes the phase, and each new field.
+    Each is an `Expr` or a plain value (a tx-free model folds tx away)."""
+    over: object
+    tx_range: object
+    completed: object
+    fields: tuple         # (field name, new value) per field of the signal
+
+
+def signal_update(lang: str, field: str, expected: str, count: str, dtx: str,
+                  has_tx: bool) -> SignalUpdate:
+    """`field` formats a field's name ("SG.{}"); `expected`, `count` and `dtx` are the
+    update's arguments as text. Without tx the signal has no tx field and every tx is 0."""
+    at = lambda text: sym(text, lang)
+    tx, delta = (at(field.format("tx")), at(dtx)) if has_tx else (0, 0)
+    phase_no, pending, new_tx, outcome = signal_backend().update(
+        at(field.format("phase_no")), at(field.format("pending")), tx, at(expected), at(count), delta)
+    bit = lambda b: (outcome & b) != 0
+    fields = (("phase_no", phase_no), ("pending", pending)) + ((("tx", new_tx),) if has_tx else ())
+    return SignalUpdate(bit(nvidia.TRAP_OVER_ARRIVAL), bit(nvidia.TRAP_TX_RANGE),
+                        bit(nvidia.COMPLETED), fields)

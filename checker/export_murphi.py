@@ -1,13 +1,17 @@
 """The Murphi export (for Rumur): the compiled model as one rule per op of each agent.
 
 checker/export_models.py describes the export; checker/export_ir.py has what it shares with
-the Promela export.
+the Promela export. The signal rules (parity_ready, in_window, sig_update, the start state's
+signals) are printed from backends/nvidia.py (backends/printed.py), not written here: Murphi
+has no conditional expression, so each printed `select` is an if-chain.
 """
 from __future__ import annotations
 
 from pipeproof.backends.nvidia import TX_LIMIT
+from pipeproof.backends.printed import condition, lift, statements, sym
 from pipeproof.checker.export_ir import (
-    ENTRY_COMMIT, ENTRY_COPY, IR, KIND_MESSAGES, Group, any_pc_guarded, comment_lines,
+    ENTRY_COMMIT, ENTRY_COPY, IR, KIND_MESSAGES, Group, any_pc_guarded, comment_lines, signal_backend,
+    signal_update,
 )
 from pipeproof.spec.schema import Spec
 
@@ -90,35 +94,36 @@ class _Murphi:
     # -------------------------------------------------------------- functions
     def functions(self):
         ir = self.ir
-        self.w("function parity_ready(pn: pn_t; ph: ph_t): boolean;",
-               "begin", "  return pn % 2 != ph % 2;", "end;", "",
-               "-- A parity wait means signal phase k = (ph - p0) - (p0 mod 2); it is meaningful while",
-               "-- phase_no is k or k + 1.",
-               "function in_window(pn: pn_t; ph: ph_t; p0: ph_t): boolean;",
-               "begin",
-               "  return pn = (ph - p0) - (p0 % 2) | pn = (ph - p0) - (p0 % 2) + 1;",
+        nv = signal_backend()
+        m = lambda text: sym(text, "murphi")
+        self.w("-- backends.nvidia.ready, printed: the phase of parity ph has completed.",
+               "function parity_ready(pn: pn_t; ph: ph_t): boolean;", "begin",
+               *("  " + line for line in statements("return {};", nv.ready(m("pn"), m("ph")), "murphi")),
+               "end;", "",
+               "-- backends.nvidia.in_window, printed: a parity wait at phase ph (initial phase p0)",
+               "-- is meaningful while phase_no is the phase it means or the next one.",
+               "function in_window(pn: pn_t; ph: ph_t; p0: ph_t): boolean;", "begin",
+               *("  " + line for line in statements("return {};", nv.in_window(m("pn"), m("ph"), m("p0")),
+                                                    "murphi")),
                "end;", "")
+        u = signal_update("murphi", "s.{}", "expected", "cnt", "dtx", ir.has_tx)
+        types = {"phase_no": "pn_t", "pending": "pend_t", "tx": "tx_t"}
         dtx = "; dtx: -TXL..TXL" if ir.has_tx else ""
-        self.w("-- One atomic mbarrier update: cnt arrivals and tx += dtx, then the phase check.",
-               f"procedure sig_update(var s: sig_t; expected: pend_t; cnt: cnt_t{dtx});")
-        if ir.has_tx:
-            self.w("var moved: -2*TXL..2*TXL;")
-        self.w("begin",
-               f"  if cnt > s.pending then error \"{KIND_MESSAGES['over_arrival']}\" endif;")
-        if ir.has_tx:
-            self.w("  moved := s.tx + dtx;",
-                   f"  if moved > TXL | moved < -TXL then error \"{KIND_MESSAGES['tx_range']}\" endif;",
-                   "  if s.pending - cnt = 0 & moved = 0 then")
-        else:
-            self.w("  if s.pending - cnt = 0 then")
-        self.w(f"    if s.phase_no >= 1 & !s.observed then error \"{KIND_MESSAGES['over_arrival_ahead']}\" endif;",
-               "    s.phase_no := s.phase_no + 1;", "    s.pending := expected;")
-        if ir.has_tx:
-            self.w("    s.tx := 0;")
-        self.w("    s.observed := false;", "  else", "    s.pending := s.pending - cnt;")
-        if ir.has_tx:
-            self.w("    s.tx := moved;")
-        self.w("  endif;", "end;", "")
+        self.w("-- One atomic mbarrier update, printed from backends.nvidia.update: cnt arrivals and",
+               "-- tx += dtx, then the phase check. Every new field is computed from the old ones",
+               "-- before any is stored.",
+               f"procedure sig_update(var s: sig_t; expected: pend_t; cnt: cnt_t{dtx});",
+               "var " + " ".join(f"new_{name}: {types[name]};" for name, _ in u.fields), "begin")
+        for when, kind in ((u.over, "over_arrival"), (u.tx_range, "tx_range")):
+            if lift(when) is not False:  # no tx: tx_range folds away
+                self.w(f"  if {condition(when, 'murphi')} then error \"{KIND_MESSAGES[kind]}\" endif;")
+        if lift(u.completed) is not False:
+            self.w(f"  if {condition(u.completed, 'murphi')} then",
+                   f"    if s.phase_no >= 1 & !s.observed then error \"{KIND_MESSAGES['over_arrival_ahead']}\" endif;",
+                   "    s.observed := false;", "  endif;")
+        for name, value in u.fields:
+            self.w(*("  " + line for line in statements(f"new_{name} := {{}};", value, "murphi")))
+        self.w(*(f"  s.{name} := new_{name};" for name, _ in u.fields), "end;", "")
 
         # all agents finished
         conj = " & ".join(f"(forall i: {g.ident}_id do {g.ident}[i].pc = {g.length} end)" for g in ir.groups)
@@ -246,11 +251,13 @@ class _Murphi:
     # -------------------------------------------------------------- start state
     def startstate(self):
         ir = self.ir
-        self.w("startstate \"init\"", "begin", "  for s: stage_t do",
-               "    full_sig[s].phase_no := 0; full_sig[s].pending := PAC; full_sig[s].observed := false;",
-               "    empty_sig[s].phase_no := 0; empty_sig[s].pending := CAC; empty_sig[s].observed := false;")
-        if ir.has_tx:
-            self.w("    full_sig[s].tx := 0; empty_sig[s].tx := 0;")
+        names = ("phase_no", "pending", "tx")[:3 if ir.has_tx else 2]
+        self.w("startstate \"init\"", "begin", "  for s: stage_t do")
+        for sig, expected in (("full_sig[s]", "PAC"), ("empty_sig[s]", "CAC")):
+            init = signal_backend().init(sym(expected, "murphi"))  # backends.nvidia.init, printed
+            for name, value in zip(names, init):
+                self.w(*("    " + line for line in statements(f"{sig}.{name} := {{}};", value, "murphi")))
+            self.w(f"    {sig}.observed := false;")
         self.w("    slot_tag[s] := -1;", "  end;")
         if ir.inflight:
             self.w("  for j: 0..INF-1 do inflight[j] := 0; end;")

@@ -1,12 +1,16 @@
 """The Promela export (for SPIN): the compiled model as one d_step per op of each agent.
 
 checker/export_models.py describes the export; checker/export_ir.py has what it shares with
-the Murphi export.
+the Murphi export. The signal rules (PARITY_READY, IN_WINDOW, sig_update, the initial signal)
+are printed from backends/nvidia.py (backends/printed.py), not written here.
 """
 from __future__ import annotations
 
 from pipeproof.backends.nvidia import TX_LIMIT
-from pipeproof.checker.export_ir import ENTRY_COMMIT, ENTRY_COPY, IR, Group, any_pc_guarded, comment_lines
+from pipeproof.backends.printed import condition, lift, render, sym
+from pipeproof.checker.export_ir import (
+    ENTRY_COMMIT, ENTRY_COPY, IR, Group, any_pc_guarded, comment_lines, signal_backend, signal_update,
+)
 from pipeproof.spec.schema import Spec
 
 
@@ -14,6 +18,18 @@ def to_promela(spec: Spec) -> str:
     """The spec as a Promela model for SPIN."""
     ir = IR(spec, "promela")
     return _Promela(ir).text()
+
+
+def _text(value) -> str:
+    return render(value, "promela")
+
+
+def _cond(value) -> str:
+    return condition(value, "promela")
+
+
+def _p(text: str):
+    return sym(text, "promela")
 
 
 def _ptype(lo: int, hi: int) -> str:
@@ -74,14 +90,16 @@ class _Promela:
         if ir.inflight:
             self.w(f"{_ptype(0, ir.emax)} inflight[INF];  /* sorted, largest first; 0 = unused */")
         self.w("", "/* scratch for d_steps (not part of the state) */",
-               "hidden int moved_, e_, rt_;", "hidden int rp_pc, rp_item, rp_st, b_, k_, ls_;",
+               "hidden int pn_, pd_, " + ("tx_, " if ir.has_tx else "") + "e_, rt_;",
+               "hidden int rp_pc, rp_item, rp_st, b_, k_, ls_;",
                "hidden byte rp_, st_;",
                "/* assert(KIND) fails with the kind's name in SPIN's report */",
                "hidden byte read_before_fill, overwrite_before_drain, phase_alias, over_arrival,",
                "           tx_range, inflight_at_exit, inflight_capacity;", "")
-        self.w("#define PARITY_READY(pn, ph) (((pn) % 2) != ((ph) % 2))",
-               "#define IN_WINDOW(pn, ph, p0) ((pn) == ((ph) - (p0)) - ((p0) % 2) || "
-               "(pn) == ((ph) - (p0)) - ((p0) % 2) + 1)")
+        nv = signal_backend()
+        self.w("/* backends.nvidia.ready and in_window, printed */",
+               "#define PARITY_READY(pn, ph) " + _text(nv.ready(_p("(pn)"), _p("(ph)"))),
+               "#define IN_WINDOW(pn, ph, p0) " + _text(nv.in_window(_p("(pn)"), _p("(ph)"), _p("(p0)"))))
         if ir.inflight and ir.has_tx:
             expr = str(min(ir.bytes_vals[-1], TX_LIMIT))
             for i in range(len(ir.bytes_vals) - 2, -1, -1):
@@ -93,22 +111,23 @@ class _Promela:
     def inlines(self):
         ir = self.ir
         # signal update
-        self.w("/* One atomic mbarrier update: CNT arrivals and tx += DTX, then the phase check. */",
-               "inline sig_update(SG, EXPECTED, CNT, DTX) {", "  if",
-               "  :: (CNT) > SG.pending -> assert(over_arrival)  /* trap */", "  :: else ->")
-        if ir.has_tx:
-            self.w("    moved_ = SG.tx + (DTX);",
-                   "    if", "    :: moved_ > TXL || moved_ < -TXL -> assert(tx_range)  /* trap */",
-                   "    :: else -> skip", "    fi;",
-                   "    if", "    :: SG.pending - (CNT) == 0 && moved_ == 0 ->")
-        else:
-            self.w("    if", "    :: SG.pending - (CNT) == 0 ->")
-        self.w("      if", "      :: SG.phase_no >= 1 && !SG.observed -> assert(over_arrival)  /* ran ahead */",
-               "      :: else -> skip", "      fi;",
-               "      SG.phase_no = SG.phase_no + 1; SG.pending = EXPECTED; SG.observed = 0"
-               + ("; SG.tx = 0" if ir.has_tx else ""),
-               "    :: else ->", "      SG.pending = SG.pending - (CNT)" + ("; SG.tx = moved_" if ir.has_tx else ""),
-               "    fi", "  fi", "}", "")
+        u = signal_update("promela", "SG.{}", "(EXPECTED)", "(CNT)", "(DTX)", ir.has_tx)
+        temps = {"phase_no": "pn_", "pending": "pd_", "tx": "tx_"}
+        used = ", ".join(temps[name] for name, _ in u.fields)
+        self.w("/* One atomic mbarrier update, printed from backends.nvidia.update: CNT arrivals and",
+               " * tx += DTX, then the phase check. Every new field is computed from the old ones",
+               f" * (into {used}) before any is stored. */",
+               "inline sig_update(SG, EXPECTED, CNT, DTX) {")
+        for when, what in ((u.over, "assert(over_arrival)  /* trap */"),
+                           (u.tx_range, "assert(tx_range)  /* trap */")):
+            if lift(when) is not False:  # no tx: tx_range folds away
+                self.w(f"  if :: {_cond(when)} -> {what} :: else -> skip fi;")
+        if lift(u.completed) is not False:
+            self.w("  if", f"  :: {_cond(u.completed)} ->",
+                   "    if :: SG.phase_no >= 1 && !SG.observed -> assert(over_arrival)  /* ran ahead */",
+                   "    :: else -> skip fi;", "    SG.observed = 0", "  :: else -> skip", "  fi;")
+        self.w(*(f"  {temps[name]} = {_text(value)};" for name, value in u.fields))
+        self.w("  " + "; ".join(f"SG.{name} = {temps[name]}" for name, _ in u.fields), "}", "")
         if ir.inflight:
             self.w("inline inf_add(E) {", "  e_ = (E);", "  if",
                    "  :: inflight[INF-1] != 0 -> assert(inflight_capacity)", "  :: else -> skip", "  fi;",
@@ -226,7 +245,8 @@ class _Promela:
                    "#define ALIASED (" + " || \\\n  ".join(alias) + ")",
                    "proctype monitor() {", "end:", "  do", "  :: d_step { ALIASED -> assert(phase_alias) }", "  od", "}", "")
         self.w("init {", "  atomic {", "    d_step {", "      k_ = 0;", "      do", "      :: k_ < STAGES ->",
-               "        full_sig[k_].pending = PAC; empty_sig[k_].pending = CAC; slot_tag[k_] = -1; k_++",
+               "        " + self._sig_init("full_sig[k_]", "PAC") + "; " + self._sig_init("empty_sig[k_]", "CAC")
+               + "; slot_tag[k_] = -1; k_++",
                "      :: else -> break", "      od;")
         for g in ir.groups:
             for a in g.agents:
@@ -241,6 +261,12 @@ class _Promela:
         if alias:
             self.w("    run monitor();")
         self.w("  }", "}")
+
+    def _sig_init(self, sig: str, expected: str) -> str:
+        """`mbarrier.init`, printed from backends.nvidia.init."""
+        names = ("phase_no", "pending", "tx")[:3 if self.ir.has_tx else 2]
+        values = signal_backend().init(_p(expected))
+        return "; ".join(f"{sig}.{name} = {_text(v)}" for name, v in zip(names, values))
 
     def op_step(self, g: Group, p: int):
         ir = self.ir
