@@ -62,7 +62,8 @@ from pipeproof.backends.base import EMPTY, FULL
 from pipeproof.checker import semantics as S
 from pipeproof.checker.model import OP_CODES, Model, compile_model
 from pipeproof.cuda_ref.emit_backend import (
-    AMD_C_HELPERS, BACKEND_MIRRORS, BACKEND_MODULES, backend_functions, check_backend_mirrors,
+    AMD_C_HELPERS, BACKEND_MIRRORS, BACKEND_MODULES, amd_helpers, amd_ready, backend_functions,
+    check_backend_mirrors, nv_wait_parity,
 )
 from pipeproof.cuda_ref.emit_common import (
     BULK_ALIGN, CTL_FLAGS, CTL_REC, CTL_SEQ, CTL_WORDS, EV_FIELDS, EV_OP_FINISH, EV_OP_FIRE, EV_W,
@@ -86,7 +87,8 @@ __all__ = [
     "MAX_WARPS_PER_CTA", "OP_EMITTERS", "PRELUDE", "REC_VALID", "REC_W", "RESULT_MISMATCH",
     "RESULT_OK", "RESULT_TIMEOUT", "RESULTS", "SLOT_ALIGN", "STATUS_FINISHED", "STATUS_TIMEOUT",
     "SWEEP_NS", "WRITE_REGION", "Generated", "GenerationError", "Region", "RingLayout",
-    "backend_functions", "check_backend_mirrors", "generate",
+    "amd_helpers", "amd_ready", "backend_functions", "check_backend_mirrors", "generate",
+    "nv_wait_parity",
 ]
 
 @dataclass
@@ -243,7 +245,8 @@ class _Gen(Layout, OpEmitter):
             "@INIT@": "\n".join(init_lines),
             "@SLOT_INIT@": self._slot_offsets(),
             "@DISPATCH@": dispatch,
-            "@AMD_HELPERS@": AMD_C_HELPERS,
+            "@AMD_HELPERS@": amd_helpers(),   # printed from backends.amd
+            "@AMD_READY@": amd_ready(),
             "@SWEEP_NS@": str(SWEEP_NS),
             "@SMEM_WORDS@": str(self.smem_bytes // 4),
             "@CHECK_DISPATCH@": self._check_dispatch(),

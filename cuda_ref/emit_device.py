@@ -122,7 +122,7 @@ __device__ __forceinline__ u32 cnt_load(u32 a) {
   u32 v; asm volatile("ld.acquire.cta.shared::cta.u32 %0, [%1];" : "=r"(v) : "r"(a) : "memory"); return v;
 }
 __device__ __forceinline__ u32 probe_amd(u32 a, u64 threshold) {   // backends.amd.*_ready
-  return (u64)cnt_load(a) >= threshold ? 1u : 0u;
+  return @AMD_READY@ ? 1u : 0u;
 }
 
 // ---- the log lock (global): held by one lane at a time, never across a wait

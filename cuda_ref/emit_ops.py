@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pipeproof.backends.base import EMPTY, FULL
 from pipeproof.checker.model import OP_CODES
+from pipeproof.cuda_ref.emit_backend import nv_wait_parity
 from pipeproof.cuda_ref.emit_common import targets
 
 
@@ -39,14 +40,14 @@ class OpEmitter:
     def wait_call(self, r: int, kind: int, stage: str, phase: str) -> str:
         """Whole warp: 1 when ready (lane 0 then holds the lock), 0 past the deadline."""
         if self.nv:
-            return f"wait_nv(c, {self.sig(r, stage, kind)}, (u32)({phase} & 1))"
+            return f"wait_nv(c, {self.sig(r, stage, kind)}, {nv_wait_parity(phase)})"
         thr = ("amd_full_threshold" if kind == FULL else "amd_empty_threshold")
         count = self.rings[r].full_count if kind == FULL else self.rings[r].empty_count
         return f"wait_amd(c, {self.sig(r, stage, kind)}, {thr}({phase}, {count}ull))"
 
     def probe_call(self, r: int, kind: int, stage: str, phase: str) -> str:
         if self.nv:
-            return f"probe_nv({self.sig(r, stage, kind)}, (u32)({phase} & 1))"
+            return f"probe_nv({self.sig(r, stage, kind)}, {nv_wait_parity(phase)})"
         thr = ("amd_full_threshold" if kind == FULL else "amd_empty_threshold")
         count = self.rings[r].full_count if kind == FULL else self.rings[r].empty_count
         return f"probe_amd({self.sig(r, stage, kind)}, {thr}({phase}, {count}ull))"

@@ -2,8 +2,9 @@
 
 What the generated CUDA C++ must contain for every op on both backends, that an op or a backend
 function the generator does not implement fails loudly, that unsupported specs are refused in
-one line, and (where a host compiler or nvcc is installed) that the mirrored amd thresholds
-equal backends.amd and that the generated source compiles for sm_90.
+one line, and (where a host compiler or nvcc is installed) that the amd thresholds printed
+from backends.amd equal it and that the generated source compiles for sm_90
+(tests/test_printed_backends.py checks every printed piece of the kernel).
 """
 from __future__ import annotations
 
@@ -230,7 +231,7 @@ def test_amd_counters_and_thresholds():
 def test_amd_threshold_mirror_equals_backends_amd(tmp_path):
     harness = ("#include <stdio.h>\ntypedef unsigned int u32; typedef unsigned long long u64; "
                "typedef long long i64;\n#define __device__\n#define __forceinline__\n"
-               + G.AMD_C_HELPERS + "\nint main(void){ long long ph; unsigned long long n;\n"
+               + G.amd_helpers() + "\nint main(void){ long long ph; unsigned long long n;\n"
                "while (scanf(\"%lld %llu\", &ph, &n) == 2) printf(\"%llu %llu\\n\", "
                "amd_full_threshold(ph, n), amd_empty_threshold(ph, n)); return 0; }\n")
     (tmp_path / "h.c").write_text(harness)
