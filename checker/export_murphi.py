@@ -316,7 +316,7 @@ class _Murphi:
                      f"  error \"{KIND_MESSAGES['phase_alias']}\";", "endif;",
                      f"if parity_ready({sig}.phase_no, {A}.phase) then",
                      f"  {A}.ready := true; {sig}.observed := true;",
-                     f"else", f"  {A}.ready := false;", "endif;"]
+                     "else", f"  {A}.ready := false;", "endif;"]
         elif op.name in ("arrive_full", "arrive_empty"):
             full = op.name == "arrive_full"
             tx = ", 0" if ir.has_tx else ""

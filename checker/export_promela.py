@@ -150,7 +150,7 @@ class _Promela:
                    f"inline settle_{g.ident}(B) {{", "  st_ = 0;", "  do", "  :: st_ == 0 ->", "    if",
                    f"    :: pc[B] == {bs} && item[B] >= {g.items} -> pc[B] = {be}; st_ = 1",
                    f"    :: !(pc[B] == {bs} && item[B] >= {g.items}) && ({skip}) ->",
-                   f"      if", f"      :: pc[B] == {be - 1} ->", "        item[B]++;",
+                   "      if", f"      :: pc[B] == {be - 1} ->", "        item[B]++;",
                    f"        if :: item[B] < {g.items} -> pc[B] = {bs} :: else -> pc[B] = {be} fi",
                    "      :: else -> pc[B]++", "      fi",
                    "    :: else -> st_ = 1", "    fi", "  :: else -> break", "  od;",

@@ -91,6 +91,7 @@ __all__ = [
     "nv_wait_parity",
 ]
 
+
 @dataclass
 class Generated:
     """A generated kernel and what the launcher needs to run it and read its log."""
@@ -146,6 +147,11 @@ class _Gen(Layout, OpEmitter):
 
     def check(self):
         check_backend_mirrors(self.backend)
+        try:  # the backend rules the kernel prints must still have the form it realises
+            amd_ready()
+            nv_wait_parity("phase")
+        except GenerationError as err:
+            raise self.fail(str(err)) from None
         for a in self.model.agents:
             for op, _ in a.ops:
                 if op.name not in OP_EMITTERS:
