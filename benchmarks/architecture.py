@@ -25,8 +25,10 @@ OPS = ("wait_full", "wait_empty", "try_full", "try_empty", "arrive_full", "arriv
 # A rule is "written" in a file when one of its spellings occurs there (comments excluded).
 RULES = {
     "op names branched on": r"""(==|!=|\bin)\s*\(?\s*["'](%s)["']""" % "|".join(OPS),
-    "which count a signal expects": r"full_count|empty_count|producer_arrive_count|consumer_arrive_count|R_FULL_COUNT|R_EMPTY_COUNT",
-    "to=peer": r"""["']peer["']|T_PEER""",
+    # code choosing a signal's expected count by its kind (not the TOML keys' mere mention)
+    "which count a signal expects": r"(producer_arrive_count|full_count|R_FULL_COUNT)[^\n]{0,40}\bif\b"
+                                    r"|\bif\b[^\n]{0,60}\belse\b[^\n]{0,20}(consumer_arrive_count|empty_count|R_EMPTY_COUNT)",
+    "to=peer (which CTA a target names)": r"""["']peer["']\s*[:)]|==\s*["']peer["']|T_PEER\b""",
     "state layout by hand (F_RING0 + 3 * r)": r"F_RING0\s*\+\s*3",
     "exit-code tables": r"^\s*EXIT_[A-Z_]+\s*=\s*\d",
     "violation wording": r"""["']read_before_fill["']\s*:""",
@@ -81,9 +83,11 @@ def report(root: Path) -> None:
     print("product files spelling each rule:")
     for rule, pattern in RULES.items():
         rx = re.compile(pattern, re.M)
-        where = [str(f.relative_to(root)) for f in product_files(root)
-                 if rx.search("\n".join(code_lines(f)))]
-        print(f"  {len(where):3d}  {rule}: {', '.join(where)}")
+        hits = {str(f.relative_to(root)): len(rx.findall("\n".join(code_lines(f))))
+                for f in product_files(root)}
+        where = {f: n for f, n in hits.items() if n}
+        print(f"  {len(where):3d} files {sum(where.values()):4d} places  {rule}: "
+              + ", ".join(f"{f} ({n})" for f, n in where.items()))
     per_op = {}
     for op in OPS:
         rx = re.compile(r"""["']%s["']|\b%s\b""" % (op, op.upper()))

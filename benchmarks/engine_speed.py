@@ -35,13 +35,28 @@ HERE = Path(__file__).resolve().parent.parent
 CELLS = [(4, 4, 8), (8, 4, 8), (2, 8, 8), (4, 5, 8), (8, 8, 8)]
 
 
-def child(repo: str, n: int, c: int, i: int, symmetry: bool, por: bool) -> dict:
+def _import_tree(repo: str):
+    """`import` for the checkout `repo`: its packages as `pipeproof.*` (a tree that installs
+    under that namespace, mapped to this checkout rather than the installed one) or, in a tree
+    from before the namespace, by their top-level names."""
+    import importlib
+    import types
     sys.path.insert(0, repo)
+    if "pipeproof." in (Path(repo) / "checker" / "cli.py").read_text():
+        ns = types.ModuleType("pipeproof")
+        ns.__path__ = [repo]
+        sys.modules["pipeproof"] = ns
+        return lambda name: importlib.import_module(f"pipeproof.{name}")
+    return importlib.import_module
+
+
+def child(repo: str, n: int, c: int, i: int, symmetry: bool, por: bool) -> dict:
+    load = _import_tree(repo)
     import numpy as np
     from benchmarks.standard_pipeline import load_cell
-    from pipeproof.checker.explore import Search
-    from pipeproof.checker.model import compile_model
-    from pipeproof.checker.verify import warm_up
+    Search = load("checker.explore").Search
+    compile_model = load("checker.model").compile_model
+    warm_up = load("checker.verify").warm_up
 
     warm_up()
     model = compile_model(load_cell(n, c, i))

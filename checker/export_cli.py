@@ -54,7 +54,7 @@ def export(spec_path, fmt, output, symmetry):
 
 
 def run():
-    """Stand-alone entry point with the contract's exit codes (click's usage errors exit 2)."""
+    """Stand-alone entry point with the exit codes of docs/model.md (click's usage errors exit 2)."""
     try:
         export.main(standalone_mode=False)
     except click.exceptions.Exit as e:

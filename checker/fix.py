@@ -41,7 +41,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import NamedTuple
 
-from pipeproof.spec.schema import MAIN_RING, MAX_COUNT, SECTIONS, TX_LIMIT, Spec, SpecError
+from pipeproof.spec.schema import MAIN_RING, MAX_COUNT, SECTIONS, TX_LIMIT, Spec, SpecError, targets
 
 MAX_PHASE = (1 << 32) - 1
 MAX_BYTES = (1 << 32) - 1
@@ -158,12 +158,6 @@ def _ctas_of(spec: Spec, role) -> tuple[int, ...]:
     return role.ctas or tuple(range(spec.cluster_size))
 
 
-def _targets(spec: Spec, cta: int, to: str) -> tuple[int, ...]:
-    k = spec.cluster_size
-    if k == 1 or to == "self":
-        return (cta,)
-    return {"leader": (0,), "peer": ((cta + 1) % k,), "all": tuple(range(k))}[to]
-
 
 def _agents(role, op) -> int:
     return 1 if op.leader_only else role.count
@@ -192,7 +186,7 @@ def _per_target(spec: Spec, ring: str, names, weight, j: int, period: int, skip=
             if not _active(op, j, period):
                 continue
             for c in _ctas_of(spec, role):
-                for t in _targets(spec, c, op.to):
+                for t in targets(spec.cluster_size, c, op.to):
                     sums[t] += _agents(role, op) * weight(op)
     return sums
 
@@ -203,11 +197,7 @@ def _arrival_weight(op) -> int:
 
 def _multiplicity(spec: Spec, role, op, target: int) -> int:
     """How many times one agent-op of `role` lands on CTA `target` (over the role's CTAs)."""
-    return sum(1 for c in _ctas_of(spec, role) if target in _targets(spec, c, op.to))
-
-
-def _expected_count(ring, signal: str) -> int:
-    return ring.producer_arrive_count if signal == "full" else ring.consumer_arrive_count
+    return sum(1 for c in _ctas_of(spec, role) if target in targets(spec.cluster_size, c, op.to))
 
 
 def _count_candidates(spec: Spec) -> list[_Edit]:
@@ -218,7 +208,7 @@ def _count_candidates(spec: Spec) -> list[_Edit]:
     for ring in spec.all_rings:
         for signal, key, names in (("full", "producer_arrive_count", FULL_ARRIVALS),
                                    ("empty", "consumer_arrive_count", EMPTY_ARRIVALS)):
-            old = _expected_count(ring, signal)
+            old = ring.expected(signal)
             delivered = set()
             for j in range(period):
                 delivered |= {v for v in _per_target(spec, ring.name, names, _arrival_weight,
@@ -350,7 +340,7 @@ def _bytes_candidates(spec: Spec) -> list[_Edit]:
                 expected = _per_target(spec, op.ring, ("expect_tx",), bytes_of, j, period, skip)
                 copied = _per_target(spec, op.ring, ("copy",), bytes_of, j, period, skip)
                 for c in _ctas_of(spec, role):
-                    for t in _targets(spec, c, op.to):
+                    for t in targets(spec.cluster_size, c, op.to):
                         unit = _agents(role, op) * _multiplicity(spec, role, op, t)
                         need = (copied[t] - expected[t]) if op.name == "expect_tx" \
                             else (expected[t] - copied[t])
@@ -379,13 +369,13 @@ def _opcount_candidates(spec: Spec) -> list[_Edit]:
                     continue
                 signal = "full" if op.name == "arrive_full" else "empty"
                 names = FULL_ARRIVALS if signal == "full" else EMPTY_ARRIVALS
-                expected = _expected_count(rings[op.ring], signal)
+                expected = rings[op.ring].expected(signal)
                 values = {}
                 if section == "body":
                     others = _per_target(spec, op.ring, names, _arrival_weight, 0, 1,
                                          (role.name, i))
                     for c in _ctas_of(spec, role):
-                        for t in _targets(spec, c, op.to):
+                        for t in targets(spec.cluster_size, c, op.to):
                             unit = _agents(role, op) * _multiplicity(spec, role, op, t)
                             need = expected - others[t]
                             if need > 0 and need % unit == 0:
@@ -427,7 +417,7 @@ def _guard_candidates(spec: Spec) -> list[_Edit]:
                         probe = _replace_role(spec, role.name,
                                               body=role.body[:i] + (new_op,) + role.body[i + 1:])
                         got = _per_target(probe, op.ring, names, _arrival_weight, 0, 1)
-                        if got and all(v == _expected_count(rings[op.ring], signal)
+                        if got and all(v == rings[op.ring].expected(signal)
                                        for v in got.values()):
                             tier = 0
                 edits.append(_op_edit(role, section, i, "guard", new_op, tier, 1))

@@ -47,7 +47,7 @@ from dataclasses import replace
 
 from pipeproof.checker.explore import ENGINE
 from pipeproof.checker.model import compile_model
-from pipeproof.spec.schema import Spec
+from pipeproof.spec.schema import Spec, targets
 
 MANY = -1
 HUGE = 1 << 40   # the item count a MANY state runs with: never reached
@@ -240,10 +240,7 @@ class LapAbstraction:
                 if op.name in reads:
                     live.add((r, a.cta, reads[op.name]))
                 elif op.name in updates:
-                    k = m.ctas
-                    dst = ([a.cta] if k == 1 or op.to == "self" else [0] if op.to == "leader"
-                           else [(a.cta + 1) % k] if op.to == "peer" else range(k))
-                    live.update((r, c, updates[op.name]) for c in dst)
+                    live.update((r, c, updates[op.name]) for c in targets(m.ctas, a.cta, op.to))
                 else:  # anything else (read_async): every signal of its ring, to be safe
                     live.update((r, c, kind) for c in range(m.ctas) for kind in (S.FULL, S.EMPTY))
         return live
@@ -265,7 +262,7 @@ class LapAbstraction:
             users = [a for a in self.ring_users[r] if not done[a]]
             if not users:
                 continue
-            pos = [a * m.agf + S.F_RING0 + 3 * r + 1 for a in users]
+            pos = [S.ring_pos(m.agf, a, r, S.RF_PHASE) for a in users]
             low = min(int(st[p]) for p in pos) - 2
             if not self.amd:
                 low = min([low] + [int(st[b]) - 1 for _, b in self._ring_signals(r)])
@@ -277,8 +274,7 @@ class LapAbstraction:
             ring = m.ring_specs[r]
             for kind, b in self._ring_signals(r):
                 if self.amd:
-                    st[b] -= shift * (ring.producer_arrive_count if kind == S.FULL
-                                      else ring.consumer_arrive_count)
+                    st[b] -= shift * ring.expected(kind)
                 else:
                     st[b] -= shift
 
@@ -334,8 +330,7 @@ def lap_tables(lap: LapAbstraction) -> LapTables:
         ring = m.ring_specs[r]
         for k, (kind, b) in enumerate(ss):
             sig[r, k] = b
-            mult[r, k] = (1 if not lap.amd else
-                          ring.producer_arrive_count if kind == S.FULL else ring.consumer_arrive_count)
+            mult[r, k] = 1 if not lap.amd else ring.expected(kind)
     width = max([len(c) for c in lap.classes] + [1])
     classes = np.full((max(len(lap.classes), 1), width), -1, dtype=np.int64)
     for k, members in enumerate(lap.classes):
@@ -406,7 +401,7 @@ def canonical_into(L, st, done, tmp):
         seen = False
         for a in range(n):
             if L.ring_users[r, a] and not done[a]:
-                p = st[a * agf + S.F_RING0 + 3 * r + 1] - 2
+                p = st[S.ring_field(agf, a, r, S.RF_PHASE)] - 2
                 if not seen or p < low:
                     low = p
                 seen = True
@@ -421,7 +416,7 @@ def canonical_into(L, st, done, tmp):
         shift = low - low % 2
         for a in range(n):
             if L.ring_users[r, a] and not done[a]:
-                st[a * agf + S.F_RING0 + 3 * r + 1] -= shift
+                st[S.ring_field(agf, a, r, S.RF_PHASE)] -= shift
         for k in range(L.sig.shape[1]):
             if L.sig[r, k] >= 0:
                 st[L.sig[r, k]] -= shift * L.sig_mult[r, k]

@@ -1,7 +1,8 @@
 """Compile a loaded Spec into the flat tables the engines run, and read states back.
 
-`compile_model(spec)` flattens every agent's program (prologue, body, epilogue; `@leader` ops
-dropped for non-leaders; `drain` expanded into `stages` steps), lays out the state vector
+`compile_model(spec)` takes every agent's flattened program (checker/program.py: prologue,
+body, epilogue; `@leader` ops dropped for non-leaders; `drain` expanded into `stages` steps),
+writes the programs into tables, lays out the state vector
 (checker/semantics.py documents it), and chooses bit widths so a state packs into a few
 64-bit words. `Model` then offers the small stateright-style interface: `initial_state()`,
 `actions(state)`, `next_state(state, action)`, `format_action(state, action)`, with states as
@@ -10,25 +11,18 @@ immutable tuples of ints, and turns states into the readable views of checker/tr
 from __future__ import annotations
 
 from collections import namedtuple
-from dataclasses import dataclass
 
 import numpy as np
 
 from pipeproof.backends.base import AMD, BACKEND_CODES, EMPTY, FULL
 from pipeproof.backends import nvidia
 from pipeproof.checker import semantics as S
+from pipeproof.checker.program import OP_EFFECTS, Agent, agents_of
 from pipeproof.spec.schema import FILL_OPS, READ_OPS, Op, Spec
 
-OP_CODES = {
-    "wait_full": S.WAIT_FULL, "wait_empty": S.WAIT_EMPTY, "try_full": S.TRY_FULL,
-    "try_empty": S.TRY_EMPTY, "arrive_full": S.ARRIVE_FULL, "arrive_empty": S.ARRIVE_EMPTY,
-    "expect_tx": S.EXPECT_TX, "copy": S.COPY, "write": S.WRITE, "read": S.READ,
-    "commit_empty": S.COMMIT_EMPTY, "advance": S.ADVANCE, "reset": S.RESET, "drain": S.DRAIN,
-    "sync": S.SYNC, "read_async": S.READ_ASYNC, "read_wait": S.READ_WAIT,
-    "sync_arrive": S.SYNC_ARRIVE, "sync_wait": S.SYNC_WAIT,
-}
-BARRIER_OPS = ("sync", "sync_arrive", "sync_wait")
-ASYNC_OPS = ("copy", "commit_empty", "read_async")
+OP_CODES = S.OP_CODES
+BARRIER_OPS = tuple(name for name, e in OP_EFFECTS.items() if e.barrier)
+ASYNC_OPS = tuple(name for name, e in OP_EFFECTS.items() if e.issues)
 OP_NAMES = {v: k for k, v in OP_CODES.items()}
 TARGET_CODES = {"self": S.T_SELF, "leader": S.T_LEADER, "peer": S.T_PEER, "all": S.T_ALL}
 KIND_BITS = (S.DEADLOCK, S.READ_BEFORE_FILL, S.OVERWRITE_BEFORE_DRAIN, S.PHASE_ALIAS,
@@ -39,28 +33,6 @@ MAX_INFLIGHT = 24
 Tables = namedtuple("Tables", ["cfg", "ring", "agent", "prog", "bar_count", "bytes_vals", "ent"])
 # Bit packing of the state vector into `words` int64 words (63 bits used per word).
 Packing = namedtuple("Packing", ["word", "shift", "width", "bias", "live"])
-
-
-@dataclass(frozen=True)
-class Agent:
-    name: str
-    role: str
-    cta: int
-    index: int          # within its role in its CTA; 0 is the leader
-    ops: tuple          # flattened program: (Op, drain_step or -1) per pc
-    body_start: int
-    body_end: int
-    items: int
-    initial_stages: tuple  # per ring
-    initial_phases: tuple  # per ring
-
-    @property
-    def initial_stage(self):
-        return self.initial_stages[0]
-
-    @property
-    def initial_phase(self):
-        return self.initial_phases[0]
 
 
 def bits_for(max_value: int) -> int:
@@ -86,24 +58,6 @@ def packing_for(bounds) -> tuple[Packing, int]:
     return Packing(arr(word), arr(shift), arr(width), arr(bias), arr(live)), w + 1
 
 
-def flatten_program(spec: Spec, role, leader: bool):
-    """(ops, body_start, body_end): the agent's program, @leader ops kept only for the leader."""
-    stages = {ring.name: ring.stages for ring in spec.all_rings}
-
-    def expand(ops):
-        out = []
-        for op in ops:
-            if op.leader_only and not leader:
-                continue
-            if op.name == "drain":
-                out.extend((op, k) for k in range(stages[op.ring]))
-            else:
-                out.append((op, -1))
-        return out
-    pro, body, epi = expand(role.prologue), expand(role.body), expand(role.epilogue)
-    return tuple(pro + body + epi), len(pro), len(pro) + len(body)
-
-
 class Model:
     """A compiled spec: tables for the engines plus names and views for people."""
 
@@ -116,7 +70,7 @@ class Model:
         self.rings = len(self.ring_specs)
         self.max_stages = max(r.stages for r in self.ring_specs)
         self.barrier_names = [b.name for b in spec.barriers]
-        self.agents = self._make_agents()
+        self.agents = agents_of(spec)
         # Tags: a body fill stores its item (0 .. items-1); a prologue or epilogue fill its own
         # tag, above every item, so no read can take one for the other (spec.schema
         # `read_pairs_with` is the pairing rule).
@@ -129,20 +83,6 @@ class Model:
 
     # ------------------------------------------------------------ building
 
-    def _make_agents(self):
-        spec = self.spec
-        agents = []
-        for role in spec.roles:
-            stages = (role.initial_stage,) + (0,) * (self.rings - 1)
-            phases = tuple(role.initial_phase_of(name) for name in self.ring_names)
-            for cta in (role.ctas or range(self.ctas)):
-                for i in range(role.count):
-                    ops, bs, be = flatten_program(spec, role, leader=(i == 0))
-                    name = f"{role.name}[{i}]" if self.ctas == 1 else f"cta{cta}.{role.name}[{i}]"
-                    agents.append(Agent(name, role.name, cta, i, ops, bs, be, role.items,
-                                        stages, phases))
-        return agents
-
     def _inflight_capacity(self) -> int:
         """Room for in-flight copies and commits: a correct ring has at most one lap of them."""
         per_lap = 0
@@ -154,7 +94,7 @@ class Model:
 
     def _layout(self):
         n_agents = len(self.agents)
-        agf = S.F_RING0 + 3 * self.rings + len(self.barrier_names)
+        agf = S.arrived_pos(0, self.rings, 0, len(self.barrier_names))  # fields per agent
         n_sig = self.ctas * self.rings * self.max_stages * 2
         n_slot = self.ctas * self.rings * self.max_stages
         n_bar = 2 * len(self.barrier_names) * self.ctas
@@ -172,7 +112,7 @@ class Model:
         cfg = np.array([len(self.agents), self.ctas, self.rings, self.backend, self.inflight, agf,
                         self.max_stages, off_sig, off_slot, off_bar, off_inf, n_fields,
                         len(self.barrier_names), self.tag_prologue], dtype=np.int64)
-        ring = np.array([[r.stages, r.producer_arrive_count, r.consumer_arrive_count]
+        ring = np.array([[r.stages, r.expected(FULL), r.expected(EMPTY)]
                          for r in self.ring_specs], dtype=np.int64)
         prog_rows, agent_rows = [], []
         for a in self.agents:
@@ -198,7 +138,7 @@ class Model:
                       bar_count, np.array(self.bytes_vals, dtype=np.int64), ent)
 
     def section_of(self, a: Agent, pc: int) -> str:
-        return "prologue" if pc < a.body_start else "body" if pc < a.body_end else "epilogue"
+        return a.section_of(pc)
 
     def tag_of(self, a: Agent, pc: int) -> int:
         """P_TAG of an op: -1 for the agent's item (a body fill, or a read pairing with one),
@@ -250,12 +190,13 @@ class Model:
         total_ops = sum(executed)
         for a, n_exec in zip(self.agents, executed):
             n_body = a.body_end - a.body_start
-            has_sync = any(op.name == "sync" for op, _ in a.ops)
-            has_try = any(op.name.startswith("try_") for op, _ in a.ops)
+            has_sync = any(OP_EFFECTS[op.name].barrier == "sync" for op, _ in a.ops)
+            has_try = any(OP_EFFECTS[op.name].tries for op, _ in a.ops)
             bounds += [(0, len(a.ops)), (0, a.items if n_body else 0), (0, int(has_sync))]
             for r, ring in enumerate(self.ring_specs):
                 def advances(ops):
-                    return sum(1 for op, _ in ops if op.ring == ring.name and op.name in ("advance", "drain"))
+                    return sum(1 for op, _ in ops if op.ring == ring.name
+                               and OP_EFFECTS[op.name].move == "advance")
                 adv = (advances(a.ops[:a.body_start]) + advances(a.ops[a.body_end:])
                        + a.items * advances(a.ops[a.body_start:a.body_end]))
                 laps = (a.initial_stages[r] + adv) // ring.stages
@@ -263,13 +204,13 @@ class Model:
             for name in self.barrier_names:  # the generation it last sync_arrived in, plus 1
                 arrives = any(op.name == "sync_arrive" and op.barrier == name for op, _ in a.ops)
                 bounds.append((0, total_ops + 1 if arrives else 0))
-        has_tx = any(op.name in ("expect_tx", "copy") for a in self.agents for op, _ in a.ops)
+        has_tx = any(OP_EFFECTS[op.name].tx for a in self.agents for op, _ in a.ops)
         max_n = max([op.n for a in self.agents for op, _ in a.ops
-                     if op.name in ("arrive_full", "arrive_empty", "commit_empty")] + [1])
+                     if OP_EFFECTS[op.name].arrives_n] + [1])
         updates = total_ops * self.ctas
         for sig in range(self.ctas * self.rings * self.max_stages * 2):
             ring, stage = self.sig_ring_stage(sig)
-            expected = ring.producer_arrive_count if sig % 2 == FULL else ring.consumer_arrive_count
+            expected = ring.expected(sig % 2)
             if stage >= ring.stages:
                 bounds += [(0, 0)] * 4  # a ring shorter than the longest has unused signals
             elif self.backend == AMD:
@@ -302,13 +243,13 @@ class Model:
             pc, item = S.settle_pc(self.tables, i, 0, 0)
             st[base + S.F_PC], st[base + S.F_ITEM] = pc, item
             for r in range(self.rings):
-                st[base + S.F_RING0 + 3 * r] = a.initial_stages[r]
-                st[base + S.F_RING0 + 3 * r + 1] = a.initial_phases[r]
+                st[S.ring_pos(self.agf, i, r, S.RF_STAGE)] = a.initial_stages[r]
+                st[S.ring_pos(self.agf, i, r, S.RF_PHASE)] = a.initial_phases[r]
         for sig in range(self.ctas * self.rings * self.max_stages * 2):
             b = self.off_sig + 4 * sig
             ring, stage = self.sig_ring_stage(sig)
             if self.backend != AMD and stage < ring.stages:
-                expected = ring.producer_arrive_count if sig % 2 == FULL else ring.consumer_arrive_count
+                expected = ring.expected(sig % 2)
                 st[b], st[b + 1], st[b + 2] = nvidia.init(expected)
         st[self.off_slot:self.off_bar] = -1
         return st
@@ -389,23 +330,23 @@ class Model:
         agents = {}
         for i, a in enumerate(self.agents):
             op = self.current_op(state, i)
-            rb = i * self.agf + S.F_RING0
+            ring = lambda r, field: state[S.ring_pos(self.agf, i, r, field)]  # noqa: E731
             agents[a.name] = {
                 "role": a.role, "cta": a.cta, "index": a.index,
                 "pc": self.agent_field(state, i, S.F_PC), "op": op.text if op else None,
-                "item": self.agent_field(state, i, S.F_ITEM), "stage": state[rb],
-                "phase": state[rb + 1], "ready": bool(state[rb + 2]),
+                "item": self.agent_field(state, i, S.F_ITEM), "stage": ring(0, S.RF_STAGE),
+                "phase": ring(0, S.RF_PHASE), "ready": bool(ring(0, S.RF_READY)),
                 "at_sync": bool(self.agent_field(state, i, S.F_SYNC)), "done": op is None,
             }
-            if any(op.name in ("sync_arrive", "sync_wait") for ag in self.agents for op, _ in ag.ops):
+            if any(OP_EFFECTS[op.name].barrier in ("arrive", "wait") for ag in self.agents for op, _ in ag.ops):
                 # the generation it last sync_arrived in (0 also when it never did)
                 agents[a.name]["arrived"] = {
-                    name: max(state[rb + 3 * self.rings + b] - 1, 0)
+                    name: max(state[S.arrived_pos(self.agf, self.rings, i, b)] - 1, 0)
                     for b, name in enumerate(self.barrier_names)}
             if self.rings > 1:
                 agents[a.name]["rings"] = {
-                    name: {"stage": state[rb + 3 * r], "phase": state[rb + 3 * r + 1],
-                           "ready": bool(state[rb + 3 * r + 2])}
+                    name: {"stage": ring(r, S.RF_STAGE), "phase": ring(r, S.RF_PHASE),
+                           "ready": bool(ring(r, S.RF_READY))}
                     for r, name in enumerate(self.ring_names) if r > 0}
         signals = {}
         for sig in range(self.ctas * self.rings * self.max_stages * 2):
@@ -438,8 +379,9 @@ class Model:
         return e["agent"] if e["kind"] == "read" else f"cta{e['cta']}.{e['kind']}"
 
     def ring_stage_phase(self, state, a: int, op) -> tuple[int, int]:
-        rb = a * self.agf + S.F_RING0 + 3 * self.ring_names.index(op.ring)
-        return state[rb], state[rb + 1]
+        r = self.ring_names.index(op.ring)
+        return (state[S.ring_pos(self.agf, a, r, S.RF_STAGE)],
+                state[S.ring_pos(self.agf, a, r, S.RF_PHASE)])
 
     def format_action(self, state, action) -> str:
         """`consumer[1].wait_full(stage=0, phase=1)`, or `cta0.copy.land(stage=2, item=3, bytes=16384)`."""
@@ -460,9 +402,10 @@ class Model:
         args = [f"stage={stage}", f"phase={phase}"]
         if op.ring != "main":
             args.insert(0, f"ring={op.ring}")
-        if op.name in ("arrive_full", "arrive_empty", "commit_empty") and op.n != 1:
+        effects = OP_EFFECTS[op.name]
+        if effects.arrives_n and op.n != 1:
             args.append(f"n={op.n}")
-        if op.name in ("expect_tx", "copy"):
+        if effects.tx:
             args.append(f"bytes={op.n}")
         if op.name in FILL_OPS + READ_OPS:
             tag = self.tag_of(a, self.agent_field(state, action, S.F_PC))

@@ -36,6 +36,7 @@ import numpy as np
 from pipeproof.backends import nvidia
 from pipeproof.backends.base import AMD, EMPTY, FULL, jit
 from pipeproof.checker import semantics as S
+from pipeproof.spec.schema import targets
 
 # Access classes of the future tables (bit c of a class mask).
 OBS_FULL, OBS_EMPTY, UPD_FULL, UPD_EMPTY, WRITE_SLOT, READ_SLOT = 0, 1, 2, 3, 4, 5
@@ -107,23 +108,8 @@ def conflict_classes(t_kind, t_sig_acc, t_slot_acc, commuting):
 
 # ------------------------------------------------------------------ the future tables
 
-def _unrolled(agent):
-    """(pc, item) of every position of the agent's program in execution order, with whether
-    the op there runs (a body op with every=K / at=j runs only for the items it selects)."""
-    bs, be = agent.body_start, agent.body_end
-    out = [(pc, 0, True) for pc in range(bs)]
-    if be > bs:
-        for item in range(agent.items):
-            out += [(pc, item, item % agent.ops[pc][0].every == agent.ops[pc][0].at)
-                    for pc in range(bs, be)]
-    return out + [(pc, agent.items, True) for pc in range(be, len(agent.ops))]
-
-
 def _targets(model, agent, op) -> list[int]:
-    k, cta = model.ctas, agent.cta
-    if k == 1 or op.to == "self":
-        return [cta]
-    return {"leader": [0], "peer": [(cta + 1) % k], "all": list(range(k))}[op.to]
+    return list(targets(model.ctas, agent.cta, op.to))
 
 
 def _classes(model, agent, op) -> list[tuple[int, list[int]]]:
@@ -183,7 +169,7 @@ def _program_key(agent):
 
 
 def _fill(model, agent, positions, base, mask):
-    """The rows of one program (`positions`: its `_unrolled` list), from `base` on: per ring,
+    """The rows of one program (`positions`: its `Agent.unrolled()` list), from `base` on: per ring,
     one block of max_stages rows per position and a last all-zero block (the finished
     agent), so `_ring_rows` rows per ring."""
     ms = model.max_stages
@@ -220,7 +206,7 @@ def future_tables(model) -> FutureTables:
     for agent in model.agents:
         key = _program_key(agent)
         if key not in programs:
-            programs[key] = (agent, _unrolled(agent))
+            programs[key] = (agent, agent.unrolled())
     ring_rows = {key: _ring_rows(positions, ms) for key, (_, positions) in programs.items()}
     rows = sum(ring_rows.values()) * model.rings
     if rows > MAX_ROWS or model.ctas * ms > 62:
@@ -240,7 +226,7 @@ def future_tables(model) -> FutureTables:
 
 @jit
 def position(T, a, pc, item):
-    """Index of (pc, item) in the agent's unrolled program (`_unrolled`)."""
+    """Index of (pc, item) in the agent's unrolled program (`Agent.unrolled()`)."""
     bs = T.agent[a, S.A_BODY_START]
     be = T.agent[a, S.A_BODY_END]
     if pc < bs:

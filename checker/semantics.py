@@ -32,9 +32,20 @@ READ_ASYNC, READ_WAIT, SYNC_ARRIVE, SYNC_WAIT = 15, 16, 17, 18
 # Targets.
 T_SELF, T_LEADER, T_PEER, T_ALL = 0, 1, 2, 3
 
-# What each op can do to what other agents see: the footprint the partial-order reduction
-# (checker/por.py, docs/reductions.md) derives its dependency relation from, and nothing else
-# does. Columns of EFFECTS[op]:
+OP_CODES = {
+    "wait_full": WAIT_FULL, "wait_empty": WAIT_EMPTY, "try_full": TRY_FULL,
+    "try_empty": TRY_EMPTY, "arrive_full": ARRIVE_FULL, "arrive_empty": ARRIVE_EMPTY,
+    "expect_tx": EXPECT_TX, "copy": COPY, "write": WRITE, "read": READ,
+    "commit_empty": COMMIT_EMPTY, "advance": ADVANCE, "reset": RESET, "drain": DRAIN,
+    "sync": SYNC, "read_async": READ_ASYNC, "read_wait": READ_WAIT,
+    "sync_arrive": SYNC_ARRIVE, "sync_wait": SYNC_WAIT,
+}
+N_OPS = 19
+assert sorted(OP_CODES.values()) == list(range(N_OPS))
+
+# What each op can do to what other agents see, as a table per op code: the footprint the
+# partial-order reduction (checker/por.py, docs/reductions.md) derives its dependency relation
+# from. Derived from the one description of each op, checker/program.py OP_EFFECTS. Columns:
 #   EF_OBS     signal kind it observes (FULL/EMPTY; -1 none): a wait or try reads the parity
 #   EF_BLOCKS  1: it is enabled only when that signal is ready (a wait); 0: a try never blocks
 #   EF_UPD     signal kind it updates (-1 none), at each of its target CTAs
@@ -45,37 +56,19 @@ T_SELF, T_LEADER, T_PEER, T_ALL = 0, 1, 2, 3
 #   EF_BARRIER 1: touches a named barrier (and may release other agents)
 EF_OBS, EF_BLOCKS, EF_UPD, EF_UNITS, EF_WRITES, EF_READS, EF_ASYNC, EF_STAGE, EF_BARRIER = range(9)
 STAGE_ADVANCE, STAGE_RESET = 1, 2
-_FULL, _EMPTY = FULL, EMPTY
-_EFFECT_ROWS = {
-    #              obs     blocks upd     units wr rd as stage          barrier
-    WAIT_FULL:    (_FULL,  1, -1,     0,    0, 0, 0, 0,             0),
-    WAIT_EMPTY:   (_EMPTY, 1, -1,     0,    0, 0, 0, 0,             0),
-    TRY_FULL:     (_FULL,  0, -1,     0,    0, 0, 0, 0,             0),
-    TRY_EMPTY:    (_EMPTY, 0, -1,     0,    0, 0, 0, 0,             0),
-    ARRIVE_FULL:  (-1,     0, _FULL,  -1,   0, 0, 0, 0,             0),
-    ARRIVE_EMPTY: (-1,     0, _EMPTY, -1,   0, 0, 0, 0,             0),
-    EXPECT_TX:    (-1,     0, _FULL,  1,    0, 0, 0, 0,             0),
-    COPY:         (-1,     0, _FULL,  0,    1, 0, 1, 0,             0),
-    WRITE:        (-1,     0, -1,     0,    1, 0, 0, 0,             0),
-    READ:         (-1,     0, -1,     0,    0, 1, 0, 0,             0),
-    COMMIT_EMPTY: (-1,     0, _EMPTY, -1,   0, 0, 1, 0,             0),
-    ADVANCE:      (-1,     0, -1,     0,    0, 0, 0, STAGE_ADVANCE, 0),
-    RESET:        (-1,     0, -1,     0,    0, 0, 0, STAGE_RESET,   0),
-    DRAIN:        (_EMPTY, 1, -1,     0,    0, 0, 0, STAGE_ADVANCE, 0),
-    SYNC:         (-1,     1, -1,     0,    0, 0, 0, 0,             1),
-    READ_ASYNC:   (-1,     0, -1,     0,    0, 1, 1, 0,             0),
-    READ_WAIT:    (-1,     1, -1,     0,    0, 0, 0, 0,             0),
-    SYNC_ARRIVE:  (-1,     0, -1,     0,    0, 0, 0, 0,             1),
-    SYNC_WAIT:    (-1,     1, -1,     0,    0, 0, 0, 0,             1),
-}
-N_OPS = 19
-assert sorted(_EFFECT_ROWS) == list(range(N_OPS)), "every op code needs its EFFECTS row"
 
 
 def effects_table():
     """EFFECTS as an int64 array, one row per op code (numba reads it as a table argument)."""
     import numpy as np
-    return np.array([_EFFECT_ROWS[op] for op in range(N_OPS)], dtype=np.int64)
+    from pipeproof.checker.program import OP_EFFECTS
+    moves = {"": 0, "advance": STAGE_ADVANCE, "reset": STAGE_RESET}
+    rows = [None] * N_OPS
+    for name, e in OP_EFFECTS.items():
+        rows[OP_CODES[name]] = (e.observes, int(e.blocks), e.updates, e.units, int(e.stores),
+                                int(e.checks_read), int(bool(e.issues)), moves[e.move],
+                                int(bool(e.barrier)))
+    return np.array(rows, dtype=np.int64)
 
 # Violation bits, in the contract's reporting order.
 DEADLOCK = 1
@@ -102,6 +95,9 @@ P_CODE, P_RING, P_N, P_TARGET, P_UNLESS, P_BARRIER, P_BYTES_IDX, P_EVERY, P_AT, 
 
 # agent state fields
 F_PC, F_ITEM, F_SYNC, F_RING0 = 0, 1, 2, 3
+# an agent's record of ring r: RING_FIELDS ints from F_RING0 + RING_FIELDS * r (ring_field);
+# after the last ring, one "arrived generation" per named barrier (arrived_field)
+RF_STAGE, RF_PHASE, RF_READY, RING_FIELDS = 0, 1, 2, 3
 # ring table columns
 R_STAGES, R_FULL_COUNT, R_EMPTY_COUNT = 0, 1, 2
 # entry layout (T.ent): shifts and masks of the packed in-flight entry fields
@@ -118,8 +114,26 @@ def agent_base(T, a):
 
 
 @jit
+def ring_field(agf, a, r, field):
+    """Where field `field` (RF_STAGE, RF_PHASE, RF_READY) of agent a's record of ring r is,
+    with `agf` fields per agent (T.cfg[C_AGF], Model.agf)."""
+    return a * agf + F_RING0 + RING_FIELDS * r + field
+
+
+@jit
+def arrived_field(agf, rings, a, b):
+    """Where agent a's arrived generation of named barrier b is (after its `rings` records)."""
+    return a * agf + F_RING0 + RING_FIELDS * rings + b
+
+
+# The same two, uncompiled, for Python callers (model views, BMC's replay check, conform).
+ring_pos = ring_field.py_func
+arrived_pos = arrived_field.py_func
+
+
+@jit
 def ring_base(T, a, r):
-    return a * T.cfg[C_AGF] + F_RING0 + 3 * r
+    return ring_field(T.cfg[C_AGF], a, r, 0)
 
 
 @jit
@@ -533,7 +547,7 @@ def step(T, st, code, out, det):
         return -1
     if op == SYNC_WAIT:
         b = T.prog[row, P_BARRIER]
-        arrived = st[base + F_RING0 + 3 * T.cfg[C_RINGS] + b]
+        arrived = st[arrived_field(T.cfg[C_AGF], T.cfg[C_RINGS], a, b)]
         if st[bar_pos(T, b, cta) + 1] < max(arrived, 1):
             return -1
     if op == WAIT_FULL or op == WAIT_EMPTY or op == DRAIN:
@@ -617,7 +631,7 @@ def step(T, st, code, out, det):
         b = T.prog[row, P_BARRIER]
         pos = bar_pos(T, b, cta)
         if op == SYNC_ARRIVE:
-            out[base + F_RING0 + 3 * T.cfg[C_RINGS] + b] = out[pos + 1] + 1
+            out[arrived_field(T.cfg[C_AGF], T.cfg[C_RINGS], a, b)] = out[pos + 1] + 1
         out[pos] += 1
         if out[pos] < T.bar_count[b, cta]:
             if op == SYNC:

@@ -84,6 +84,7 @@ from pipeproof.backends import amd
 from pipeproof.backends.base import AMD, EMPTY, FULL
 from pipeproof.checker import semantics as S
 from pipeproof.checker.model import Model, compile_model
+from pipeproof.checker.program import OP_EFFECTS
 from pipeproof.checker.result import KINDS
 from pipeproof.spec.schema import OPS, RING_OPS, SpecError
 
@@ -297,42 +298,17 @@ class _Replay:
         m = self.m
         ag = m.agents[a]
         stages, phases = list(ag.initial_stages), list(ag.initial_phases)
-        pc, item = self._settle_pc(ag, 0, 0)
-        while pc < len(ag.ops):
+        for pc, item in ag.executed():
             op = ag.ops[pc][0]
             r = m.ring_names.index(op.ring)
             yield pc, op, item, stages[r], phases[r]
-            if op.name in ("advance", "drain"):
+            move = OP_EFFECTS[op.name].move
+            if move == "advance":
                 stages[r] += 1
                 if stages[r] == m.ring_specs[r].stages:
                     stages[r], phases[r] = 0, phases[r] + 1
-            elif op.name == "reset":
+            elif move == "reset":
                 stages[r], phases[r] = ag.initial_stages[r], ag.initial_phases[r]
-            pc, item = self._settle_pc(ag, *self._raw_next(ag, pc, item))
-
-    # plain-Python copies of semantics.raw_next / settle_pc (calling the jitted ones from
-    # Python costs a dispatch per call); tests replay walks, which checks they agree
-    @staticmethod
-    def _raw_next(ag, pc, item):
-        pc += 1
-        if pc == ag.body_end and ag.body_start < pc:
-            item += 1
-            if item < ag.items:
-                pc = ag.body_start
-        return pc, item
-
-    @classmethod
-    def _settle_pc(cls, ag, pc, item):
-        start, end = ag.body_start, ag.body_end
-        while True:
-            if pc == start and pc < end and item >= ag.items:
-                return end, item
-            if start <= pc < end:
-                op = ag.ops[pc][0]
-                if item % op.every != op.at:
-                    pc, item = cls._raw_next(ag, pc, item)
-                    continue
-            return pc, item
 
     @staticmethod
     def _matches(raw, ag, pos) -> bool:
@@ -432,8 +408,8 @@ class _Replay:
         if m.backend == AMD:
             r = (sig // 2 // m.max_stages) % m.rings
             ring = m.ring_specs[r]
-            need = (amd.full_threshold(phase, ring.producer_arrive_count) if sig % 2 == FULL
-                    else amd.empty_threshold(phase, ring.consumer_arrive_count))
+            threshold = amd.full_threshold if sig % 2 == FULL else amd.empty_threshold
+            need = threshold(phase, ring.expected(sig % 2))
             return f"{name} count={state[b]} (a wait at phase {phase} needs count >= {need})"
         parity = "odd" if phase % 2 == 0 else "even"
         return (f"{name} phase_no={state[b]} pending={state[b + 1]} tx={state[b + 2]} "
@@ -453,7 +429,7 @@ class _Replay:
         if op.name == "sync_wait":
             b = m.barrier_names.index(op.barrier)
             gen = state[S.bar_pos(T, b, cta) + 1]
-            arrived = state[a * m.agf + S.F_RING0 + 3 * m.rings + b]
+            arrived = state[S.arrived_pos(m.agf, m.rings, a, b)]
             return (f"not enabled: barrier {op.barrier} of cta{cta} is at generation {gen}, "
                     f"the agent waits for generation {max(arrived, 1)}")
         return "not enabled"
@@ -502,7 +478,7 @@ class _Replay:
             return [], self._why_disabled(state, a, op)
         r = m.ring_names.index(op.ring)
         if op.name.startswith("try_"):
-            ready = bool(nxt[a * m.agf + S.F_RING0 + 3 * r + 2])
+            ready = bool(nxt[S.ring_pos(m.agf, a, r, S.RF_READY)])
             if ready != raw["ready"]:
                 kind = FULL if op.name == "try_full" else EMPTY
                 sig = S.sig_index(T, ag.cta, r, stage, kind)

@@ -54,6 +54,9 @@ FILL_OPS = ("copy", "write")    # store a tag into a slot
 READ_OPS = ("read", "read_async")  # check a slot's tag
 
 
+SIGNAL_KINDS = ("full", "empty")  # kind 0 and kind 1 (backends.base FULL and EMPTY)
+
+
 @dataclass(frozen=True)
 class Ring:
     """A ring of `stages` slots with full/empty signals: [pipeline] is "main", [ring.NAME] more."""
@@ -61,6 +64,22 @@ class Ring:
     stages: int
     producer_arrive_count: int
     consumer_arrive_count: int
+
+    def expected(self, kind) -> int:
+        """The arrival count a signal of this kind expects per phase (its mbarrier init count;
+        amd: the arrivals per lap): `kind` is 0 / "full" or 1 / "empty"."""
+        if isinstance(kind, str):
+            kind = SIGNAL_KINDS.index(kind)
+        return self.producer_arrive_count if kind == 0 else self.consumer_arrive_count
+
+
+def targets(ctas: int, cta: int, to: str) -> tuple[int, ...]:
+    """The CTAs an op of an agent in `cta` lands on, in a cluster of `ctas`: its own (self, or
+    any op in a one-CTA cluster), CTA 0 (leader), the next one round the cluster (peer), every
+    one (all). checker/semantics.py interprets the same rule compiled (T_SELF .. T_ALL)."""
+    if ctas == 1 or to == "self":
+        return (cta,)
+    return {"leader": (0,), "peer": ((cta + 1) % ctas,), "all": tuple(range(ctas))}[to]
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ one? The minimal depth is exactly the explicit engine's (checker/explore.py): st
 step, and a trapping step has no successor. Once depth k is found clean, that is asserted for
 good, so deeper queries look only at runs with clean prefixes (as the explicit engine's shortest
 traces are). At the first depth with a violation every kind is asked for, so `kinds` lists every
-kind found at that depth in the contract's order, each with a trace of exactly that length.
+kind found at that depth in the reporting order (docs/model.md "Violation kinds"), each with a trace of exactly that length.
 
 Reductions. Two families of constraints cut the runs Z3 has to consider, without losing the
 minimal depth or any kind at it. Order runs by their sequence of actions (`act`),
@@ -290,12 +290,13 @@ def _check_frame(model: Model, enc: Encoding, vals: dict, state, t: int) -> None
         if int(vals[("sync", a)]) != state[base + S.F_SYNC]:
             fail(f"{agent.name} at_sync", vals[("sync", a)], state[base + S.F_SYNC])
         for r in range(model.rings):
-            if int(vals[("ready", a, r)]) != state[base + S.F_RING0 + 3 * r + 2]:
-                fail(f"{agent.name} ready", vals[("ready", a, r)], state[base + S.F_RING0 + 3 * r + 2])
+            ready = state[S.ring_pos(model.agf, a, r, S.RF_READY)]
+            if int(vals[("ready", a, r)]) != ready:
+                fail(f"{agent.name} ready", vals[("ready", a, r)], ready)
         for b in range(enc.n_bar):
-            if vals[("arr", a, b)] != state[base + S.F_RING0 + 3 * model.rings + b]:
+            if vals[("arr", a, b)] != state[S.arrived_pos(model.agf, model.rings, a, b)]:
                 fail(f"{agent.name} arrived", vals[("arr", a, b)],
-                     state[base + S.F_RING0 + 3 * model.rings + b])
+                     state[S.arrived_pos(model.agf, model.rings, a, b)])
     for key in enc.sig_keys():
         c, r, s, kind = key
         b = model.off_sig + 4 * int(S.sig_index(model.tables, c, r, s, kind))

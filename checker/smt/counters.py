@@ -28,7 +28,7 @@ from dataclasses import asdict, dataclass
 from pipeproof.backends import amd
 from pipeproof.checker import smt
 from pipeproof.checker.smt import z3
-from pipeproof.checker.smt.precheck import (EMPTY, FULL, MAX_STEPS, WAITS, arrive_count, classes, forms,
+from pipeproof.checker.smt.precheck import (EMPTY, FULL, MAX_STEPS, WAITS, classes, forms,
                                   precheck, sig_name, walk_size)
 from pipeproof.spec.schema import Spec
 
@@ -80,7 +80,7 @@ def amd_wrap(spec: Spec) -> WrapReport:
             true = ph + 1 if X == FULL else ph - 1
             # It wraps when the UInt32 value is not the true one, or when widening and
             # multiplying by the count overflows Int64 (impossible for counts < 2^31).
-            n = arrive_count(rings[f.ev.op.ring], X)
+            n = rings[f.ev.op.ring].expected(X)
             wraps = z3.Or(z3.ZeroExt(BITS - 32, value) != true, z3.Not(z3.BVMulNoOverflow(
                 z3.ZeroExt(BITS - 32, value), z3.BitVecVal(n, BITS), True)))
             laps = z3.ULT(ph - p0, LAPS)
@@ -161,7 +161,7 @@ def _overflow(spec: Spec, statuses: list) -> tuple[int | None, bool, str]:
     best = None
     for r in spec.all_rings:
         for X in (FULL, EMPTY):
-            n = arrive_count(r, X)
+            n = r.expected(X)
             laps = z3.BitVec("laps", BITS)
             s = smt.solver(timeout_ms=5000)
             s.add(z3.ULT(laps, LAPS),

@@ -52,7 +52,7 @@ from math import lcm
 from pipeproof.backends import amd, base, nvidia
 from pipeproof.checker import smt
 from pipeproof.checker.smt import z3
-from pipeproof.spec.schema import MAIN_RING, TX_LIMIT, Op, Role, Spec
+from pipeproof.spec.schema import MAIN_RING, TX_LIMIT, Op, Role, Spec, targets
 
 MAX_STEPS = 200_000  # agents x ops walked; above it only the static checks run
 FULL, EMPTY = "full", "empty"
@@ -253,16 +253,9 @@ def forms(cls: Cls, stages: dict) -> list[Form]:
     return out
 
 
-def targets(c: int, to: str, k: int) -> tuple:
-    """The CTAs an op of an agent in CTA c acts on (docs/model.md "Targets and clusters")."""
-    if k == 1 or to == "self":
-        return (c,)
-    return {"leader": (0,), "peer": ((c + 1) % k,), "all": tuple(range(k))}[to]
-
-
 def sources(cls: Cls, op: Op, c: int, k: int) -> int:
     """How many CTAs' agents of the class reach CTA c with this op."""
-    return sum(1 for c2 in cls.ctas if c in targets(c2, op.to, k))
+    return sum(1 for c2 in cls.ctas if c in targets(k, c2, op.to))
 
 
 # ------------------------------------------------------------------ the arrival-counter abstraction
@@ -302,10 +295,10 @@ class _Progress:
             X = WAITS[e.name]
             need = wait_need(spec, ring, X, e.phase, cls.role.initial_phase_of(e.op.ring))
             return ("wait", (c, e.op.ring, X, e.stage),
-                    need * arrive_count(ring, X) if spec.backend == "nvidia" else need)
+                    need * ring.expected(X) if spec.backend == "nvidia" else need)
         if e.name in ARRIVES:
             return ("arrive", [((d, e.op.ring, ARRIVES[e.name], e.stage), _count(e))
-                               for d in targets(c, e.op.to, spec.cluster_size)])
+                               for d in targets(spec.cluster_size, c, e.op.to)])
         if e.name == "sync" and (c, e.op.barrier) in short:
             return ("block",)
         return None
@@ -358,7 +351,7 @@ class _Progress:
         def signal(key):
             if key not in sig:
                 ring = self.rings[key[1]]
-                sig[key] = list(_NVp.init(arrive_count(ring, key[2]))) if nv else [0]
+                sig[key] = list(_NVp.init(ring.expected(key[2]))) if nv else [0]
             return sig[key]
 
         def update(key, count, tx):  # None, or the kind of the trap
@@ -366,7 +359,7 @@ class _Progress:
             if not nv:
                 st[0] = _AMDp.arrive(st[0], count)
                 return None
-            ph, pend, t, out = _NVp.update(*st, arrive_count(self.rings[key[1]], key[2]),
+            ph, pend, t, out = _NVp.update(*st, self.rings[key[1]].expected(key[2]),
                                           count, tx)
             if out & nvidia.TRAP_OVER_ARRIVAL:
                 return "over_arrival"
@@ -389,13 +382,13 @@ class _Progress:
                     ready = _NVp.ready(st[0], e.phase)
                 else:
                     ready = (_AMDp.full_ready if X == FULL else _AMDp.empty_ready)(
-                        st[0], e.phase, arrive_count(ring, X))
+                        st[0], e.phase, ring.expected(X))
                 return "ok" if ready or e.name.startswith("try") else "blocked"
             if e.name in ARRIVES or e.name == "copy":
                 X = FULL if e.name == "copy" else ARRIVES[e.name]
                 count = 0 if e.name == "copy" else _count(e)
                 tx = -e.op.n if e.name == "copy" else (e.op.n if e.name == "expect_tx" else 0)
-                for d in targets(c, e.op.to, spec.cluster_size):
+                for d in targets(spec.cluster_size, c, e.op.to):
                     trap = update((d, e.op.ring, X, e.stage), count, tx)
                     if trap:
                         return trap
@@ -466,17 +459,13 @@ def _short_barriers(spec: Spec, clss: list[Cls]) -> set:
 
 # ------------------------------------------------------------------ signal semantics
 
-def arrive_count(ring, X: str) -> int:
-    return ring.producer_arrive_count if X == FULL else ring.consumer_arrive_count
-
-
 def wait_need(spec: Spec, ring, X: str, phase: int, p0: int) -> int:
     """Concretely: nvidia, completions the wait needs (intended phase + 1, at least 0); amd,
     the arrivals its threshold needs."""
     if spec.backend == "nvidia":
         return max(0, _NV.intended_phase(phase, p0) + 1)
     fn = _AMD.full_threshold if X == FULL else _AMD.empty_threshold
-    return fn(phase, arrive_count(ring, X))
+    return fn(phase, ring.expected(X))
 
 
 def agrees(spec: Spec, ring, X: str, done, phase, p0):
@@ -484,7 +473,7 @@ def agrees(spec: Spec, ring, X: str, done, phase, p0):
     happens (the backend's own definitions, over Z3 integers)."""
     if spec.backend == "nvidia":
         return z3.And(_NV.ready(done, phase), _NV.in_window(done, phase, p0))
-    n = arrive_count(ring, X)
+    n = ring.expected(X)
     ready = _AMD.full_ready if X == FULL else _AMD.empty_ready
     return z3.And(ready(done * n, phase, n),
                   z3.Or(done == 0, z3.Not(ready(done * n - 1, phase, n))))
@@ -757,7 +746,7 @@ class _Check:
         if sums is None:
             return None
         s, w, terms, bound = sums
-        E = arrive_count(self.rings[ring], X)
+        E = self.rings[ring].expected(X)
         return _Q(z3.And(bound, z3.Sum([t for t, _, _ in terms]) != E), w * self.S[ring] + s,
                   (s, w, terms, E))
 
@@ -766,7 +755,7 @@ class _Check:
         together must bring the count (concrete; the prologue runs once)."""
         if not pre:
             return True
-        E = arrive_count(self.rings[ring], X)
+        E = self.rings[ring].expected(X)
         got = defaultdict(int)
         for cls in self._arrivers(ring, X, c):
             per = defaultdict(lambda: defaultdict(int))
@@ -843,7 +832,7 @@ class _Check:
         arrivals on one signal force more completed phases than its waits and tries can
         observe (a phase j >= 1 may only complete after a wait or try intending phase j - 1
         passed; docs/rules.md "Traps and run-ahead (`over_arrival`)")."""
-        E = arrive_count(self.rings[ring], X)
+        E = self.rings[ring].expected(X)
         total, seen, tx = defaultdict(int), defaultdict(set), defaultdict(bool)
         for cls in self.clss:
             p0 = cls.role.initial_phase_of(ring)
@@ -951,7 +940,7 @@ class _Check:
                 if not (e.blocking and e.op.ring == ring and WAITS[e.name] == X):
                     continue
                 need = wait_need(self.spec, r, X, e.phase, cls.role.initial_phase_of(ring))
-                arrivals = need * arrive_count(r, X) if self.spec.backend == "nvidia" else need
+                arrivals = need * r.expected(X) if self.spec.backend == "nvidia" else need
                 if arrivals <= total[e.stage]:
                     continue
                 sig = sig_name(ring, X)
@@ -1007,7 +996,7 @@ class _Check:
                 e = f.evs[after]
                 exp = pre.get(e.stage, 0) + e.vis + (1 if X == FULL else 0)
                 need = wait_need(spec, r, X, e.phase, cls.role.initial_phase_of(ring))
-                done = need if spec.backend == "nvidia" else -(-need // arrive_count(r, X))
+                done = need if spec.backend == "nvidia" else -(-need // r.expected(X))
                 if self._lap_finding(ring, X, c, cls, e, exp, need, done, pre, out):
                     return
 
@@ -1035,7 +1024,7 @@ class _Check:
         if self.spec.backend == "nvidia":
             how = f"its parity wait passes after {_plural(done, 'completion')} of {at}"
         else:
-            n, sign = arrive_count(self.rings[ring], X), "+" if X == FULL else "-"
+            n, sign = self.rings[ring].expected(X), "+" if X == FULL else "-"
             true = e.phase + (1 if X == FULL else -1)
             wrap = (f" (phase {sign} 1 wraps to {'0' if X == FULL else '2^32-1'} in UInt32)"
                     if true % (1 << 32) != true else "")

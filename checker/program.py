@@ -1,0 +1,181 @@
+"""Spec -> Program, once: the agents with their flattened programs and the order they run in.
+
+Every agent's program is its role's prologue, body and epilogue, flattened once here: `@leader`
+ops kept for the leader only, `drain` expanded into one step per stage. The body repeats once
+per item; a body op with `every=K, at=j` runs only in the items i with i % K == j and takes no
+step in the others. `Agent.next_pc` is that order, in plain Python, for every reader that walks
+a program outside the compiled engine (the partial-order reduction's future tables, conform's
+program-order check, the exports); checker/semantics.py `raw_next`/`settle_pc` is the same rule
+compiled, and tests/test_program.py checks the two agree on every example.
+
+Each op is described once, by its effects (`OP_EFFECTS`): what it observes, what it updates,
+what it leaves in flight, how it moves its agent's stage. checker/semantics.py derives the
+compiled engine's footprint table from it (the partial-order reduction's dependency relation
+is read off that table), and the Python-side readers ask it instead of listing op names.
+
+Which CTA an op lands on is `spec.schema.targets`; the count a signal expects, `Ring.expected`.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pipeproof.spec.schema import OPS, Spec
+
+FULL, EMPTY = 0, 1  # signal kinds (backends.base FULL, EMPTY; spec.schema SIGNAL_KINDS)
+
+
+@dataclass(frozen=True)
+class Effects:
+    """What one op does, in a fixed vocabulary."""
+    observes: int = -1       # the signal kind (FULL/EMPTY) whose phase it reads (wait, try)
+    blocks: bool = False     # enabled only when what it waits for is there (a wait, a barrier)
+    updates: int = -1        # the signal kind it updates at each of its target CTAs
+    units: int = 0           # arrivals per update: -1 the op's count n, 1 one, 0 a tx change only
+    tx: int = 0              # +1 adds the op's bytes to tx; -1 subtracts them (when a copy lands)
+    stores: bool = False     # stores a tag into the slot (at its targets)
+    checks_read: bool = False  # checks the slot holds the tag it expects
+    issues: str = ""         # "copy" | "commit" | "read": leaves an in-flight entry that acts later
+    move: str = ""           # "advance" | "reset": its effect on the agent's own stage
+    barrier: str = ""        # "sync" | "arrive" | "wait": on a named barrier
+
+    @property
+    def tries(self) -> bool:
+        """Reads a signal's phase without blocking (try_full, try_empty)."""
+        return self.observes >= 0 and not self.blocks
+
+    @property
+    def arrives_n(self) -> bool:
+        """Its update is the op's count n of arrivals (`n=` in the spec)."""
+        return self.updates >= 0 and self.units == -1
+
+
+OP_EFFECTS = {
+    "wait_full": Effects(observes=FULL, blocks=True),
+    "wait_empty": Effects(observes=EMPTY, blocks=True),
+    "try_full": Effects(observes=FULL),
+    "try_empty": Effects(observes=EMPTY),
+    "arrive_full": Effects(updates=FULL, units=-1),
+    "arrive_empty": Effects(updates=EMPTY, units=-1),
+    "expect_tx": Effects(updates=FULL, units=1, tx=1),  # arrive.expect_tx: one arrival, +bytes
+    "copy": Effects(updates=FULL, tx=-1, stores=True, issues="copy"),  # lands later: -bytes
+    "write": Effects(stores=True),
+    "read": Effects(checks_read=True),
+    "commit_empty": Effects(updates=EMPTY, units=-1, issues="commit"),  # fires later
+    "advance": Effects(move="advance"),
+    "reset": Effects(move="reset"),
+    "drain": Effects(observes=EMPTY, blocks=True, move="advance"),  # one wait_empty per stage
+    "sync": Effects(blocks=True, barrier="sync"),
+    "read_async": Effects(checks_read=True, issues="read"),
+    "read_wait": Effects(blocks=True),                # until at most n async reads are left
+    "sync_arrive": Effects(barrier="arrive"),
+    "sync_wait": Effects(blocks=True, barrier="wait"),
+}
+assert set(OP_EFFECTS) == set(OPS), "every op of spec.schema needs its effects"
+
+
+@dataclass(frozen=True)
+class Agent:
+    name: str
+    role: str
+    cta: int
+    index: int          # within its role in its CTA; 0 is the leader
+    ops: tuple          # flattened program: (Op, drain_step or -1) per pc
+    body_start: int
+    body_end: int
+    items: int
+    initial_stages: tuple  # per ring
+    initial_phases: tuple  # per ring
+
+    @property
+    def initial_stage(self):
+        return self.initial_stages[0]
+
+    @property
+    def initial_phase(self):
+        return self.initial_phases[0]
+
+    def section_of(self, pc: int) -> str:
+        return "prologue" if pc < self.body_start else "body" if pc < self.body_end else "epilogue"
+
+    def runs(self, pc: int, item: int) -> bool:
+        """Whether the op at `pc` takes a step in `item` (a body op's every=K / at=j guard)."""
+        if not self.body_start <= pc < self.body_end:
+            return True
+        op = self.ops[pc][0]
+        return item % op.every == op.at
+
+    def raw_next(self, pc: int, item: int) -> tuple[int, int]:
+        """The next program position, ignoring guards: body ops repeat once per item."""
+        pc += 1
+        if pc == self.body_end and self.body_start < pc:
+            item += 1
+            if item < self.items:
+                pc = self.body_start
+        return pc, item
+
+    def settle(self, pc: int, item: int) -> tuple[int, int]:
+        """The first position from (pc, item) whose op takes a step: past an empty or exhausted
+        body, and past body ops whose guard does not select the item."""
+        while True:
+            if pc == self.body_start < self.body_end and item >= self.items:
+                return self.body_end, item
+            if self.runs(pc, item):
+                return pc, item
+            pc, item = self.raw_next(pc, item)
+
+    def start(self) -> tuple[int, int]:
+        return self.settle(0, 0)
+
+    def next_pc(self, pc: int, item: int) -> tuple[int, int]:
+        """Program position after executing the op at `pc` in `item`."""
+        return self.settle(*self.raw_next(pc, item))
+
+    def unrolled(self) -> list[tuple[int, int, bool]]:
+        """(pc, item, runs) of every position of the program in execution order, the body once
+        per item, with whether the op there takes a step."""
+        bs, be = self.body_start, self.body_end
+        out = [(pc, 0, True) for pc in range(bs)]
+        if be > bs:
+            for item in range(self.items):
+                out += [(pc, item, self.runs(pc, item)) for pc in range(bs, be)]
+        return out + [(pc, self.items, True) for pc in range(be, len(self.ops))]
+
+    def executed(self):
+        """(pc, item) of each op the agent executes, in order (waits decide only when)."""
+        pc, item = self.start()
+        while pc < len(self.ops):
+            yield pc, item
+            pc, item = self.next_pc(pc, item)
+
+
+def flatten_program(spec: Spec, role, leader: bool):
+    """(ops, body_start, body_end): the agent's program, @leader ops kept only for the leader."""
+    stages = {ring.name: ring.stages for ring in spec.all_rings}
+
+    def expand(ops):
+        out = []
+        for op in ops:
+            if op.leader_only and not leader:
+                continue
+            if op.name == "drain":
+                out.extend((op, k) for k in range(stages[op.ring]))
+            else:
+                out.append((op, -1))
+        return out
+    pro, body, epi = expand(role.prologue), expand(role.body), expand(role.epilogue)
+    return tuple(pro + body + epi), len(pro), len(pro) + len(body)
+
+
+def agents_of(spec: Spec) -> list[Agent]:
+    """Every agent of the spec, role by role, CTA by CTA, leader first: the model's order."""
+    ring_names = [r.name for r in spec.all_rings]
+    agents = []
+    for role in spec.roles:
+        stages = (role.initial_stage,) + (0,) * (len(ring_names) - 1)
+        phases = tuple(role.initial_phase_of(name) for name in ring_names)
+        for cta in (role.ctas or range(spec.cluster_size)):
+            for i in range(role.count):
+                ops, bs, be = flatten_program(spec, role, leader=(i == 0))
+                name = f"{role.name}[{i}]" if spec.cluster_size == 1 else f"cta{cta}.{role.name}[{i}]"
+                agents.append(Agent(name, role.name, cta, i, ops, bs, be, role.items, stages, phases))
+    return agents
