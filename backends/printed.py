@@ -120,7 +120,8 @@ def make(op: str, args: tuple):
             return a if c else b
         if not isinstance(a, Expr) and not isinstance(b, Expr) and type(a) is type(b) and a == b:
             return a
-        if isinstance(a, bool) or isinstance(b, bool):  # a boolean select: and / or
+        if (isinstance(a, bool) and is_bool(b)) or (isinstance(b, bool) and is_bool(a)):
+            # a select of booleans: and / or
             if a is True:
                 return make("either", (c, b))
             if a is False:
@@ -132,11 +133,25 @@ def make(op: str, args: tuple):
         a, b = args
         keep_if = op == "both"  # both(True, x) = x, both(False, x) = False; either the dual
         for known, other in ((a, b), (b, a)):
-            if not isinstance(known, Expr):
+            if not isinstance(known, Expr) and (known is a or is_bool(other)):
                 return other if bool(known) == keep_if else bool(known)
         if same(a, b) or (isinstance(b, Expr) and b.op == op and same(a, b.args[0])):
             return b  # both(a, a) = a, both(a, both(a, c)) = both(a, c); either alike
     return Expr(op, tuple(args), _lang_of(args))
+
+
+BOOLEAN = ("==", "!=", "<", "<=", ">", ">=", "both", "either", "negate")
+
+
+def is_bool(v) -> bool:
+    """Whether a value is a boolean (so and/or may stand for a select of it)."""
+    if isinstance(v, bool):
+        return True
+    if not isinstance(v, Expr):
+        return False
+    if v.op == "select":
+        return is_bool(v.args[1]) and is_bool(v.args[2])
+    return v.op in BOOLEAN
 
 
 def same(a, b) -> bool:

@@ -23,6 +23,7 @@ import pytest
 
 from pipeproof.backends import amd, nvidia
 from pipeproof.backends.base import U32, parity, select, wrap32
+from pipeproof.backends.printed import PRIMITIVES as P
 from pipeproof.backends.printed import (
     LANGUAGES, Expr, PrintError, condition, evaluate, lift, printed_backend, render, statements, sym,
 )
@@ -88,6 +89,19 @@ def test_plain_arguments_fold_and_text_is_parenthesised():
     assert render(nv.ready(sym("a", "murphi"), sym("b", "murphi")), "murphi") == "((a % 2) != (b % 2))"
     assert render(-p("x") + 1, "promela") == "((-x) + 1)"
     assert render(p("x") - (-3), "promela") == "(x - (-3))"
+
+
+def test_folds_keep_values_that_are_not_booleans():
+    c, x = sym("c", "cuda"), sym("x", "cuda")
+    # and/or stand for a select only of booleans: select(c, 5, False) is 5 or False in C too
+    assert render(P["select"](c > 0, 5, False), "cuda") == "((c > 0) ? 5 : 0)"
+    assert render(P["select"](c > 0, x > 1, False), "cuda") == "((c > 0) && (x > 1))"
+    assert render(P["both"](x, True), "cuda") == "(x && 1)"
+    assert P["both"](True, x) is x and P["either"](x > 0, True) is True
+    for cv, xv in itertools.product((0, 1, 7), (0, 2, 5)):
+        env = {"c": cv, "x": xv}
+        e = P["select"](c > 0, 5, P["select"](x > 1, True, False))
+        assert evaluate(e, env) == evaluate(lift(e), env) == (5 if cv > 0 else xv > 1)
 
 
 def test_murphi_selects_are_if_chains():
