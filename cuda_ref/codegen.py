@@ -11,13 +11,13 @@ stage/phase per ring), so a log of the kernel names the model's own agents and p
   and a named barrier can be a real `bar.sync` of whole warps;
 * nvidia: one mbarrier per `full[s]`/`empty[s]` of each ring in shared memory, driven with
   inline PTX: `mbarrier.init`, `mbarrier.arrive [, n]`, `mbarrier.arrive.expect_tx`,
-  `mbarrier.test_wait.parity` (the parity is `phase & 1`: backends.nvidia.ready); remote
+  `mbarrier.test_wait.parity` (its operand `phase & 1` printed from backends.nvidia.ready); remote
   targets (`to=leader|peer|all`) through `mapa` + `.shared::cluster` arrives; `copy B` is a
   1-D `cp.async.bulk` global -> shared that completes its bytes on `full[stage]` (with
   `.multicast::cluster` and a CTA mask when K > 1);
 * amd: a monotone u32 counter per signal in shared memory (`red.release.cta.add`,
-  `ld.acquire.cta`), ready against the thresholds of backends.amd (mirrored below and pinned
-  by tests/test_codegen.py);
+  `ld.acquire.cta`), ready against the thresholds of backends.amd (the helpers and the test
+  printed from backends/amd.py by cuda_ref/emit_backend.py; tests/test_printed_backends.py);
 * `commit_empty [n]`: the agent first finishes its outstanding async reads, then arrives
   (tcgen05.commit fires after the MMAs that read the slot); `read_async` checks the slot when
   it starts and again when it finishes (at `read_wait`, at a `commit_empty`, or at the end);
@@ -46,7 +46,8 @@ stage/phase per ring), so a log of the kernel names the model's own agents and p
 Op semantics come from the backends: `BACKEND_MIRRORS` lists, for every public function of
 backends/nvidia.py and backends/amd.py, how this kernel realises it, and `OP_EMITTERS` has an
 emitter for every op of spec.schema.OPS. A backend function or an op that is not mirrored
-fails loudly here (GenerationError) until it is implemented.
+fails loudly here (GenerationError) until it is implemented. What the kernel computes of a
+backend's rules is printed from the backend itself (backends/printed.py), not copied.
 
 The code, by concern: cuda_ref/emit_common.py (limits, the log's layout, regions),
 cuda_ref/emit_backend.py (the backend mirrors), cuda_ref/emit_layout.py (slots, copy regions,
