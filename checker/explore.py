@@ -263,11 +263,59 @@ def _grown(arr, cap, fill):
     return out
 
 
-class Search:
+class StateStore:
+    """The one state store of every search (this one and the lap abstraction's, prove.py):
+    packed states of `words` int64 words, stored once in discovery order in `store`, an
+    open-addressing `table` of their indices (load at most 1/2), and per state the `parent`
+    it was first reached from and the action code it was reached `via`. The compiled loops
+    insert with `find_or_insert` and return NEED_ROOM before they could overflow; `grow`
+    makes the room."""
+
+    def __init__(self, words: int, cap: int = 1 << 12):
+        self.store = np.zeros((cap, words), dtype=np.int64)
+        self.table = np.full(_table_size(cap), EMPTY_SLOT, dtype=np.int32)
+        self.parent = np.full(cap, -1, dtype=np.int32)
+        self.via = np.full(cap, -1, dtype=np.int16)
+        self.n_stored = 0
+
+    def grow(self, need: int = 0):
+        """Room for 1.5x the states (and again, until `need` fit); the table is rebuilt at
+        twice the new capacity."""
+        cap = self.store.shape[0]
+        cap += cap // 2
+        while cap < need:
+            cap += cap // 2
+        self.table = None  # free it before the bigger arrays are made
+        self.store = _grown(self.store, cap, 0)
+        self.parent = _grown(self.parent, cap, -1)
+        self.via = _grown(self.via, cap, -1)
+        self.table = np.full(_table_size(cap), EMPTY_SLOT, dtype=np.int32)
+        rehash(self.store, self.n_stored, self.table)
+
+    def path_to(self, idx: int) -> list[int]:
+        """Action codes from the initial state to stored state `idx` (under symmetry: from
+        each stored state on the path to a state whose canonical form is the next one)."""
+        codes = []
+        while self.parent[idx] >= 0:
+            codes.append(int(self.via[idx]))
+            idx = int(self.parent[idx])
+        return codes[::-1]
+
+    def index_path(self, idx: int) -> list[int]:
+        """Stored indices from the initial state (0) to `idx`."""
+        path = [idx]
+        while self.parent[idx] >= 0:
+            idx = int(self.parent[idx])
+            path.append(idx)
+        return path[::-1]
+
+
+class Search(StateStore):
     """The explored state graph of one model, as far as the last `run` took it."""
 
     def __init__(self, model: Model, max_states: int | None = None, timeout: float | None = None,
                  progress: bool = False, symmetry: bool = True, por: bool = False):
+        super().__init__(model.words)
         self.model = model
         self.por = por
         self.future = POR.future_tables(model) if por else POR.no_future_tables(model)
@@ -277,12 +325,6 @@ class Search:
         self.timeout = timeout
         self.progress = progress
         words = model.words
-        cap = 1 << 12
-        self.store = np.zeros((cap, words), dtype=np.int64)
-        self.table = np.full(_table_size(cap), EMPTY_SLOT, dtype=np.int32)
-        self.parent = np.full(cap, -1, dtype=np.int32)
-        self.via = np.full(cap, -1, dtype=np.int16)
-        self.n_stored = 0
         self.vrec = np.zeros((S.N_KINDS, 4), dtype=np.int64)
         self.vdet = np.full((S.N_KINDS, S.DET_W), -1, dtype=np.int64)
         self.counters = np.zeros(1, dtype=np.int64)
@@ -296,17 +338,6 @@ class Search:
     @property
     def transitions(self) -> int:
         return int(self.counters[0])
-
-    def _grow(self):
-        """Room for 1.5x the states; the table is rebuilt at twice the new capacity."""
-        old = self.store.shape[0]
-        cap = old + old // 2
-        self.table = None  # free it before the bigger arrays are made
-        self.store = _grown(self.store, cap, 0)
-        self.parent = _grown(self.parent, cap, -1)
-        self.via = _grown(self.via, cap, -1)
-        self.table = np.full(_table_size(cap), EMPTY_SLOT, dtype=np.int32)
-        rehash(self.store, self.n_stored, self.table)
 
     def _expand_range(self, lo, hi, depth, check_only, started):
         """Expand lo..hi in chunks; returns '' or the reason a limit stopped it."""
@@ -325,7 +356,7 @@ class Search:
             except KeyboardInterrupt:  # Ctrl-C: a limit like any other, with the counts so far
                 return INTERRUPTED
             if status == NEED_ROOM:
-                self._grow()
+                self.grow()
             elif status == STATE_LIMIT:
                 return f"max-states {self.max_states}"
             elif status == INFLIGHT_OVERFLOW:
@@ -376,23 +407,6 @@ class Search:
         finally:
             if self.progress:
                 print("\r\033[K", end="", file=sys.stderr, flush=True)
-
-    def path_to(self, idx: int) -> list[int]:
-        """Action codes from the initial state to stored state `idx` (under symmetry: from
-        each stored state on the path to a state whose canonical form is the next one)."""
-        codes = []
-        while self.parent[idx] >= 0:
-            codes.append(int(self.via[idx]))
-            idx = int(self.parent[idx])
-        return codes[::-1]
-
-    def index_path(self, idx: int) -> list[int]:
-        """Stored indices from the initial state (0) to `idx`."""
-        path = [idx]
-        while self.parent[idx] >= 0:
-            idx = int(self.parent[idx])
-            path.append(idx)
-        return path[::-1]
 
     def key_of(self, state) -> np.ndarray:
         """The packed key the search stores for a concrete state (its canonical form)."""

@@ -40,7 +40,7 @@ import numpy as np
 
 from pipeproof.backends.base import njit
 from pipeproof.checker import semantics as S
-from pipeproof.checker.explore import (ENGINE, EMPTY_SLOT, _grown, _table_size, find_or_insert, rehash,
+from pipeproof.checker.explore import (ENGINE, StateStore, find_or_insert,
                              unpack)
 from pipeproof.checker.laps import (G_COEF, G_LEN, HUGE, M_AGENTS, M_AGF, MANY, CannotAbstract,
                           LapAbstraction, canonical_fast, canonical_into, lap_tables,
@@ -330,7 +330,7 @@ def _raw_packing(n_fields: int):
                    arr([-(1 << 61)] * n_fields), arr(f)), n_fields
 
 
-class _Search:
+class _Search(StateStore):
     """BFS over abstract states (vector, n_rel); n_rel is exact (1..R-1) or MANY (>= R).
     The loop is `_bfs`, run a chunk at a time so the deadline is checked and the arrays grown
     between chunks."""
@@ -347,23 +347,7 @@ class _Search:
                                     else _lap_packing(model))
         self.raw = raw
         self.tables = model.tables._replace(agent=model.tables.agent.copy())  # _bfs writes it
-        cap = 1 << 12
-        self.store = np.zeros((cap, self.words + 1), dtype=np.int64)
-        self.table = np.full(_table_size(cap), EMPTY_SLOT, dtype=np.int32)
-        self.parent = np.full(cap, -1, dtype=np.int32)
-        self.via = np.full(cap, -1, dtype=np.int16)
-        self.n_stored = 0
-
-    def _grow(self, need: int):
-        cap = self.store.shape[0]
-        while cap < need:
-            cap += cap // 2
-        self.table = None
-        self.store = _grown(self.store, cap, 0)
-        self.parent = _grown(self.parent, cap, -1)
-        self.via = _grown(self.via, cap, -1)
-        self.table = np.full(_table_size(cap), EMPTY_SLOT, dtype=np.int32)
-        rehash(self.store, self.n_stored, self.table)
+        super().__init__(self.words + 1)  # the packed vector, then n_rel
 
     def state(self, i: int) -> tuple[np.ndarray, int]:
         """The vector and n_rel of stored state i."""
@@ -388,7 +372,7 @@ class _Search:
                    np.zeros(lap.n_agents, dtype=np.bool_), np.empty(model.agf, dtype=np.int64))
         for n_rel in start_counts(R, only_n):
             if 2 * (self.n_stored + 1) > self.table.shape[0] or self.n_stored >= self.store.shape[0]:
-                self._grow(self.n_stored + 1)
+                self.grow(self.n_stored + 1)
             status, self.n_stored = _store_one(self.packing, self.store, self.n_stored, self.table,
                                                self.parent, self.via, v0, n_rel, -1, -1, key,
                                                self.max_states)
@@ -402,7 +386,7 @@ class _Search:
                 self.parent, self.via, i, min(self.n_stored, i + self.CHUNK), R,
                 self.max_states, found, *scratch)
             if status == B_NEED_ROOM:
-                self._grow(self.n_stored + 2 * room)
+                self.grow(self.n_stored + 2 * room)
             elif status == B_FOUND:
                 return int(found[0]), int(found[1]), int(found[2])
             else:
