@@ -1,14 +1,13 @@
 """The BMC engine (checker/smt/bmc.py) against the explicit engine (issue 4, parts 2 and 6).
 
-- Generated specs (the strategies of tests/test_generated.py and
-  tests/test_generated_expressive.py, kept small so every run fits the default depth): BMC
-  and the explicit engine agree on the verdict (explicit `ok` <=> BMC proves that no run of
-  any length violates anything), on every kind found at the minimal depth, and on that depth;
-  every BMC trace replays through the independent replayer (tests/replay.py) with a clean
-  prefix.
+- Generated specs (the strategies of tests/generators.py and tests/generators_expressive.py,
+  kept small so every run fits the default depth): BMC and the explicit engine agree on the
+  verdict (explicit `ok` <=> BMC proves that no run of any length violates anything), on
+  every kind found at the minimal depth, and on that depth; every BMC trace replays through
+  the independent replayer (tests/replay.py) with a clean prefix.
 - The examples in spec/examples/ whose shortest counterexample is short: the same kinds and
-  depth as the explicit engine's pins (tests/test_examples.py), traces replayed; correct
-  examples give no false alarm within a small depth.
+  depth as the explicit engine's pins (tests/pins.py), traces replayed; correct examples give
+  no false alarm within a small depth.
 - Limits: a depth below the minimal one is `inconclusive` with `bmc depth K`; a timeout is
   `inconclusive` with Z3's reason; `ok` only with a complete bound.
 - The reductions (symmetry, partial-order) and the bit-vector encoding change nothing: the
@@ -30,10 +29,12 @@ from pipeproof.checker.smt.bmc import verify_bmc
 from pipeproof.checker.smt.encode import Encoding
 from pipeproof.checker.verify import verify
 from pipeproof.spec.load import load_spec, load_spec_text
-from tests import test_generated as core
-from tests import test_generated_expressive as expressive
+from tests import generators as core
+from tests import generators_expressive as expressive
+from tests.example_results import expected_kinds
+from tests.paths import EXAMPLE_PATHS, EXAMPLES_DIR
+from tests.pins import PINNED_TRACE_LENGTH
 from tests.specs import standard_toml
-from tests.test_examples import EXAMPLES_DIR, PINNED_TRACE_LENGTH, expected_kinds
 
 MAX_STATES = 20_000
 MAX_RUN = 24          # generated specs whose longest run is at most this (BMC proves `ok` there)
@@ -116,8 +117,7 @@ def test_the_agreement_tests_were_not_vacuous():
 # ------------------------------------------------------------------------ examples
 
 SHORT_EXAMPLES = sorted(n for n, d in PINNED_TRACE_LENGTH.items() if d <= SHORT)
-OK_EXAMPLES = sorted(p.name for p in EXAMPLES_DIR.glob("*.toml")
-                     if load_spec(p).expect == "ok")
+OK_EXAMPLES = [p.name for p in EXAMPLE_PATHS if load_spec(p).expect == "ok"]
 
 
 @functools.cache

@@ -11,16 +11,14 @@ import os
 import pty
 import re
 import subprocess
-import sys
 
 import itf_py
 import pytest
 
 from pipeproof.checker.verify import verify
 from pipeproof.spec.load import load_spec
+from tests.paths import CLI
 from tests.specs import PRODUCER_COPIES, standard_toml
-
-CLI = [sys.executable, "-m", "pipeproof.checker.cli"]
 
 OK_SPEC = standard_toml(items=3)
 OK_STATES = 8  # pinned: exhaustive state count of OK_SPEC (partial-order reduced; 73 without)

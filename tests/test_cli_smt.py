@@ -2,17 +2,15 @@
 from __future__ import annotations
 
 import json
-import os
 
 from click.testing import CliRunner
 
 from pipeproof.checker.cli import main
-
-EXAMPLES = os.path.join(os.path.dirname(__file__), "..", "spec", "examples")
+from tests.paths import EXAMPLES_DIR
 
 
 def example(name: str) -> str:
-    return os.path.join(EXAMPLES, f"{name}.toml")
+    return str(EXAMPLES_DIR / f"{name}.toml")
 
 
 def run(*args):

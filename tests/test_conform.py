@@ -12,7 +12,6 @@ import copy
 import functools
 import json
 import random
-from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -22,11 +21,8 @@ from pipeproof.checker.model import compile_model
 from pipeproof.cuda_ref.conform import ConformResult, LogError, conform, load_log
 from pipeproof.cuda_ref.conform_cli import conform as conform_command
 from pipeproof.spec.load import load_spec
+from tests.paths import EXAMPLE_PATHS, EXAMPLES_DIR, GPU_FIXTURES
 from tests.specs import standard_toml
-
-ROOT = Path(__file__).resolve().parent.parent
-EXAMPLES = sorted((ROOT / "spec" / "examples").glob("*.toml"))
-FIXTURES = ROOT / "tests" / "fixtures" / "gpu"
 
 
 @functools.lru_cache(maxsize=None)
@@ -35,7 +31,7 @@ def model_of(path):
 
 
 def example(name):
-    return model_of(ROOT / "spec" / "examples" / f"{name}.toml")
+    return model_of(EXAMPLES_DIR / f"{name}.toml")
 
 
 # ------------------------------------------------------------------ logs from model paths
@@ -148,7 +144,7 @@ def assert_rejected(m, log, index, *phrases):
 
 # ------------------------------------------------------------------ model paths conform
 
-@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", EXAMPLE_PATHS, ids=lambda p: p.stem)
 def test_random_walks_conform(path):
     m = model_of(path)
     for seed in range(4):
@@ -454,7 +450,7 @@ def test_load_log_round_trip(tmp_path):
 
 # ------------------------------------------------------------------ the command
 
-SPEC = ROOT / "spec" / "examples" / "mojo_pcp_nvidia.toml"
+SPEC = EXAMPLES_DIR / "mojo_pcp_nvidia.toml"
 
 
 def invoke(*args):
@@ -551,8 +547,9 @@ def fixture_failures(folder):
 
 def test_gpu_fixture_logs_conform():
     """Every H200 log committed under tests/fixtures/gpu/ is a path of its spec's model."""
-    assert FIXTURES.is_dir(), "tests/fixtures/gpu/ is missing: the H200 logs are part of the tests"
-    pairs, failures = fixture_failures(FIXTURES)
+    assert GPU_FIXTURES.is_dir(), \
+        "tests/fixtures/gpu/ is missing: the H200 logs are part of the tests"
+    pairs, failures = fixture_failures(GPU_FIXTURES)
     assert not failures, "\n".join(failures)
     assert len(pairs) >= 6, f"only {len(pairs)} H200 logs under tests/fixtures/gpu/ (issue 5 asks for 6 or more)"
 

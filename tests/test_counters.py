@@ -8,17 +8,16 @@ prove that no Int64 counter overflows below 2^32 laps.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 from pipeproof.checker.smt.counters import amd_wrap
 from pipeproof.spec.load import load_spec, load_spec_text
+from tests.paths import EXAMPLES_DIR
 
-ROOT = Path(__file__).resolve().parents[1]
 U32 = (1 << 32) - 1
 
 
 def example(name):
-    return load_spec(ROOT / "spec" / "examples" / name)
+    return load_spec(EXAMPLES_DIR / name)
 
 
 def pcp(stages=2, items=4, consumer_phase=None, producer_phase=None, consumers=1):

@@ -7,7 +7,6 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -15,10 +14,10 @@ import pytest
 
 from pipeproof import checker
 from benchmarks.standard_pipeline import make_toml
+from tests.paths import CLI
 from tests.specs import standard_toml
 
 PACKAGE_ROOT = Path(checker.__file__).resolve().parent.parent  # the source tree or site-packages
-CLI = [sys.executable, "-m", "pipeproof.checker.cli"]
 # Two million states with symmetry alone: a few seconds compiled, many minutes as plain Python.
 BIG = make_toml(8, 4, 16)
 BIG_STATES = "2126417 states"

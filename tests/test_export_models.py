@@ -35,9 +35,8 @@ from pipeproof.checker.result import KINDS
 from pipeproof.checker.verify import verify
 from pipeproof.spec.load import load_spec, load_spec_text
 from pipeproof.spec.schema import SpecError
+from tests.paths import CLI, EXAMPLE_PATHS, EXAMPLES_DIR, ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
-EXAMPLES_DIR = ROOT / "spec" / "examples"
 OPT = "-O0"
 TIMEOUT = 120
 
@@ -50,9 +49,8 @@ def _exports(path: Path) -> bool:
     return True
 
 
-EXAMPLES = sorted(EXAMPLES_DIR.glob("*.toml"))
-EXPORTABLE = [p.name for p in EXAMPLES if _exports(p)]
-NOT_EXPORTABLE = [p.name for p in EXAMPLES if not _exports(p)]
+EXPORTABLE = [p.name for p in EXAMPLE_PATHS if _exports(p)]
+NOT_EXPORTABLE = [p.name for p in EXAMPLE_PATHS if not _exports(p)]
 
 # Small standard pipelines (N stages, C consumers, I items): Murphi's count must equal ours.
 STANDARD_CELLS = [(2, 1, 8), (2, 2, 8), (4, 2, 8), (8, 2, 8), (2, 3, 8), (4, 3, 8)]
@@ -215,13 +213,14 @@ def test_export_command_bad_input_exits_2(args):
 
 def test_pipeproof_export_is_the_same_command():
     example = "spec/examples/mojo_input_tile_nvidia.toml"
-    proc = subprocess.run([sys.executable, "-m", "pipeproof.checker.cli", "export", "--format", "murphi", example],
+    proc = subprocess.run(CLI + ["export", "--format", "murphi", example],
                           cwd=ROOT, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     expected = to_murphi(load_spec(ROOT / example)).replace(str(ROOT / example), example, 1)
     assert proc.stdout == expected
-    bad = subprocess.run([sys.executable, "-m", "pipeproof.checker.cli", "export", "--format", "promela",
-                          "spec/examples/x_cluster_ctas_ok.toml"], cwd=ROOT, capture_output=True, text=True)
+    bad = subprocess.run(CLI + ["export", "--format", "promela",
+                                "spec/examples/x_cluster_ctas_ok.toml"],
+                         cwd=ROOT, capture_output=True, text=True)
     assert bad.returncode == 2 and bad.stdout == ""
     assert bad.stderr.strip() == ("spec/examples/x_cluster_ctas_ok.toml: [pipeline] cluster_size: a cluster "
                                   "of 2 CTAs cannot be exported to promela (the export covers: nvidia "

@@ -22,27 +22,25 @@ from __future__ import annotations
 
 import copy
 import functools
-from pathlib import Path
 
 import pytest
-
-ROOT = Path(__file__).resolve().parents[1]  # the repository (pytest's pythonpath)
 
 from pipeproof.checker.result import KINDS
 from pipeproof.checker.verify import verify
 from pipeproof.spec import templates
-from pipeproof.spec.load import load_spec, load_spec_text
+from pipeproof.spec.load import load_spec_text
 from pipeproof.spec.schema import MAIN_RING, Ring, SpecError
 from tests import replay as R
-from tests.test_examples import PINNED_STATES as ALL_PINNED_STATES
-from tests.test_examples import symmetric_result_of, unreduced_result_of
-from tests.test_examples import PINNED_TRACE_LENGTH as ALL_PINNED_TRACE_LENGTH
+from tests.example_results import (TIMEOUT_S, expected_kinds, spec_of, symmetric_result_of,
+                                   unreduced_result_of)
+from tests.paths import EXAMPLE_NAMES
+from tests.pins import PINNED_STATES as ALL_PINNED_STATES
+from tests.pins import PINNED_TRACE_LENGTH as ALL_PINNED_TRACE_LENGTH
 
-EXAMPLES_DIR = ROOT / "spec" / "examples"
-EXAMPLES = sorted(p.name for p in EXAMPLES_DIR.glob("x_*.toml"))
-CORE_EXAMPLES = sorted(p.name for p in EXAMPLES_DIR.glob("*.toml") if not p.name.startswith("x_"))
+X_EXAMPLES = [n for n in EXAMPLE_NAMES if n.startswith("x_")]
+CORE_EXAMPLES = [n for n in EXAMPLE_NAMES if not n.startswith("x_")]
 
-# The pinned numbers live with all the others in tests/test_examples.py.
+# The pinned state counts and trace lengths live with all the others in tests/pins.py.
 PINNED_STATES = {k: v for k, v in ALL_PINNED_STATES.items() if k.startswith("x_")}
 PINNED_TRANSITIONS = {
     "x_async_read_ok.toml": 8384,
@@ -69,27 +67,19 @@ FEATURES = {
 NEW_TEMPLATES = {"mojo_sm100_matmul": "x_mojo_sm100_matmul.toml",
                  "cutlass_pingpong": "x_cutlass_pingpong.toml"}
 
-TIMEOUT_S = 60.0
 EXAMPLE_SECONDS = 5.0  # each example verifies in well under this (after the one-time compile)
 
 
-@functools.cache
-def spec_of(name: str):
-    return load_spec(EXAMPLES_DIR / name)
-
-
+# This file's own verifications, not the shared ones of tests/example_results.py:
+# test_example_verdict times them.
 @functools.cache
 def result_of(name: str):
     return verify(spec_of(name), timeout=TIMEOUT_S)
 
 
-def expected_kinds(spec) -> tuple[str, ...]:
-    return (spec.expect,) + tuple(k for k in spec.expect_any if k != spec.expect)
-
-
 def _violation_cases():
     return [pytest.param(name, kind, id=f"{name}-{kind}")
-            for name in EXAMPLES if spec_of(name).expect != "ok"
+            for name in X_EXAMPLES if spec_of(name).expect != "ok"
             for kind in expected_kinds(spec_of(name))]
 
 
@@ -163,7 +153,7 @@ def replayer_bfs(spec):
 
 
 def test_one_correct_and_one_buggy_example_per_feature():
-    assert set(PINNED_STATES) | set(PINNED_TRACE_LENGTH) == set(EXAMPLES)
+    assert set(PINNED_STATES) | set(PINNED_TRACE_LENGTH) == set(X_EXAMPLES)
     for feature, (ok, bad, kind) in FEATURES.items():
         assert spec_of(ok).expect == "ok", feature
         assert spec_of(bad).expect == kind, feature
@@ -171,9 +161,9 @@ def test_one_correct_and_one_buggy_example_per_feature():
         assert spec_of(name).template == template and spec_of(name).expect == "ok"
 
 
-@pytest.mark.parametrize("name", EXAMPLES)
-def test_example_is_documented(name):
-    text = (EXAMPLES_DIR / name).read_text()
+@pytest.mark.parametrize("name", X_EXAMPLES)
+def test_example_is_documented(name, examples_dir):
+    text = (examples_dir / name).read_text()
     assert text.startswith("#")
     assert len([line for line in text.splitlines() if line.startswith("#")]) >= 5
     spec = spec_of(name)
@@ -181,7 +171,7 @@ def test_example_is_documented(name):
     assert "BUG" in text.splitlines()[0] or spec.expect == "ok"
 
 
-@pytest.mark.parametrize("name", EXAMPLES)
+@pytest.mark.parametrize("name", X_EXAMPLES)
 def test_example_verdict(name):
     spec, result = spec_of(name), result_of(name)
     assert not result.limit
@@ -260,7 +250,7 @@ def test_traces_show_the_new_features():
 
 # x_mojo_sm100_matmul.toml (41216 states) takes ~25 s in the replayer; the same template is
 # explored by it in a smaller configuration in test_matmul_template_small_config_replayer_bfs.
-REPLAYER_BFS = [n for n in EXAMPLES if n != "x_mojo_sm100_matmul.toml"]
+REPLAYER_BFS = [n for n in X_EXAMPLES if n != "x_mojo_sm100_matmul.toml"]
 
 
 @pytest.mark.parametrize("name", REPLAYER_BFS)
@@ -521,7 +511,7 @@ def test_every_at_ops_take_no_step_in_other_items():
 
 def test_examples_use_every_new_construct():
     used = set()
-    for name in EXAMPLES:
+    for name in X_EXAMPLES:
         spec = spec_of(name)
         ops = _ops(spec)
         used |= {op.name for op in ops}
@@ -549,10 +539,8 @@ def test_core_examples_have_no_extra_structure(name):
 
 
 def test_core_examples_keep_their_pinned_numbers():
-    from tests.test_examples import PINNED_STATES as CORE_STATES
-    from tests.test_examples import PINNED_TRACE_LENGTH as CORE_LENGTHS
-    for name, states in CORE_STATES.items():
+    for name, states in ALL_PINNED_STATES.items():
         result = symmetric_result_of(name)
         assert (result.verdict, result.states) == ("ok", states), name
-    for name, depth in CORE_LENGTHS.items():
+    for name, depth in ALL_PINNED_TRACE_LENGTH.items():
         assert result_of(name).depth == depth, name

@@ -6,16 +6,14 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
+from tests.paths import CLI, EXAMPLE_PATHS, ROOT
 from tests.specs import PRODUCER_COPIES, standard_toml
 
-ROOT = Path(__file__).resolve().parent.parent
-CLI = [sys.executable, "-m", "pipeproof.checker.cli"]
 OK = standard_toml(items=3)
 DEAD_DECLARED_OK = OK.replace("consumer_arrive_count = 1", "consumer_arrive_count = 2").replace(
     "items = 3\n", 'items = 3\nexpect = "ok"\n', 1)
@@ -66,7 +64,7 @@ def test_a_verdict_other_than_the_declared_one_is_unexpected(tmp_path):
 
 
 def test_the_examples_are_a_self_test(tmp_path):
-    examples = sorted(str(p) for p in (ROOT / "spec" / "examples").glob("*.toml"))
+    examples = [str(p) for p in EXAMPLE_PATHS]
     p = cli("verify", "-q", *examples, cwd=ROOT)
     assert p.returncode == 1, p.stdout[-3000:] + p.stderr[-3000:]  # violations, none unexpected
     last = p.stdout.splitlines()[-1]

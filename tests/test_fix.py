@@ -17,7 +17,6 @@ from __future__ import annotations
 import re
 import sys
 import types
-from pathlib import Path
 
 import pytest
 
@@ -25,14 +24,13 @@ from pipeproof.checker import fix as F
 from pipeproof.checker.fix import Change, FixSuggestion, format_fix, suggest_fix
 from pipeproof.checker.verify import verify
 from pipeproof.spec.load import load_spec, load_spec_text
+from tests.paths import EXAMPLE_NAMES, EXAMPLE_PATHS, EXAMPLES_DIR
 
-ROOT = Path(__file__).resolve().parents[1]
-EXAMPLES = ROOT / "spec" / "examples"
 BUDGET = 60.0
 
 
 def example(name: str):
-    path = EXAMPLES / name
+    path = EXAMPLES_DIR / name
     return load_spec(str(path)), path.read_text(encoding="utf-8")
 
 
@@ -138,8 +136,7 @@ NO_SMALL_FIX = [
 def test_every_buggy_example_is_classified():
     """Each example that expects a violation is pinned above, or known to have no small fix
     (the last three are left out of the fast tests: their search takes seconds each)."""
-    buggy = sorted(p.name for p in EXAMPLES.glob("*.toml")
-                   if load_spec(str(p)).expect != "ok")
+    buggy = [p.name for p in EXAMPLE_PATHS if load_spec(str(p)).expect != "ok"]
     slow_no_fix = {"bug_cutlass_no_producer_tail.toml", "x_persistent_reset_bad.toml",
                    "x_rings_acquire_order_deadlock.toml"}
     assert sorted(set(PINNED) | set(NO_SMALL_FIX) | slow_no_fix) == buggy
@@ -322,7 +319,7 @@ def test_real_prove_confirms(name):
 # ------------------------------------------------------------------ the TOML writer
 
 
-@pytest.mark.parametrize("name", sorted(p.name for p in EXAMPLES.glob("*.toml")))
+@pytest.mark.parametrize("name", EXAMPLE_NAMES)
 def test_every_candidate_is_written_as_exactly_that_spec(name):
     """Each single change the search can make, written into the file's text, loads as exactly
     the changed spec, and its diff applies."""

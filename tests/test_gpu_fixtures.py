@@ -22,10 +22,9 @@ from pipeproof.cuda_ref import codegen as G
 from pipeproof.cuda_ref import log as L
 from pipeproof.cuda_ref.commands import _ModelFacts, check_rules
 from pipeproof.spec.load import load_spec
+from tests.paths import EXAMPLE_NAMES, GPU_FIXTURES, ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
-FIXTURES = ROOT / "tests" / "fixtures" / "gpu"
-PAIRS = sorted(p.with_suffix("").with_suffix("") for p in FIXTURES.glob("*.log.json"))
+PAIRS = sorted(p.with_suffix("").with_suffix("") for p in GPU_FIXTURES.glob("*.log.json"))
 HAVE_CONFORM = importlib.util.find_spec("pipeproof.cuda_ref.conform") is not None
 
 
@@ -189,7 +188,7 @@ def test_there_are_fixtures_of_both_backends_correct_and_buggy():
         assert Path(str(stem) + ".toml").exists()
     assert {"ok", "deadlock", "read_before_fill", "trap"} <= outcomes
     assert backends == {"nvidia", "amd"}
-    readme = (FIXTURES / "README.md").read_text()
+    readme = (GPU_FIXTURES / "README.md").read_text()
     for stem in PAIRS:
         assert f"`{stem.name}`" in readme, stem.name
     assert "python3 -m cuda_ref.commands gpu tests/fixtures/gpu/*.toml --runs 4 --seed 7" in readme
@@ -243,11 +242,10 @@ def test_fixture_conforms_and_tampering_is_rejected(stem):
 
 
 def test_crosscheck_table_was_saved():
-    text = (FIXTURES / "crosscheck.txt").read_text()
+    text = (GPU_FIXTURES / "crosscheck.txt").read_text()
     assert "crosscheck on NVIDIA H200" in text
-    examples = sorted(p.name for p in (ROOT / "spec" / "examples").glob("*.toml"))
-    for name in examples:
+    for name in EXAMPLE_NAMES:
         assert f"| {name}" in text, name
-    doc = json.loads((FIXTURES / "crosscheck.json").read_text())
+    doc = json.loads((GPU_FIXTURES / "crosscheck.json").read_text())
     assert doc["schema"] == "pipeproof-crosscheck/1" and doc["runs"] == 20
-    assert {os.path.basename(r["spec"]) for r in doc["rows"]} == set(examples)
+    assert {os.path.basename(r["spec"]) for r in doc["rows"]} == set(EXAMPLE_NAMES)

@@ -7,7 +7,6 @@ of the concrete agents, so it is compared with the engine run without symmetry r
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import networkx as nx
 import pytest
@@ -19,9 +18,10 @@ from pipeproof.checker.graph import (build_graph, cycles_without_progress, every
 from pipeproof.checker.model import compile_model
 from pipeproof.checker.verify import verify
 from pipeproof.spec.load import load_spec, load_spec_text
+from tests.paths import EXAMPLES_DIR
+from tests.pins import PINNED_STATES_NO_SYMMETRY
 from tests.specs import standard_toml
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "spec" / "examples"
 EDGE_LINE = re.compile(r"^\s*(\d+) -> (\d+) \[")
 NODE_LINE = re.compile(r"^\s*(\d+) \[")
 
@@ -99,9 +99,8 @@ GRAPH_LIMIT = 20_000  # the pure-Python graph is for small specs
 
 
 def _small_ok_examples():
-    """The `ok` examples whose pinned state count (tests/test_examples.py) fits the graph."""
-    from tests.test_examples import PINNED_STATES_NO_SYMMETRY
-    return [pytest.param(EXAMPLES / name, id=name[:-5])
+    """The `ok` examples whose pinned state count (tests/pins.py) fits the graph."""
+    return [pytest.param(EXAMPLES_DIR / name, id=name[:-5])
             for name, states in sorted(PINNED_STATES_NO_SYMMETRY.items()) if states <= GRAPH_LIMIT]
 
 

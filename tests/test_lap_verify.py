@@ -11,9 +11,9 @@ from click.testing import CliRunner
 from pipeproof.checker.cli import main
 from pipeproof.checker.lap_verify import own_count, verify_laps
 from pipeproof.checker.verify import verify
-from pipeproof.spec.load import load_spec, load_spec_text
+from pipeproof.spec.load import load_spec_text
+from tests.pins import PROVED
 from tests.specs import standard_toml
-from tests.test_prove import BY_NAME, PROVED
 
 
 def std(items: int, stages: int = 2, consumers: int = 2):
@@ -39,8 +39,8 @@ def test_below_the_lap_bound_it_is_that_one_count():
 
 @pytest.mark.parametrize("name", ["bug_release_before_read", "bug_consumer_count_too_few",
                                   "bug_lapped_observer", "x_persistent_reset_bad"])
-def test_a_violation_is_the_explicit_engines_shortest_trace(name):
-    spec = load_spec(BY_NAME[name])
+def test_a_violation_is_the_explicit_engines_shortest_trace(name, example_spec):
+    spec = example_spec(name)
     ours, theirs = verify_laps(spec), verify(spec)
     assert ours.verdict == "violation" and ours.engine == "explicit"
     assert (ours.kinds, ours.depth) == (theirs.kinds, theirs.depth)
@@ -48,13 +48,13 @@ def test_a_violation_is_the_explicit_engines_shortest_trace(name):
 
 
 @pytest.mark.parametrize("name", sorted(n for n, states in PROVED.items() if states < 60_000))
-def test_correct_examples_are_ok(name):
-    result = verify_laps(load_spec(BY_NAME[name]))
+def test_correct_examples_are_ok(name, example_spec):
+    result = verify_laps(example_spec(name))
     assert (result.verdict, result.limit) == ("ok", "")
 
 
-def test_role_ratios_give_the_parameter():
-    spec = load_spec(BY_NAME["x_mojo_sm100_matmul"])  # the scheduler runs n tiles, the rest 2n
+def test_role_ratios_give_the_parameter(example_spec):
+    spec = example_spec("x_mojo_sm100_matmul")  # the scheduler runs n tiles, the rest 2n
     counts = {r.name: r.items for r in spec.roles}
     assert own_count(spec) == min(counts.values())
 
@@ -64,8 +64,8 @@ def test_a_limit_is_inconclusive_never_ok():
     assert result.verdict == "inconclusive" and "1,000 abstract states" in result.limit
 
 
-def test_cli():
-    path = BY_NAME["mojo_pcp_nvidia"]
+def test_cli(examples_dir):
+    path = str(examples_dir / "mojo_pcp_nvidia.toml")
     out = CliRunner().invoke(main, ["verify", "--engine", "laps", "--json", path])
     assert out.exit_code == 0
     doc = json.loads(out.stdout)

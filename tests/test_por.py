@@ -25,10 +25,11 @@ from pipeproof.checker.explore import Search
 from pipeproof.checker.model import compile_model
 from pipeproof.checker.verify import verify
 from pipeproof.spec.load import load_spec, load_spec_text
-from tests import test_generated as G
-from tests import test_symmetry as TS
-from tests.specs import standard_toml
-from tests.test_examples import EXAMPLES_DIR, PINNED_STATES_POR
+from tests import generators as G
+from tests.generators_expressive import expressive_with_counts
+from tests.paths import EXAMPLES_DIR
+from tests.pins import PINNED_STATES_POR
+from tests.specs import THREE_CONSUMERS, standard_toml
 
 MAX_STATES = 30_000
 STATE_BITS = S.PHASE_ALIAS  # the state property a local step could hide (deadlock: see below)
@@ -160,9 +161,9 @@ def test_local_steps_commute_on_generated_specs(design):
     check_local_steps_commute(compile_model(G.load(design)), limit=1500)
 
 
-@pytest.mark.parametrize("name", sorted(TS.SMALL))
+@pytest.mark.parametrize("name", sorted(THREE_CONSUMERS))
 def test_local_steps_commute_with_async_reads_barriers_and_writes(name):
-    assert check_local_steps_commute(_model(TS.SMALL[name])) > 0
+    assert check_local_steps_commute(_model(THREE_CONSUMERS[name])) > 0
 
 
 def check_independent_steps(model, limit=300, horizon=60):
@@ -196,14 +197,14 @@ def test_independent_steps_stay_independent_on_generated_specs(design):
 
 @pytest.mark.slow  # pytest -m slow; CI runs it (.ci/run)
 @settings(max_examples=20, **G.SETTINGS)
-@given(TS.expressive_with_counts())
+@given(expressive_with_counts())
 def test_independent_steps_stay_independent_on_expressive_specs(text):
     check_independent_steps(_model(text))
 
 
-@pytest.mark.parametrize("name", sorted(TS.SMALL))
+@pytest.mark.parametrize("name", sorted(THREE_CONSUMERS))
 def test_independent_steps_with_async_reads_barriers_and_writes(name):
-    check_independent_steps(_model(TS.SMALL[name]))
+    check_independent_steps(_model(THREE_CONSUMERS[name]))
 
 
 def test_independent_steps_occur():
@@ -314,7 +315,7 @@ def python_reduced_states(model, symmetry=True):
     return seen
 
 
-SMALL = dict(TS.SMALL, standard_2_3_4=standard_toml(stages=2, consumers=3, items=4),
+SMALL = dict(THREE_CONSUMERS, standard_2_3_4=standard_toml(stages=2, consumers=3, items=4),
              standard_3_2_5=standard_toml(stages=3, consumers=2, items=5))
 
 
@@ -333,7 +334,8 @@ def test_numba_search_stores_the_python_reduced_graph(name, symmetry):
 
 @pytest.mark.parametrize("name", sorted(n for n, k in PINNED_STATES_POR.items() if k < 1000))
 def test_pinned_example_counts_are_the_python_reduced_graph(name):
-    """The pinned reduced counts of tests/test_examples.py, from the plain Python search."""
+    """The pinned reduced counts (tests/pins.py, checked by tests/test_examples.py), from the
+    plain Python search."""
     model = compile_model(load_spec(EXAMPLES_DIR / name))
     assert len(python_reduced_states(model)) == PINNED_STATES_POR[name]
 
@@ -373,7 +375,7 @@ def test_generated_specs_same_answers_with_and_without_por(design):
 
 
 @settings(max_examples=60, **G.SETTINGS)
-@given(TS.expressive_with_counts())
+@given(expressive_with_counts())
 def test_expressive_specs_same_answers_with_and_without_por(text):
     same_answers(load_spec_text(text, "generated.toml"))
 

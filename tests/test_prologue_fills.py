@@ -4,8 +4,6 @@ the loop, stored once after it), and the pairing rule says which fill each read 
 from __future__ import annotations
 
 import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
@@ -14,11 +12,9 @@ from pipeproof.checker.model import compile_model
 from pipeproof.checker.prove import prove
 from pipeproof.checker.smt.bmc import verify_bmc
 from pipeproof.checker.verify import verify
-from pipeproof.spec.load import load_spec, load_spec_text
+from pipeproof.spec.load import load_spec_text
 from pipeproof.spec.schema import SpecError
 
-ROOT = Path(__file__).resolve().parent.parent
-EXAMPLES = ROOT / "spec" / "examples"
 NEW = {  # example: (verdict, kinds, depth)
     "x_fa3_q_once_per_tile.toml": ("ok", (), None),
     "x_prologue_tile_ok.toml": ("ok", (), None),
@@ -90,12 +86,12 @@ def test_an_epilogue_read_of_a_ring_only_the_body_fills_is_refused():
                                      "fill pairs with this read")
 
 
-def test_the_bug_needs_the_pairing_not_the_item():
+def test_the_bug_needs_the_pairing_not_the_item(example_spec):
     # Read in every body item, the prologue's Q must not be taken for item 0: with the rule
     # the correct spec is ok; reading Q as "the item" would fail it at item 1.
-    result = verify(load_spec(EXAMPLES / "x_fa3_q_once_per_tile.toml"))
+    result = verify(example_spec("x_fa3_q_once_per_tile.toml"))
     assert result.verdict == "ok"
-    bad = load_spec(EXAMPLES / "x_fa3_q_once_per_tile.toml")
+    bad = example_spec("x_fa3_q_once_per_tile.toml")
     model = compile_model(bad)
     consumer = next(a for a in model.agents if a.role == "consumer")
     reads = [model.tag_of(consumer, pc) for pc, (op, _) in enumerate(consumer.ops)
@@ -104,8 +100,8 @@ def test_the_bug_needs_the_pairing_not_the_item():
 
 
 @pytest.mark.parametrize("name", sorted(NEW))
-def test_every_engine_agrees(name):
-    spec = load_spec(EXAMPLES / name)
+def test_every_engine_agrees(name, example_spec):
+    spec = example_spec(name)
     verdict, kinds, depth = NEW[name]
     for result in (verify(spec), verify(spec, por=False), verify(spec, symmetry=False),
                    verify(spec, por=False, symmetry=False), verify_bmc(spec)):
@@ -119,10 +115,10 @@ def test_every_engine_agrees(name):
         assert proof.status == "violated" and proof.kind == kinds[0]
 
 
-def test_the_cli_runs_them_and_says_unexpected_for_none():
-    names = [str(EXAMPLES / n) for n in sorted(NEW)]
-    p = subprocess.run([sys.executable, "-m", "pipeproof.checker.cli", "verify", "-q", *names],
-                       capture_output=True, text=True, cwd=ROOT, timeout=600)
+def test_the_cli_runs_them_and_says_unexpected_for_none(examples_dir, cli_command, root):
+    names = [str(examples_dir / n) for n in sorted(NEW)]
+    p = subprocess.run(cli_command + ["verify", "-q", *names],
+                       capture_output=True, text=True, cwd=root, timeout=600)
     assert p.returncode == 1, p.stdout + p.stderr
     assert p.stdout.splitlines()[-1] == ("4 specs: 2 ok, 2 violations, 0 inconclusive "
                                          "(all 4 with a declared verdict as expected)")

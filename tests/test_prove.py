@@ -2,8 +2,6 @@
 checker/prove.py)."""
 from __future__ import annotations
 
-import glob
-import os
 import random
 
 import numpy as np
@@ -18,21 +16,10 @@ from pipeproof.checker.model import compile_model
 from pipeproof.checker.prove import MAX_R, prove
 from pipeproof.checker.verify import verify
 from pipeproof.spec.load import load_spec, load_spec_text
+from tests.paths import EXAMPLE_PATHS, example_path, load_example
+from tests.pins import LARGE_PROVED, PROVED
 from tests.specs import standard_toml
 
-EXAMPLES = sorted(glob.glob(os.path.join(os.path.dirname(__file__), "..", "spec", "examples", "*.toml")))
-BY_NAME = {os.path.splitext(os.path.basename(p))[0]: p for p in EXAMPLES}
-
-# Exact abstract state counts (deterministic; they change only when the abstraction does).
-PROVED = {
-    "mojo_pcp_nvidia": 8511, "mojo_pcp_amd": 8511, "mojo_input_tile_nvidia": 4813,
-    "sm90_ring_nvidia": 13660, "named_barrier_release_ok": 14463, "x_cutlass_pingpong": 928,
-    "x_named_split_ok": 19831, "x_persistent_tiles_ok": 17467, "try_full_prefetch_ok": 65912,
-    "x_async_read_ok": 72661, "x_rings_scales_ok": 88807,
-    # CTA 1's empty barriers are never used (the workers release to the leader): left out of
-    # the lap shift, they no longer hold the ring's phases back (unbounded before).
-    "x_cluster_ctas_ok": 50350,
-}
 # Correct examples whose abstract state space is large: proved, or unknown within the bound.
 LARGE_OK = ["cutlass_tma_async_cluster2", "x_mojo_sm100_matmul", "mojo_input_tile_cluster2_k2"]
 # Correct examples with fills outside the body: the lap abstraction does not take them, so
@@ -41,26 +28,21 @@ OUTSIDE_ABSTRACTION = {"x_fa3_q_once_per_tile", "x_prologue_tile_ok"}
 
 
 def test_every_example_is_classified():
-    ok = {name for name, p in BY_NAME.items() if load_spec(p).expect == "ok"}
+    ok = {p.stem for p in EXAMPLE_PATHS if load_spec(p).expect == "ok"}
     assert ok == set(PROVED) | set(LARGE_OK) | OUTSIDE_ABSTRACTION
 
 
 @pytest.mark.parametrize("name", sorted(PROVED))
 def test_correct_example_is_proved_for_every_item_count(name):
-    proof = prove(load_spec(BY_NAME[name]))
+    proof = prove(load_example(name))
     assert proof.status == "proved", proof.reason
     assert proof.abstract_states == PROVED[name]
-
-
-# Their exact counts, proved in about 7 s, 17 s and 90 s (2-core machine, up to ~1.5 GB).
-LARGE_PROVED = {"cutlass_tma_async_cluster2": 706494, "x_mojo_sm100_matmul": 1592519,
-                "mojo_input_tile_cluster2_k2": 5346620}
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", LARGE_OK)
 def test_large_correct_example_is_proved(name):
-    proof = prove(load_spec(BY_NAME[name]))
+    proof = prove(load_example(name))
     assert proof.status == "proved", proof.reason
     assert proof.abstract_states == LARGE_PROVED[name]
 
@@ -68,15 +50,16 @@ def test_large_correct_example_is_proved(name):
 @pytest.mark.slow
 @pytest.mark.parametrize("name", LARGE_OK)
 def test_large_correct_example_is_never_refuted(name):
-    proof = prove(load_spec(BY_NAME[name]), max_states=300_000)
+    proof = prove(load_example(name), max_states=300_000)
     assert proof.status in ("proved", "unknown")
     if proof.status == "unknown":
         assert "300,000 abstract states" in proof.reason
 
 
-@pytest.mark.parametrize("name", sorted(n for n, p in BY_NAME.items() if load_spec(p).expect != "ok"))
+@pytest.mark.parametrize("name", sorted(p.stem for p in EXAMPLE_PATHS
+                                         if load_spec(p).expect != "ok"))
 def test_buggy_example_is_refuted_with_a_real_trace(name):
-    spec = load_spec(BY_NAME[name])
+    spec = load_example(name)
     proof = prove(spec)
     assert proof.status == "violated"
     assert proof.result.verdict == "violation"
@@ -100,7 +83,7 @@ def test_bug_that_needs_more_items_than_the_spec_runs_is_found_by_the_proof():
 
 
 def test_prove_is_deterministic():
-    spec = load_spec(BY_NAME["sm90_ring_nvidia"])
+    spec = load_example("sm90_ring_nvidia")
     a, b = prove(spec), prove(spec)
     assert (a.status, a.abstract_states) == (b.status, b.abstract_states)
 
@@ -111,7 +94,7 @@ def test_a_broken_invariant_makes_the_proof_fail():
     states no item count reaches, the explicit engine refuses to confirm the violation it finds
     there, and the answer is `unknown`, never `proved`."""
     import pipeproof.checker.prove as P
-    spec = load_spec(BY_NAME["x_persistent_tiles_ok"])
+    spec = load_example("x_persistent_tiles_ok")
     assert prove(spec).status == "proved"
     original = P.LapAbstraction
 
@@ -165,7 +148,7 @@ def _random_states(lap, n, n_walks=30, length=80, seed=7):
                                   "cutlass_tma_async_cluster2", "x_persistent_tiles_ok",
                                   "x_cluster_ctas_ok"])
 def test_compiled_canonical_form_equals_the_readable_one(name):
-    spec = load_spec(BY_NAME[name])
+    spec = load_example(name)
     lap = LapAbstraction(spec, MAX_R)
     fast = lap_tables(lap)
     moved = 0
@@ -181,7 +164,7 @@ def test_compiled_canonical_form_equals_the_readable_one(name):
 
 
 def test_canonical_form_forgets_what_nobody_reads():
-    spec = load_spec(BY_NAME["mojo_pcp_nvidia"])
+    spec = load_example("mojo_pcp_nvidia")
     lap = LapAbstraction(spec, MAX_R)
     st = lap.model.initial_vector()
     m = lap.model
@@ -194,7 +177,7 @@ def test_canonical_form_forgets_what_nobody_reads():
 
 
 def test_phases_move_by_even_amounts_only():
-    spec = load_spec(BY_NAME["mojo_pcp_nvidia"])
+    spec = load_example("mojo_pcp_nvidia")
     lap = LapAbstraction(spec, MAX_R)
     lap.classes = []  # keep agents in place, to compare each one's phase before and after
     m = lap.model
@@ -215,16 +198,18 @@ def test_phases_move_by_even_amounts_only():
 
 def test_cli_prove_exit_codes(tmp_path):
     runner = CliRunner()
-    ok = runner.invoke(main, ["prove", BY_NAME["mojo_pcp_nvidia"]])
+    ok = runner.invoke(main, ["prove", str(example_path("mojo_pcp_nvidia"))])
     assert ok.exit_code == 0, ok.output
     assert "proved for every item count" in ok.output
-    bad = runner.invoke(main, ["prove", BY_NAME["bug_consumer_count_too_few"], "--json"])
+    bad = runner.invoke(main, ["prove", str(example_path("bug_consumer_count_too_few")),
+                               "--json"])
     assert bad.exit_code == 1
     import json
     doc = json.loads(bad.stdout)
     assert doc["results"][0]["status"] == "violated"
     assert doc["results"][0]["result"]["violation"]["kind"] == "over_arrival"
-    unknown = runner.invoke(main, ["prove", BY_NAME["x_cluster_ctas_ok"], "--max-states", "1000"])
+    unknown = runner.invoke(main, ["prove", str(example_path("x_cluster_ctas_ok")),
+                                   "--max-states", "1000"])
     assert unknown.exit_code == 3
     assert "unknown" in unknown.output
     missing = runner.invoke(main, ["prove", str(tmp_path / "nope.toml")])
@@ -235,7 +220,7 @@ def test_cli_prove_exit_codes(tmp_path):
 def test_interchangeable_agents_are_stored_once():
     """Two consumers of the standard pipeline are one class: swapping their records is the
     same abstract state, and the reduced search proves the same spec with fewer states."""
-    spec = load_spec(BY_NAME["mojo_pcp_nvidia"])
+    spec = load_example("mojo_pcp_nvidia")
     lap = LapAbstraction(spec, MAX_R)
     assert [[lap.model.agents[a].role for a in c] for c in lap.classes] == [["consumer", "consumer"]]
     st = next(s for s in _random_states(lap, 3) if s[1 * lap.model.agf] != s[2 * lap.model.agf])
@@ -253,7 +238,7 @@ def test_compiled_search_stores_the_reference_search_states_in_its_order(name):
     """The numba search (`_Search`) and the plain Python one it replaced (`_ReferenceSearch`)
     store the same abstract states, in the same BFS order, with the same parents."""
     from pipeproof.checker.prove import _ReferenceSearch, _Search
-    lap = LapAbstraction(load_spec(BY_NAME[name]), MAX_R)
+    lap = LapAbstraction(load_example(name), MAX_R)
     R = 2 * lap.item_step
     from pipeproof.checker.prove import _NeedLargerR
     while True:
@@ -287,8 +272,8 @@ def test_violation_item_count_is_the_same_for_both_searches():
 def test_signals_no_op_touches_are_left_out_of_the_lap_shift():
     """x_cluster_ctas_ok: the workers of both CTAs arrive on CTA 0's empty barrier (to=leader)
     and only CTA 0 has a scheduler to wait on it, so CTA 1's empty barriers are never used."""
-    lap = LapAbstraction(load_spec(BY_NAME["x_cluster_ctas_ok"]), MAX_R)
+    lap = LapAbstraction(load_example("x_cluster_ctas_ok"), MAX_R)
     assert (0, 1, S.EMPTY) not in lap.sig_live
     assert {(0, 0, S.EMPTY), (0, 0, S.FULL), (0, 1, S.FULL)} <= lap.sig_live
-    one_cta = LapAbstraction(load_spec(BY_NAME["mojo_pcp_nvidia"]), MAX_R)
+    one_cta = LapAbstraction(load_example("mojo_pcp_nvidia"), MAX_R)
     assert one_cta.sig_live == {(0, 0, S.EMPTY), (0, 0, S.FULL)}

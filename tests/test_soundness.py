@@ -17,10 +17,8 @@ import json
 import os
 import random
 import subprocess
-import sys
 import tomllib
 from itertools import permutations
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -33,10 +31,10 @@ from pipeproof.checker.prove import prove
 from pipeproof.checker.smt.bmc import verify_bmc
 from pipeproof.checker.verify import verify
 from pipeproof.spec.load import load_spec, load_spec_text
-from tests import test_generated as G
+from tests import generators as G
+from tests.paths import FIXTURES_DIR
 
-ROOT = Path(__file__).resolve().parent.parent
-FIXTURES = ROOT / "tests" / "fixtures" / "soundness"
+FIXTURES = FIXTURES_DIR / "soundness"
 # (fixture, kinds at the minimal depth, that depth)
 ISSUE_SPECS = {"por_hid_a_deadlock.toml": (("deadlock",), 5),
                "depth_of_a_state_alias.toml": (("phase_alias",), 1)}
@@ -76,13 +74,12 @@ def test_issue_specs_bmc_prove_and_laps(name):
 
 
 @pytest.mark.parametrize("name", sorted(ISSUE_SPECS))
-def test_issue_specs_through_the_command_as_plain_python(name):
+def test_issue_specs_through_the_command_as_plain_python(name, cli_command, root):
     """The command's first try runs the engine as plain Python (checker/tier.py)."""
     kinds, depth = ISSUE_SPECS[name]
     env = {k: v for k, v in os.environ.items() if k != "PIPEPROOF_JIT"}
-    proc = subprocess.run([sys.executable, "-m", "pipeproof.checker.cli", "verify", "--json",
-                           str(FIXTURES / name)], cwd=ROOT, env=env, capture_output=True,
-                          text=True, timeout=600)
+    proc = subprocess.run(cli_command + ["verify", "--json", str(FIXTURES / name)], cwd=root,
+                          env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 1, proc.stderr
     doc = json.loads(proc.stdout)
     (res,) = doc["results"]

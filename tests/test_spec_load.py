@@ -8,8 +8,7 @@ import pytest
 from pipeproof.spec.load import load_spec, load_spec_text
 from pipeproof.spec.schema import TX_LIMIT, Barrier, Op, Ring, SpecError
 from pipeproof.spec.templates import TEMPLATES
-
-EXAMPLES = Path(__file__).resolve().parent.parent / "spec" / "examples"
+from tests.paths import EXAMPLE_PATHS
 
 DESIGN_EXAMPLE = """
 [pipeline]
@@ -351,7 +350,7 @@ def test_template_does_not_change_its_inputs():
 # The shipped examples all load
 
 
-@pytest.mark.parametrize("path", sorted(EXAMPLES.glob("*.toml")), ids=lambda p: p.name)
+@pytest.mark.parametrize("path", EXAMPLE_PATHS, ids=lambda p: p.name)
 def test_examples_load(path):
     try:
         spec = load_spec(path)

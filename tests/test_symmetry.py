@@ -7,15 +7,14 @@
   of the same orbit; steps commute with permutations (everything that reads an agent's
   identity is permuted consistently).
 - With and without symmetry: the same verdict, kinds and minimal depth on generated specs
-  (both generators of tests/test_generated*.py, the expressive one with several agents per
-  role so async reads and waiting commits carry agent numbers that must be renamed), never
-  more states with it, and its counterexamples are real interleavings of concrete agents that
+  (both generators, tests/generators.py and tests/generators_expressive.py, the expressive
+  one with several agents per role so async reads and waiting commits carry agent numbers
+  that must be renamed), never more states with it, and its counterexamples are real interleavings of concrete agents that
   the independent replayer accepts.
 - `pipeproof verify --no-symmetry` stores every state.
 """
 from __future__ import annotations
 
-import copy
 import random
 import re
 
@@ -23,7 +22,6 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from pipeproof.checker import semantics as S
 from pipeproof.checker import symmetry as SYM
@@ -32,10 +30,10 @@ from pipeproof.checker.explore import Search
 from pipeproof.checker.model import compile_model
 from pipeproof.checker.verify import verify
 from pipeproof.spec.load import load_spec_text
-from tests import test_generated as G
-from tests import test_generated_expressive as GE
+from tests import generators as G
+from tests.generators_expressive import expressive_with_counts
 from tests.replay import replay
-from tests.specs import standard_toml
+from tests.specs import ASYNC_THREE, THREE_CONSUMERS, standard_toml
 
 MAX_STATES = 30_000
 
@@ -77,58 +75,8 @@ def test_classes_lie_within_one_cta():
 
 
 # ------------------------------------------------------------------------------------------
-# the canonical form, on every reachable state of small specs
-
-
-ASYNC_THREE = """
-[pipeline]
-backend = "nvidia"
-stages = 1
-producer_arrive_count = 1
-consumer_arrive_count = 3
-items = 2
-
-[[role]]
-name = "producer"
-side = "producer"
-count = 1
-body = ["wait_empty", "expect_tx 64", "copy 64", "advance"]
-epilogue = ["drain"]
-
-[[role]]
-name = "consumer"
-side = "consumer"
-count = 3
-body = ["wait_full", "read_async", "commit_empty", "advance", "read_wait 1"]
-epilogue = ["read_wait 0"]
-"""
-
-BARRIER_THREE = """
-[pipeline]
-backend = "nvidia"
-stages = 1
-producer_arrive_count = 1
-consumer_arrive_count = 3
-items = 2
-
-[barrier.bar]
-roles = ["consumer"]
-
-[[role]]
-name = "producer"
-side = "producer"
-count = 1
-body = ["wait_empty", "write", "arrive_full", "advance"]
-
-[[role]]
-name = "consumer"
-side = "consumer"
-count = 3
-body = ["try_full", "wait_full unless=ready", "read", "sync bar", "arrive_empty", "advance"]
-"""
-
-SMALL = {"async": ASYNC_THREE, "barrier": BARRIER_THREE,
-         "writes": standard_toml(stages=2, consumers=3, items=2)}
+# the canonical form, on every reachable state of small specs (tests/specs.py's
+# THREE_CONSUMERS: async reads, a named barrier with try_full, plain writes)
 
 
 def permute(model, state, sigma):
@@ -162,9 +110,9 @@ def permutations_of(classes, n_agents, rnd, k):
         yield sigma
 
 
-@pytest.mark.parametrize("name", sorted(SMALL))
+@pytest.mark.parametrize("name", sorted(THREE_CONSUMERS))
 def test_canonical_form_is_one_per_orbit_and_steps_commute(name):
-    model = compile_model(load_spec_text(SMALL[name], f"{name}.toml"))
+    model = compile_model(load_spec_text(THREE_CONSUMERS[name], f"{name}.toml"))
     classes = SYM.classes(model)
     assert classes.shape[0] == 1
     search = Search(model, symmetry=False)
@@ -217,10 +165,10 @@ def permute_entry(model, e, sigma):
     return int((int(e) & ~(mask << sh)) | (sigma[a] << sh))
 
 
-@pytest.mark.parametrize("name", sorted(SMALL))
+@pytest.mark.parametrize("name", sorted(THREE_CONSUMERS))
 def test_states_stored_are_the_orbits(name):
     """With symmetry the search stores exactly the orbits of the states it stores without."""
-    model = compile_model(load_spec_text(SMALL[name], f"{name}.toml"))
+    model = compile_model(load_spec_text(THREE_CONSUMERS[name], f"{name}.toml"))
     full = Search(model, symmetry=False)
     full.run()
     reduced = Search(model, symmetry=True)
@@ -256,23 +204,6 @@ def same_answers(spec):
 @given(G.designs())
 def test_generated_specs_same_verdict_with_and_without_symmetry(design):
     same_answers(G.load(design))
-
-
-@st.composite
-def expressive_with_counts(draw):
-    """The expressive generator with 2 or 3 agents in the consumer role: their async reads,
-    waiting commits, barrier arrivals and acc-ring handovers all name or act as one of
-    several interchangeable agents."""
-    d = copy.deepcopy(draw(GE.designs()))
-    k = draw(st.integers(2, 3))
-    d["roles"][1]["count"] = k
-    text = GE.to_toml(d)
-    if draw(st.integers(0, 3)):
-        text = text.replace("consumer_arrive_count = 1", f"consumer_arrive_count = {k}", 1)
-    if d["uses_acc"] and draw(st.booleans()):
-        text = text.replace("[ring.acc]\nstages = 1\nproducer_arrive_count = 1",
-                            f"[ring.acc]\nstages = 1\nproducer_arrive_count = {k}")
-    return text
 
 
 @settings(max_examples=60, **G.SETTINGS)

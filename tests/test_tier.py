@@ -18,13 +18,12 @@ from hypothesis import HealthCheck, given, settings
 
 from pipeproof.checker.verify import verify
 from pipeproof.spec.load import load_spec
-from tests import test_generated as G
-from tests import test_generated_expressive as GX
+from tests import generators as G
+from tests import generators_expressive as GX
+from tests.paths import EXAMPLE_PATHS, EXAMPLES_DIR, ROOT
 from tests.specs import PRODUCER_COPIES, standard_toml
 from tests.tier_probe import SECONDS, fingerprint
 
-ROOT = Path(__file__).resolve().parent.parent
-EXAMPLES = sorted((ROOT / "spec" / "examples").glob("*.toml"))
 # Examples with thousands of states: seconds each as plain Python, which the command hands to
 # the compiled engine anyway. The rest run both ways below.
 PLAIN_TOO_SLOW = {"bug_cutlass_no_producer_tail.toml", "cutlass_tma_async_cluster2.toml",
@@ -51,7 +50,7 @@ def compiled_results(max_states: int, paths) -> dict:
 
 
 def test_plain_python_finds_what_the_compiled_engine_finds_on_the_examples():
-    paths = [p for p in EXAMPLES if p.name not in PLAIN_TOO_SLOW]
+    paths = [p for p in EXAMPLE_PATHS if p.name not in PLAIN_TOO_SLOW]
     assert len(paths) >= 30
     plain, compiled = plain_results(0, paths), compiled_results(0, paths)
     assert {d["verdict"] for d in compiled.values()} == {"ok", "violation"}
@@ -90,7 +89,7 @@ def test_plain_python_finds_what_the_compiled_engine_finds_on_generated_specs(tm
 
 SMALL = standard_toml(stages=2, consumers=2, items=4)
 OTHER = standard_toml(stages=3, consumers=1, items=5)
-DEADLOCK = (ROOT / "spec" / "examples" / "bug_consumer_count_too_many.toml").read_text()
+DEADLOCK = (EXAMPLES_DIR / "bug_consumer_count_too_many.toml").read_text()
 # Over a thousand states without the reduction: far past a tiny budget.
 BIG = standard_toml(stages=3, consumers=3, items=6, producer_body=PRODUCER_COPIES)
 

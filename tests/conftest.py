@@ -1,0 +1,48 @@
+"""Shared fixtures of the tests.
+
+What several test files share lives in plain modules beside this one, never in a test module
+(no test_*.py imports another):
+
+- tests/paths.py: the repository (ROOT), the examples (EXAMPLES_DIR, EXAMPLE_NAMES,
+  EXAMPLE_PATHS, EXAMPLE_BY_STEM), the fixture folders, the command line (CLI);
+- tests/pins.py: the pinned verdict numbers of the examples (state and transition counts,
+  counterexample lengths, proved abstract state counts);
+- tests/example_results.py: each example loaded and verified once per session;
+- tests/generators.py, tests/generators_expressive.py: the hypothesis spec generators, and
+  `check_result`, the invariants of one result with its counterexamples replayed;
+- tests/specs.py: spec text (the standard pipeline and a few small specs);
+- tests/replay.py: the independent replayer.
+
+Module-level code (parametrize lists, helpers) imports those modules; a test that needs one
+of the common ones in its body asks for it as a fixture below.
+"""
+from __future__ import annotations
+
+import pytest
+
+from tests import paths
+
+
+@pytest.fixture(scope="session")
+def root():
+    """The repository (in .ci/run: the copy the tests run in)."""
+    return paths.ROOT
+
+
+@pytest.fixture(scope="session")
+def examples_dir():
+    """spec/examples/."""
+    return paths.EXAMPLES_DIR
+
+
+@pytest.fixture(scope="session")
+def example_spec():
+    """Load an example spec by its file name, with or without ".toml": `example_spec("x")`."""
+    return paths.load_example
+
+
+@pytest.fixture
+def cli_command():
+    """The command line as a user runs it, `[python, "-m", "pipeproof.checker.cli"]` (a fresh
+    list, to extend with the arguments)."""
+    return list(paths.CLI)
