@@ -4,7 +4,7 @@ What several test files share lives in plain modules beside this one, never in a
 (no test_*.py imports another):
 
 - tests/paths.py: the repository (ROOT), the examples (EXAMPLES_DIR, EXAMPLE_NAMES,
-  EXAMPLE_PATHS, EXAMPLE_BY_STEM), the fixture folders, the command line (CLI);
+  EXAMPLE_PATHS, example_path, load_example), the fixture folders, the command line (CLI);
 - tests/pins.py: the pinned verdict numbers of the examples (state and transition counts,
   counterexample lengths, proved abstract state counts);
 - tests/example_results.py: each example loaded and verified once per session;

@@ -17,8 +17,6 @@ EXAMPLES_DIR = ROOT / "spec" / "examples"
 # Every example spec: its file name ("mojo_pcp_nvidia.toml") and its path, both sorted.
 EXAMPLE_NAMES = sorted(p.name for p in EXAMPLES_DIR.glob("*.toml"))
 EXAMPLE_PATHS = sorted(EXAMPLES_DIR.glob("*.toml"))
-# The path (a string) of each example by its name without ".toml" ("mojo_pcp_nvidia").
-EXAMPLE_BY_STEM = {p.stem: str(p) for p in EXAMPLE_PATHS}
 FIXTURES_DIR = ROOT / "tests" / "fixtures"
 GPU_FIXTURES = FIXTURES_DIR / "gpu"
 
