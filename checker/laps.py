@@ -47,6 +47,7 @@ from dataclasses import replace
 
 from pipeproof.checker.explore import ENGINE
 from pipeproof.checker.model import compile_model
+from pipeproof.checker.program import OP_EFFECTS
 from pipeproof.spec.schema import Spec, targets
 
 MANY = -1
@@ -93,30 +94,29 @@ class LapAbstraction:
                 if op.every > 1 and self.coef[i]:
                     step = _lcm(step, op.every // gcd(op.every, int(self.coef[i])))
         self.item_step = step
-        tag_ops = ("write", "copy", "read", "read_async")
         if any(m.tag_of(a, pc) >= 0 for a in m.agents for pc in range(len(a.ops))):
             # Laps shift item tags with the items; the prologue's and epilogue's tags are
             # absolute. Not abstracted: --engine laps answers with the explicit engine.
             raise CannotAbstract("a fill or read outside the body (its tag is the prologue's "
                                  "or the epilogue's, not an item)")
-        taggers = {i for i, a in enumerate(m.agents) if any(op.name in tag_ops for op, _ in a.ops)}
+        taggers = {i for i, a in enumerate(m.agents)
+                   if any(OP_EFFECTS[op.name].stores or OP_EFFECTS[op.name].checks_read for op, _ in a.ops)}
         coefs = {int(self.coef[i]) for i in taggers}
         if len(coefs) > 1:
             raise CannotAbstract("roles that write and read tags run different item counts "
                                  f"(ratios {sorted(coefs)})")
         self.tag_coef = coefs.pop() if coefs else 0
         self.readers = [i for i, a in enumerate(m.agents)
-                        if any(op.name in ("read", "read_async") for op, _ in a.ops)]
+                        if any(OP_EFFECTS[op.name].checks_read for op, _ in a.ops)]
         self.ring_users = [[i for i, a in enumerate(m.agents)
-                            if any(op.ring == name and op.name not in ("sync", "sync_arrive", "sync_wait")
-                                   for op, _ in a.ops)]
+                            if any(op.ring == name and not OP_EFFECTS[op.name].barrier for op, _ in a.ops)]
                            for name in m.ring_names]
         # A reset restores an absolute phase: a ring moves only once no unfinished agent has
         # a reset on it still ahead (a reset in the body is ahead until the body is done).
         self.reset_until = np.full((m.rings, len(m.agents)), -1, dtype=np.int64)
         for i, a in enumerate(m.agents):
             for pc, (op, _) in enumerate(a.ops):
-                if op.name == "reset":
+                if OP_EFFECTS[op.name].move == "reset":
                     r = m.ring_names.index(op.ring)
                     last = a.body_end - 1 if a.body_start <= pc < a.body_end else pc
                     self.reset_until[r, i] = max(self.reset_until[r, i], last)
@@ -128,7 +128,7 @@ class LapAbstraction:
         # states that differ only by which of them is where are one state. Async reads name
         # their agent inside in-flight entries, so specs with them are left unreduced.
         self.classes = []
-        if not any(op.name == "read_async" for a in m.agents for op, _ in a.ops):
+        if not any(OP_EFFECTS[op.name].issues == "read" for a in m.agents for op, _ in a.ops):
             groups = {}
             for i, a in enumerate(m.agents):
                 groups.setdefault((a.role, a.cta, a.ops), []).append(i)
@@ -225,22 +225,17 @@ class LapAbstraction:
         workers release to the leader) would otherwise hold its phase number at 0 and every
         phase of the ring would grow without bound."""
         m = self.model
-        reads = {"wait_full": S.FULL, "try_full": S.FULL, "wait_empty": S.EMPTY,
-                 "try_empty": S.EMPTY, "drain": S.EMPTY}
-        updates = {"arrive_full": S.FULL, "expect_tx": S.FULL, "copy": S.FULL,
-                   "arrive_empty": S.EMPTY, "commit_empty": S.EMPTY}
-        untouched = ("write", "read", "advance", "reset", "sync", "sync_arrive", "sync_wait",
-                     "read_wait")
         live = set()
         for a in m.agents:
             for op, _ in a.ops:
                 r = m.ring_names.index(op.ring) if op.ring in m.ring_names else None
-                if op.name in untouched or r is None:
-                    continue
-                if op.name in reads:
-                    live.add((r, a.cta, reads[op.name]))
-                elif op.name in updates:
-                    live.update((r, c, updates[op.name]) for c in targets(m.ctas, a.cta, op.to))
+                e = OP_EFFECTS[op.name]
+                if r is None or (e.observes < 0 and e.updates < 0 and not e.issues):
+                    continue  # touches no signal
+                if e.observes >= 0:
+                    live.add((r, a.cta, e.observes))
+                elif e.updates >= 0:
+                    live.update((r, c, e.updates) for c in targets(m.ctas, a.cta, op.to))
                 else:  # anything else (read_async): every signal of its ring, to be safe
                     live.update((r, c, kind) for c in range(m.ctas) for kind in (S.FULL, S.EMPTY))
         return live
