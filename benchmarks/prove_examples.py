@@ -18,6 +18,7 @@ sys.path.insert(0, ROOT)
 
 from pipeproof.checker.prove import MAX_ABSTRACT_STATES, prove, warm_up_prove  # noqa: E402
 from pipeproof.spec.load import load_spec  # noqa: E402
+from tests.reference_search import ReferenceSearch  # noqa: E402  (the test oracle)
 
 
 def main(argv=None) -> int:
@@ -42,7 +43,7 @@ def main(argv=None) -> int:
                                                             if args.reference else []):
             started = time.monotonic()
             proof = prove(specs[name], timeout=timeout, max_states=args.max_states,
-                          reference=reference)
+                          searcher=ReferenceSearch if reference else None)
             seconds = time.monotonic() - started
             cell = f"{proof.status:8} {proof.abstract_states:>16,} {seconds:>8.2f}"
             row += (f"   | reference: {cell}" if reference else f"{name:32} {cell}")

@@ -11,8 +11,8 @@ abstraction cannot cover, gives `unknown` with the reason: never `proved`.
 
 The search (`_Search`, below) runs in numba like checker/explore.py's: packed states, an
 open-addressing table, BFS order, chunks between which the driver checks the time limit and
-grows the arrays. `_ReferenceSearch` is the plain Python loop it replaced; both store the same
-states in the same order (tests/test_prove.py compares them state by state).
+grows the arrays. tests/reference_search.py keeps the plain Python loop it replaced, as a test
+oracle: both store the same states in the same order (tests/test_prove.py compares them).
 
 Considered and left as they are:
 
@@ -34,7 +34,7 @@ Considered and left as they are:
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -119,88 +119,6 @@ class _NoFit(Exception):
     """An abstract vector outside the model's packing widths: search with raw words."""
 
 
-class _ReferenceSearch:
-    """The search in plain Python (a dict of bytes keys), kept as the reference `_Search`
-    must agree with state for state (tests/test_prove.py) and for before/after timings."""
-
-    def __init__(self, lap: LapAbstraction, R: int, max_states: int, deadline: float | None):
-        self.lap, self.R = lap, R
-        self.max_states, self.deadline = max_states, deadline
-        self.index: dict = {}
-        self.parent: list[int] = []
-        self.via: list[int] = []
-        self.keys: list = []
-        self.fast = lap_tables(lap)
-
-    def _add(self, vec: np.ndarray, n_rel: int, parent: int, action: int) -> bool:
-        key = vec.tobytes() + n_rel.to_bytes(8, "little", signed=True)
-        if key in self.index:
-            return False
-        if len(self.keys) >= self.max_states:
-            raise _Limit(f"more than {self.max_states:,} abstract states")
-        self.index[key] = len(self.keys)
-        self.keys.append(key)
-        self.parent.append(parent)
-        self.via.append(action)
-        return True
-
-    def state(self, i: int) -> tuple[np.ndarray, int]:
-        """The vector and n_rel of stored state i."""
-        v = np.frombuffer(self.keys[i], dtype=np.int64)
-        return v[:-1].copy(), int(v[-1])
-
-    def run(self, only_n: int | None = None):
-        """None when every abstract state is safe, else (state index, action or -1, bits)."""
-        lap, R = self.lap, self.R
-        model = lap.model
-        v0 = model.initial_vector()
-        canonical_fast(self.fast, v0)
-        for n_rel in start_counts(R, only_n):
-            self._add(v0, n_rel, -1, -1)
-        n_actions = model.n_actions()
-        succ = np.empty((n_actions, model.n_fields), dtype=np.int64)
-        bits = np.empty(n_actions, dtype=np.int64)
-        moved = np.zeros(n_actions, dtype=np.int64)
-        far = np.zeros(n_actions, dtype=np.int64)
-        det = np.empty(S.N_KINDS * S.DET_W, dtype=np.int64)
-        done, tmp = np.zeros(lap.n_agents, dtype=np.bool_), np.empty(model.agf, dtype=np.int64)
-        i = 0
-        while i < len(self.keys):  # keys are stored in BFS order: the list is the queue
-            if self.deadline and i % 2048 == 0 and time.monotonic() > self.deadline:
-                raise _Limit("the time limit")
-            st, n_rel = self.state(i)
-            state_bits = expand(lap.tables_for(n_rel), self.fast, st, succ, bits, moved, far, R - 1,
-                                det, done, tmp)
-            if state_bits & KIND_MASK:
-                return i, -1, int(state_bits)
-            for a in range(n_actions):
-                b = int(bits[a])
-                if b < 0:
-                    continue
-                if b & S.INFLIGHT_FULL:
-                    raise _Limit("the model's room for in-flight copies and commits")
-                if b & KIND_MASK:
-                    return i, a, b
-                d = int(moved[a])
-                if n_rel != MANY:
-                    self._add(succ[a], n_rel - d, i, a)
-                    continue
-                if far[a]:
-                    raise _NeedLargerR()
-                self._add(succ[a], MANY, i, a)
-                for n2 in range(max(R - d, 1), R) if d else ():
-                    self._add(succ[a], n2, i, a)
-            i += 1
-        return None
-
-    @property
-    def n_stored(self) -> int:
-        return len(self.keys)
-
-    def item_count_of(self, i: int) -> int:
-        return _item_count_of(self, i)
-
-
 # ---------------------------------------------------------------------- the compiled search
 #
 # States are stored like checker/explore.py stores concrete ones: the vector packed with the
@@ -212,7 +130,7 @@ class _ReferenceSearch:
 # ever does not fit), then n_rel as one more word. An
 # open-addressing table of int32 indices deduplicates them; parent (int32) and via (int16)
 # give the path back. States are stored in BFS order, the store is the queue, and the order
-# in which successors are stored is the Python reference's (`_ReferenceSearch`), so the
+# in which successors are stored is the Python reference's (tests/reference_search.py), so the
 # stored states, their indices and the violation found are the same.
 
 (B_DONE, B_NEED_ROOM, B_FOUND, B_STATE_LIMIT, B_INFLIGHT, B_NEED_R, B_NO_FIT) = range(7)
@@ -464,14 +382,14 @@ class Unknown(Exception):
 
 
 def search_laps(lap: LapAbstraction, max_states: int, deadline: float | None,
-                only_n: int | None = None, reference: bool = False):
+                only_n: int | None = None, searcher=None):
     """Search the lap abstraction exhaustively (from every item count, or only `only_n`),
     doubling R until no MANY state comes near the end of the run; returns (search, found)
     where found is None or (state index, action or -1, bits). Raises Unknown at a limit."""
     R = 2 * lap.item_step
     raw = False
     while True:
-        search = (_ReferenceSearch(lap, R, max_states, deadline) if reference
+        search = (searcher(lap, R, max_states, deadline) if searcher is not None
                   else _Search(lap, R, max_states, deadline, raw=raw))
         try:
             return search, search.run(only_n)
@@ -487,7 +405,7 @@ def search_laps(lap: LapAbstraction, max_states: int, deadline: float | None,
 
 
 def prove(spec: Spec, timeout: float | None = None, max_states: int = MAX_ABSTRACT_STATES,
-          reference: bool = False) -> ProofResult:
+          searcher=None) -> ProofResult:
     """Prove `spec` safe and deadlock-free for every item count, refute it, or say unknown."""
     warm_up_prove()
     started = time.monotonic()
@@ -508,7 +426,7 @@ def prove(spec: Spec, timeout: float | None = None, max_states: int = MAX_ABSTRA
         return done(status="unknown", reason=f"outside the lap abstraction: {err}")
     parameter = describe_parameter(spec, lap)
     try:
-        search, found = search_laps(lap, max_states, deadline, reference=reference)
+        search, found = search_laps(lap, max_states, deadline, searcher=searcher)
     except Unknown as err:
         return done(status="unknown", parameter=parameter, abstract_states=err.states,
                     reason=str(err))

@@ -2,8 +2,6 @@
 op's effects (OP_EFFECTS) say truthfully what semantics.step does, on every example's states."""
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 
@@ -12,8 +10,8 @@ from pipeproof.checker.model import compile_model
 from pipeproof.checker.program import EMPTY, FULL, OP_EFFECTS
 from pipeproof.spec.load import load_spec
 from pipeproof.spec.schema import OPS, Ring, targets
+from tests.paths import EXAMPLE_PATHS as EXAMPLES
 
-EXAMPLES = sorted((Path(__file__).resolve().parent.parent / "spec" / "examples").glob("*.toml"))
 
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.stem)

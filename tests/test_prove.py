@@ -235,14 +235,15 @@ def test_interchangeable_agents_are_stored_once():
 
 @pytest.mark.parametrize("name", ["mojo_pcp_amd", "x_persistent_tiles_ok", "x_async_read_ok"])
 def test_compiled_search_stores_the_reference_search_states_in_its_order(name):
-    """The numba search (`_Search`) and the plain Python one it replaced (`_ReferenceSearch`)
+    """The numba search (`_Search`) and the plain Python one it replaced (`ReferenceSearch`)
     store the same abstract states, in the same BFS order, with the same parents."""
-    from pipeproof.checker.prove import _ReferenceSearch, _Search
+    from pipeproof.checker.prove import _Search
+    from tests.reference_search import ReferenceSearch
     lap = LapAbstraction(load_example(name), MAX_R)
     R = 2 * lap.item_step
     from pipeproof.checker.prove import _NeedLargerR
     while True:
-        new, ref = _Search(lap, R, 500_000, None), _ReferenceSearch(lap, R, 500_000, None)
+        new, ref = _Search(lap, R, 500_000, None), ReferenceSearch(lap, R, 500_000, None)
         try:
             found = new.run()
         except _NeedLargerR:
@@ -265,7 +266,8 @@ def test_violation_item_count_is_the_same_for_both_searches():
     text = standard_toml(stages=2, consumers=1, items=3, consumer_body=[
         "wait_full", "read", "arrive_empty", "advance", "reset every=3 at=2"])
     spec = load_spec_text(text, "<reset-every-3>")
-    a, b = prove(spec), prove(spec, reference=True)
+    from tests.reference_search import ReferenceSearch
+    a, b = prove(spec), prove(spec, searcher=ReferenceSearch)
     assert (a.status, a.items, a.abstract_states) == (b.status, b.items, b.abstract_states)
 
 
