@@ -70,7 +70,7 @@ def effects_table():
                                 int(bool(e.barrier)))
     return np.array(rows, dtype=np.int64)
 
-# Violation bits, in the contract's reporting order.
+# Violation bits, in the reporting order (docs/model.md "Violation kinds").
 DEADLOCK = 1
 READ_BEFORE_FILL = 2
 OVERWRITE_BEFORE_DRAIN = 4
@@ -260,8 +260,9 @@ def signal_ready(T, st, sig, phase):
 
 @jit
 def in_phase_window(T, st, a, r, sig, phase):
-    """(nvidia) Is agent a, at `phase` on ring r, inside its phase window on `sig` (DESIGN's
-    phase_alias)? The one place the window rule is read; amd counters have none."""
+    """(nvidia) Is agent a, at `phase` on ring r, inside its phase window on `sig`
+    (docs/rules.md "The phase_alias window")? The one place the window rule is read; amd
+    counters have none."""
     if T.cfg[C_BACKEND] == AMD:
         return True
     return nvidia.in_window(st[sig_base(T, sig)], phase, T.agent[a, A_RING0 + 2 * r + 1])
