@@ -62,8 +62,30 @@ EMPTY = 1
 
 U32 = (1 << 32) - 1
 
-# Names of the primitives; checker.smt replaces exactly these when it reads a backend.
+# Names of the primitives; checker.smt and backends/printed.py replace exactly these when they
+# read a backend (`rebound`).
 PRIMITIVES = ("select", "both", "either", "negate", "parity", "wrap32")
+
+
+def rebound(module, primitives: dict, stubs: dict | None = None):
+    """The functions of a backend module with the primitives replaced by `primitives` (Z3
+    terms in checker.smt, expression text in backends/printed.py): each function's Python body
+    is rebuilt over them, calls between the module's own functions resolve to the rebuilt
+    versions, or to `stubs[name]` where given; the module's upper-case int constants come
+    along. Returns a namespace of both."""
+    import types
+    assert set(primitives) == set(PRIMITIVES)
+    namespace = dict(vars(module))
+    namespace.update(primitives)
+    out = {}
+    for name, obj in vars(module).items():
+        fn = getattr(obj, "py_func", obj)
+        if isinstance(fn, types.FunctionType) and fn.__module__ == module.__name__:
+            out[name] = namespace[name] = types.FunctionType(fn.__code__, namespace, name,
+                                                             fn.__defaults__)
+    namespace.update(stubs or {})
+    constants = {k: v for k, v in vars(module).items() if isinstance(v, int) and k.isupper()}
+    return types.SimpleNamespace(**constants, **out)
 
 
 @jit

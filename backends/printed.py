@@ -176,17 +176,7 @@ def printed_backend(module, stubs: dict | None = None) -> types.SimpleNamespace:
     """The functions of a backend module over `Expr` trees (as checker.smt.symbolic_backend
     does over Z3 terms). Calls between the module's own functions resolve to the rebuilt
     versions, or to `stubs[name]` where given (to print a call to a helper instead)."""
-    namespace = dict(vars(module))
-    namespace.update(PRIMITIVES)
-    out = {}
-    for name, obj in vars(module).items():
-        fn = getattr(obj, "py_func", obj)
-        if isinstance(fn, types.FunctionType) and fn.__module__ == module.__name__:
-            out[name] = namespace[name] = types.FunctionType(fn.__code__, namespace, name,
-                                                             fn.__defaults__)
-    namespace.update(stubs or {})
-    constants = {k: v for k, v in vars(module).items() if isinstance(v, int) and k.isupper()}
-    return types.SimpleNamespace(**constants, **out)
+    return base.rebound(module, PRIMITIVES, stubs)
 
 
 # ------------------------------------------------------------------ the languages

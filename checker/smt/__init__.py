@@ -109,13 +109,4 @@ def symbolic_backend(module) -> types.SimpleNamespace:
     Each numba function's Python body is rebuilt with the primitives replaced by their Z3
     forms; calls between the module's own functions resolve to the rebuilt versions.
     """
-    namespace = dict(vars(module))
-    namespace.update(Z3_PRIMITIVES)
-    out = {}
-    for name, obj in vars(module).items():
-        fn = getattr(obj, "py_func", obj)
-        if isinstance(fn, types.FunctionType) and fn.__module__ == module.__name__:
-            out[name] = namespace[name] = types.FunctionType(fn.__code__, namespace, name,
-                                                             fn.__defaults__)
-    constants = {k: v for k, v in vars(module).items() if isinstance(v, int) and k.isupper()}
-    return types.SimpleNamespace(**constants, **out)
+    return base.rebound(module, Z3_PRIMITIVES)
