@@ -208,7 +208,8 @@ def check_result(spec, result):
         assert result.limit != "" and result.kinds == ()
     if result.verdict == "violation":
         assert result.kinds and result.kind == result.kinds[0]
-        assert list(result.kinds) == [k for k in KINDS if k in result.kinds]  # contract order
+        # in the order of docs/model.md "Violation kinds"
+        assert list(result.kinds) == [k for k in KINDS if k in result.kinds]
         assert set(result.traces) == set(result.kinds)
         for kind, trace in result.traces.items():
             assert trace.kind == kind

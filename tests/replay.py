@@ -1,4 +1,4 @@
-"""An independent, deliberately plain implementation of the pipeproof model (DESIGN.md).
+"""An independent, deliberately plain implementation of the pipeproof model (docs/model.md).
 
 The test-suite uses it to replay every counterexample the checker prints: each step must be
 enabled here, the state after each step must agree with the trace's state view, and the
@@ -103,10 +103,11 @@ SECTIONS = ("prologue", "body", "epilogue")
 
 
 def _tag(spec: Spec, section: str, item: int, op: Op) -> int:
-    """DESIGN.md: a body fill stores its item, a prologue or epilogue fill a tag of its own
-    (here: the largest item count, and one more). A read expects the fill of its own section
-    if the ring is filled there (or nowhere), else the prologue's if that is the latest
-    earlier section filling the ring, else its own section's (nothing filled it yet)."""
+    """docs/model.md "Tags and the pairing rule": a body fill stores its item, a prologue or
+    epilogue fill a tag of its own (here: the largest item count, and one more). A read
+    expects the fill of its own section if the ring is filled there (or nowhere), else the
+    prologue's if that is the latest earlier section filling the ring, else its own
+    section's (nothing filled it yet)."""
     top = max(r.items for r in spec.roles)
     own = {"prologue": top, "body": item, "epilogue": top + 1}
     if op.name in ("copy", "write"):
@@ -614,7 +615,8 @@ def _apply_agent_op(world: World, a: Agent) -> set:
         if spec.backend != "nvidia":
             raise ReplayError("expect_tx on the amd backend")
         if op.n > TX_LIMIT:
-            world.trapped = True      # expect_tx(2^20) faults (reference/mbarrier_cutlass.md)
+            # expect_tx(2^20) faults (docs/rules.md "Transaction bytes (`tx_range`)")
+            world.trapped = True
             kinds.add("tx_range")
         for dst in _targets(world, a.cta, op.to):
             kinds |= _aimed(world, dst)

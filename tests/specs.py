@@ -11,7 +11,8 @@ CONSUMER_READS = ["wait_full", "read", "arrive_empty", "advance"]
 
 def standard_toml(stages=2, consumers=1, items=3, producer_phase=None, consumer_count=None,
                   backend="nvidia", producer_body=None, consumer_body=None, name=None) -> str:
-    """One producer, `consumers` consumer agents that all read every slot (DESIGN's example)."""
+    """One producer, `consumers` consumer agents that all read every slot (like the example
+    of docs/model.md "Spec files (TOML)")."""
     name_line = "" if name is None else f"name = {json.dumps(name)}\n"
     phase = "" if producer_phase is None else f"initial_phase = {producer_phase}\n"
     return f"""

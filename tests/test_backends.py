@@ -1,16 +1,18 @@
 """The signal backends against the measured H200 behaviour and Mojo's counter arithmetic.
 
-Each nvidia test reproduces one row of /work/shared/reference/mbarrier_cutlass.md (§0 summary,
-Appendix A "measured results", Appendix C "arrive while pending is 0"); its docstring names
-the row. `nvidia.update(phase_no, pending, tx, expected, arrive_count, tx_delta)` is one atomic
-mbarrier update: `mbarrier.arrive{, c}` is (c, 0), `arrive.expect_tx(b)` is (1, +b), a bare
+Each nvidia test reproduces one row of the H200 probe table or one clause of the rule in
+docs/rules.md "The update rule"; its docstring names the row ("Probe row ...") or, in quotes,
+the docs/rules.md section it pins.
+`nvidia.update(phase_no, pending, tx, expected, arrive_count, tx_delta)` is one atomic mbarrier
+update: `mbarrier.arrive{, c}` is (c, 0), `arrive.expect_tx(b)` is (1, +b), a bare
 `expect_tx(b)` is (0, +b), a copy landing (`complete_tx(b)`) is (0, -b).
 `nvidia.ready(phase_no, p)` is `test_wait.parity(p)`.
 
 The amd tests pin Mojo's `AmdCounterBackend` thresholds, with `phase +- 1` taken in UInt32.
 
 The model-level tests at the end run small specs through the loader and `verify` and check
-that the same behaviours surface as the contract's violation kinds (DESIGN.md "Properties").
+that the same behaviours surface as the contract's violation kinds
+(docs/model.md "Violation kinds").
 """
 from __future__ import annotations
 
@@ -42,11 +44,11 @@ def fresh(count):
     return tuple(int(x) for x in nvidia.init(count))
 
 
-# ============================================================================ nvidia: App. A
+# ============================================================================ nvidia: probes
 
 
 def test_constants():
-    """§0 table: tx range is -(2^20-1) .. 2^20-1; outcome bits are distinct."""
+    """"The update rule": tx range is -(2^20-1) .. 2^20-1; outcome bits are distinct."""
     assert nvidia.TX_LIMIT == TX_LIMIT
     assert len({TRAP_OVER, TRAP_TX, COMPLETED}) == 3
     assert TRAP_OVER & TRAP_TX == 0 and TRAP_OVER & COMPLETED == 0 and TRAP_TX & COMPLETED == 0
@@ -54,12 +56,12 @@ def test_constants():
 
 @pytest.mark.parametrize("count", [1, 2, 3, 128, TX_LIMIT])
 def test_init(count):
-    """§0 transitions: init(n): phase=0; expected=pending=n; tx=0."""
+    """"NVIDIA mbarrier": init(n): phase=0; expected=pending=n; tx=0."""
     assert fresh(count) == (0, count, 0)
 
 
 def test_fresh_barrier_parity_1_ready_parity_0_not():
-    """App. A row 'fresh barrier: test parity 0 / parity 1' -> 0 / 1 ("phase -1" counts as
+    """Probe row 'fresh barrier: test parity 0 / parity 1' -> 0 / 1 ("phase -1" counts as
     complete, which is why producers start at phase 1)."""
     s = fresh(1)
     assert (parity(s, 0), parity(s, 1)) == (0, 1)
@@ -68,7 +70,7 @@ def test_fresh_barrier_parity_1_ready_parity_0_not():
 
 
 def test_one_arrive_on_count_1_completes_the_phase():
-    """App. A row 'after one arrive on count-1: parity 0 / 1' -> 1 / 0 (now in phase 1)."""
+    """Probe row 'after one arrive on count-1: parity 0 / 1' -> 1 / 0 (now in phase 1)."""
     s, bits = up(fresh(1), 1, arrive=1)
     assert bits == COMPLETED
     assert s == (1, 1, 0)  # pending reloads from expected
@@ -76,7 +78,7 @@ def test_one_arrive_on_count_1_completes_the_phase():
 
 
 def test_arrive_expect_tx_leaves_phase_incomplete_until_bytes_land():
-    """App. A rows '`arrive.expect_tx(256)`: parity 1' -> 0 and '`cp.async.bulk` 256 B then
+    """Probe rows '`arrive.expect_tx(256)`: parity 1' -> 0 and '`cp.async.bulk` 256 B then
     bounded wait parity 1' -> 1 (complete-tx completes the phase)."""
     s, _ = up(fresh(1), 1, arrive=1)                  # previous row: now phase 1
     s, bits = up(s, 1, arrive=1, tx=256)              # arrive.expect_tx(256)
@@ -90,7 +92,7 @@ def test_arrive_expect_tx_leaves_phase_incomplete_until_bytes_land():
 
 
 def test_partial_landing_does_not_complete():
-    """§0 Liveness: a phase completes only when both pending == 0 and tx == 0 (too few
+    """"The update rule": a phase completes only when both pending == 0 and tx == 0 (too few
     delivered bytes hang)."""
     s, _ = up(fresh(1), 1, arrive=1, tx=256)
     s, bits = up(s, 1, tx=-128)
@@ -100,7 +102,7 @@ def test_partial_landing_does_not_complete():
 
 
 def test_two_unobserved_arrives_alias():
-    """App. A row 'two more arrives, unobserved: parity 0 / 1' -> 0 / 1 (now phase 4: a
+    """Probe row 'two more arrives, unobserved: parity 0 / 1' -> 0 / 1 (now phase 4: a
     waiter for phase 2 would block: aliasing)."""
     s = (2, 1, 0)
     s, b1 = up(s, 1, arrive=1)
@@ -114,7 +116,7 @@ def test_two_unobserved_arrives_alias():
 
 
 def test_count_3_arrive_2_then_arrive_1():
-    """App. A row 'count-3 barrier: `arrive` count 2 -> parity 0; then `arrive` -> parity 0'
+    """Probe row 'count-3 barrier: `arrive` count 2 -> parity 0; then `arrive` -> parity 0'
     -> 0; 1 (the count operand works)."""
     s, bits = up(fresh(3), 3, arrive=2)
     assert (s, bits) == ((0, 1, 0), 0)
@@ -125,7 +127,7 @@ def test_count_3_arrive_2_then_arrive_1():
 
 
 def test_negative_tx_blocks_completion():
-    """App. A row '`complete_tx(64)` + `arrive` on count-1 -> parity 0' -> 0 (tx = -64
+    """Probe row '`complete_tx(64)` + `arrive` on count-1 -> parity 0' -> 0 (tx = -64
     blocks completion)."""
     s, bits = up(fresh(1), 1, tx=-64)
     assert (s, bits) == ((0, 1, -64), 0)
@@ -135,8 +137,9 @@ def test_negative_tx_blocks_completion():
 
 
 def test_bare_expect_tx_bringing_tx_to_zero_completes():
-    """App. A row 'then bare `expect_tx(64)` -> bounded wait parity 0' -> 1 (the expect that
-    brings tx to 0 completes the phase; §1.6: model CHECK after every update)."""
+    """Probe row 'then bare `expect_tx(64)` -> bounded wait parity 0' -> 1 (the expect that
+    brings tx to 0 completes the phase; "The update rule": the model checks after every
+    update)."""
     s = (0, 0, -64)                                   # state left by the previous row
     s, bits = up(s, 1, tx=64)                         # mbarrier.expect_tx(64): no arrival
     assert bits == COMPLETED
@@ -145,9 +148,9 @@ def test_bare_expect_tx_bringing_tx_to_zero_completes():
 
 
 def test_copy_may_land_before_its_expect_tx():
-    """App. A row '`complete_tx(64)` first -> parity 0; then `arrive.expect_tx(64)`' -> 0; 1
+    """Probe row '`complete_tx(64)` first -> parity 0; then `arrive.expect_tx(64)`' -> 0; 1
     (tx may go negative; the phase completes exactly at the arrive that balances it;
-    §1.8)."""
+    "Transaction bytes (`tx_range`)")."""
     s, bits = up(fresh(1), 1, tx=-64)
     assert (s, bits) == ((0, 1, -64), 0)
     assert parity(s, 0) == 0
@@ -157,8 +160,8 @@ def test_copy_may_land_before_its_expect_tx():
 
 
 def test_negative_tx_with_count_2_completes_only_at_the_last_arrive():
-    """§1.8: negative tx is legal; 'the phase still cannot complete until the arrival that
-    accompanies or follows the expect'."""
+    """"Transaction bytes (`tx_range`)": negative tx is legal; 'the phase still cannot
+    complete until the arrival that accompanies or follows the expect'."""
     s, _ = up(fresh(2), 2, tx=-64)                    # copy lands first
     s, bits = up(s, 2, arrive=1, tx=64)               # tx balanced, one arrival still missing
     assert (s, bits) == ((0, 1, 0), 0)
@@ -178,8 +181,9 @@ def test_negative_tx_with_count_2_completes_only_at_the_last_arrive():
     (64, 32, False),  # '32 lanes on count 64' -> under-arrival, phase 0 stays incomplete
 ])
 def test_one_update_above_pending_traps(expected, lanes, traps):
-    """App. A 'Over-arrival probes `k_over`': one arrive update larger than pending traps; one
-    update equal to pending completes; smaller leaves the phase incomplete."""
+    """Probe rows 'one update above pending' and '32 lanes on count 32 / on count 64': one
+    arrive update larger than pending traps; one update equal to pending completes; smaller
+    leaves the phase incomplete."""
     s0 = fresh(expected)
     s, bits = up(s0, expected, arrive=lanes)
     if traps:
@@ -194,8 +198,8 @@ def test_one_update_above_pending_traps(expected, lanes, traps):
 
 
 def test_arrive_while_pending_0_traps():
-    """App. C: after `arrive.expect_tx(64)` (pending 0, tx 64) a plain `mbarrier.arrive`
-    traps ('unspecified launch failure')."""
+    """Probe row 'pending 0, tx 64': after `arrive.expect_tx(64)` (pending 0, tx 64) a plain
+    `mbarrier.arrive` traps ('unspecified launch failure')."""
     s, bits = up(fresh(1), 1, arrive=1, tx=64)
     assert (s, bits) == ((0, 0, 64), 0)
     assert parity(s, 0) == 0
@@ -205,8 +209,8 @@ def test_arrive_while_pending_0_traps():
 
 
 def test_second_arrive_expect_tx_while_pending_0_traps():
-    """App. C: a second `arrive.expect_tx(64)` while pending is 0 also traps (the arrive part
-    exceeds pending 0)."""
+    """Probe row 'pending 0, tx 64': a second `arrive.expect_tx(64)` while pending is 0 also
+    traps (the arrive part exceeds pending 0)."""
     s, _ = up(fresh(1), 1, arrive=1, tx=64)
     _, bits = up(s, 1, arrive=1, tx=64)
     assert bits & TRAP_OVER
@@ -214,7 +218,7 @@ def test_second_arrive_expect_tx_while_pending_0_traps():
 
 
 def test_pending_0_then_complete_tx_completes():
-    """App. C: 'nothing more, then `complete_tx(64)`: the phase completes'."""
+    """Probe row 'pending 0, tx 64, then `complete_tx(64)`': the phase completes."""
     s, _ = up(fresh(1), 1, arrive=1, tx=64)
     s, bits = up(s, 1, tx=-64)
     assert (s, bits) == ((1, 1, 0), COMPLETED)
@@ -222,14 +226,14 @@ def test_pending_0_then_complete_tx_completes():
 
 
 def test_bare_expect_tx_is_no_arrive_and_never_traps_on_pending_0():
-    """§0 transitions: `expect_tx(b)` has no arrival (so pending 0 is no trap for it)."""
+    """"The update rule": `expect_tx(b)` has no arrival (so pending 0 is no trap for it)."""
     s, _ = up(fresh(1), 1, arrive=1, tx=64)
     s, bits = up(s, 1, tx=32)
     assert (s, bits) == ((0, 0, 96), 0)
 
 
 def test_separate_extra_arrivals_run_ahead_without_trap():
-    """App. A rows 'one thread arrives twice on count 1' and 'lane 0 of warp 0 and lane 0 of
+    """Probe rows 'one thread arrives twice on count 1' and 'lane 0 of warp 0 and lane 0 of
     warp 1 on count 1' -> no fault; barrier in phase 2 (silent extra phase)."""
     s, b1 = up(fresh(1), 1, arrive=1)
     s, b2 = up(s, 1, arrive=1)
@@ -239,8 +243,9 @@ def test_separate_extra_arrivals_run_ahead_without_trap():
 
 
 def test_separate_arrivals_on_count_2_run_ahead_by_whole_phases():
-    """§0 errors: extra separate arrivals 'simply complete the next phase(s)': 5 single
-    arrivals on count 2 = 2 whole phases and one arrival of the third."""
+    """"Traps and run-ahead (`over_arrival`)": extra separate arrivals 'simply complete the
+    next phase(s)': 5 single arrivals on count 2 = 2 whole phases and one arrival of the
+    third."""
     s = fresh(2)
     outcomes = []
     for _ in range(5):
@@ -251,7 +256,7 @@ def test_separate_arrivals_on_count_2_run_ahead_by_whole_phases():
 
 
 def test_expect_tx_2_pow_20_traps():
-    """App. A row '`expect_tx(2^20)` then arrive' -> fault (tx out of range)."""
+    """Probe row '`expect_tx(2^20)` then arrive' -> fault (tx out of range)."""
     _, bits = up(fresh(1), 1, tx=1 << 20)
     assert bits == TRAP_TX
     _, bits = up(fresh(1), 1, arrive=1, tx=1 << 20)   # as arrive.expect_tx(2^20)
@@ -259,7 +264,7 @@ def test_expect_tx_2_pow_20_traps():
 
 
 def test_tx_limit_itself_is_legal():
-    """§0 table: tx range -(2^20-1) .. 2^20-1 inclusive."""
+    """"The update rule": tx range -(2^20-1) .. 2^20-1 inclusive."""
     s, bits = up(fresh(1), 1, tx=TX_LIMIT)
     assert (s, bits) == ((0, 1, TX_LIMIT), 0)
     s, bits = up(fresh(1), 1, tx=-TX_LIMIT)
@@ -267,7 +272,8 @@ def test_tx_limit_itself_is_legal():
 
 
 def test_negative_tx_below_range_traps():
-    """§0 errors: '|tx| leaving +-(2^20-1)' - a landing of 2^20 bytes with nothing expected."""
+    """"The update rule": '|tx| leaving +-(2^20-1)' traps - a landing of 2^20 bytes with
+    nothing expected."""
     _, bits = up(fresh(1), 1, tx=-(1 << 20))
     assert bits == TRAP_TX
     _, bits = up((0, 1, -TX_LIMIT), 1, tx=-1)
@@ -275,7 +281,8 @@ def test_negative_tx_below_range_traps():
 
 
 def test_tx_accumulates_past_the_limit_traps():
-    """§0 errors: two legal expects whose sum leaves the range trap on the second."""
+    """"Transaction bytes (`tx_range`)": two legal expects whose sum leaves the range trap on
+    the second."""
     s, bits = up(fresh(1), 1, tx=TX_LIMIT - 10)
     assert bits == 0
     _, bits = up(s, 1, tx=11)
@@ -290,8 +297,8 @@ def test_tx_accumulates_past_the_limit_traps():
     (2, 0, False), (2, 2, False), (3, 2, True), (7, 4, True), (8, 5, True), (8, 6, False),
 ])
 def test_ready_is_parity_difference(phase_no, phase, ok):
-    """§0: `test_wait/try_wait.parity(p) -> (phase % 2) != p`; the agent waits with the parity
-    of its lap count."""
+    """"Parity waits and tries": `test_wait/try_wait.parity(p) -> (phase % 2) != p`; the
+    agent waits with the parity of its lap count."""
     assert bool(nvidia.ready(phase_no, phase)) is ok
 
 
@@ -302,7 +309,7 @@ def test_ready_is_parity_difference(phase_no, phase, ok):
     (3, 3, -1), (4, 3, 0),                     # odd initial phase: as a producer
 ])
 def test_intended_phase(phase, initial, k):
-    """DESIGN.md phase_alias: k = (ph - p0) - (p0 mod 2)."""
+    """docs/rules.md "The phase_alias window": k = (ph - p0) - (p0 mod 2)."""
     assert nvidia.intended_phase(phase, initial) == k
     assert nvidia.in_window(k, phase, initial) and nvidia.in_window(k + 1, phase, initial)
     assert not nvidia.in_window(k + 2, phase, initial)
@@ -310,9 +317,8 @@ def test_intended_phase(phase, initial, k):
 
 
 def test_window_matches_parity_rule():
-    """§2 'Which phases count as completed for a parity': inside the window the parity answer
-    is the right one: phase k not yet complete (phase_no k) -> not ready; complete (k+1) ->
-    ready."""
+    """"The phase_alias window": inside the window the parity answer is the right one:
+    phase k not yet complete (phase_no k) -> not ready; complete (k+1) -> ready."""
     for p0 in (0, 1):
         for ph in range(p0, p0 + 6):
             k = nvidia.intended_phase(ph, p0)
@@ -353,7 +359,8 @@ def test_amd_empty_threshold(phase, count, threshold):
 
 
 def test_amd_producer_at_phase_0_never_passes():
-    """DESIGN.md amd: a producer starting at phase 0 waits for 2^32-1 laps (deadlock)."""
+    """docs/rules.md "AMD counters": a producer starting at phase 0 waits for 2^32-1 laps
+    (deadlock)."""
     assert not amd.empty_ready(0, 0, 1)
     assert not amd.empty_ready(1000, 0, 1)
     assert not amd.empty_ready(U32 - 2, 0, 1)
@@ -412,7 +419,7 @@ CONSUMER = ["wait_full", "read", "arrive_empty", "advance"]
 
 
 def test_model_correct_tma_ring_is_ok():
-    """App. A rows 'arrive.expect_tx' + 'cp.async.bulk': arming with expect_tx and landing the
+    """Probe rows 'arrive.expect_tx' + 'cp.async.bulk': arming with expect_tx and landing the
     same bytes completes the phase; a correct ring holds."""
     r = run(spec(["wait_empty", "expect_tx 256", "copy 256", "advance"], CONSUMER,
                  stages=2, items=3))
@@ -420,7 +427,7 @@ def test_model_correct_tma_ring_is_ok():
 
 
 def test_model_copy_before_expect_is_ok():
-    """App. A row '`complete_tx(64)` first ... then `arrive.expect_tx(64)`': a copy that lands
+    """Probe row '`complete_tx(64)` first ... then `arrive.expect_tx(64)`': a copy that lands
     before its expect_tx leaves tx negative and the protocol still holds."""
     r = run(spec(["wait_empty", "copy 64", "expect_tx 64", "advance"], CONSUMER,
                  stages=2, items=3))
@@ -429,7 +436,8 @@ def test_model_copy_before_expect_is_ok():
 
 
 def test_model_too_few_bytes_deadlock():
-    """§0 Liveness: too few delivered bytes -> hang (arrive.expect_tx(128) with a 64 B copy)."""
+    """"Transaction bytes (`tx_range`)": too few delivered bytes -> hang
+    (arrive.expect_tx(128) with a 64 B copy)."""
     r = run(spec(["wait_empty", "expect_tx 128", "copy 64", "advance"], CONSUMER))
     assert r.verdict == "violation"
     assert r.kinds == ("deadlock",)
@@ -438,7 +446,7 @@ def test_model_too_few_bytes_deadlock():
 
 
 def test_model_arrive_2_on_count_1_is_over_arrival():
-    """App. A row 'one thread `arrive` count 2 on count 1' -> fault: the first step traps."""
+    """Probe row 'one thread `arrive` count 2 on count 1' -> fault: the first step traps."""
     r = run(spec(["wait_empty", "arrive_full 2", "advance"], CONSUMER))
     assert r.kinds == ("over_arrival",)
     assert r.depth == 2
@@ -449,7 +457,7 @@ def test_model_arrive_2_on_count_1_is_over_arrival():
 
 
 def test_model_arrive_after_expect_tx_pending_0_is_over_arrival():
-    """App. C: arrive.expect_tx(64) then a plain arrive (pending 0, tx 64) traps."""
+    """Probe row 'pending 0, tx 64': arrive.expect_tx(64) then a plain arrive traps."""
     r = run(spec(["expect_tx 64", "arrive_full", "copy 64"], CONSUMER))
     assert r.kinds == ("over_arrival",)
     assert r.depth == 2
@@ -457,21 +465,22 @@ def test_model_arrive_after_expect_tx_pending_0_is_over_arrival():
 
 
 def test_model_second_expect_tx_pending_0_is_over_arrival():
-    """App. C: a second arrive.expect_tx(64) while pending is 0 traps."""
+    """Probe row 'pending 0, tx 64': a second arrive.expect_tx(64) while pending is 0 traps."""
     r = run(spec(["expect_tx 64", "expect_tx 64", "copy 128"], CONSUMER))
     assert r.kinds == ("over_arrival",)
     assert r.depth == 2
 
 
 def test_model_expect_then_complete_is_ok():
-    """App. C: arrive.expect_tx(64), nothing more, then complete_tx(64): the phase completes."""
+    """Probe row 'pending 0, tx 64, then complete_tx(64)': arrive.expect_tx(64), nothing
+    more, then complete_tx(64): the phase completes."""
     r = run(spec(["expect_tx 64", "copy 64"], ["wait_full", "read"]))
     assert r.verdict == "ok"
 
 
 def test_model_unobserved_extra_arrivals_are_over_arrival_not_a_trap():
-    """App. A 'one thread arrives twice on count 1' (no fault, barrier in phase 2) surfaces as
-    the run-ahead clause of over_arrival: phase 1 completes with no wait having passed."""
+    """Probe row 'one thread arrives twice on count 1' (no fault, barrier in phase 2) surfaces
+    as the run-ahead clause of over_arrival: phase 1 completes with no wait having passed."""
     # The consumer is not yet at a wait (it tries first), so the state after the second
     # arrive has no property of its own (no deadlock, no waiter outside its window).
     r = run(spec(["arrive_full", "arrive_full"], ["try_full", "wait_full"]))
@@ -490,7 +499,7 @@ def test_model_observed_extra_arrival_is_fine():
 
 
 def test_model_expect_tx_2_pow_20_is_tx_range():
-    """App. A row '`expect_tx(2^20)` then arrive' -> fault (tx out of range)."""
+    """Probe row '`expect_tx(2^20)` then arrive' -> fault (tx out of range)."""
     r = run(spec([f"expect_tx {1 << 20}", f"copy {1 << 20}"], ["wait_full", "read"]))
     assert r.kinds == ("tx_range",)
     assert r.depth == 1
@@ -498,20 +507,20 @@ def test_model_expect_tx_2_pow_20_is_tx_range():
 
 
 def test_model_expect_tx_at_limit_is_ok():
-    """§0 table: 2^20-1 transaction bytes are in range."""
+    """"The update rule": 2^20-1 transaction bytes are in range."""
     r = run(spec([f"expect_tx {TX_LIMIT}", f"copy {TX_LIMIT}"], ["wait_full", "read"]))
     assert r.verdict == "ok"
 
 
 def test_model_copy_2_pow_20_is_tx_range():
-    """§0 errors: a copy operand of 2^20 bytes is out of the tx range."""
+    """"Transaction bytes (`tx_range`)": a copy operand of 2^20 bytes is out of the tx range."""
     r = run(spec([f"copy {1 << 20}"], ["wait_full"]))
     assert r.kinds == ("tx_range",)
     assert r.depth == 1
 
 
 def test_model_count_3_arrive_2_then_1():
-    """App. A row 'count-3 barrier: arrive count 2 -> parity 0; then arrive -> parity 1': a
+    """Probe row 'count-3 barrier: arrive count 2 -> parity 0; then arrive -> parity 1': a
     producer that arrives 2 then 1 on a count-3 full barrier fills one phase exactly."""
     r = run(spec(["wait_empty", "write", "arrive_full 2", "arrive_full", "advance"], CONSUMER,
                  stages=2, pac=3, items=3))
@@ -519,7 +528,7 @@ def test_model_count_3_arrive_2_then_1():
 
 
 def test_model_count_3_arrive_2_only_deadlocks():
-    """App. A row '32 lanes on count 64' -> under-arrival, phase 0 stays incomplete."""
+    """Probe row '32 lanes on count 64' -> under-arrival, phase 0 stays incomplete."""
     r = run(spec(["wait_empty", "write", "arrive_full 2", "advance"], CONSUMER, pac=3))
     assert r.kinds == ("deadlock",)
     end = r.traces["deadlock"].steps[-1].state["signals"]["cta0.full[0]"]
@@ -527,7 +536,7 @@ def test_model_count_3_arrive_2_only_deadlocks():
 
 
 def test_model_producer_at_phase_0_deadlocks_on_nvidia():
-    """App. A row 'fresh barrier' parity 0 -> 0: a producer that starts at phase 0 waits on a
+    """Probe row 'fresh barrier' parity 0 -> 0: a producer that starts at phase 0 waits on a
     fresh empty barrier forever."""
     r = run(spec(["wait_empty", "write", "arrive_full", "advance"], CONSUMER,
                  p_extra="initial_phase = 0"))
@@ -546,7 +555,8 @@ def test_model_amd_correct_ring_is_ok():
 
 
 def test_model_amd_producer_at_phase_0_deadlocks():
-    """DESIGN.md amd: phase - 1 wraps at phase 0 to 2^32-1: the producer never passes."""
+    """docs/rules.md "AMD counters": phase - 1 wraps at phase 0 to 2^32-1: the producer
+    never passes."""
     r = run(spec(AMD_PRODUCER, CONSUMER, backend="amd", stages=2, items=2,
                  p_extra="initial_phase = 0"))
     assert r.kinds == ("deadlock",)
@@ -580,8 +590,8 @@ def test_model_amd_has_no_over_arrival():
 
 
 def test_model_amd_commit_empty_is_async_add():
-    """DESIGN.md amd: `commit_empty` is an async +n on the empty counter (a producer tail
-    drain keeps the CTA alive until the last commit fires)."""
+    """docs/rules.md "AMD counters": `commit_empty` is an async +n on the empty counter (a
+    producer tail drain keeps the CTA alive until the last commit fires)."""
     r = run(spec(AMD_PRODUCER, ["wait_full", "read", "commit_empty", "advance"], backend="amd",
                  stages=2, items=3, p_extra='epilogue = ["drain"]'))
     assert r.verdict == "ok", r.kinds
@@ -595,8 +605,8 @@ def test_model_amd_commit_empty_is_async_add():
 
 
 def test_model_tx_sum_out_of_range_is_tx_range():
-    """§0 errors: '|tx| leaving +-(2^20-1)': two legal arrive.expect_tx whose sum is above the
-    limit fault at the second one."""
+    """"Transaction bytes (`tx_range`)": '|tx| leaving +-(2^20-1)': two legal
+    arrive.expect_tx whose sum is above the limit fault at the second one."""
     r = run(spec(["expect_tx 600000", "expect_tx 600000", "copy 600000", "copy 600000"],
                  ["wait_full"], pac=2))
     assert r.kinds == ("tx_range",)

@@ -1,4 +1,4 @@
-"""The command line contract (DESIGN.md "Command line: the contract"), run in a subprocess.
+"""The command line contract (docs/model.md "Command line"), run in a subprocess.
 
 `python -m checker.cli` is the same entry point as the `pipeproof` console script
 (`checker.cli:run`), and works in any virtual environment the package is installed in.

@@ -2,7 +2,8 @@
 
 - Each example is loaded and verified; the verdict must be its `expect` (or one of
   `expect_any`), and for a violation `kind` must be `expect` and `kinds` exactly
-  `expect` + `expect_any` (every kind found at the minimal depth, in DESIGN.md order).
+  `expect` + `expect_any` (every kind found at the minimal depth, in the order of
+  docs/model.md "Violation kinds").
 - `PINNED_STATES` pins the exact state count of every `ok` example and `PINNED_TRACE_LENGTH`
   the counterexample length (= BFS depth) of every violating one; `PINNED_TRANSITIONS` pins
   the transition count of a few small `ok` examples (the tables: tests/pins.py; the cached
@@ -11,8 +12,9 @@
   The state and transition counts are pinned with symmetry reduction (the default) and,
   in the `*_NO_SYMMETRY` tables, without it; verdict, kinds and depth must not depend on it.
 - Every counterexample of every kind is replayed with tests/replay.py, an independent
-  implementation of DESIGN.md: every step must be enabled there, every state view must agree,
-  the end must show the claimed kind, and no earlier step or state may violate anything.
+  implementation of docs/model.md: every step must be enabled there, every state view must
+  agree, the end must show the claimed kind, and no earlier step or state may violate
+  anything.
 - The examples together cover all 7 violation kinds and every template in a correct
   configuration, and verifying twice gives identical results.
 

@@ -1,12 +1,12 @@
-"""[expressiveness] (DESIGN.md "What real kernels also need"): the x_*.toml examples and the
-templates that compose several rings.
+"""[expressiveness] (docs/model.md "Ops"): the x_*.toml examples and the templates that
+compose several rings.
 
 - Every `spec/examples/x_*.toml` declares its verdict; the checker must agree, with the kinds
   declared, the exact state count of each `ok` example and the counterexample length of each
   violating one pinned (literal numbers measured once: a change must be noticed and the pins
   updated on purpose).
 - Every counterexample replays through tests/replay.py, the independent implementation of
-  DESIGN.md, and nothing before its last step violates anything.
+  docs/model.md, and nothing before its last step violates anything.
 - The same replayer, driven as a breadth-first search of its own, explores every example:
   the `ok` ones must be violation-free with exactly the checker's state count, and the
   violating ones must first violate at the checker's depth with the checker's kinds.
@@ -485,11 +485,12 @@ def test_pingpong_template_mutations_break_it(what, roles, kinds, depth):
 
 
 def test_reset_every_two_laps_is_still_phase_alias():
-    """`reset every=K` with K a multiple of 2 * stages keeps the parity, but DESIGN's phase
-    is a monotone lap count: after the reset the agent intends phase -1 (producer) or 0
-    (consumer) while the signal is laps ahead, which is phase_alias at the next wait. So the
-    correct persistent example carries its state across tiles instead (x_persistent_tiles_ok),
-    and the buggy one (K = stages) shows read_before_fill before any wait aliases."""
+    """`reset every=K` with K a multiple of 2 * stages keeps the parity, but the model's phase
+    is a monotone lap count (docs/rules.md "Revised rules: status"): after the reset the agent
+    intends phase -1 (producer) or 0 (consumer) while the signal is laps ahead, which is
+    phase_alias at the next wait. So the correct persistent example carries its state across
+    tiles instead (x_persistent_tiles_ok), and the buggy one (K = stages) shows
+    read_before_fill before any wait aliases."""
     text = ('[pipeline]\ntemplate = "mojo_producer_consumer"\nbackend = "nvidia"\nstages = 2\n'
             'items = 8\n[[role]]\nname = "producer"\nbody = ["wait_empty", "write", '
             '"arrive_full", "advance", "reset every=4 at=3"]\n[[role]]\nname = "consumer"\n'

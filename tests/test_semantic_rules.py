@@ -1,7 +1,7 @@
-"""The contract's exact rules (DESIGN.md "The model", "Ops", "Clusters", "Properties"), pinned
-with tiny specs, mostly stepped one action at a time through the Model API
-(`initial_state`, `actions`, `next_state`/`apply`, `format_action`): an action is picked by
-its printed form, and enabledness and resulting states are asserted exactly.
+"""The contract's exact rules (docs/rules.md "Semantic rules"), pinned with tiny specs, mostly
+stepped one action at a time through the Model API (`initial_state`, `actions`,
+`next_state`/`apply`, `format_action`): an action is picked by its printed form, and
+enabledness and resulting states are asserted exactly.
 """
 from __future__ import annotations
 
@@ -836,7 +836,8 @@ def test_cluster_copy_landing_at_a_gone_cta():
 # ------------------------------------------------------------------------------------- ties
 
 def test_tie_of_three_step_kinds_at_depth_1():
-    """Three kinds at depth 1: listed in the contract's order, each with its own trace."""
+    """Three kinds at depth 1: listed in the order of docs/model.md "Violation kinds", each with
+    its own trace."""
     roles = [{"name": "T", "side": "producer", "body": [f"expect_tx {1 << 20}"]},
              {"name": "O", "side": "producer", "body": ["arrive_empty 2"]},
              {"name": "R", "side": "consumer", "body": ["read"]}]

@@ -1,5 +1,5 @@
 """Malformed specs: each raises SpecError with one line naming the file, the key and what is
-allowed (DESIGN.md "Spec files (TOML): the contract")."""
+allowed (docs/model.md "Spec files (TOML)")."""
 from __future__ import annotations
 
 
