@@ -76,15 +76,5 @@ class RingLayout:
 
 
 
-def targets(cta: int, to: str, k: int) -> tuple:
-    if k == 1 or to == "self":
-        return (cta,)
-    if to == "leader":
-        return (0,)
-    if to == "peer":
-        return ((cta + 1) % k,)
-    return tuple(range(k))
-
-
 def round_up(x: int, a: int) -> int:
     return (x + a - 1) // a * a

@@ -2,10 +2,12 @@
 per-ring slot checks and the buffer bounds of one run (a mixin of cuda_ref.codegen's _Gen)."""
 from __future__ import annotations
 
+from pipeproof.backends.base import EMPTY, FULL
 from pipeproof.cuda_ref.emit_common import (
     BULK_ALIGN, MAX_DYNAMIC_SMEM, MAX_HW_BARRIERS, SLOT_ALIGN, WRITE_REGION, Region, RingLayout,
-    round_up, targets,
+    round_up,
 )
+from pipeproof.spec.schema import targets
 
 
 class Layout:
@@ -20,7 +22,7 @@ class Layout:
                         continue
                     if op.name == "copy":
                         tag = self.model.tag_of(a, pc)
-                        copies.append(Region(i, pc, 0, op.n, targets(a.cta, op.to, self.k),
+                        copies.append(Region(i, pc, 0, op.n, targets(self.k, a.cta, op.to),
                                              op.every, op.at, a.items if tag < 0 else 1, tag=tag))
                     elif op.name == "write":
                         writes = True
@@ -54,8 +56,8 @@ class Layout:
             else:
                 slot, kind = WRITE_REGION, "write"
             slot = round_up(slot, SLOT_ALIGN)
-            rings.append(RingLayout(r, ring.name, ring.stages, ring.producer_arrive_count,
-                                    ring.consumer_arrive_count, kind, slot, base, copies))
+            rings.append(RingLayout(r, ring.name, ring.stages, ring.expected(FULL),
+                                    ring.expected(EMPTY), kind, slot, base, copies))
             base += slot * ring.stages
         if base > MAX_DYNAMIC_SMEM:
             detail = ", ".join(f"{rl.name}: {rl.stages} x {rl.slot_bytes} B" for rl in rings)

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from pipeproof.backends.base import EMPTY, FULL
 from pipeproof.checker.model import OP_CODES
+from pipeproof.checker.program import OP_EFFECTS
 from pipeproof.cuda_ref.emit_backend import nv_wait_parity
-from pipeproof.cuda_ref.emit_common import targets
+from pipeproof.spec.schema import targets
 
 
 class OpEmitter:
@@ -42,14 +43,14 @@ class OpEmitter:
         if self.nv:
             return f"wait_nv(c, {self.sig(r, stage, kind)}, {nv_wait_parity(phase)})"
         thr = ("amd_full_threshold" if kind == FULL else "amd_empty_threshold")
-        count = self.rings[r].full_count if kind == FULL else self.rings[r].empty_count
+        count = self.model.ring_specs[r].expected(kind)
         return f"wait_amd(c, {self.sig(r, stage, kind)}, {thr}({phase}, {count}ull))"
 
     def probe_call(self, r: int, kind: int, stage: str, phase: str) -> str:
         if self.nv:
             return f"probe_nv({self.sig(r, stage, kind)}, {nv_wait_parity(phase)})"
         thr = ("amd_full_threshold" if kind == FULL else "amd_empty_threshold")
-        count = self.rings[r].full_count if kind == FULL else self.rings[r].empty_count
+        count = self.model.ring_specs[r].expected(kind)
         return f"probe_amd({self.sig(r, stage, kind)}, {thr}({phase}, {count}ull))"
 
     def observe(self, a: int, pc: int, r: int, kind: int, cond: str, how: str) -> str:
@@ -64,7 +65,7 @@ class OpEmitter:
         return f" if ({cond}) observe_lands(c, e, {r}, (u32){st}, {tag}, {how});"
 
     def e_wait(self, a, pc, op, step, r):
-        kind = FULL if op.name == "wait_full" else EMPTY
+        kind = OP_EFFECTS[op.name].observes
         st, ph, rd = self.ring_vars(r)
         skip = f"({rd} != 0)" if op.unless_ready else "false"
         return [
@@ -77,7 +78,7 @@ class OpEmitter:
         ]
 
     def e_try(self, a, pc, op, step, r):
-        kind = FULL if op.name == "try_full" else EMPTY
+        kind = OP_EFFECTS[op.name].observes
         st, ph, rd = self.ring_vars(r)
         return [
             "{ u32 ok = 0;",
@@ -94,7 +95,7 @@ class OpEmitter:
     def dest_mask(self, a: int, to: str) -> int:
         cta = self.model.agents[a].cta
         m = 0
-        for d in targets(cta, to, self.k):
+        for d in targets(self.k, cta, to):
             m |= 1 << d
         return m
 
@@ -104,7 +105,7 @@ class OpEmitter:
                 "__syncwarp();"]
 
     def e_arrive(self, a, pc, op, step, r):
-        kind = FULL if op.name == "arrive_full" else EMPTY
+        kind = OP_EFFECTS[op.name].updates
         st, _, _ = self.ring_vars(r)
         mask = self.dest_mask(a, op.to)
         return self.locked(a, pc, op.name, r,
@@ -162,7 +163,7 @@ class OpEmitter:
             f"{self.ev(a, pc, op.name, r, result='bad ? RES_MISMATCH : RES_OK', x0='found')}"
             f"{observe} gunlock(c); }}",
         ]
-        if op.name == "read_async":
+        if OP_EFFECTS[op.name].issues == "read":
             lines.append(f"  push_read(c, {a}, q, {pc}, {r}, (u32){st}, {tag});")
         lines.append("  __syncwarp(); }")
         return lines
