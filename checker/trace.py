@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from pipeproof.checker import semantics as S
+from pipeproof.checker.program import OP_EFFECTS
 from pipeproof.checker.result import KINDS
 
 if TYPE_CHECKING:
@@ -254,7 +255,7 @@ def describe_blocked(model: Model, state) -> str:
         sig, phase = S.at_blocking_wait(model.tables, np.array(state, dtype=np.int64), a)
         if sig >= 0:
             what = f"on {model.sig_short(sig)} (phase {phase})"
-        elif op.name in ("sync", "sync_wait"):
+        elif OP_EFFECTS[op.name].barrier in ("sync", "wait"):
             what = f"at {op.name} {op.barrier}"
         else:
             what = f"at {op.text}"

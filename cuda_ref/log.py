@@ -45,6 +45,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
+from pipeproof.checker.program import OP_EFFECTS
 from pipeproof.cuda_ref import codegen as G
 
 OUTCOMES = ("ok", "deadlock", "read_before_fill", "overwrite_before_drain", "trap")
@@ -108,9 +109,12 @@ def decode_events(gen: "G.Generated", ev_words, rec_words, n_rec: int) -> list[d
             e = {"t": t, "agent": gen.agents[agent], "op": name, "pc": pc, "item": item,
                  "stage": stage, "phase": phase, "result": G.RESULTS[result]}
             e.update(_ring_extra(gen, ring))
-            if name in ("try_full", "try_empty") and result == G.RESULT_OK:
+            effects = OP_EFFECTS[name]
+            if effects.tries and result == G.RESULT_OK:
                 e["ready"] = bool(x0)
-            if name in ("wait_full", "wait_empty") and result == G.RESULT_OK and x0:
+            # a wait on a signal (not drain's, which moves the stage) passed by unless=ready
+            if effects.blocks and effects.observes >= 0 and not effects.move \
+                    and result == G.RESULT_OK and x0:
                 e["skipped"] = True
             if result == G.RESULT_MISMATCH:
                 e["found"] = x0

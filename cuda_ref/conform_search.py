@@ -1,0 +1,152 @@
+"""The search over the orders of equal-timestamp events, and its answer, `ConformResult`.
+
+`Replay(model, log, source, max_nodes).run()` takes the log's timestamp groups in order and,
+within each, tries the orders of its events depth first, list order first, backtracking into
+earlier groups when a later one fails. The rules one event must meet are in
+cuda_ref/conform_step.py, those of the end of the log in cuda_ref/conform_end.py.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from pipeproof.checker import semantics as S
+from pipeproof.checker.model import Model
+from pipeproof.checker.result import KINDS
+from pipeproof.cuda_ref.conform_end import end_problem
+from pipeproof.cuda_ref.conform_events import program_order_check, resolve_events, timestamp_groups
+from pipeproof.cuda_ref.conform_log import event_text
+from pipeproof.cuda_ref.conform_step import SearchLimit, candidates
+
+
+@dataclass(frozen=True)
+class ConformResult:
+    ok: bool
+    index: int | None            # list index of the first event that is not a step (None: none)
+    message: str                 # one line
+    steps: int                   # events replayed as steps (on the furthest path when not ok)
+    state: tuple | None = field(default=None, compare=False, repr=False)  # final model state
+    view: dict | None = field(default=None, compare=False, repr=False)    # model.view(state)
+    inconclusive: bool = False   # the search bound was reached before an answer
+    order: tuple = field(default=(), compare=False, repr=False)  # event indices as replayed
+
+
+class Replay:
+    def __init__(self, model: Model, log: dict, source: str, max_nodes: int):
+        self.m = model
+        self.log = log
+        self.outcome = log["outcome"]
+        self.max_nodes = max_nodes
+        self.steps, self.timeouts = resolve_events(model, log, source)
+        self.groups = timestamp_groups(self.steps)   # sorts self.steps into timestamp order
+        self.group_of = [g for g, grp in enumerate(self.groups) for _ in grp]
+        self.cut = program_order_check(model, self.steps)
+
+    def run(self) -> ConformResult:
+        """Depth-first search over the orders of each equal-timestamp group, list order first.
+
+        A node is (group, events of it left, model state, flags); flags = (the path trapped,
+        violation bits the model reported on it). Nodes are memoised, so backtracking from a
+        later failure enumerates each group's orders at most once per distinct start state
+        (2^k nodes for a group of k mutually independent events, in the worst case); the
+        total is bounded by `max_nodes`, and reaching it makes the answer inconclusive.
+        Reaching the group of an event that breaks its agent's program order ends the search:
+        every order fails there.
+        """
+        m = self.m
+        init = m.initial_state()
+        self.best = None     # furthest failure: (index, message, state, steps consumed)
+        self.nodes = 0
+        if not self.groups:
+            return self._end(init, (False, 0), 0, None) or self._failed()
+        visited = set()
+        cut_group = self.group_of[self.cut[0]] if self.cut else len(self.groups) + 1
+        if cut_group == 0:
+            return self._cut(init, 0)
+        stack = [self._frame(0, self.groups[0], init, (False, 0), 0, None)]
+        try:
+            while stack:
+                g, remaining, state, flags, consumed, path, children = stack[-1]
+                child = next(children, None)
+                if child is None:
+                    stack.pop()
+                    continue
+                self.nodes += 1
+                if self.nodes > self.max_nodes:
+                    raise SearchLimit(f"the search bound ({self.max_nodes} nodes) was reached")
+                k, nxt, c_flags = child
+                c_remaining = tuple(x for x in remaining if x != k)
+                c_path = (k, path)
+                cg = g
+                if not c_remaining:
+                    cg = g + 1
+                    c_remaining = self.groups[cg] if cg < len(self.groups) else ()
+                key = (cg, c_remaining, nxt, c_flags)
+                if key in visited:
+                    continue
+                visited.add(key)
+                if cg == cut_group:
+                    return self._cut(nxt, consumed + 1)
+                if cg == len(self.groups):
+                    done = self._end(nxt, c_flags, consumed + 1, c_path)
+                    if done is not None:
+                        return done
+                    continue
+                stack.append(self._frame(cg, c_remaining, nxt, c_flags, consumed + 1, c_path))
+        except SearchLimit as lim:
+            index, message, state, steps = self.best or (None, "", init, 0)
+            text = f"inconclusive: {lim}" + (f"; furthest failure: {message}" if message else "")
+            return ConformResult(False, index, text, steps, state, m.view(state), inconclusive=True)
+        return self._failed()
+
+    def _cut(self, state, consumed) -> ConformResult:
+        k, message = self.cut
+        return ConformResult(False, self.steps[k].index, message, consumed, state, self.m.view(state))
+
+    def _failed(self) -> ConformResult:
+        index, message, state, steps = self.best
+        return ConformResult(False, index, message, steps, state, self.m.view(state))
+
+    def _frame(self, g, remaining, state, flags, consumed, path):
+        return (g, remaining, state, flags, consumed, path,
+                self._children(remaining, state, flags, consumed))
+
+    def _children(self, remaining, state, flags, consumed):
+        """(event, next state, next flags) for each remaining event of the group that is a
+        step from `state`, in list order. When the earliest remaining event is no step here,
+        that is recorded as a failure."""
+        for pos, k in enumerate(remaining):
+            ev = self.steps[k]
+            if flags[0]:
+                cands, reason = [], "the model's path ends at the trap before it: nothing follows a trap"
+            else:
+                cands, reason = candidates(self.m, self.outcome, state, ev)
+            if not cands and pos == 0:
+                self._fail(consumed, ev.index, f"event {ev.index} ({event_text(ev.raw)}): {reason}", state)
+            for _, nxt, bits in cands:
+                yield k, nxt, (flags[0] or bool(bits & S.TRAP), flags[1] | (bits & 0x7F))
+
+    def _fail(self, consumed, index, message, state):
+        if self.best is None or consumed > self.best[3]:
+            self.best = (index, message, state, consumed)
+
+    def _end(self, state, flags, consumed, path):
+        """The answer when the replayed path `path` (last event first) ends well, else None
+        (the failure is recorded)."""
+        m = self.m
+        problem = end_problem(m, self.log, self.timeouts, state, flags)
+        if problem is None:
+            n_to = len(self.timeouts)
+            extra = f", {n_to} timeout(s) stuck as the model says" if n_to else ""
+            kinds = [k for i, k in enumerate(KINDS) if flags[1] & (1 << i)]
+            reported = f"; the model reports {', '.join(kinds)} on it" if kinds else ""
+            msg = (f"conforms: {consumed} step(s) in {len(self.groups)} timestamp group(s) are a path "
+                   f"of the model{extra} (outcome {self.outcome}){reported}")
+            order = []
+            while path is not None:
+                k, path = path
+                order.append(self.steps[k].index)
+            order = tuple(reversed(order))
+            return ConformResult(True, None, msg, consumed, state, m.view(state), order=order)
+        index, message = problem
+        self._fail(consumed, index, message, state)
+        return None
