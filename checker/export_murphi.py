@@ -10,8 +10,11 @@ from __future__ import annotations
 from pipeproof.backends.nvidia import TX_LIMIT
 from pipeproof.backends.printed import condition, lift, statements, sym
 from pipeproof.checker.export_ir import (
-    ENTRY_COMMIT, ENTRY_COPY, IR, KIND_MESSAGES, Group, any_pc_guarded, comment_lines, signal_backend,
-    signal_update,
+    ENTRY_COPY, IR, KIND_MESSAGES, Group, any_pc_guarded, comment_lines, signal_backend, signal_update,
+)
+from pipeproof.checker.export_steps import (
+    SIGNALS, Advance, AwaitSignal, BarrierArrive, BarrierWait, CheckRead, CheckWindow, ExitCheck,
+    Issue, MovePc, Observe, RecordArrival, Reset, Store, Trap, TryReady, Update, step_actions, tag_text,
 )
 from pipeproof.spec.schema import Spec
 
@@ -290,98 +293,81 @@ class _Murphi:
                "rule \"finished\"", "  all_done()", "==>", "begin", "end;", "")
 
     def op_rule(self, g: Group, p: int):
-        ir = self.ir
+        """The op at `p` as one rule: its actions (checker/export_steps.py), printed."""
         op, k = g.ops[p]
         A = f"{g.ident}[i]"
         name = op.text or op.name
-        if op.name == "drain":
-            name = f"drain (step {k + 1} of {ir.stages})"
+        if k >= 0:  # one step of a drain
+            name = f"{op.name} (step {k + 1} of {self.ir.stages})"
         guard = [f"{A}.pc = {p}"]
         body: list[str] = []
-        sig_of = lambda kind: f"{kind}_sig[{A}.stage]"
-        if op.name in ("wait_full", "wait_empty", "drain"):
-            sig = sig_of("full" if op.name == "wait_full" else "empty")
-            ready = f"parity_ready({sig}.phase_no, {A}.phase)"
-            if op.unless_ready and g.has_try:
-                guard.append(f"({A}.ready | {ready})")
-                body.append(f"if !{A}.ready then {sig}.observed := true; endif;")
-            else:
-                guard.append(ready)
-                body.append(f"{sig}.observed := true;")
-            if op.name == "drain":
-                body += self._advance(A)
-        elif op.name in ("try_full", "try_empty"):
-            sig = sig_of("full" if op.name == "try_full" else "empty")
-            body += [f"if !in_window({sig}.phase_no, {A}.phase, {g.init_phase}) then",
-                     f"  error \"{KIND_MESSAGES['phase_alias']}\";", "endif;",
-                     f"if parity_ready({sig}.phase_no, {A}.phase) then",
-                     f"  {A}.ready := true; {sig}.observed := true;",
-                     "else", f"  {A}.ready := false;", "endif;"]
-        elif op.name in ("arrive_full", "arrive_empty"):
-            full = op.name == "arrive_full"
-            tx = ", 0" if ir.has_tx else ""
-            body.append(f"sig_update({sig_of('full' if full else 'empty')}, {'PAC' if full else 'CAC'}, {op.n}{tx});")
-        elif op.name == "expect_tx":
-            if op.n > TX_LIMIT:
-                body.append(f"error \"{KIND_MESSAGES['tx_range']}\";")
-            else:
-                body.append(f"sig_update({sig_of('full')}, PAC, 1, {op.n});")
-        elif op.name == "copy":
-            if op.n > TX_LIMIT:
-                body.append(f"error \"{KIND_MESSAGES['tx_range']}\";")
-            else:
-                b = ir.bytes_vals.index(op.n)
-                body.append(f"inf_add((({ENTRY_COPY}*STAGES + {A}.stage)*EV + {g.tag(p, A + '.item')} + 1)*ENB + {b});")
-        elif op.name == "commit_empty":
-            body.append(f"inf_add((({ENTRY_COMMIT}*STAGES + {A}.stage)*EV + {op.n})*ENB);")
-        elif op.name == "write":
-            body.append(f"store_tag({A}.stage, {g.tag(p, A + '.item')});")
-        elif op.name == "read":
-            cond = f"slot_tag[{A}.stage] != {g.tag(p, A + '.item')}"
-            if ir.inflight:
-                cond += f" | copy_in_flight({A}.stage)"
-            body += [f"if {cond} then", f"  error \"{KIND_MESSAGES['read_before_fill']}\";", "endif;"]
-        elif op.name == "advance":
-            body += self._advance(A)
-        elif op.name == "reset":
-            body.append(f"{A}.stage := {g.init_stage}; {A}.phase := {g.init_phase};")
-        elif op.name in ("sync", "sync_arrive"):
-            b = ir.barrier_names.index(op.barrier)
-            bid, count, _ = ir.barriers[b]
-            release = [f"release_{bid}();"] if any(h.syncs[b] for h in ir.groups) else []
-            if op.name == "sync_arrive":
-                body.append(f"{A}.arrived_{bid} := {bid}_gen + 1;")
-            body += [f"if {bid}_arr + 1 < {count} then", f"  {bid}_arr := {bid}_arr + 1;"]
-            if op.name == "sync":
-                guard.append(f"!{A}.at_sync")
-                body += [f"  {A}.at_sync := true;  -- blocked here until the generation completes", "else",
-                         f"  {bid}_arr := 0; {bid}_gen := {bid}_gen + 1;"]
-                body += ["  " + line for line in release + self._next_lines(g, f"{A}.pc", f"{A}.item", p=p)]
-                body.append("endif;")
-                body += self._exit_check(g, p, A)
-                return self._emit_rule(g, p, name, guard, body)
-            body += ["else", f"  {bid}_arr := 0; {bid}_gen := {bid}_gen + 1;"]
-            body += ["  " + line for line in release] + ["endif;"]
-        elif op.name == "sync_wait":
-            b = ir.barrier_names.index(op.barrier)
-            bid = ir.barriers[b][0]
-            if b in g.arrives:
-                guard.append(f"({A}.arrived_{bid} = 0 & {bid}_gen >= 1 | "
-                             f"{A}.arrived_{bid} >= 1 & {bid}_gen >= {A}.arrived_{bid})")
-            else:
-                guard.append(f"{bid}_gen >= 1")
-        else:  # pragma: no cover - check_exportable refuses the rest
-            raise AssertionError(op.name)
-        body += self._next_lines(g, f"{A}.pc", f"{A}.item", p=p)
-        body += self._exit_check(g, p, A)
+        for act in step_actions(self.ir, g, p):
+            self._act(g, p, A, act, guard, body)
         self._emit_rule(g, p, name, guard, body)
 
-    def _exit_check(self, g: Group, p: int, A: str) -> list[str]:
-        if not (self.ir.inflight and g.can_finish_at(p)):
-            return []
-        return [f"if {A}.pc = {g.length} & inflight[0] != 0 then",
-                f"  if all_done() then error \"{KIND_MESSAGES['inflight_at_exit']}\"; endif;",
-                "endif;"]
+    def _act(self, g: Group, p: int, A: str, act, guard: list, body: list):
+        """Print one step action of agent `A`: onto the rule's guard or its body."""
+        sig = lambda kind: f"{SIGNALS[kind][0]}_sig[{A}.stage]"
+        tag = lambda t: tag_text(t, A + ".item")
+        if isinstance(act, AwaitSignal):
+            ready = f"parity_ready({sig(act.kind)}.phase_no, {A}.phase)"
+            guard.append(f"({A}.ready | {ready})" if act.unless else ready)
+        elif isinstance(act, Observe):
+            body.append(f"if !{A}.ready then {sig(act.kind)}.observed := true; endif;"
+                        if act.unless else f"{sig(act.kind)}.observed := true;")
+        elif isinstance(act, CheckWindow):
+            body += [f"if !in_window({sig(act.kind)}.phase_no, {A}.phase, {g.init_phase}) then",
+                     f"  error \"{KIND_MESSAGES['phase_alias']}\";", "endif;"]
+        elif isinstance(act, TryReady):
+            body += [f"if parity_ready({sig(act.kind)}.phase_no, {A}.phase) then",
+                     f"  {A}.ready := true; {sig(act.kind)}.observed := true;",
+                     "else", f"  {A}.ready := false;", "endif;"]
+        elif isinstance(act, Update):
+            tx = f", {act.dtx}" if self.ir.has_tx else ""
+            body.append(f"sig_update({sig(act.kind)}, {SIGNALS[act.kind][1]}, {act.arrivals}{tx});")
+        elif isinstance(act, Trap):
+            body.append(f"error \"{KIND_MESSAGES[act.kind]}\";")
+        elif isinstance(act, Issue):
+            value = f"{tag(act.tag)} + 1" if act.tag is not None else f"{act.arrivals}"
+            nb = f" + {act.bytes_index}" if act.bytes_index is not None else ""
+            body.append(f"inf_add((({act.entry}*STAGES + {A}.stage)*EV + {value})*ENB{nb});")
+        elif isinstance(act, Store):
+            body.append(f"store_tag({A}.stage, {tag(act.tag)});")
+        elif isinstance(act, CheckRead):
+            cond = f"slot_tag[{A}.stage] != {tag(act.tag)}"
+            if self.ir.inflight:
+                cond += f" | copy_in_flight({A}.stage)"
+            body += [f"if {cond} then", f"  error \"{KIND_MESSAGES['read_before_fill']}\";", "endif;"]
+        elif isinstance(act, Advance):
+            body += self._advance(A)
+        elif isinstance(act, Reset):
+            body.append(f"{A}.stage := {g.init_stage}; {A}.phase := {g.init_phase};")
+        elif isinstance(act, RecordArrival):
+            body.append(f"{A}.arrived_{act.barrier} := {act.barrier}_gen + 1;")
+        elif isinstance(act, BarrierArrive):
+            bid = act.barrier
+            body += [f"if {bid}_arr + 1 < {act.count} then", f"  {bid}_arr := {bid}_arr + 1;"]
+            if act.blocking:
+                guard.append(f"!{A}.at_sync")
+                body.append(f"  {A}.at_sync := true;  -- blocked here until the generation completes")
+            done = [f"release_{bid}();"] if act.release else []
+            for then in act.on_complete:
+                self._act(g, p, A, then, guard, done)
+            body += ["else", f"  {bid}_arr := 0; {bid}_gen := {bid}_gen + 1;"]
+            body += ["  " + line for line in done] + ["endif;"]
+        elif isinstance(act, BarrierWait):
+            bid = act.barrier
+            guard.append(f"({A}.arrived_{bid} = 0 & {bid}_gen >= 1 | "
+                         f"{A}.arrived_{bid} >= 1 & {bid}_gen >= {A}.arrived_{bid})"
+                         if act.arrived else f"{bid}_gen >= 1")
+        elif isinstance(act, MovePc):
+            body += self._next_lines(g, f"{A}.pc", f"{A}.item", p=p)
+        elif isinstance(act, ExitCheck):
+            body += [f"if {A}.pc = {g.length} & inflight[0] != 0 then",
+                     f"  if all_done() then error \"{KIND_MESSAGES['inflight_at_exit']}\"; endif;",
+                     "endif;"]
+        else:  # pragma: no cover
+            raise AssertionError(act)
 
     def _emit_rule(self, g: Group, p: int, name: str, guard, body):
         self.w(f"  rule \"{g.label} pc {p}: {name}\"", "    " + " & ".join(guard), "  ==>", "  begin")

@@ -9,7 +9,11 @@ from __future__ import annotations
 from pipeproof.backends.nvidia import TX_LIMIT
 from pipeproof.backends.printed import condition, lift, render, sym
 from pipeproof.checker.export_ir import (
-    ENTRY_COMMIT, ENTRY_COPY, IR, Group, any_pc_guarded, comment_lines, signal_backend, signal_update,
+    ENTRY_COPY, IR, Group, any_pc_guarded, comment_lines, signal_backend, signal_update,
+)
+from pipeproof.checker.export_steps import (
+    SIGNALS, Advance, AwaitSignal, BarrierArrive, BarrierWait, CheckRead, CheckWindow, ExitCheck,
+    Issue, MovePc, Observe, RecordArrival, Reset, Store, Trap, TryReady, Update, step_actions, tag_text,
 )
 from pipeproof.spec.schema import Spec
 
@@ -269,83 +273,77 @@ class _Promela:
         return "; ".join(f"{sig}.{name} = {_text(v)}" for name, v in zip(names, values))
 
     def op_step(self, g: Group, p: int):
-        ir = self.ir
-        op, k = g.ops[p]
-        name = op.text or op.name
+        """The op at `p` as one d_step: its actions (checker/export_steps.py), printed."""
+        op, _ = g.ops[p]
         guard = [f"pc[ME] == {p}"]
         body: list[str] = []
-        sig_of = lambda kind: f"{kind}_sig[stage[ME]]"
-        if op.name in ("wait_full", "wait_empty", "drain"):
-            sig = sig_of("full" if op.name == "wait_full" else "empty")
-            ready = f"PARITY_READY({sig}.phase_no, phase[ME])"
-            if op.unless_ready and g.has_try:
-                guard.append(f"(ready[ME] || {ready})")
-                body.append(f"if :: !ready[ME] -> {sig}.observed = 1 :: else -> skip fi")
-            else:
-                guard.append(ready)
-                body.append(f"{sig}.observed = 1")
-            if op.name == "drain":
-                body.append(self._advance())
-        elif op.name in ("try_full", "try_empty"):
-            sig = sig_of("full" if op.name == "try_full" else "empty")
-            body += [f"if :: !IN_WINDOW({sig}.phase_no, phase[ME], {g.init_phase}) -> assert(phase_alias) "
-                     ":: else -> skip fi",
-                     f"if :: PARITY_READY({sig}.phase_no, phase[ME]) -> ready[ME] = 1; {sig}.observed = 1 "
-                     ":: else -> ready[ME] = 0 fi"]
-        elif op.name in ("arrive_full", "arrive_empty"):
-            full = op.name == "arrive_full"
-            body.append(f"sig_update({sig_of('full' if full else 'empty')}, {'PAC' if full else 'CAC'}, {op.n}, 0)")
-        elif op.name == "expect_tx":
-            body.append("assert(tx_range)" if op.n > TX_LIMIT else f"sig_update({sig_of('full')}, PAC, 1, {op.n})")
-        elif op.name == "copy":
-            if op.n > TX_LIMIT:
-                body.append("assert(tx_range)")
-            else:
-                b = ir.bytes_vals.index(op.n)
-                body.append(f"inf_add((({ENTRY_COPY}*STAGES + stage[ME])*EV + {g.tag(p, 'item[ME]')} + 1)*ENB + {b})")
-        elif op.name == "commit_empty":
-            body.append(f"inf_add((({ENTRY_COMMIT}*STAGES + stage[ME])*EV + {op.n})*ENB)")
-        elif op.name == "write":
-            body.append(f"store_tag(stage[ME], {g.tag(p, 'item[ME]')})")
-        elif op.name == "read":
-            if ir.inflight:
+        for act in step_actions(self.ir, g, p):
+            self._act(g, p, act, guard, body)
+        self._emit_step(p, op.text or op.name, guard, body)
+
+    def _act(self, g: Group, p: int, act, guard: list, body: list):
+        """Print one step action: onto the d_step's guard or its body."""
+        sig = lambda kind: f"{SIGNALS[kind][0]}_sig[stage[ME]]"
+        tag = lambda t: tag_text(t, "item[ME]")
+        if isinstance(act, AwaitSignal):
+            ready = f"PARITY_READY({sig(act.kind)}.phase_no, phase[ME])"
+            guard.append(f"(ready[ME] || {ready})" if act.unless else ready)
+        elif isinstance(act, Observe):
+            body.append(f"if :: !ready[ME] -> {sig(act.kind)}.observed = 1 :: else -> skip fi"
+                        if act.unless else f"{sig(act.kind)}.observed = 1")
+        elif isinstance(act, CheckWindow):
+            body.append(f"if :: !IN_WINDOW({sig(act.kind)}.phase_no, phase[ME], {g.init_phase}) -> "
+                        "assert(phase_alias) :: else -> skip fi")
+        elif isinstance(act, TryReady):
+            body.append(f"if :: PARITY_READY({sig(act.kind)}.phase_no, phase[ME]) -> ready[ME] = 1; "
+                        f"{sig(act.kind)}.observed = 1 :: else -> ready[ME] = 0 fi")
+        elif isinstance(act, Update):
+            body.append(f"sig_update({sig(act.kind)}, {SIGNALS[act.kind][1]}, {act.arrivals}, {act.dtx})")
+        elif isinstance(act, Trap):
+            body.append(f"assert({act.kind})")
+        elif isinstance(act, Issue):
+            value = f"{tag(act.tag)} + 1" if act.tag is not None else f"{act.arrivals}"
+            nb = f" + {act.bytes_index}" if act.bytes_index is not None else ""
+            body.append(f"inf_add((({act.entry}*STAGES + stage[ME])*EV + {value})*ENB{nb})")
+        elif isinstance(act, Store):
+            body.append(f"store_tag(stage[ME], {tag(act.tag)})")
+        elif isinstance(act, CheckRead):
+            if self.ir.inflight:
                 body += ["copy_in_flight(stage[ME])",
-                         f"if :: slot_tag[stage[ME]] != {g.tag(p, 'item[ME]')} || rp_ -> assert(read_before_fill) :: else -> skip fi"]
+                         f"if :: slot_tag[stage[ME]] != {tag(act.tag)} || rp_ -> assert(read_before_fill) "
+                         ":: else -> skip fi"]
             else:
-                body.append(f"if :: slot_tag[stage[ME]] != {g.tag(p, 'item[ME]')} -> assert(read_before_fill) :: else -> skip fi")
-        elif op.name == "advance":
+                body.append(f"if :: slot_tag[stage[ME]] != {tag(act.tag)} -> assert(read_before_fill) "
+                            ":: else -> skip fi")
+        elif isinstance(act, Advance):
             body.append(self._advance())
-        elif op.name == "reset":
+        elif isinstance(act, Reset):
             body.append(f"stage[ME] = {g.init_stage}; phase[ME] = {g.init_phase}")
-        elif op.name in ("sync", "sync_arrive"):
-            b = ir.barrier_names.index(op.barrier)
-            bid, count, _ = ir.barriers[b]
-            release = [f"release_{bid}()"] if any(h.syncs[b] for h in ir.groups) else []
-            if op.name == "sync_arrive":
-                body.append(f"arrived_{bid}[ME] = {bid}_gen + 1")
-            if op.name == "sync":
+        elif isinstance(act, RecordArrival):
+            body.append(f"arrived_{act.barrier}[ME] = {act.barrier}_gen + 1")
+        elif isinstance(act, BarrierArrive):
+            bid = act.barrier
+            if act.blocking:
                 guard.append("!at_sync[ME]")
-                done = "; ".join([f"{bid}_arr = 0; {bid}_gen++"] + release + self._next(g, p, "ME"))
-                body.append(f"if :: {bid}_arr + 1 < {count} -> {bid}_arr++; at_sync[ME] = 1 "
-                            f":: else -> {done} fi")
-                body += self._exit_check(g, p)
-                return self._emit_step(p, name, guard, body)
-            done = "; ".join([f"{bid}_arr = 0; {bid}_gen++"] + release)
-            body.append(f"if :: {bid}_arr + 1 < {count} -> {bid}_arr++ :: else -> {done} fi")
-        elif op.name == "sync_wait":
-            b = ir.barrier_names.index(op.barrier)
-            bid = ir.barriers[b][0]
-            if b in g.arrives:
-                guard.append(f"(arrived_{bid}[ME] == 0 && {bid}_gen >= 1 || "
-                             f"arrived_{bid}[ME] >= 1 && {bid}_gen >= arrived_{bid}[ME])")
-            else:
-                guard.append(f"{bid}_gen >= 1")
+            done: list[str] = [f"{bid}_arr = 0; {bid}_gen++"] + ([f"release_{bid}()"] if act.release else [])
+            for then in act.on_complete:
+                self._act(g, p, then, guard, done)
+            block = "; at_sync[ME] = 1" if act.blocking else ""
+            body.append(f"if :: {bid}_arr + 1 < {act.count} -> {bid}_arr++{block} "
+                        f":: else -> {'; '.join(done)} fi")
+        elif isinstance(act, BarrierWait):
+            bid = act.barrier
+            guard.append(f"(arrived_{bid}[ME] == 0 && {bid}_gen >= 1 || "
+                         f"arrived_{bid}[ME] >= 1 && {bid}_gen >= arrived_{bid}[ME])"
+                         if act.arrived else f"{bid}_gen >= 1")
             body.append("skip")
+        elif isinstance(act, MovePc):
+            body += self._next(g, p, "ME")
+        elif isinstance(act, ExitCheck):
+            body.append(f"if :: pc[ME] == {g.length} && inflight[0] != 0 && ALL_DONE -> "
+                        "assert(inflight_at_exit) :: else -> skip fi")
         else:  # pragma: no cover
-            raise AssertionError(op.name)
-        body += self._next(g, p, "ME")
-        body += self._exit_check(g, p)
-        self._emit_step(p, name, guard, body)
+            raise AssertionError(act)
 
     def _next(self, g: Group, p: int, who: str) -> list[str]:
         """Statements moving agent `who` on after the op at `p` (settling every=/at= skips)."""
@@ -358,12 +356,6 @@ class _Promela:
         if g.guards:
             out.append(f"settle_{g.ident}({who})")
         return out
-
-    def _exit_check(self, g: Group, p: int) -> list[str]:
-        if not (self.ir.inflight and g.can_finish_at(p)):
-            return []
-        return [f"if :: pc[ME] == {g.length} && inflight[0] != 0 && ALL_DONE -> assert(inflight_at_exit) "
-                ":: else -> skip fi"]
 
     def _emit_step(self, p: int, name: str, guard, body):
         self.w(f"  :: d_step {{ /* pc {p}: {name} */", "       " + " && ".join(guard) + " ->")

@@ -1,0 +1,193 @@
+"""The step of an exported op, once: `OP_EFFECTS` read into a short list of step actions.
+
+`step_actions(ir, g, p)` interprets checker/program.py's `OP_EFFECTS[op.name]` for the op at pc
+`p` of group `g`, with the op's own arguments (n, bytes, unless=ready, barrier, drain step) and
+what the IR knows (whether the group tries, whether anything is in flight), into a list of
+language-neutral actions. checker/export_promela.py (`op_step`) and checker/export_murphi.py
+(`op_rule`) print that list, each in its own syntax; neither asks which op it is printing.
+
+The actions, in the order a step performs them (a guard is part of the step's enabling
+condition, the rest its body):
+
+- `AwaitSignal(kind, unless)` guard: signal `kind` at my stage has completed my phase; with
+  `unless`, or the `ready` flag a try left. `Observe(kind, unless)`: mark it observed (unless
+  the flag let the wait through). A blocking `observes`.
+- `CheckWindow(kind)`: phase_alias unless my phase is in the signal's window; `TryReady(kind)`:
+  ready := the phase completed (and mark it observed when it did). A non-blocking `observes`.
+- `Update(kind, arrivals, dtx)`: one mbarrier update of `kind` at my stage (the target; one
+  CTA), `arrivals` arrivals and tx += dtx. An `updates` with no `issues`.
+- `Trap(kind)`: the step fails with `kind` (a byte count above the tx limit).
+- `Issue(entry, kind, tag, arrivals, bytes_index)`: an in-flight entry that acts later, when it
+  lands (a copy: stores `tag`, then updates by -bytes) or fires (a commit: `arrivals`).
+- `Store(tag)`: the slot at my stage takes `tag`. `CheckRead(tag)`: read_before_fill unless the
+  slot holds `tag` (and no copy into it is in flight).
+- `Advance()`, `Reset()`: the agent's own stage (and phase).
+- `RecordArrival(barrier)`: a sync_arrive notes the generation it arrived in.
+  `BarrierArrive(barrier, count, release, blocking, on_complete)`: one arrival on the named
+  barrier; the last of a generation completes it (and releases the blocked syncs); `blocking`
+  (a sync) blocks the others until then, and the agent moves on only in `on_complete`.
+  `BarrierWait(barrier, arrived)` guard: a generation completed (after my sync_arrive's).
+- `MovePc()`: the program moves on (checker.semantics.next_pc, every=/at= settled).
+  `ExitCheck()`: inflight_at_exit when the agent's finishing ends the run with something in
+  flight.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pipeproof.backends.nvidia import TX_LIMIT
+from pipeproof.checker.export_ir import ENTRY_COMMIT, ENTRY_COPY
+from pipeproof.checker.program import EMPTY, FULL, OP_EFFECTS
+
+ENTRIES = {"copy": ENTRY_COPY, "commit": ENTRY_COMMIT}  # Effects.issues -> in-flight entry kind
+# signal kind -> (the name of its array, the constant of the count it expects), in both languages
+SIGNALS = {FULL: ("full", "PAC"), EMPTY: ("empty", "CAC")}
+
+
+@dataclass(frozen=True)
+class AwaitSignal:
+    kind: int
+    unless: bool
+
+
+@dataclass(frozen=True)
+class Observe:
+    kind: int
+    unless: bool
+
+
+@dataclass(frozen=True)
+class CheckWindow:
+    kind: int
+
+
+@dataclass(frozen=True)
+class TryReady:
+    kind: int
+
+
+@dataclass(frozen=True)
+class Update:
+    kind: int
+    arrivals: int
+    dtx: int
+
+
+@dataclass(frozen=True)
+class Trap:
+    kind: str
+
+
+@dataclass(frozen=True)
+class Issue:
+    entry: int            # ENTRY_COPY / ENTRY_COMMIT
+    kind: int             # the signal it updates when it acts
+    tag: int | None       # the tag a landing stores (-1: the item), None: it stores nothing
+    arrivals: int         # arrivals when it fires (a commit)
+    bytes_index: int | None  # index into IR.bytes_vals of the bytes it completes, None: no tx
+
+
+@dataclass(frozen=True)
+class Store:
+    tag: int              # -1: the agent's item
+
+
+@dataclass(frozen=True)
+class CheckRead:
+    tag: int              # -1: the agent's item
+
+
+@dataclass(frozen=True)
+class Advance:
+    pass
+
+
+@dataclass(frozen=True)
+class Reset:
+    pass
+
+
+@dataclass(frozen=True)
+class RecordArrival:
+    barrier: str          # the barrier's identifier
+
+
+@dataclass(frozen=True)
+class BarrierArrive:
+    barrier: str
+    count: int
+    release: bool         # some group syncs on it: the last arrival releases them
+    blocking: bool        # a sync: blocked until the generation completes
+    on_complete: tuple = ()  # actions of the last arrival (after the release)
+
+
+@dataclass(frozen=True)
+class BarrierWait:
+    barrier: str
+    arrived: bool         # the group sync_arrive's on it: wait for a generation after that
+
+
+@dataclass(frozen=True)
+class MovePc:
+    pass
+
+
+@dataclass(frozen=True)
+class ExitCheck:
+    pass
+
+
+def tag_text(tag: int, item: str) -> str:
+    """A tag as text: a prologue's or epilogue's tag, or (-1) the agent's item."""
+    return str(tag) if tag >= 0 else item
+
+
+def step_actions(ir, g, p: int) -> list:
+    """The actions of the op at pc `p` of group `g` (an `IR.groups` entry), read off its effects.
+    The ops check_exportable refuses (async reads) have no step here."""
+    op, _ = g.ops[p]
+    e = OP_EFFECTS[op.name]
+    if e.issues not in ("", *ENTRIES) or (e.blocks and e.observes < 0 and not e.barrier):
+        raise AssertionError(f"{op.name}: refused by check_exportable")  # pragma: no cover
+    acts: list = []
+    if e.observes >= 0:
+        if e.blocks:
+            unless = op.unless_ready and g.has_try
+            acts += [AwaitSignal(e.observes, unless), Observe(e.observes, unless)]
+        else:
+            acts += [CheckWindow(e.observes), TryReady(e.observes)]
+    if e.tx and op.n > TX_LIMIT:
+        acts.append(Trap("tx_range"))  # the bytes trap before anything is updated or issued
+    elif e.issues:
+        acts.append(Issue(ENTRIES[e.issues], e.updates, g.tags[p] if e.stores else None,
+                          op.n if e.units == -1 else e.units,
+                          ir.bytes_vals.index(op.n) if e.tx else None))
+    else:
+        if e.updates >= 0:
+            acts.append(Update(e.updates, op.n if e.units == -1 else e.units, e.tx * op.n))
+        if e.stores:
+            acts.append(Store(g.tags[p]))
+    if e.checks_read:
+        acts.append(CheckRead(g.tags[p]))
+    if e.move == "advance":
+        acts.append(Advance())
+    elif e.move == "reset":
+        acts.append(Reset())
+    moved = False
+    if e.barrier:
+        b = ir.barrier_names.index(op.barrier)
+        bid, count, _ = ir.barriers[b]
+        release = any(h.syncs[b] for h in ir.groups)
+        if e.barrier == "wait":
+            acts.append(BarrierWait(bid, b in g.arrives))
+        else:
+            if e.barrier == "arrive":
+                acts.append(RecordArrival(bid))
+            blocking = e.barrier == "sync"
+            acts.append(BarrierArrive(bid, count, release, blocking, (MovePc(),) if blocking else ()))
+            moved = blocking
+    if not moved:
+        acts.append(MovePc())
+    if ir.inflight and g.can_finish_at(p):
+        acts.append(ExitCheck())
+    return acts
