@@ -1,0 +1,264 @@
+"""The BMC encoding's frames: the fields and their width (signed bit-vectors wide enough that
+nothing wraps, or Ints), their initial values, which fields some action can change (the
+others keep their initial constants), the predicates over one frame that steps and properties
+are built from (at, enabled, finished, a signal ready, the state properties deadlock and
+phase_alias), and a frame's values read back from a Z3 model. Signals go through the
+backends' own functions over Z3 terms (`NV`, `AM`)."""
+from __future__ import annotations
+
+import z3
+
+from pipeproof.backends import amd as amd_backend
+from pipeproof.backends import nvidia as nvidia_backend
+from pipeproof.backends.base import EMPTY, FULL
+from pipeproof.checker import semantics as S
+from pipeproof.checker import smt
+from pipeproof.checker.smt.encode_program import ARRIVES, TRIES, WAITS, Instr
+from pipeproof.checker.smt.encode_terms import Frame, _and, _b, _or
+
+NV = smt.symbolic_backend(nvidia_backend)
+AM = smt.symbolic_backend(amd_backend)
+
+
+class _Frames:
+    """Fields and predicates on a frame (a part of encode.Encoding)."""
+
+    def _width(self) -> int:
+        """Bits for a signed bit-vector that holds every value a field or an intermediate
+        result can take (so no bit-vector operation wraps): tx and a tx update (up to the
+        trap limit plus the largest byte count), phase numbers and barrier generations (at
+        most one per step), amd counters and their wait thresholds, item tags, counts."""
+        ops = [ins.op for prog in self.progs for ins in prog]
+        biggest = max([op.n for op in ops] + [1])
+        steps = self.longest_run_bound + 2
+        values = [nvidia_backend.TX_LIMIT + biggest, steps * biggest * self.ctas,
+                  int(self.T.ring[:, 1:].max()), int(self.T.bar_count.max()) + steps]
+        if not self.nvidia:  # a wait threshold is wrap32(phase +- 1) * count
+            values.append(amd_backend.U32 * int(self.T.ring[:, 1:].max()))
+        return max(values).bit_length() + 2
+
+    def num(self, x: int):
+        return z3.BitVecVal(x, self.width) if self.width else z3.IntVal(x)
+
+    def var(self, name: str):
+        return z3.BitVec(name, self.width) if self.width else z3.Int(name)
+
+    def sig_keys(self):
+        for c in range(self.ctas):
+            for r in range(self.rings):
+                for s in range(self.stages[r]):
+                    for kind in (FULL, EMPTY):
+                        yield (c, r, s, kind)
+
+    def expected(self, r: int, kind: int) -> int:
+        return int(self.T.ring[r, S.R_FULL_COUNT if kind == FULL else S.R_EMPTY_COUNT])
+
+    def initial(self) -> Frame:
+        v = {}
+        for a in range(self.A):
+            for k in range(1, self.lens[a] + 1):
+                v[("ge", a, k)] = False  # the order encoding of the position: pos >= k
+            v[("sync", a)] = False
+            for r in range(self.rings):
+                v[("ready", a, r)] = False
+            for b in range(self.n_bar):
+                v[("arr", a, b)] = 0
+        for key in self.sig_keys():
+            if self.nvidia:
+                ph, pend, tx = NV.init(self.expected(key[1], key[3]))
+                v[("ph",) + key], v[("pend",) + key], v[("tx",) + key] = ph, pend, tx
+                v[("obs",) + key] = False
+            else:
+                v[("cnt",) + key] = AM.init()
+        for c in range(self.ctas):
+            for r in range(self.rings):
+                for s in range(self.stages[r]):
+                    v[("slot", c, r, s)] = -1
+        for b in range(self.n_bar):
+            for c in range(self.ctas):
+                v[("bar", b, c)] = 0
+                v[("gen", b, c)] = 0
+        for i in range(self.I):
+            v[("inf", i)] = False
+        frame = Frame({})
+        for name, value in v.items():
+            frame.v[name] = (z3.BoolVal(value) if isinstance(value, bool) else self.num(int(value)))
+        return frame
+
+    def _changing_fields(self) -> set:
+        """Fields some action can write (the others keep their initial constants)."""
+        ch = set()
+        for a, prog in enumerate(self.progs):
+            cta = self.model.agents[a].cta
+            ch |= {("ge", a, k) for k in range(1, self.lens[a] + 1)}
+            for ins in prog:
+                c, r, s = cta, ins.ring, ins.stage
+                if ins.code == S.SYNC:
+                    ch.add(("sync", a))
+                if ins.code in TRIES:
+                    ch.add(("ready", a, r))
+                if ins.code in (S.SYNC, S.SYNC_ARRIVE):
+                    b = self.barrier_index(ins)
+                    ch |= {("bar", b, c), ("gen", b, c)}
+                    if ins.code == S.SYNC_ARRIVE:
+                        ch.add(("arr", a, b))
+                if ins.code in WAITS + TRIES and self.nvidia:
+                    kind = FULL if ins.code in (S.WAIT_FULL, S.TRY_FULL) else EMPTY
+                    ch.add(("obs", c, r, s, kind))
+                if ins.code in ARRIVES:
+                    kind = EMPTY if ins.code == S.ARRIVE_EMPTY else FULL
+                    for d in self._targets(a, ins):
+                        ch |= self._sig_fields((d, r, s, kind), ins.code == S.EXPECT_TX)
+                if ins.code == S.WRITE:
+                    ch.add(("slot", c, r, s))
+        for i, inst in enumerate(self.instances):
+            ch.add(("inf", i))
+            key = (inst.cta, inst.ring, inst.stage)
+            if inst.kind == S.ENTRY_COPY:
+                ch.add(("slot",) + key)
+                ch |= self._sig_fields(key + (FULL,), True)
+            elif inst.kind == S.ENTRY_COMMIT:
+                ch |= self._sig_fields(key + (EMPTY,), False)
+        return ch
+
+    def _sig_fields(self, key, tx: bool) -> set:
+        if not self.nvidia:
+            return {("cnt",) + key}
+        out = {("ph",) + key, ("pend",) + key, ("obs",) + key}
+        return out | {("tx",) + key} if tx else out
+
+    # ------------------------------------------------------------------ predicates on a frame
+
+    def signal_ready(self, f: Frame, key, phase: int):
+        c, r, s, kind = key
+        if self.nvidia:
+            return _b(NV.ready(f.v[("ph",) + key], phase))
+        if kind == FULL:
+            return _b(AM.full_ready(f.v[("cnt",) + key], phase, self.expected(r, FULL)))
+        return _b(AM.empty_ready(f.v[("cnt",) + key], phase, self.expected(r, EMPTY)))
+
+    def in_window(self, f: Frame, key, phase: int, p0: int):
+        return _b(NV.in_window(f.v[("ph",) + key], phase, p0))
+
+    def sig_key(self, a: int, ins: Instr):
+        kind = FULL if ins.code in (S.WAIT_FULL, S.TRY_FULL) else EMPTY
+        return (self.model.agents[a].cta, ins.ring, ins.stage, kind)
+
+    def skipped(self, f: Frame, a: int, ins: Instr):
+        """A `wait_* unless=ready` whose agent's last try said ready takes its step unblocked."""
+        if ins.code != S.DRAIN and ins.op.unless_ready:
+            return f.v[("ready", a, ins.ring)]
+        return z3.BoolVal(False)
+
+    def barrier_index(self, ins: Instr) -> int:
+        return self.model.barrier_names.index(ins.op.barrier)
+
+    def reads_in_flight_before(self, f: Frame, a: int, k: int):
+        """How many of agent a's async reads issued before position k are in flight."""
+        terms = [z3.If(f.v[("inf", i)], self.num(1), self.num(0)) for kk, i in self.reads_of[a] if kk < k]
+        return z3.Sum(terms) if terms else self.num(0)
+
+    def enabled_at(self, f: Frame, a: int, k: int):
+        """Is agent a's op at position k enabled (given the agent is at k and not at a sync)?"""
+        return f.once(("en", a, k), lambda: self._enabled_at(f, a, k))
+
+    def _enabled_at(self, f: Frame, a: int, k: int):
+        ins = self.progs[a][k]
+        cta = self.model.agents[a].cta
+        if ins.code in WAITS:
+            en = _or([self.skipped(f, a, ins), self.signal_ready(f, self.sig_key(a, ins), ins.phase)])
+        elif ins.code == S.READ_WAIT:
+            en = self.reads_in_flight_before(f, a, k) <= ins.op.n
+        elif ins.code == S.SYNC_WAIT:
+            b = self.barrier_index(ins)
+            arrived = f.v[("arr", a, b)]
+            en = f.v[("gen", b, cta)] >= z3.If(arrived >= 1, arrived, 1)
+        else:
+            en = z3.BoolVal(True)
+        return z3.simplify(en)
+
+    def at(self, f: Frame, a: int, k: int):
+        return f.once(("at", a, k), lambda: _and([self.pos_ge(f, a, k), z3.Not(self.pos_ge(f, a, k + 1))]))
+
+    def pos_ge(self, f: Frame, a: int, k: int):
+        if k <= 0:
+            return z3.BoolVal(True)
+        if k > self.lens[a]:
+            return z3.BoolVal(False)
+        return f.v[("ge", a, k)]
+
+    def finished(self, f: Frame, a: int):
+        return self.pos_ge(f, a, self.lens[a])
+
+    def position(self, vals: dict, a: int) -> int:
+        """An agent's position in a frame's values (frame_values)."""
+        return sum(1 for k in range(1, self.lens[a] + 1) if vals[("ge", a, k)])
+
+    def agent_enabled(self, f: Frame, a: int):
+        """Agent a can take a step in frame f."""
+        return f.once(("enabled", a), lambda: self._agent_enabled(f, a))
+
+    def _agent_enabled(self, f: Frame, a: int):
+        by_guard = {}  # positions grouped by their enabling condition (most: none)
+        for k in range(self.lens[a]):
+            en = self.enabled_at(f, a, k)
+            by_guard.setdefault(en.get_id(), (en, []))[1].append(k)
+        cases = [_and([self.among(f, a, ks), en]) for en, ks in by_guard.values()]
+        return _and([z3.Not(f.v[("sync", a)]), _or(cases)])
+
+    def among(self, f: Frame, a: int, ks: list):
+        """The agent's position is one of `ks` (runs of consecutive positions: one range test
+        each)."""
+        ranges, ks = [], sorted(ks)
+        lo = prev = ks[0]
+        for k in ks[1:] + [None]:
+            if k is not None and k == prev + 1:
+                prev = k
+                continue
+            ranges.append(_and([self.pos_ge(f, a, lo), z3.Not(self.pos_ge(f, a, prev + 1))]))
+            if k is not None:
+                lo = prev = k
+        return _or(ranges)
+
+    def instance_enabled(self, f: Frame, i: int):
+        inst = self.instances[i]
+        conds = [f.v[("inf", i)]]
+        if inst.kind in (S.ENTRY_READ, S.ENTRY_COMMIT):
+            # reads finish oldest first; a commit waits for the reads issued before it
+            conds += [z3.Not(f.v[("inf", j)]) for kk, j in self.reads_of[inst.agent] if kk < inst.k]
+        return _and(conds)
+
+    def gone(self, f: Frame, cta: int):
+        return f.once(("gone", cta), lambda: _and([self.finished(f, b) for b in self.cta_agents[cta]]))
+
+    def targeted(self, f: Frame, cta: int):
+        return _or([f.v[("inf", i)] for i in self.inst_to_cta[cta]])
+
+    def anything_in_flight(self, f: Frame):
+        return _or([f.v[("inf", i)] for i in range(self.I)])
+
+    def state_kinds(self, f: Frame) -> dict:
+        """Violation bit -> condition, for the properties of the state itself."""
+        unfinished = _or([z3.Not(self.finished(f, a)) for a in range(self.A)])
+        stuck = _and([z3.Not(self.agent_enabled(f, a)) for a in range(self.A)])
+        out = {S.DEADLOCK: _and([unfinished, z3.Not(self.anything_in_flight(f)), stuck])}
+        if self.nvidia:
+            alias = []
+            for a, prog in enumerate(self.progs):
+                for k, ins in enumerate(prog):
+                    if ins.code in WAITS:
+                        key = self.sig_key(a, ins)
+                        alias.append(_and([self.at(f, a, k), z3.Not(self.skipped(f, a, ins)),
+                                           z3.Not(self.in_window(f, key, ins.phase, ins.initial_phase))]))
+            out[S.PHASE_ALIAS] = _or(alias)
+        return out
+
+    # ------------------------------------------------------------------ reading a model back
+
+    def frame_values(self, m: z3.ModelRef, f: Frame) -> dict:
+        out = {}
+        for name, term in f.v.items():
+            val = m.eval(term, model_completion=True)
+            out[name] = z3.is_true(val) if z3.is_bool(val) else (
+                val.as_signed_long() if z3.is_bv(val) else val.as_long())
+        return out

@@ -1,0 +1,103 @@
+"""The BMC encoding's static program: every agent's program unrolled once into the ops it will
+execute (`Instr`: with the stage and phase of its ring before it runs, by the engine's own
+`settle_pc`/`next_pc`), the async ops of that program per destination CTA (`Instance`), and
+the tables the step looks things up in (readers and copies per slot, instances per CTA, each
+agent's async reads)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pipeproof.checker import semantics as S
+
+WAITS = (S.WAIT_FULL, S.WAIT_EMPTY, S.DRAIN)
+TRIES = (S.TRY_FULL, S.TRY_EMPTY)
+ARRIVES = (S.ARRIVE_FULL, S.ARRIVE_EMPTY, S.EXPECT_TX)
+
+
+@dataclass(frozen=True)
+class Instr:
+    """One op an agent will execute: its program position and the static context it runs in."""
+    pc: int
+    item: int
+    op: object          # spec.schema.Op
+    code: int           # semantics op code
+    ring: int
+    stage: int          # stage of `ring` before the op runs
+    phase: int          # phase of `ring` before the op runs
+    initial_phase: int  # of `ring` (the phase_alias window needs it)
+    tag: int            # fill/read: the tag it stores or expects (semantics.op_tag)
+
+
+@dataclass(frozen=True)
+class Instance:
+    """An async op of the unrolled program aimed at one CTA: a copy, a commit or a read."""
+    kind: int           # S.ENTRY_COPY | S.ENTRY_COMMIT | S.ENTRY_READ
+    agent: int
+    k: int              # position in the agent's unrolled program
+    cta: int            # destination (a read's: the reader's CTA)
+    ring: int
+    stage: int
+    value: int          # copy/read: the item (tag); commit: the arrive count n
+    nbytes: int = 0     # copy only
+
+
+
+class _Program:
+    """The static program (a part of encode.Encoding, whose `__init__` builds it)."""
+
+    def _unroll(self, a: int) -> list:
+        T, agent = self.T, self.model.agents[a]
+        stage = list(agent.initial_stages)
+        phase = list(agent.initial_phases)
+        out = []
+        pc, item = S.settle_pc(T, a, 0, 0)
+        pc, item = int(pc), int(item)
+        while pc < len(agent.ops):
+            op = agent.ops[pc][0]
+            row = T.agent[a, S.A_PROG] + pc
+            code = int(T.prog[row, S.P_CODE])
+            r = int(T.prog[row, S.P_RING])
+            out.append(Instr(pc, item, op, code, r, stage[r], phase[r], agent.initial_phases[r],
+                             int(S.op_tag(T, row, item))))
+            if code in (S.ADVANCE, S.DRAIN):
+                stage[r] += 1
+                if stage[r] == self.stages[r]:
+                    stage[r] = 0
+                    phase[r] += 1
+            elif code == S.RESET:
+                stage[r] = agent.initial_stages[r]
+                phase[r] = agent.initial_phases[r]
+            pc, item = S.next_pc(T, a, pc, item)
+            pc, item = int(pc), int(item)
+        return out
+
+    def _targets(self, a: int, ins: Instr) -> list:
+        row = self.T.agent[a, S.A_PROG] + ins.pc
+        mask = int(S.targets_mask(self.T, a, self.T.prog[row, S.P_TARGET]))
+        return [d for d in range(self.ctas) if mask & (1 << d)]
+
+    def _issue_targets(self, a: int, ins: Instr) -> list:
+        if ins.code in (S.COPY, S.COMMIT_EMPTY):
+            return self._targets(a, ins)
+        if ins.code == S.READ_ASYNC:
+            return [self.model.agents[a].cta]
+        return []
+
+    def _static_tables(self):
+        # Read instructions per (cta, ring, stage): (agent, k, item, async?).
+        self.readers = {}
+        for a, prog in enumerate(self.progs):
+            cta = self.model.agents[a].cta
+            for k, ins in enumerate(prog):
+                if ins.code in (S.READ, S.READ_ASYNC):
+                    self.readers.setdefault((cta, ins.ring, ins.stage), []).append(
+                        (a, k, ins.tag, ins.code == S.READ_ASYNC))
+        self.copies_into = {}
+        self.inst_to_cta = [[] for _ in range(self.ctas)]
+        self.reads_of = [[] for _ in range(self.A)]  # (k, instance) of the agent's async reads
+        for i, inst in enumerate(self.instances):
+            self.inst_to_cta[inst.cta].append(i)
+            if inst.kind == S.ENTRY_COPY:
+                self.copies_into.setdefault((inst.cta, inst.ring, inst.stage), []).append(i)
+            if inst.kind == S.ENTRY_READ:
+                self.reads_of[inst.agent].append((inst.k, i))

@@ -1,0 +1,233 @@
+"""The BMC encoding's step t -> t+1: one chosen action (an agent's current op, or an in-flight
+instance landing / firing / finishing), the next frame's fields as if-then-else over the
+actions that write them, the violation bits each action commits, when it traps, and what it
+touches (its footprint, for the partial-order reduction)."""
+from __future__ import annotations
+
+import z3
+
+from pipeproof.backends import nvidia as nvidia_backend
+from pipeproof.backends.base import EMPTY, FULL
+from pipeproof.checker import semantics as S
+from pipeproof.checker.smt.encode_frame import AM, NV
+from pipeproof.checker.smt.encode_program import ARRIVES, TRIES, WAITS
+from pipeproof.checker.smt.encode_terms import (Choice, Frame, Step, _and, _b, _group, _name, _or,
+                                                _ungroup)
+
+KIND_BITS = (S.DEADLOCK, S.READ_BEFORE_FILL, S.OVERWRITE_BEFORE_DRAIN, S.PHASE_ALIAS,
+             S.OVER_ARRIVAL, S.TX_RANGE, S.INFLIGHT_AT_EXIT)
+
+
+class _Steps:
+    """One step of the transition relation (a part of encode.Encoding)."""
+
+    def step(self, f: Frame, t: int) -> Step:
+        A = self.A
+        act = Choice(f"act@{t}", A + self.I)
+        upd = {}      # field -> value -> conditions (exclusive: one action per step)
+        bits = {}     # violation bit -> extra condition -> conditions of the actions
+        trap = {}
+        guards = act.constraints()
+        moves = {a: [] for a in range(A)}      # conditions under which pos_a advances by one
+        blocks = {a: [] for a in range(A)}     # ... under which agent a blocks at a sync
+        exit_checks = []                      # (cond, cta): the step finishes its agent
+        foot = {}
+
+        def put(name, cond, value):
+            _group(upd.setdefault(name, {}), cond, value, drop_false=False)
+
+        def touch(resource, mode, cond):
+            foot.setdefault(resource, {}).setdefault(mode, []).append(cond)
+
+        def bit(b, cond, extra=True):
+            _group(bits.setdefault(b, {}), cond, _b(extra))
+
+        updates = {}  # (signal, count, tx) -> the backend's update of this frame's signal
+
+        def signal_update(key, cond, count, tx_delta):
+            touch(("sig",) + key, ("upd", count, tx_delta) if self.nvidia else ("inc",), cond)
+            if not self.nvidia:
+                put(("cnt",) + key, cond, AM.arrive(f.v[("cnt",) + key], count))
+                return
+            if (key, count, tx_delta) not in updates:
+                ph, pend, tx, obs = (f.v[(n,) + key] for n in ("ph", "pend", "tx", "obs"))
+                expected = self.expected(key[1], key[3])
+                nph, npend, ntx, outcome = NV.update(ph, pend, tx, expected, count, tx_delta)
+                over = z3.simplify(outcome == NV.TRAP_OVER_ARRIVAL)
+                out_of_range = z3.simplify(outcome == NV.TRAP_TX_RANGE)
+                completes = z3.simplify(outcome == NV.COMPLETED)
+                # a phase completed that no wait or try observed: the barrier ran ahead
+                ahead = z3.simplify(_and([completes, ph >= 1, z3.Not(obs)]))
+                updates[(key, count, tx_delta)] = (
+                    over, out_of_range, z3.simplify(_or([over, out_of_range])), ahead,
+                    z3.simplify(nph), z3.simplify(npend), z3.simplify(ntx),
+                    z3.simplify(z3.If(completes, False, obs)))
+            over, out_of_range, traps, ahead, nph, npend, ntx, nobs = updates[(key, count, tx_delta)]
+            bit(S.OVER_ARRIVAL, cond, over)
+            bit(S.TX_RANGE, cond, out_of_range)
+            _group(trap, cond, traps)
+            bit(S.OVER_ARRIVAL, cond, ahead)
+            put(("ph",) + key, cond, nph)
+            put(("pend",) + key, cond, npend)
+            if ("tx",) + key in self._changing:
+                put(("tx",) + key, cond, ntx)
+            put(("obs",) + key, cond, nobs)
+
+        def store_tag(cond, cta, r, s, tag):
+            touch(("slot", cta, r, s), ("set", tag), cond)
+            old = f.v[("slot", cta, r, s)]
+            still = []
+            for (b, k, item, is_async) in self.readers.get((cta, r, s), []):
+                if item == tag:
+                    continue
+                pending = z3.Not(self.pos_ge(f, b, k + 1))
+                if is_async:
+                    pending = _or([pending, f.v[("inf", self.inst_of[(b, k, cta)])]])
+                still.append(_and([old == item, pending]))
+            if still:
+                bit(S.OVERWRITE_BEFORE_DRAIN, cond, _or(still))
+            put(("slot", cta, r, s), cond, self.num(tag))
+
+        # ---------------------------------------------------------- agents
+        for a, prog in enumerate(self.progs):
+            cta = self.model.agents[a].cta
+            chosen = act.is_(a)
+            touch(("agent", a), ("w",), chosen)
+            guards.append(z3.Implies(chosen, self.agent_enabled(f, a)))
+            for k, ins in enumerate(prog):
+                cond = _and([chosen, self.at(f, a, k)])
+                code, r, s = ins.code, ins.ring, ins.stage
+                blocked = None
+                if k > 0 and prog[k - 1].code == S.SYNC:
+                    # maybe released by another agent's sync in the step just before
+                    touch(("bar", self.barrier_index(prog[k - 1]), cta), ("r",), cond)
+                if code in WAITS + TRIES:
+                    touch(("sig",) + self.sig_key(a, ins), ("r",), cond)
+                if code in WAITS:
+                    if self.nvidia:
+                        waits = z3.Not(self.skipped(f, a, ins))
+                        put(("obs",) + self.sig_key(a, ins), _and([cond, waits]), z3.BoolVal(True))
+                elif code in TRIES:
+                    key = self.sig_key(a, ins)
+                    ok = self.signal_ready(f, key, ins.phase)
+                    put(("ready", a, r), cond, ok)
+                    if self.nvidia:
+                        put(("obs",) + key, _and([cond, ok]), z3.BoolVal(True))
+                        bit(S.PHASE_ALIAS, cond, z3.Not(self.in_window(f, key, ins.phase,
+                                                                       ins.initial_phase)))
+                elif code in ARRIVES:
+                    kind = EMPTY if code == S.ARRIVE_EMPTY else FULL
+                    count = 1 if code == S.EXPECT_TX else ins.op.n
+                    tx = ins.op.n if code == S.EXPECT_TX else 0
+                    if code == S.EXPECT_TX and tx > nvidia_backend.TX_LIMIT:
+                        bit(S.TX_RANGE, cond)
+                        _group(trap, cond, z3.BoolVal(True))
+                    for d in self._targets(a, ins):
+                        bit(S.INFLIGHT_AT_EXIT, cond, self.gone(f, d))
+                        signal_update((d, r, s, kind), cond, count, tx)
+                elif code in (S.COPY, S.COMMIT_EMPTY):
+                    if code == S.COPY and ins.op.n > nvidia_backend.TX_LIMIT:
+                        bit(S.TX_RANGE, cond)
+                        _group(trap, cond, z3.BoolVal(True))
+                    for d in self._targets(a, ins):
+                        bit(S.INFLIGHT_AT_EXIT, cond, self.gone(f, d))
+                        put(("inf", self.inst_of[(a, k, d)]), cond, z3.BoolVal(True))
+                        touch(("inf", self.inst_of[(a, k, d)]), ("w",), cond)
+                elif code == S.WRITE:
+                    store_tag(cond, cta, r, s, ins.tag)
+                elif code in (S.READ, S.READ_ASYNC):
+                    slot = f.v[("slot", cta, r, s)]
+                    landing = [f.v[("inf", i)] for i in self.copies_into.get((cta, r, s), [])]
+                    bit(S.READ_BEFORE_FILL, cond, _or([slot != ins.tag] + landing))
+                    if code == S.READ_ASYNC:
+                        put(("inf", self.inst_of[(a, k, cta)]), cond, z3.BoolVal(True))
+                        touch(("inf", self.inst_of[(a, k, cta)]), ("w",), cond)
+                elif code == S.READ_WAIT:
+                    for kk, j in self.reads_of[a]:
+                        if kk < k:
+                            touch(("inf", j), ("r",), cond)
+                elif code == S.SYNC_WAIT:
+                    touch(("bar", self.barrier_index(ins), cta), ("r",), cond)
+                elif code in (S.SYNC, S.SYNC_ARRIVE):
+                    b = self.barrier_index(ins)
+                    touch(("bar", b, cta), ("w",), cond)
+                    arrivals, gen = f.v[("bar", b, cta)], f.v[("gen", b, cta)]
+                    completes = arrivals + 1 >= int(self.T.bar_count[b, cta])
+                    if code == S.SYNC_ARRIVE:
+                        put(("arr", a, b), cond, gen + 1)
+                    put(("bar", b, cta), cond, z3.If(completes, 0, arrivals + 1))
+                    put(("gen", b, cta), cond, z3.If(completes, gen + 1, gen))
+                    if code == S.SYNC:
+                        blocked = z3.Not(completes)
+                        blocks[a].append(_and([cond, blocked]))
+                    # the last arrival releases every agent of the CTA blocked on this barrier
+                    for x in self.cta_agents[cta]:
+                        if x == a:
+                            continue
+                        at_b = [self.at(f, x, q) for q, other in enumerate(self.progs[x])
+                                if other.code == S.SYNC and self.barrier_index(other) == b]
+                        if at_b:
+                            moves[x].append(_and([cond, completes, f.v[("sync", x)], _or(at_b)]))
+                # (advance, reset, read_wait, sync_wait: nothing beyond the position)
+                goes_on = cond if blocked is None else _and([cond, z3.Not(blocked)])
+                moves[a].append(goes_on)
+                if k + 1 == self.lens[a]:
+                    exit_checks.append((goes_on, cta))
+
+        # ---------------------------------------------------------- in-flight instances
+        for i, inst in enumerate(self.instances):
+            cond = act.is_(A + i)
+            guards.append(z3.Implies(cond, self.instance_enabled(f, i)))
+            put(("inf", i), cond, z3.BoolVal(False))
+            touch(("inf", i), ("w",), cond)
+            if inst.kind in (S.ENTRY_READ, S.ENTRY_COMMIT):
+                for kk, j in self.reads_of[inst.agent]:
+                    if kk < inst.k:
+                        touch(("inf", j), ("r",), cond)
+            if inst.kind == S.ENTRY_READ:
+                continue
+            d, r, s = inst.cta, inst.ring, inst.stage
+            bit(S.INFLIGHT_AT_EXIT, cond, self.gone(f, d))
+            if inst.kind == S.ENTRY_COPY:
+                store_tag(cond, d, r, s, inst.value)
+                signal_update((d, r, s, FULL), cond, 0, -inst.nbytes)
+            else:
+                signal_update((d, r, s, EMPTY), cond, inst.value, 0)
+
+        # ---------------------------------------------------------- the next frame
+        nxt = Frame(dict(f.v))
+        constraints = list(guards)
+        stray = set(upd) - self._changing
+        assert not stray, f"internal: fields written but not declared changing: {sorted(stray)}"
+        for name in sorted(self._changing, key=repr):
+            if name[0] in ("ge", "sync"):
+                continue
+            writes = upd.get(name)
+            if not writes:
+                continue
+            cur = f.v[name]
+            var = z3.Bool(f"{_name(name)}@{t + 1}") if z3.is_bool(cur) else self.var(f"{_name(name)}@{t + 1}")
+            value = cur
+            for new, conds in writes.values():
+                value = z3.If(_or(conds), new, value)
+            constraints.append(var == value)
+            nxt.v[name] = var
+        for a in range(A):
+            move = _or(moves[a])
+            if self.lens[a]:
+                mv = z3.Bool(f"moves{a}@{t}")
+                constraints.append(mv == move)
+            for k in range(1, self.lens[a] + 1):
+                ge = z3.Bool(f"ge{a}_{k}@{t + 1}")
+                constraints.append(ge == _or([f.v[("ge", a, k)], _and([mv, self.pos_ge(f, a, k - 1)])]))
+                nxt.v[("ge", a, k)] = ge
+            if ("sync", a) in self._changing:
+                sync = z3.Bool(f"sync{a}@{t + 1}")
+                constraints.append(sync == z3.If(_or(blocks[a]), True,
+                                                 z3.If(_or(moves[a]), False, f.v[("sync", a)])))
+                nxt.v[("sync", a)] = sync
+        # the step that finishes the last agent of a CTA while something still targets it
+        for cond, cta in exit_checks:
+            bit(S.INFLIGHT_AT_EXIT, cond, _and([self.gone(nxt, cta), self.targeted(nxt, cta)]))
+        kinds = {b: _ungroup(bits.get(b, {})) for b in KIND_BITS if b != S.DEADLOCK}
+        return Step(act, nxt, kinds, _ungroup(trap), constraints, foot)

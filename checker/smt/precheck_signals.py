@@ -1,0 +1,57 @@
+"""The backends' own signal functions as the pre-check uses them: on plain Python ints for the
+concrete replay (`_NVp`, `_AMDp`), and re-bound to Z3 terms (`_NV`, `_AMD`) for what a wait
+needs (`wait_need`) and when it passes (`agrees`, for the lap obligations). Nothing about
+mbarriers or counters is written again here."""
+from __future__ import annotations
+
+import types
+
+from pipeproof.backends import amd, base, nvidia
+from pipeproof.checker import smt
+from pipeproof.checker.smt import z3
+from pipeproof.checker.smt.precheck_walk import FULL
+from pipeproof.spec.schema import Spec
+
+_NV = smt.symbolic_backend(nvidia)
+_AMD = smt.symbolic_backend(amd)
+
+
+def _plain(module) -> types.SimpleNamespace:
+    """The backend's functions on plain Python ints: its own bodies, with the primitives'
+    Python bodies (checker.smt does the same with Z3's); no numba compile for a short run."""
+    ns = dict(vars(module))
+    ns.update({p: getattr(getattr(base, p), "py_func", getattr(base, p)) for p in base.PRIMITIVES})
+    out = {}
+    for name, obj in vars(module).items():
+        fn = getattr(obj, "py_func", obj)
+        if isinstance(fn, types.FunctionType) and fn.__module__ == module.__name__:
+            out[name] = ns[name] = types.FunctionType(fn.__code__, ns, name, fn.__defaults__)
+    return types.SimpleNamespace(**out)
+
+
+_NVp = _plain(nvidia)
+_AMDp = _plain(amd)
+
+
+def spec_is_nvidia(spec: Spec) -> bool:
+    return spec.backend == "nvidia"
+
+
+def wait_need(spec: Spec, ring, X: str, phase: int, p0: int) -> int:
+    """Concretely: nvidia, completions the wait needs (intended phase + 1, at least 0); amd,
+    the arrivals its threshold needs."""
+    if spec.backend == "nvidia":
+        return max(0, _NV.intended_phase(phase, p0) + 1)
+    fn = _AMD.full_threshold if X == FULL else _AMD.empty_threshold
+    return fn(phase, ring.expected(X))
+
+
+def agrees(spec: Spec, ring, X: str, done, phase, p0):
+    """Z3: the wait at `phase` passes exactly when completion number `done` of its signal
+    happens (the backend's own definitions, over Z3 integers)."""
+    if spec.backend == "nvidia":
+        return z3.And(_NV.ready(done, phase), _NV.in_window(done, phase, p0))
+    n = ring.expected(X)
+    ready = _AMD.full_ready if X == FULL else _AMD.empty_ready
+    return z3.And(ready(done * n, phase, n),
+                  z3.Or(done == 0, z3.Not(ready(done * n - 1, phase, n))))
