@@ -5,6 +5,8 @@
 walk: next pc, every=/at= guards, tags), the constants, and the value range of every field.
 `signal_backend()` and `signal_update()` are backends/nvidia.py printed for either language
 (backends/printed.py): the exports print its rules rather than copies of them.
+The IR asks checker/program.py's OP_EFFECTS what each op does, never its name; the step of
+each op is checker/export_steps.py.
 """
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ from pipeproof.backends.base import FULL
 from pipeproof.backends.printed import printed_backend, sym
 from pipeproof.checker import semantics as S
 from pipeproof.checker.model import compile_model
+from pipeproof.checker.program import EMPTY, OP_EFFECTS
 from pipeproof.spec.schema import MAIN_RING, Spec, SpecError
 
 FORMATS = ("promela", "murphi")
@@ -38,6 +41,8 @@ KIND_MESSAGES = {
     "inflight_capacity": "inflight_capacity: more copies/commits in flight than the model holds (inconclusive)",
 }
 ENTRY_COPY, ENTRY_COMMIT = 1, 2
+# signal kind -> (the name of its array, the constant of the count it expects), in both languages
+SIGNALS = {FULL: ("full", "PAC"), EMPTY: ("empty", "CAC")}
 
 
 # ---------------------------------------------------------------------------------- checking
@@ -98,9 +103,13 @@ class Group:
         """{tag (-1: the item): pcs of the reads expecting it}"""
         out = {}
         for p, (op, _) in enumerate(self.ops):
-            if op.name == "read":
+            if OP_EFFECTS[op.name].checks_read:
                 out.setdefault(self.tags[p], []).append(p)
         return out
+
+    def moving(self, move: str) -> list[int]:
+        """pcs of the ops that move the agent's stage so (Effects.move: "advance", "reset")."""
+        return [p for p, (op, _) in enumerate(self.ops) if _moves(op, move)]
 
     @property
     def has_sync(self) -> bool:
@@ -159,7 +168,7 @@ class IR:
                 start > 0 and m.agents[start - 1].role == a.role)
             label = a.role + ("[leader]" if split and a.index == 0 else "")
             ident = _ident(a.role + ("_leader" if split and a.index == 0 else ""), used)
-            adv = lambda ops: sum(1 for op, _ in ops if op.name in ("advance", "drain"))
+            adv = lambda ops: sum(1 for op, _ in ops if _moves(op, "advance"))
             n_adv = (adv(a.ops[:a.body_start]) + adv(a.ops[a.body_end:])
                      + a.items * adv(a.ops[a.body_start:a.body_end]))
             self.groups.append(Group(
@@ -168,35 +177,33 @@ class IR:
                 init_pc=int(init[base + S.F_PC]), init_item=int(init[base + S.F_ITEM]),
                 init_stage=a.initial_stage, init_phase=a.initial_phase,
                 phase_max=a.initial_phase + (a.initial_stage + n_adv) // self.stages,
-                has_try=any(op.name.startswith("try_") for op, _ in a.ops),
+                has_try=any(OP_EFFECTS[op.name].tries for op, _ in a.ops),
                 guards={p: (op.every, op.at) for p, (op, _) in enumerate(a.ops) if op.every != 1},
-                syncs={b: [p for p, (op, _) in enumerate(a.ops) if op.name == "sync" and op.barrier == name]
+                syncs={b: [p for p, (op, _) in enumerate(a.ops) if _on_barrier(op, "sync", name)]
                        for b, name in enumerate(self.barrier_names)},
                 arrives=tuple(b for b, name in enumerate(self.barrier_names)
-                              if any(op.name == "sync_arrive" and op.barrier == name for op, _ in a.ops)),
+                              if any(_on_barrier(op, "arrive", name) for op, _ in a.ops)),
                 tags=tuple(m.tag_of(a, p) for p in range(len(a.ops)))))
             start = end
         self.ops_all = [op for g in self.groups for op, _ in g.ops]
-        self.has_tx = any(op.name in ("expect_tx", "copy") for op in self.ops_all)
+        self.has_tx = any(OP_EFFECTS[op.name].tx for op in self.ops_all)
         self.bytes_vals = list(m.bytes_vals)
         self.inflight = m.inflight
         self.max_items = max([g.items for g in self.groups] + [1])
         self.max_tag = max(self.max_items - 1, m.max_tag)  # a prologue's or epilogue's tag
         self.tag_outside = m.tag_prologue                 # tags from here on are not items
-        self.max_commit = max([op.n for op in self.ops_all if op.name == "commit_empty"] + [1])
-        self.max_count = max([op.n for op in self.ops_all
-                              if op.name in ("arrive_full", "arrive_empty", "commit_empty")] + [1])
+        self.max_commit = max([op.n for op in self.ops_all if OP_EFFECTS[op.name].issues == "commit"] + [1])
+        self.max_count = max([op.n for op in self.ops_all if OP_EFFECTS[op.name].arrives_n] + [1])
         # Every completed phase of a signal consumed `expected` arrival units (more traps), so
         # phase_no <= all arrival units of that kind / expected.
-        units = {FULL: 0, 1: 0}
+        units = {FULL: 0, EMPTY: 0}
         for g in self.groups:
             for p, (op, _) in enumerate(g.ops):
                 times = g.size * (g.items if g.body_start <= p < g.body_end else 1)
-                if op.name in ("arrive_full", "expect_tx"):
-                    units[FULL] += times * (op.n if op.name == "arrive_full" else 1)
-                elif op.name in ("arrive_empty", "commit_empty"):
-                    units[1] += times * op.n
-        self.pn_max = max(units[FULL] // self.pac, units[1] // self.cac, 1)
+                e = OP_EFFECTS[op.name]
+                if e.updates >= 0:  # a copy's landing updates by bytes only (units 0)
+                    units[e.updates] += times * (op.n if e.arrives_n else e.units)
+        self.pn_max = max(units[FULL] // self.pac, units[EMPTY] // self.cac, 1)
         self.ph_max = max(g.phase_max for g in self.groups)
         if fmt == "promela" and self.ph_max > (1 << 31) - 1:
             raise SpecError(f"{spec.path}: initial_phase: a phase above 2^31-1 cannot be exported to "
@@ -207,14 +214,14 @@ class IR:
         self.enb = len(self.bytes_vals)
         self.emax = 3 * self.stages * self.ev * self.enb - 1
         executed = lambda g, p: g.size * (g.items if g.body_start <= p < g.body_end else 1)
-        self.total_steps = sum(executed(g, p) * (2 if op.name in ("copy", "commit_empty") else 1)
+        self.total_steps = sum(executed(g, p) * (2 if OP_EFFECTS[op.name].issues else 1)  # + landing
                                for g in self.groups for p, (op, _) in enumerate(g.ops))
         # Named barriers: (ident, arrival count, most generations) per barrier.
         self.barriers = []
         for b, name in enumerate(self.barrier_names):
             count = int(m.tables.bar_count[b, 0])
             arrivals = sum(executed(g, p) for g in self.groups for p, (op, _) in enumerate(g.ops)
-                           if op.name in ("sync", "sync_arrive") and op.barrier == name)
+                           if _on_barrier(op, "sync", name) or _on_barrier(op, "arrive", name))
             self.barriers.append((_ident(name, used, "bar_"), count, arrivals // max(count, 1) + 1))
 
     def group_of(self, agent: int) -> Group:
@@ -228,9 +235,20 @@ class IR:
         only where the group has a try (else `ready` stays false and the wait always waits)."""
         out = []
         for p, (op, _) in enumerate(g.ops):
-            if op.name in ("wait_full", "wait_empty", "drain"):
-                out.append((p, "full" if op.name == "wait_full" else "empty", op.unless_ready and g.has_try))
+            e = OP_EFFECTS[op.name]
+            if e.observes >= 0 and e.blocks:
+                out.append((p, SIGNALS[e.observes][0], op.unless_ready and g.has_try))
         return out
+
+
+def _moves(op, move: str) -> bool:
+    """The op moves its agent's stage so (Effects.move)."""
+    return OP_EFFECTS[op.name].move == move
+
+
+def _on_barrier(op, how: str, name: str) -> bool:
+    """The op acts on the named barrier `name` so (Effects.barrier: "sync", "arrive", "wait")."""
+    return OP_EFFECTS[op.name].barrier == how and op.barrier == name
 
 
 def _ident(name: str, used: set, prefix: str = "ag_") -> str:

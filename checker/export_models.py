@@ -45,8 +45,9 @@ Run them as: `spin -a model.pml && cc -O2 -o pan pan.c && ./pan -m100000`, and
 cc -O2 -o m m.c -lpthread && ./m`.
 
 The code, by concern: checker/export_ir.py (the refusals and the IR both languages are written
-from: agent groups, their program walk, value ranges), checker/export_promela.py,
-checker/export_murphi.py, and checker/export_run.py (running SPIN and Rumur, parsing their
+from: agent groups, their program walk, value ranges), checker/export_steps.py (the step of each
+op, read once off checker/program.py's OP_EFFECTS into a list of actions that both languages
+print), checker/export_promela.py, checker/export_murphi.py, and checker/export_run.py (running SPIN and Rumur, parsing their
 verdicts). This module is the public API and re-exports their names.
 """
 from __future__ import annotations

@@ -10,10 +10,11 @@ from __future__ import annotations
 from pipeproof.backends.nvidia import TX_LIMIT
 from pipeproof.backends.printed import condition, lift, statements, sym
 from pipeproof.checker.export_ir import (
-    ENTRY_COPY, IR, KIND_MESSAGES, Group, any_pc_guarded, comment_lines, signal_backend, signal_update,
+    ENTRY_COPY, IR, KIND_MESSAGES, SIGNALS, Group, any_pc_guarded, comment_lines, signal_backend,
+    signal_update,
 )
 from pipeproof.checker.export_steps import (
-    SIGNALS, Advance, AwaitSignal, BarrierArrive, BarrierWait, CheckRead, CheckWindow, ExitCheck,
+    Advance, AwaitSignal, BarrierArrive, BarrierWait, CheckRead, CheckWindow, ExitCheck,
     Issue, MovePc, Observe, RecordArrival, Reset, Store, Trap, TryReady, Update, step_actions, tag_text,
 )
 from pipeproof.spec.schema import Spec
@@ -192,8 +193,8 @@ class _Murphi:
                    "  pc := pc0; item := item0; st := st0;",
                    f"  while pc < {g.length} & (item <= t"
                    + (f" | t >= {ir.tag_outside}" if set(by_tag) != {-1} else "") + ") do")
-            adv = [p for p, (op, _) in enumerate(g.ops) if op.name in ("advance", "drain")]
-            rst = [p for p, (op, _) in enumerate(g.ops) if op.name == "reset"]
+            adv = g.moving("advance")
+            rst = g.moving("reset")
             at = lambda pcs: any_pc_guarded("pc", "item", pcs, g.guards, " | ", "=", "&")
             for i, (tag, pcs) in enumerate(sorted(by_tag.items())):
                 self.w(f"    {'if' if i == 0 else 'elsif'} {at(pcs)} then",
@@ -212,7 +213,7 @@ class _Murphi:
                "procedure store_tag(s: stage_t; t: tag_t);", "begin",
                "  if slot_tag[s] >= 0 & slot_tag[s] != t then")
         for g in ir.groups:
-            if any(op.name == "read" for op, _ in g.ops):
+            if g.reads_by_tag():
                 self.w(f"    for b: {g.ident}_id do",
                        f"      if reads_pending_{g.ident}({g.ident}[b].pc, {g.ident}[b].item, {g.ident}[b].stage, "
                        f"slot_tag[s], s) then",

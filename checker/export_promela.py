@@ -9,10 +9,10 @@ from __future__ import annotations
 from pipeproof.backends.nvidia import TX_LIMIT
 from pipeproof.backends.printed import condition, lift, render, sym
 from pipeproof.checker.export_ir import (
-    ENTRY_COPY, IR, Group, any_pc_guarded, comment_lines, signal_backend, signal_update,
+    ENTRY_COPY, IR, SIGNALS, Group, any_pc_guarded, comment_lines, signal_backend, signal_update,
 )
 from pipeproof.checker.export_steps import (
-    SIGNALS, Advance, AwaitSignal, BarrierArrive, BarrierWait, CheckRead, CheckWindow, ExitCheck,
+    Advance, AwaitSignal, BarrierArrive, BarrierWait, CheckRead, CheckWindow, ExitCheck,
     Issue, MovePc, Observe, RecordArrival, Reset, Store, Trap, TryReady, Update, step_actions, tag_text,
 )
 from pipeproof.spec.schema import Spec
@@ -174,8 +174,8 @@ class _Promela:
             by_tag = g.reads_by_tag()
             if not by_tag:
                 continue
-            adv = [p for p, (op, _) in enumerate(g.ops) if op.name in ("advance", "drain")]
-            rst = [p for p, (op, _) in enumerate(g.ops) if op.name == "reset"]
+            adv = g.moving("advance")
+            rst = g.moving("reset")
             at = lambda pcs: "(" + any_pc_guarded("rp_pc", "rp_item", pcs, g.guards, " || ", "==", "&&") + ")"
             self.w(f"/* rp_ := agent B ({g.label}) will still read item T at stage S (its program run",
                    " * forward, waits ignored, as pipeproof's reads_pending) */",
@@ -206,7 +206,7 @@ class _Promela:
                "inline store_tag(S, T) {", "  rt_ = (T);", "  if",
                "  :: slot_tag[S] >= 0 && slot_tag[S] != rt_ ->")
         for g in ir.groups:
-            if any(op.name == "read" for op, _ in g.ops):
+            if g.reads_by_tag():
                 self.w(f"    b_ = {g.first};", "    do",
                        f"    :: b_ < {g.first + g.size} ->",
                        f"      reads_pending_{g.ident}(b_, slot_tag[S], S);",

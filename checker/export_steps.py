@@ -37,11 +37,9 @@ from dataclasses import dataclass
 
 from pipeproof.backends.nvidia import TX_LIMIT
 from pipeproof.checker.export_ir import ENTRY_COMMIT, ENTRY_COPY
-from pipeproof.checker.program import EMPTY, FULL, OP_EFFECTS
+from pipeproof.checker.program import OP_EFFECTS
 
 ENTRIES = {"copy": ENTRY_COPY, "commit": ENTRY_COMMIT}  # Effects.issues -> in-flight entry kind
-# signal kind -> (the name of its array, the constant of the count it expects), in both languages
-SIGNALS = {FULL: ("full", "PAC"), EMPTY: ("empty", "CAC")}
 
 
 @dataclass(frozen=True)
@@ -137,6 +135,9 @@ class ExitCheck:
     pass
 
 
+MOVES = {"advance": Advance, "reset": Reset}  # Effects.move -> its action
+
+
 def tag_text(tag: int, item: str) -> str:
     """A tag as text: a prologue's or epilogue's tag, or (-1) the agent's item."""
     return str(tag) if tag >= 0 else item
@@ -169,10 +170,8 @@ def step_actions(ir, g, p: int) -> list:
             acts.append(Store(g.tags[p]))
     if e.checks_read:
         acts.append(CheckRead(g.tags[p]))
-    if e.move == "advance":
-        acts.append(Advance())
-    elif e.move == "reset":
-        acts.append(Reset())
+    if e.move:
+        acts.append(MOVES[e.move]())
     moved = False
     if e.barrier:
         b = ir.barrier_names.index(op.barrier)
@@ -183,7 +182,7 @@ def step_actions(ir, g, p: int) -> list:
         else:
             if e.barrier == "arrive":
                 acts.append(RecordArrival(bid))
-            blocking = e.barrier == "sync"
+            blocking = e.blocks  # a sync: blocked until the generation completes
             acts.append(BarrierArrive(bid, count, release, blocking, (MovePc(),) if blocking else ()))
             moved = blocking
     if not moved:
