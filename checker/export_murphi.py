@@ -329,9 +329,7 @@ class _Murphi:
         elif isinstance(act, Trap):
             body.append(f"error \"{KIND_MESSAGES[act.kind]}\";")
         elif isinstance(act, Issue):
-            value = f"{tag(act.tag)} + 1" if act.tag is not None else f"{act.arrivals}"
-            nb = f" + {act.bytes_index}" if act.bytes_index is not None else ""
-            body.append(f"inf_add((({act.entry}*STAGES + {A}.stage)*EV + {value})*ENB{nb});")
+            body.append(f"inf_add({act.expr(A + '.stage', A + '.item')});")
         elif isinstance(act, Store):
             body.append(f"store_tag({A}.stage, {tag(act.tag)});")
         elif isinstance(act, CheckRead):

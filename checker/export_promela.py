@@ -302,9 +302,7 @@ class _Promela:
         elif isinstance(act, Trap):
             body.append(f"assert({act.kind})")
         elif isinstance(act, Issue):
-            value = f"{tag(act.tag)} + 1" if act.tag is not None else f"{act.arrivals}"
-            nb = f" + {act.bytes_index}" if act.bytes_index is not None else ""
-            body.append(f"inf_add((({act.entry}*STAGES + stage[ME])*EV + {value})*ENB{nb})")
+            body.append(f"inf_add({act.expr('stage[ME]', 'item[ME]')})")
         elif isinstance(act, Store):
             body.append(f"store_tag(stage[ME], {tag(act.tag)})")
         elif isinstance(act, CheckRead):

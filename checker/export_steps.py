@@ -84,6 +84,13 @@ class Issue:
     arrivals: int         # arrivals when it fires (a commit)
     bytes_index: int | None  # index into IR.bytes_vals of the bytes it completes, None: no tx
 
+    def expr(self, stage: str, item: str) -> str:
+        """The entry as an expression (the same in both languages): ((kind * STAGES + stage) * EV
+        + value) * ENB + bytes index, the value a copy's tag + 1 or a commit's arrivals."""
+        value = f"{tag_text(self.tag, item)} + 1" if self.tag is not None else f"{self.arrivals}"
+        nb = f" + {self.bytes_index}" if self.bytes_index is not None else ""
+        return f"(({self.entry}*STAGES + {stage})*EV + {value})*ENB{nb}"
+
 
 @dataclass(frozen=True)
 class Store:
