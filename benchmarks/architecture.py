@@ -30,7 +30,7 @@ RULES = {
                                     r"|\bif\b[^\n]{0,60}\belse\b[^\n]{0,20}(consumer_arrive_count|empty_count|R_EMPTY_COUNT)",
     "to=peer (which CTA a target names)": r"""["']peer["']\s*[:)]|==\s*["']peer["']|T_PEER\b""",
     "state layout by hand (F_RING0 + 3 * r)": r"F_RING0\s*\+\s*3",
-    "exit-code tables": r"^\s*EXIT_[A-Z_]+\s*=\s*\d",
+    "exit-code tables": r"^\s*EXIT_[A-Z_]+(\s*,\s*EXIT_[A-Z_]+)*\s*=\s*\d",
     "violation wording": r"""["']read_before_fill["']\s*:""",
 }
 

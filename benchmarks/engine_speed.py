@@ -20,6 +20,11 @@ tree), so an old and a new engine can be compared in one run, cell by cell:
     python benchmarks/engine_speed.py --cells 8,4,8 --no-plain          # with symmetry only
     python benchmarks/engine_speed.py --no-por                          # trees without por.py
     python benchmarks/engine_speed.py --repo OLD --repo . --por-only    # two reductions
+    python benchmarks/engine_speed.py --repo OLD --repo . --repeat 3    # alternating, medians
+
+With `--repeat K` every row is run K times, the trees' order reversed each time (a machine
+that gets busier or quieter during a run then favours neither tree), and the median seconds
+of each tree are compared.
 """
 from __future__ import annotations
 
@@ -84,6 +89,17 @@ def spawn(repo: Path, cell, symmetry: bool, por: bool, timeout: float) -> dict:
     return json.loads(lines[-1])
 
 
+def _median_run(runs: list[dict]) -> dict:
+    """The run of median seconds (the first error, if any run failed)."""
+    failed = [r for r in runs if "error" in r]
+    if failed:
+        return failed[0]
+    ordered = sorted(runs, key=lambda r: r["seconds"])
+    row = dict(ordered[len(ordered) // 2])
+    row["all_seconds"] = [round(r["seconds"], 3) for r in runs]
+    return row
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--cells", nargs="+", metavar="N,C,I")
@@ -95,6 +111,8 @@ def main(argv=None) -> int:
     ap.add_argument("--por-only", action="store_true",
                     help="only with both reductions (to compare two trees' reductions)")
     ap.add_argument("--timeout", type=float, default=1800, help="per child, seconds")
+    ap.add_argument("--repeat", type=int, default=1, metavar="K",
+                    help="run each row K times, alternating the trees' order; compare medians")
     ap.add_argument("--child", nargs=4, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.child:
@@ -122,9 +140,13 @@ def main(argv=None) -> int:
     same = True
     for cell in cells:
         for sym, por in modes:
+            runs = {repo: [] for repo in repos}
+            for rep in range(args.repeat):
+                for repo in (repos if rep % 2 == 0 else repos[::-1]):
+                    runs[repo].append(spawn(repo, cell, sym, por, args.timeout))
             rows = []
             for repo in repos:
-                row = spawn(repo, cell, sym, por, args.timeout)
+                row = _median_run(runs[repo])
                 rows.append(row)
                 n, c, i = cell
                 head = (f"{n:>2} {c:>2} {i:>2} {'on' if sym else 'off':>3} {'on' if por else 'off':>3}"
@@ -136,7 +158,8 @@ def main(argv=None) -> int:
                 print(f"{head} {verdict:<10} {row['states']:>11,} {row['transitions']:>12,} "
                       f"{row['max_depth']:>5} {row['seconds']:>8.2f} "
                       f"{row['states'] / max(row['seconds'], 1e-9):>10,.0f} "
-                      f"{row['bytes'] / max(row['states'], 1):>8.1f}", flush=True)
+                      f"{row['bytes'] / max(row['states'], 1):>8.1f}"
+                      + (f"  runs {row['all_seconds']}" if args.repeat > 1 else ""), flush=True)
             if len(rows) > 1:
                 keys = ("states", "transitions", "kinds", "depth", "max_depth", "limit")
                 ok = [r for r in rows if "error" not in r]
