@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -84,8 +85,8 @@ def test_a_fresh_install_answers_at_once_bounds_the_wait_and_builds_once(tmp_pat
 @pytest.mark.slow  # pytest -m slow; CI runs it (.ci/run)
 def test_a_read_only_install_with_a_read_only_home_still_checks(tmp_path):
     site = tmp_path / "site"
-    for package in ("checker", "backends", "spec", "cuda_ref"):
-        shutil.copytree(PACKAGE_ROOT / package, site / package,
+    for package in ("checker", "backends", "spec", "cuda_ref"):  # laid out as a wheel installs
+        shutil.copytree(PACKAGE_ROOT / package, site / "pipeproof" / package,
                         ignore=shutil.ignore_patterns("__pycache__"))
     home, scratch = tmp_path / "home", tmp_path / "tmp"
     home.mkdir()
@@ -100,6 +101,9 @@ def test_a_read_only_install_with_a_read_only_home_still_checks(tmp_path):
            if not k.startswith(("PIPEPROOF_", "NUMBA_", "XDG_"))}
     env.update(HOME=str(home), TMPDIR=str(scratch), PYTHONPATH=str(site), PIPEPROOF_JIT="1")
     try:
+        where = subprocess.run([sys.executable, "-c", "import pipeproof.checker as c; print(c.__file__)"],
+                               cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
+        assert where.stdout.startswith(str(site)), where.stdout + where.stderr  # the read-only copy
         p = subprocess.run(drop + CLI + ["verify", "small.toml"], cwd=tmp_path, env=env,
                            capture_output=True, text=True, timeout=900)
         assert p.returncode == 0 and p.stdout.startswith("small.toml: ok ("), p.stdout + p.stderr
