@@ -18,7 +18,7 @@ from pipeproof.backends.base import AMD, BACKEND_CODES, EMPTY, FULL
 from pipeproof.backends import nvidia
 from pipeproof.checker import semantics as S
 from pipeproof.checker.program import OP_EFFECTS, Agent, agents_of
-from pipeproof.spec.schema import FILL_OPS, READ_OPS, Op, Spec
+from pipeproof.spec.schema import FILL_OPS, READ_OPS, Spec
 
 OP_CODES = S.OP_CODES
 BARRIER_OPS = tuple(name for name, e in OP_EFFECTS.items() if e.barrier)
@@ -94,7 +94,7 @@ class Model:
 
     def _layout(self):
         n_agents = len(self.agents)
-        agf = S.arrived_pos(0, self.rings, 0, len(self.barrier_names))  # fields per agent
+        agf = S.F_RING0 + S.RING_FIELDS * self.rings + len(self.barrier_names)  # per agent
         n_sig = self.ctas * self.rings * self.max_stages * 2
         n_slot = self.ctas * self.rings * self.max_stages
         n_bar = 2 * len(self.barrier_names) * self.ctas
@@ -137,14 +137,11 @@ class Model:
                       np.array(prog_rows or [[0, 0, 0, 0, 0, -1, 0, 1, 0, -1]], dtype=np.int64),
                       bar_count, np.array(self.bytes_vals, dtype=np.int64), ent)
 
-    def section_of(self, a: Agent, pc: int) -> str:
-        return a.section_of(pc)
-
     def tag_of(self, a: Agent, pc: int) -> int:
         """P_TAG of an op: -1 for the agent's item (a body fill, or a read pairing with one),
         else the constant tag of the prologue's or the epilogue's fill."""
         op = a.ops[pc][0]
-        section = self.section_of(a, pc)
+        section = a.section_of(pc)
         if op.name in READ_OPS:
             section = self.spec.read_pairs_with(section, op.ring) or section
         elif op.name not in FILL_OPS:
@@ -328,6 +325,8 @@ class Model:
     def view(self, state) -> dict:
         """The readable state of checker/trace.py."""
         agents = {}
+        splits_syncs = any(OP_EFFECTS[op.name].barrier in ("arrive", "wait")
+                           for ag in self.agents for op, _ in ag.ops)
         for i, a in enumerate(self.agents):
             op = self.current_op(state, i)
             ring = lambda r, field: state[S.ring_pos(self.agf, i, r, field)]  # noqa: E731
@@ -338,7 +337,7 @@ class Model:
                 "phase": ring(0, S.RF_PHASE), "ready": bool(ring(0, S.RF_READY)),
                 "at_sync": bool(self.agent_field(state, i, S.F_SYNC)), "done": op is None,
             }
-            if any(OP_EFFECTS[op.name].barrier in ("arrive", "wait") for ag in self.agents for op, _ in ag.ops):
+            if splits_syncs:
                 # the generation it last sync_arrived in (0 also when it never did)
                 agents[a.name]["arrived"] = {
                     name: max(state[S.arrived_pos(self.agf, self.rings, i, b)] - 1, 0)

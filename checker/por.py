@@ -108,22 +108,17 @@ def conflict_classes(t_kind, t_sig_acc, t_slot_acc, commuting):
 
 # ------------------------------------------------------------------ the future tables
 
-def _targets(model, agent, op) -> list[int]:
-    return list(targets(model.ctas, agent.cta, op.to))
-
-
 def _classes(model, agent, op) -> list[tuple[int, list[int]]]:
     """(access class, CTAs) of one op, read off its EFFECTS row."""
-    from pipeproof.checker.model import OP_CODES
-    row = EFFECTS[OP_CODES[op.name]]
-    own, targets = [agent.cta], _targets(model, agent, op)
+    row = EFFECTS[S.OP_CODES[op.name]]
+    own, dests = [agent.cta], list(targets(model.ctas, agent.cta, op.to))
     out = []
     if row[S.EF_OBS] >= 0:
         out.append((OBS_FULL if row[S.EF_OBS] == FULL else OBS_EMPTY, own))
     if row[S.EF_UPD] >= 0:
-        out.append((UPD_FULL if row[S.EF_UPD] == FULL else UPD_EMPTY, targets))
+        out.append((UPD_FULL if row[S.EF_UPD] == FULL else UPD_EMPTY, dests))
     if row[S.EF_WRITES]:
-        out.append((WRITE_SLOT, targets))
+        out.append((WRITE_SLOT, dests))
     if row[S.EF_READS]:
         out.append((READ_SLOT, own))
     return out
@@ -132,11 +127,10 @@ def _classes(model, agent, op) -> list[tuple[int, list[int]]]:
 def _uniform(model) -> np.ndarray:
     """Per ring and signal kind: the one count of every arrive update, or -1 when the counts
     differ or a tx-count op (expect_tx, copy) updates that kind."""
-    from pipeproof.checker.model import OP_CODES
     out = np.full((model.rings, 2), -1, dtype=np.int64)
     for r, ring in enumerate(model.ring_names):
         for kind in (FULL, EMPTY):
-            rows = [(op, EFFECTS[OP_CODES[op.name]]) for a in model.agents for op, _ in a.ops
+            rows = [(op, EFFECTS[S.OP_CODES[op.name]]) for a in model.agents for op, _ in a.ops
                     if op.ring == ring]
             updates = [(op, row) for op, row in rows if row[S.EF_UPD] == kind]
             counts = {op.n for op, row in updates if row[S.EF_UNITS] == -1}

@@ -5,7 +5,7 @@ ops kept for the leader only, `drain` expanded into one step per stage. The body
 per item; a body op with `every=K, at=j` runs only in the items i with i % K == j and takes no
 step in the others. `Agent.next_pc` is that order, in plain Python, for every reader that walks
 a program outside the compiled engine (the partial-order reduction's future tables, conform's
-program-order check, the exports); checker/semantics.py `raw_next`/`settle_pc` is the same rule
+program-order check); checker/semantics.py `raw_next`/`settle_pc` is the same rule
 compiled, and tests/test_program.py checks the two agree on every example.
 
 Each op is described once, by its effects (`OP_EFFECTS`): what it observes, what it updates,

@@ -59,7 +59,7 @@ class OpEmitter:
         if kind != FULL or self.rings[r].kind != "copy":
             return ""
         m = self.model
-        section = m.section_of(m.agents[a], pc)
+        section = m.agents[a].section_of(pc)
         pairs = m.spec.read_pairs_with(section, m.ring_names[r]) or section
         tag = {"prologue": str(m.tag_prologue), "epilogue": str(m.tag_epilogue)}.get(pairs, "item")
         return f" if ({cond}) observe_lands(c, e, {r}, (u32){st}, {tag}, {how});"
