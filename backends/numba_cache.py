@@ -17,7 +17,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent  # the folder holding backends/ and checker/
 ENGINE_SOURCES = ("backends/base.py", "backends/nvidia.py", "backends/amd.py",
-                  "checker/semantics.py", "checker/explore.py", "checker/model.py",
+                  "checker/state_layout.py", "checker/inflight.py", "checker/semantics.py",
+                  "checker/explore.py", "checker/model.py",
                   "checker/symmetry.py", "checker/laps.py", "checker/prove.py", "checker/por.py")
 CACHE_DIRS = ("backends/__pycache__", "checker/__pycache__")
 IN_TREE = ROOT / "checker" / "__pycache__"

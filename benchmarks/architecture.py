@@ -24,7 +24,11 @@ OPS = ("wait_full", "wait_empty", "try_full", "try_empty", "arrive_full", "arriv
        "read_async", "read_wait", "sync_arrive", "sync_wait")
 # A rule is "written" in a file when one of its spellings occurs there (comments excluded).
 RULES = {
-    "op names branched on": r"""(==|!=|\bin)\s*\(?\s*["'](%s)["']""" % "|".join(OPS),
+    # (an effect's value is not an op name: `eff.issues == "copy"`, `e.barrier == "sync"`)
+    "op names branched on": r"""(?<!barrier )(?<!issues )(?<!move )(==|!=|\bin)\s*\(?\s*["'](%s)["']"""
+                            % "|".join(OPS),
+    # the compiled engines and the Z3 encoding compare op codes (semantics.WAIT_FULL ...)
+    "op codes branched on": r"""(==|!=|\bin)\s*\(?\s*(S\.)?(%s)\b(?!\s*=)""" % "|".join(o.upper() for o in OPS),
     # code choosing a signal's expected count by its kind (not the TOML keys' mere mention)
     "which count a signal expects": r"(producer_arrive_count|full_count|R_FULL_COUNT)[^\n]{0,40}\bif\b"
                                     r"|\bif\b[^\n]{0,60}\belse\b[^\n]{0,20}(consumer_arrive_count|empty_count|R_EMPTY_COUNT)",

@@ -30,7 +30,8 @@ KIND_BITS = (S.DEADLOCK, S.READ_BEFORE_FILL, S.OVERWRITE_BEFORE_DRAIN, S.PHASE_A
 MAX_INFLIGHT = 24
 
 # The numba-visible model: every member an int64 numpy array.
-Tables = namedtuple("Tables", ["cfg", "ring", "agent", "prog", "bar_count", "bytes_vals", "ent"])
+Tables = namedtuple("Tables", ["cfg", "ring", "agent", "prog", "bar_count", "bytes_vals", "ent",
+                               "eff"])
 # Bit packing of the state vector into `words` int64 words (63 bits used per word).
 Packing = namedtuple("Packing", ["word", "shift", "width", "bias", "live"])
 
@@ -135,7 +136,8 @@ class Model:
         ent = np.array(self.entry_fields, dtype=np.int64)
         return Tables(cfg, ring, np.array(agent_rows, dtype=np.int64).reshape(len(self.agents), -1),
                       np.array(prog_rows or [[0, 0, 0, 0, 0, -1, 0, 1, 0, -1]], dtype=np.int64),
-                      bar_count, np.array(self.bytes_vals, dtype=np.int64), ent)
+                      bar_count, np.array(self.bytes_vals, dtype=np.int64), ent,
+                      S.effects_table())
 
     def tag_of(self, a: Agent, pc: int) -> int:
         """P_TAG of an op: -1 for the agent's item (a body fill, or a read pairing with one),

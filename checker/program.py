@@ -37,11 +37,17 @@ class Effects:
     issues: str = ""         # "copy" | "commit" | "read": leaves an in-flight entry that acts later
     move: str = ""           # "advance" | "reset": its effect on the agent's own stage
     barrier: str = ""        # "sync" | "arrive" | "wait": on a named barrier
+    waits_reads: bool = False  # blocks until at most n of the agent's async reads are in flight
 
     @property
     def tries(self) -> bool:
         """Reads a signal's phase without blocking (try_full, try_empty)."""
         return self.observes >= 0 and not self.blocks
+
+    @property
+    def local(self) -> bool:
+        """Its only effect is on the agent's own stage (advance, reset)."""
+        return bool(self.move) and self == Effects(move=self.move)
 
     @property
     def arrives_n(self) -> bool:
@@ -66,7 +72,7 @@ OP_EFFECTS = {
     "drain": Effects(observes=EMPTY, blocks=True, move="advance"),  # one wait_empty per stage
     "sync": Effects(blocks=True, barrier="sync"),
     "read_async": Effects(checks_read=True, issues="read"),
-    "read_wait": Effects(blocks=True),                # until at most n async reads are left
+    "read_wait": Effects(blocks=True, waits_reads=True),  # until at most n reads are left
     "sync_arrive": Effects(barrier="arrive"),
     "sync_wait": Effects(blocks=True, barrier="wait"),
 }

@@ -45,7 +45,7 @@ stage/phase per ring), so a log of the kernel names the model's own agents and p
 
 Op semantics come from the backends: `BACKEND_MIRRORS` lists, for every public function of
 backends/nvidia.py and backends/amd.py, how this kernel realises it, and `OP_EMITTERS` has an
-emitter for every op of spec.schema.OPS. A backend function or an op that is not mirrored
+emitter for every op of spec.schema.OPS, chosen by the op's effects (emit_ops.emitter_for). A backend function or an op that is not mirrored
 fails loudly here (GenerationError) until it is implemented. What the kernel computes of a
 backend's rules is printed from the backend itself (backends/printed.py), not copied.
 
@@ -62,6 +62,7 @@ from dataclasses import dataclass, field
 from pipeproof.backends.base import EMPTY, FULL
 from pipeproof.checker import semantics as S
 from pipeproof.checker.model import OP_CODES, Model, compile_model
+from pipeproof.checker.program import OP_EFFECTS
 from pipeproof.cuda_ref.emit_backend import (
     AMD_C_HELPERS, BACKEND_MIRRORS, BACKEND_MODULES, amd_helpers, amd_ready, backend_functions,
     check_backend_mirrors, nv_wait_parity,
@@ -75,7 +76,7 @@ from pipeproof.cuda_ref.emit_common import (
 )
 from pipeproof.cuda_ref.emit_device import KERNEL, PRELUDE
 from pipeproof.cuda_ref.emit_layout import Layout
-from pipeproof.cuda_ref.emit_ops import OpEmitter
+from pipeproof.cuda_ref.emit_ops import OpEmitter, emitter_for
 from pipeproof.spec.schema import OPS, Spec
 
 # Every name cuda_ref.run, cuda_ref.log and the tests read from here, wherever it is defined:
@@ -157,10 +158,11 @@ class _Gen(Layout, OpEmitter):
             for op, _ in a.ops:
                 if op.name not in OP_EMITTERS:
                     raise self.fail(f"agent {a.name}: op {op.name!r} has no GPU implementation "
-                                    f"(cuda_ref/codegen.py OP_EMITTERS lacks it)")
-                if op.name in ("copy", "expect_tx") and not self.nv:
+                                    f"(cuda_ref/emit_ops.py emitter_for has none for its effects)")
+                eff = OP_EFFECTS[op.name]
+                if eff.tx and not self.nv:  # TMA byte counts
                     raise self.fail(f"agent {a.name}: op {op.name!r} exists only on nvidia")
-                if op.name == "copy" and (op.n % BULK_ALIGN or op.n == 0):
+                if eff.issues == "copy" and (op.n % BULK_ALIGN or op.n == 0):
                     raise self.fail(f"agent {a.name}: 'copy {op.n}': cp.async.bulk needs a "
                                     f"byte count that is a positive multiple of {BULK_ALIGN}")
         if self.k > 1 and not self.nv:
@@ -297,16 +299,10 @@ def generate(spec_or_model) -> Generated:
         tag_epilogue=model.tag_epilogue if outside else None)
 
 
-OP_EMITTERS = {
-    "wait_full": _Gen.e_wait, "wait_empty": _Gen.e_wait,
-    "try_full": _Gen.e_try, "try_empty": _Gen.e_try,
-    "arrive_full": _Gen.e_arrive, "arrive_empty": _Gen.e_arrive,
-    "expect_tx": _Gen.e_expect_tx, "copy": _Gen.e_copy,
-    "write": _Gen.e_write, "read": _Gen.e_read, "read_async": _Gen.e_read,
-    "read_wait": _Gen.e_read_wait, "commit_empty": _Gen.e_commit,
-    "advance": _Gen.e_advance, "reset": _Gen.e_reset, "drain": _Gen.e_drain,
-    "sync": _Gen.e_sync, "sync_arrive": _Gen.e_sync_arrive, "sync_wait": _Gen.e_sync_wait,
-}
+# Each op's emitter, chosen by its effects (cuda_ref/emit_ops.py emitter_for); an op whose
+# effects have no realisation is missing here, and the check below names it.
+OP_EMITTERS = {name: fn for name, fn in ((name, emitter_for(eff)) for name, eff in OP_EFFECTS.items())
+               if fn is not None}
 # Every op of the language must have an emitter (a new op fails here, at import, in CI).
 _missing = [op for op in OPS if op not in OP_EMITTERS]
 if _missing:  # pragma: no cover - guarded by tests/test_codegen.py

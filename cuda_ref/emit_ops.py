@@ -1,5 +1,7 @@
-"""The CUDA text of every op: one emitter per op of spec.schema.OPS (a mixin of
-cuda_ref.codegen's _Gen; cuda_ref.codegen.OP_EMITTERS maps the op names to these)."""
+"""The CUDA text of every op, chosen by the op's effects (checker/program.py OP_EFFECTS), not
+its name: `emitter_for` maps an effect shape (a wait, a try, an arrival, an issued copy or
+commit, a read, a fill, a move, a barrier step) to the method of this mixin of
+cuda_ref.codegen's _Gen that realises it; ops with the same effects share one emitter."""
 from __future__ import annotations
 
 from pipeproof.backends.base import EMPTY, FULL
@@ -105,18 +107,13 @@ class OpEmitter:
                 "__syncwarp();"]
 
     def e_arrive(self, a, pc, op, step, r):
-        kind = OP_EFFECTS[op.name].updates
+        """An update now: n arrivals, or (tx > 0) one arrival that also expects n bytes."""
+        eff = OP_EFFECTS[op.name]
         st, _, _ = self.ring_vars(r)
         mask = self.dest_mask(a, op.to)
+        call = "arrive_expect_tx" if eff.tx > 0 else "signal_arrive"
         return self.locked(a, pc, op.name, r,
-                           f"signal_arrive(c, {mask}u, {self.sig(r, st, kind)}, {op.n}u);",
-                           x0=str(op.n))
-
-    def e_expect_tx(self, a, pc, op, step, r):
-        st, _, _ = self.ring_vars(r)
-        mask = self.dest_mask(a, op.to)
-        return self.locked(a, pc, op.name, r,
-                           f"arrive_expect_tx(c, {mask}u, {self.sig(r, st, FULL)}, {op.n}u);",
+                           f"{call}(c, {mask}u, {self.sig(r, st, eff.updates)}, {op.n}u);",
                            x0=str(op.n))
 
     def tag(self, a: int, pc: int) -> str:
@@ -242,3 +239,28 @@ class OpEmitter:
             f"if (c.lane == 0) {{ glock(c); Ev e = ev_begin(c); {self.ev(a, pc, op.name, 0)} gunlock(c); }}",
             "__syncwarp();",
         ]
+
+
+def emitter_for(eff):
+    """The OpEmitter method that realises an op with effects `eff`, or None (no realisation of
+    that shape: cuda_ref.codegen refuses the spec with a clear message)."""
+    if eff.observes >= 0:  # a drain is a wait_empty per stage with its advance
+        return OpEmitter.e_drain if eff.move else OpEmitter.e_wait if eff.blocks else OpEmitter.e_try
+    if eff.issues == "copy":
+        return OpEmitter.e_copy
+    if eff.issues == "commit":
+        return OpEmitter.e_commit
+    if eff.updates >= 0 and not eff.issues:
+        return OpEmitter.e_arrive
+    if eff.checks_read:  # an async read also pushes itself on the agent's read FIFO
+        return OpEmitter.e_read
+    if eff.stores:
+        return OpEmitter.e_write
+    if eff.waits_reads:
+        return OpEmitter.e_read_wait
+    if eff.barrier:
+        return {"sync": OpEmitter.e_sync, "arrive": OpEmitter.e_sync_arrive,
+                "wait": OpEmitter.e_sync_wait}[eff.barrier]
+    if eff.local:
+        return OpEmitter.e_advance if eff.move == "advance" else OpEmitter.e_reset
+    return None

@@ -1,5 +1,6 @@
-"""checker/program.py: the one plain-Python program order agrees with the compiled one, and each
-op's effects (OP_EFFECTS) say truthfully what semantics.step does, on every example's states."""
+"""checker/program.py: the one plain-Python program order agrees with the compiled one, and
+semantics.step, which interprets each op's effects (OP_EFFECTS, compiled into T.eff), changes
+only what those effects say, on every example's states."""
 from __future__ import annotations
 
 import numpy as np
@@ -92,10 +93,11 @@ def test_effects_describe_the_step(path):
 
 
 def test_a_wrong_effect_is_caught(monkeypatch):
-    """The check above can fail: claim arrive_full updates nothing, and a step contradicts it."""
+    """The check above can fail: the step interprets the effects the model was compiled with
+    (T.eff); claim afterwards that arrive_full updates nothing, and a step contradicts it."""
     from pipeproof.checker import program
-    monkeypatch.setitem(program.OP_EFFECTS, "arrive_full", program.Effects())
     model = compile_model(load_spec(EXAMPLES[[p.stem for p in EXAMPLES].index("mojo_pcp_nvidia")]))
+    monkeypatch.setitem(program.OP_EFFECTS, "arrive_full", program.Effects())
     with pytest.raises(AssertionError, match="updates a signal"):
         for state in _reachable(model, 400):
             for a in range(len(model.agents)):
@@ -111,7 +113,9 @@ def test_every_op_has_effects_and_the_table_follows_them():
         row = table[S.OP_CODES[name]]
         assert (row[S.EF_OBS], row[S.EF_UPD], row[S.EF_UNITS]) == (eff.observes, eff.updates, eff.units)
         assert bool(row[S.EF_ASYNC]) == bool(eff.issues) and bool(row[S.EF_BARRIER]) == bool(eff.barrier)
+        assert (row[S.EF_TX], row[S.EF_WAITS_READS], row[S.EF_LOCAL]) == (eff.tx, eff.waits_reads, eff.local)
     assert OP_EFFECTS["wait_full"].observes == FULL and OP_EFFECTS["drain"].observes == EMPTY
+    assert [n for n, e in OP_EFFECTS.items() if e.local] == ["advance", "reset"]
 
 
 def test_expected_count_and_targets():

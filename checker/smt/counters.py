@@ -105,7 +105,7 @@ def amd_wrap(spec: Spec) -> WrapReport:
         return WrapReport(True, item if ev.part == "body" else None, sig_name(ev.op.ring, X),
                           what, f"{role}: {what} at {where} (phase {phase}): {effect}; "
                           f"{over[2]}", status, b[0] if b else None, beyond_what, *over[:2])
-    head = (f"no threshold wraps within the spec's items" if status == "unsat" else
+    head = ("no threshold wraps within the spec's items" if status == "unsat" else
             "Z3 gave up on the counter arithmetic (unknown)")
     if b:
         head += (f"; run on, {b[1]}: {beyond_what} at item {b[0]} (lap {_pow2(b[5])} of its "

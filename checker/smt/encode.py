@@ -47,15 +47,14 @@ import from this module is still here.
 from __future__ import annotations
 
 from pipeproof.backends.base import AMD
-from pipeproof.checker import semantics as S
 from pipeproof.checker.model import Model
 from pipeproof.checker.smt.encode_frame import AM, NV, _Frames
-from pipeproof.checker.smt.encode_program import ARRIVES, TRIES, WAITS, Instance, Instr, _Program
+from pipeproof.checker.smt.encode_program import ENTRY_OF_ISSUE, Instance, Instr, _Program
 from pipeproof.checker.smt.encode_reduce import COMMUTING, _Reductions
 from pipeproof.checker.smt.encode_step import KIND_BITS, _Steps
 from pipeproof.checker.smt.encode_terms import Choice, Frame, Step
 
-__all__ = ["AM", "ARRIVES", "COMMUTING", "KIND_BITS", "NV", "TRIES", "WAITS", "WIDTH", "Choice",
+__all__ = ["AM", "COMMUTING", "KIND_BITS", "NV", "WIDTH", "Choice",
            "Encoding", "Frame", "Instance", "Instr", "Step"]
 
 WIDTH = None  # None: bit-vectors wide enough for every value (`_width`); 0: unbounded Ints
@@ -81,10 +80,9 @@ class Encoding(_Program, _Frames, _Steps, _Reductions):
             for k, ins in enumerate(prog):
                 for dst in self._issue_targets(a, ins):
                     self.inst_of[(a, k, dst)] = len(self.instances)
-                    kind = {S.COPY: S.ENTRY_COPY, S.COMMIT_EMPTY: S.ENTRY_COMMIT,
-                            S.READ_ASYNC: S.ENTRY_READ}[ins.code]
-                    value = ins.op.n if ins.code == S.COMMIT_EMPTY else ins.tag
-                    nbytes = ins.op.n if ins.code == S.COPY else 0
+                    kind = ENTRY_OF_ISSUE[ins.eff.issues]
+                    value = ins.op.n if ins.eff.arrives_n else ins.tag  # a commit's count n
+                    nbytes = ins.op.n if ins.eff.tx else 0              # a copy's bytes
                     self.instances.append(Instance(kind, a, k, dst, ins.ring, ins.stage, value, nbytes))
         self.I = len(self.instances)
         # Every step moves some agent's position (a blocked sync is moved on later by its

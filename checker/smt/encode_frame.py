@@ -13,7 +13,7 @@ from pipeproof.backends import nvidia as nvidia_backend
 from pipeproof.backends.base import EMPTY, FULL
 from pipeproof.checker import semantics as S
 from pipeproof.checker import smt
-from pipeproof.checker.smt.encode_program import ARRIVES, TRIES, WAITS, Instr
+from pipeproof.checker.smt.encode_program import Instr
 from pipeproof.checker.smt.encode_terms import Frame, _and, _b, _or
 
 NV = smt.symbolic_backend(nvidia_backend)
@@ -93,23 +93,22 @@ class _Frames:
             ch |= {("ge", a, k) for k in range(1, self.lens[a] + 1)}
             for ins in prog:
                 c, r, s = cta, ins.ring, ins.stage
-                if ins.code == S.SYNC:
+                e = ins.eff
+                if e.barrier == "sync":
                     ch.add(("sync", a))
-                if ins.code in TRIES:
+                if e.tries:
                     ch.add(("ready", a, r))
-                if ins.code in (S.SYNC, S.SYNC_ARRIVE):
+                if e.barrier in ("sync", "arrive"):
                     b = self.barrier_index(ins)
                     ch |= {("bar", b, c), ("gen", b, c)}
-                    if ins.code == S.SYNC_ARRIVE:
+                    if e.barrier == "arrive":
                         ch.add(("arr", a, b))
-                if ins.code in WAITS + TRIES and self.nvidia:
-                    kind = FULL if ins.code in (S.WAIT_FULL, S.TRY_FULL) else EMPTY
-                    ch.add(("obs", c, r, s, kind))
-                if ins.code in ARRIVES:
-                    kind = EMPTY if ins.code == S.ARRIVE_EMPTY else FULL
+                if e.observes >= 0 and self.nvidia:
+                    ch.add(("obs", c, r, s, e.observes))
+                if e.updates >= 0 and not e.issues:  # an update now (an issued one: below)
                     for d in self._targets(a, ins):
-                        ch |= self._sig_fields((d, r, s, kind), ins.code == S.EXPECT_TX)
-                if ins.code == S.WRITE:
+                        ch |= self._sig_fields((d, r, s, e.updates), e.tx > 0)
+                if e.stores and not e.issues:
                     ch.add(("slot", c, r, s))
         for i, inst in enumerate(self.instances):
             ch.add(("inf", i))
@@ -141,12 +140,11 @@ class _Frames:
         return _b(NV.in_window(f.v[("ph",) + key], phase, p0))
 
     def sig_key(self, a: int, ins: Instr):
-        kind = FULL if ins.code in (S.WAIT_FULL, S.TRY_FULL) else EMPTY
-        return (self.model.agents[a].cta, ins.ring, ins.stage, kind)
+        return (self.model.agents[a].cta, ins.ring, ins.stage, ins.eff.observes)
 
     def skipped(self, f: Frame, a: int, ins: Instr):
         """A `wait_* unless=ready` whose agent's last try said ready takes its step unblocked."""
-        if ins.code != S.DRAIN and ins.op.unless_ready:
+        if ins.op.unless_ready:  # (only waits take unless=ready)
             return f.v[("ready", a, ins.ring)]
         return z3.BoolVal(False)
 
@@ -165,11 +163,12 @@ class _Frames:
     def _enabled_at(self, f: Frame, a: int, k: int):
         ins = self.progs[a][k]
         cta = self.model.agents[a].cta
-        if ins.code in WAITS:
+        e = ins.eff
+        if e.observes >= 0 and e.blocks:
             en = _or([self.skipped(f, a, ins), self.signal_ready(f, self.sig_key(a, ins), ins.phase)])
-        elif ins.code == S.READ_WAIT:
+        elif e.waits_reads:
             en = self.reads_in_flight_before(f, a, k) <= ins.op.n
-        elif ins.code == S.SYNC_WAIT:
+        elif e.barrier == "wait":
             b = self.barrier_index(ins)
             arrived = f.v[("arr", a, b)]
             en = f.v[("gen", b, cta)] >= z3.If(arrived >= 1, arrived, 1)
@@ -246,7 +245,7 @@ class _Frames:
             alias = []
             for a, prog in enumerate(self.progs):
                 for k, ins in enumerate(prog):
-                    if ins.code in WAITS:
+                    if ins.eff.observes >= 0 and ins.eff.blocks:  # a wait or a drain step
                         key = self.sig_key(a, ins)
                         alias.append(_and([self.at(f, a, k), z3.Not(self.skipped(f, a, ins)),
                                            z3.Not(self.in_window(f, key, ins.phase, ins.initial_phase))]))

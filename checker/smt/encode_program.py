@@ -8,10 +8,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pipeproof.checker import semantics as S
+from pipeproof.checker.program import OP_EFFECTS, Effects
 
-WAITS = (S.WAIT_FULL, S.WAIT_EMPTY, S.DRAIN)
-TRIES = (S.TRY_FULL, S.TRY_EMPTY)
-ARRIVES = (S.ARRIVE_FULL, S.ARRIVE_EMPTY, S.EXPECT_TX)
+ENTRY_OF_ISSUE = {"copy": S.ENTRY_COPY, "commit": S.ENTRY_COMMIT, "read": S.ENTRY_READ}
 
 
 @dataclass(frozen=True)
@@ -20,7 +19,7 @@ class Instr:
     pc: int
     item: int
     op: object          # spec.schema.Op
-    code: int           # semantics op code
+    eff: Effects        # what the op does (checker/program.py OP_EFFECTS): the step reads this
     ring: int
     stage: int          # stage of `ring` before the op runs
     phase: int          # phase of `ring` before the op runs
@@ -55,16 +54,16 @@ class _Program:
         while pc < len(agent.ops):
             op = agent.ops[pc][0]
             row = T.agent[a, S.A_PROG] + pc
-            code = int(T.prog[row, S.P_CODE])
+            eff = OP_EFFECTS[op.name]
             r = int(T.prog[row, S.P_RING])
-            out.append(Instr(pc, item, op, code, r, stage[r], phase[r], agent.initial_phases[r],
+            out.append(Instr(pc, item, op, eff, r, stage[r], phase[r], agent.initial_phases[r],
                              int(S.op_tag(T, row, item))))
-            if code in (S.ADVANCE, S.DRAIN):
+            if eff.move == "advance":
                 stage[r] += 1
                 if stage[r] == self.stages[r]:
                     stage[r] = 0
                     phase[r] += 1
-            elif code == S.RESET:
+            elif eff.move == "reset":
                 stage[r] = agent.initial_stages[r]
                 phase[r] = agent.initial_phases[r]
             pc, item = S.next_pc(T, a, pc, item)
@@ -77,11 +76,9 @@ class _Program:
         return [d for d in range(self.ctas) if mask & (1 << d)]
 
     def _issue_targets(self, a: int, ins: Instr) -> list:
-        if ins.code in (S.COPY, S.COMMIT_EMPTY):
-            return self._targets(a, ins)
-        if ins.code == S.READ_ASYNC:
+        if ins.eff.issues == "read":
             return [self.model.agents[a].cta]
-        return []
+        return self._targets(a, ins) if ins.eff.issues else []
 
     def _static_tables(self):
         # Read instructions per (cta, ring, stage): (agent, k, item, async?).
@@ -89,9 +86,9 @@ class _Program:
         for a, prog in enumerate(self.progs):
             cta = self.model.agents[a].cta
             for k, ins in enumerate(prog):
-                if ins.code in (S.READ, S.READ_ASYNC):
+                if ins.eff.checks_read:
                     self.readers.setdefault((cta, ins.ring, ins.stage), []).append(
-                        (a, k, ins.tag, ins.code == S.READ_ASYNC))
+                        (a, k, ins.tag, ins.eff.issues == "read"))
         self.copies_into = {}
         self.inst_to_cta = [[] for _ in range(self.ctas)]
         self.reads_of = [[] for _ in range(self.A)]  # (k, instance) of the agent's async reads

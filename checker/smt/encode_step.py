@@ -10,7 +10,6 @@ from pipeproof.backends import nvidia as nvidia_backend
 from pipeproof.backends.base import EMPTY, FULL
 from pipeproof.checker import semantics as S
 from pipeproof.checker.smt.encode_frame import AM, NV
-from pipeproof.checker.smt.encode_program import ARRIVES, TRIES, WAITS
 from pipeproof.checker.smt.encode_terms import (Choice, Frame, Step, _and, _b, _group, _name, _or,
                                                 _ungroup)
 
@@ -96,68 +95,67 @@ class _Steps:
             guards.append(z3.Implies(chosen, self.agent_enabled(f, a)))
             for k, ins in enumerate(prog):
                 cond = _and([chosen, self.at(f, a, k)])
-                code, r, s = ins.code, ins.ring, ins.stage
+                e, r, s = ins.eff, ins.ring, ins.stage
                 blocked = None
-                if k > 0 and prog[k - 1].code == S.SYNC:
+                if k > 0 and prog[k - 1].eff.barrier == "sync":
                     # maybe released by another agent's sync in the step just before
                     touch(("bar", self.barrier_index(prog[k - 1]), cta), ("r",), cond)
-                if code in WAITS + TRIES:
-                    touch(("sig",) + self.sig_key(a, ins), ("r",), cond)
-                if code in WAITS:
-                    if self.nvidia:
-                        waits = z3.Not(self.skipped(f, a, ins))
-                        put(("obs",) + self.sig_key(a, ins), _and([cond, waits]), z3.BoolVal(True))
-                elif code in TRIES:
+                # -- what it observes: a wait notes the phase seen; a try also records ready
+                if e.observes >= 0:
                     key = self.sig_key(a, ins)
-                    ok = self.signal_ready(f, key, ins.phase)
-                    put(("ready", a, r), cond, ok)
-                    if self.nvidia:
-                        put(("obs",) + key, _and([cond, ok]), z3.BoolVal(True))
-                        bit(S.PHASE_ALIAS, cond, z3.Not(self.in_window(f, key, ins.phase,
-                                                                       ins.initial_phase)))
-                elif code in ARRIVES:
-                    kind = EMPTY if code == S.ARRIVE_EMPTY else FULL
-                    count = 1 if code == S.EXPECT_TX else ins.op.n
-                    tx = ins.op.n if code == S.EXPECT_TX else 0
-                    if code == S.EXPECT_TX and tx > nvidia_backend.TX_LIMIT:
-                        bit(S.TX_RANGE, cond)
-                        _group(trap, cond, z3.BoolVal(True))
+                    touch(("sig",) + key, ("r",), cond)
+                    if e.blocks:
+                        if self.nvidia:
+                            waits = z3.Not(self.skipped(f, a, ins))
+                            put(("obs",) + key, _and([cond, waits]), z3.BoolVal(True))
+                    else:
+                        ok = self.signal_ready(f, key, ins.phase)
+                        put(("ready", a, r), cond, ok)
+                        if self.nvidia:
+                            put(("obs",) + key, _and([cond, ok]), z3.BoolVal(True))
+                            bit(S.PHASE_ALIAS, cond, z3.Not(self.in_window(f, key, ins.phase,
+                                                                           ins.initial_phase)))
+                # -- its update at each target CTA: now, or by the instance it issues
+                if e.tx and ins.op.n > nvidia_backend.TX_LIMIT:
+                    bit(S.TX_RANGE, cond)
+                    _group(trap, cond, z3.BoolVal(True))
+                if e.updates >= 0:
+                    count = ins.op.n if e.units == -1 else e.units
+                    tx = ins.op.n if e.tx > 0 else 0
                     for d in self._targets(a, ins):
                         bit(S.INFLIGHT_AT_EXIT, cond, self.gone(f, d))
-                        signal_update((d, r, s, kind), cond, count, tx)
-                elif code in (S.COPY, S.COMMIT_EMPTY):
-                    if code == S.COPY and ins.op.n > nvidia_backend.TX_LIMIT:
-                        bit(S.TX_RANGE, cond)
-                        _group(trap, cond, z3.BoolVal(True))
-                    for d in self._targets(a, ins):
-                        bit(S.INFLIGHT_AT_EXIT, cond, self.gone(f, d))
+                        if not e.issues:
+                            signal_update((d, r, s, e.updates), cond, count, tx)
+                            continue
                         put(("inf", self.inst_of[(a, k, d)]), cond, z3.BoolVal(True))
                         touch(("inf", self.inst_of[(a, k, d)]), ("w",), cond)
-                elif code == S.WRITE:
+                # -- the slot: a store now (a copy's lands with its instance), a read's check
+                if e.stores and not e.issues:
                     store_tag(cond, cta, r, s, ins.tag)
-                elif code in (S.READ, S.READ_ASYNC):
+                if e.checks_read:
                     slot = f.v[("slot", cta, r, s)]
                     landing = [f.v[("inf", i)] for i in self.copies_into.get((cta, r, s), [])]
                     bit(S.READ_BEFORE_FILL, cond, _or([slot != ins.tag] + landing))
-                    if code == S.READ_ASYNC:
+                    if e.issues == "read":
                         put(("inf", self.inst_of[(a, k, cta)]), cond, z3.BoolVal(True))
                         touch(("inf", self.inst_of[(a, k, cta)]), ("w",), cond)
-                elif code == S.READ_WAIT:
+                # -- what it waits for besides a signal: its reads, a barrier's generation
+                if e.waits_reads:
                     for kk, j in self.reads_of[a]:
                         if kk < k:
                             touch(("inf", j), ("r",), cond)
-                elif code == S.SYNC_WAIT:
+                if e.barrier == "wait":
                     touch(("bar", self.barrier_index(ins), cta), ("r",), cond)
-                elif code in (S.SYNC, S.SYNC_ARRIVE):
+                elif e.barrier:  # sync, sync_arrive: an arrival
                     b = self.barrier_index(ins)
                     touch(("bar", b, cta), ("w",), cond)
                     arrivals, gen = f.v[("bar", b, cta)], f.v[("gen", b, cta)]
                     completes = arrivals + 1 >= int(self.T.bar_count[b, cta])
-                    if code == S.SYNC_ARRIVE:
+                    if e.barrier == "arrive":
                         put(("arr", a, b), cond, gen + 1)
                     put(("bar", b, cta), cond, z3.If(completes, 0, arrivals + 1))
                     put(("gen", b, cta), cond, z3.If(completes, gen + 1, gen))
-                    if code == S.SYNC:
+                    if e.barrier == "sync":
                         blocked = z3.Not(completes)
                         blocks[a].append(_and([cond, blocked]))
                     # the last arrival releases every agent of the CTA blocked on this barrier
@@ -165,10 +163,10 @@ class _Steps:
                         if x == a:
                             continue
                         at_b = [self.at(f, x, q) for q, other in enumerate(self.progs[x])
-                                if other.code == S.SYNC and self.barrier_index(other) == b]
+                                if other.eff.barrier == "sync" and self.barrier_index(other) == b]
                         if at_b:
                             moves[x].append(_and([cond, completes, f.v[("sync", x)], _or(at_b)]))
-                # (advance, reset, read_wait, sync_wait: nothing beyond the position)
+                # (its stage moved in the unrolled program: nothing beyond the position)
                 goes_on = cond if blocked is None else _and([cond, z3.Not(blocked)])
                 moves[a].append(goes_on)
                 if k + 1 == self.lens[a]:

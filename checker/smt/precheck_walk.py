@@ -13,11 +13,16 @@ from pipeproof.spec.schema import MAIN_RING, Op, Role, Spec, targets
 
 MAX_STEPS = 200_000  # agents x ops walked; above it only the static checks run
 FULL, EMPTY = "full", "empty"
-USES = {"wait_full", "wait_empty", "try_full", "try_empty", "arrive_full", "arrive_empty",
-        "expect_tx", "copy", "write", "read", "read_async", "commit_empty"}
-ARRIVES = {"arrive_full": FULL, "arrive_empty": EMPTY, "expect_tx": FULL, "commit_empty": EMPTY}
-WAITS = {"wait_full": FULL, "wait_empty": EMPTY, "try_full": FULL, "try_empty": EMPTY}
-READS, WRITES = ("read", "read_async"), ("write", "copy")
+_KIND = {0: FULL, 1: EMPTY}  # checker/program.py's signal kinds
+# The op-name tables of the checks, read off OP_EFFECTS (a drain step walks as wait_empty):
+# ops that use a slot's signals or payload; arrivals (an update of some units) and the signal
+# they update; waits and tries and the signal they read; reads; fills.
+USES = {n for n, e in OP_EFFECTS.items()
+        if not e.move and (e.observes >= 0 or e.updates >= 0 or e.stores or e.checks_read)}
+ARRIVES = {n: _KIND[e.updates] for n, e in OP_EFFECTS.items() if e.updates >= 0 and e.units}
+WAITS = {n: _KIND[e.observes] for n, e in OP_EFFECTS.items() if e.observes >= 0 and not e.move}
+READS = tuple(n for n, e in OP_EFFECTS.items() if e.checks_read)
+WRITES = tuple(n for n, e in OP_EFFECTS.items() if e.stores)
 
 
 @dataclass(frozen=True)
