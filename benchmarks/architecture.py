@@ -24,8 +24,9 @@ OPS = ("wait_full", "wait_empty", "try_full", "try_empty", "arrive_full", "arriv
        "read_async", "read_wait", "sync_arrive", "sync_wait")
 # A rule is "written" in a file when one of its spellings occurs there (comments excluded).
 RULES = {
-    # (an effect's value is not an op name: `eff.issues == "copy"`, `e.barrier == "sync"`)
-    "op names branched on": r"""(?<!barrier )(?<!issues )(?<!move )(==|!=|\bin)\s*\(?\s*["'](%s)["']"""
+    # (an effect's value, an entry's or a ring's kind is not an op name: `eff.issues == "copy"`,
+    # `e.barrier == "sync"`, `e["kind"] == "read"`)
+    "op names branched on": r"""(?<!barrier )(?<!issues )(?<!move )(?<!kind )(?<!kind"\] )(?<!kind'\] )(==|!=|\bin)\s*\(?\s*["'](%s)["']"""
                             % "|".join(OPS),
     # the compiled engines and the Z3 encoding compare op codes (semantics.WAIT_FULL ...)
     "op codes branched on": r"""(==|!=|\bin)\s*\(?\s*(S\.)?(%s)\b(?!\s*=)""" % "|".join(o.upper() for o in OPS),

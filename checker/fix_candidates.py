@@ -10,7 +10,9 @@ from collections import Counter, defaultdict
 from dataclasses import replace
 
 from pipeproof.checker.fix_edit import _Edit, _replace_role
-from pipeproof.spec.schema import MAIN_RING, MAX_COUNT, SECTIONS, TX_LIMIT, Spec, targets
+from pipeproof.spec.ops import EMPTY, FULL, OP_EFFECTS
+from pipeproof.spec.ops_syntax import COUNT_OPS, WAITS_ON_EMPTY, WAITS_ON_FULL
+from pipeproof.spec.schema import FILL_OPS, MAIN_RING, MAX_COUNT, SECTIONS, TX_LIMIT, Spec, targets
 
 
 MAX_PHASE = (1 << 32) - 1
@@ -18,13 +20,12 @@ MAX_BYTES = (1 << 32) - 1
 MAX_ITEMS = 100_000
 
 
-SIGNAL_OPS = ("arrive_full", "arrive_empty", "expect_tx", "commit_empty")
-GUARDED_OPS = SIGNAL_OPS + ("copy", "write")
-COUNT_OP_NAMES = ("arrive_full", "arrive_empty", "commit_empty")
-FULL_ARRIVALS = ("arrive_full", "expect_tx")
-EMPTY_ARRIVALS = ("arrive_empty", "commit_empty")
-WAITS_ON_EMPTY = ("wait_empty", "try_empty", "drain")
-WAITS_ON_FULL = ("wait_full", "try_full")
+# The op families an edit may touch, read off each op's effects (spec/ops.py).
+SIGNAL_OPS = tuple(n for n, e in OP_EFFECTS.items() if e.updates >= 0 and e.units)  # arrivals
+GUARDED_OPS = SIGNAL_OPS + FILL_OPS
+COUNT_OP_NAMES = COUNT_OPS
+FULL_ARRIVALS = tuple(n for n in SIGNAL_OPS if OP_EFFECTS[n].updates == FULL)
+EMPTY_ARRIVALS = tuple(n for n in SIGNAL_OPS if OP_EFFECTS[n].updates == EMPTY)
 
 
 # ---------------------------------------------------------------------------------------

@@ -77,7 +77,8 @@ class Model:
         # `read_pairs_with` is the pairing rule).
         self.max_items = max([a.items for a in self.agents] + [0])
         self.tag_prologue, self.tag_epilogue = self.max_items, self.max_items + 1
-        self.bytes_vals = sorted({op.n for a in self.agents for op, _ in a.ops if op.name == "copy"}) or [0]
+        self.bytes_vals = sorted({op.n for a in self.agents for op, _ in a.ops
+                                  if OP_EFFECTS[op.name].issues == "copy"}) or [0]
         self.inflight = self._inflight_capacity()
         self.tables = self._make_tables()
         self.packing, self.words = self._make_packing()
@@ -125,7 +126,7 @@ class Model:
                 prog_rows.append([OP_CODES[op.name], self.ring_names.index(op.ring), op.n,
                                   TARGET_CODES[op.to], int(op.unless_ready),
                                   self.barrier_names.index(op.barrier) if op.name in BARRIER_OPS else -1,
-                                  self.bytes_vals.index(op.n) if op.name == "copy" else 0,
+                                  self.bytes_vals.index(op.n) if OP_EFFECTS[op.name].issues == "copy" else 0,
                                   op.every, op.at, self.tag_of(a, pc)])
         bar_count = np.zeros((max(len(self.barrier_names), 1), self.ctas), dtype=np.int64)
         for b, bar in enumerate(spec.barriers):
@@ -167,9 +168,9 @@ class Model:
 
     def _entry_layout(self):
         """(shift, mask) of kind, cta, ring, stage, value, bytes index, agent, seq in an entry."""
-        max_items = max([a.items for a in self.agents] + [1])
-        max_n = max([op.n for a in self.agents for op, _ in a.ops if op.name == "commit_empty"] + [1])
-        has_reads = any(op.name == "read_async" for a in self.agents for op, _ in a.ops)
+        max_n = max([op.n for a in self.agents for op, _ in a.ops
+                     if OP_EFFECTS[op.name].issues == "commit"] + [1])
+        has_reads = any(OP_EFFECTS[op.name].issues == "read" for a in self.agents for op, _ in a.ops)
         widths = [2, bits_for(self.ctas - 1), bits_for(self.rings - 1), bits_for(self.max_stages - 1),
                   bits_for(max(self.max_tag + 2, max_n)), bits_for(len(self.bytes_vals) - 1),
                   bits_for(len(self.agents) - 1) if has_reads else 0,
@@ -201,7 +202,8 @@ class Model:
                 laps = (a.initial_stages[r] + adv) // ring.stages
                 bounds += [(0, ring.stages - 1), (a.initial_phases[r], laps), (0, int(has_try))]
             for name in self.barrier_names:  # the generation it last sync_arrived in, plus 1
-                arrives = any(op.name == "sync_arrive" and op.barrier == name for op, _ in a.ops)
+                arrives = any(OP_EFFECTS[op.name].barrier == "arrive" and op.barrier == name
+                              for op, _ in a.ops)
                 bounds.append((0, total_ops + 1 if arrives else 0))
         has_tx = any(OP_EFFECTS[op.name].tx for a in self.agents for op, _ in a.ops)
         max_n = max([op.n for a in self.agents for op, _ in a.ops
@@ -418,7 +420,7 @@ class Model:
             args.append("unless=ready")
         if op.name in BARRIER_OPS:
             args = [op.barrier]
-        if op.name == "read_wait":
+        if OP_EFFECTS[op.name].waits_reads:
             args = [f"n={op.n}"]
         return f"{a.name}.{op.name}({', '.join(args)})"
 

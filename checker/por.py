@@ -36,6 +36,7 @@ import numpy as np
 from pipeproof.backends import nvidia
 from pipeproof.backends.base import AMD, EMPTY, FULL, jit
 from pipeproof.checker import semantics as S
+from pipeproof.spec.ops import OP_EFFECTS
 from pipeproof.spec.schema import targets
 
 # Access classes of the future tables (bit c of a class mask).
@@ -182,9 +183,10 @@ def _fill(model, agent, positions, base, mask):
                 for cls, ctas in _classes(model, agent, op):
                     for c in ctas:
                         acc[:, cls] |= np.left_shift(1, c * ms + stages)
-                if op.name in ("advance", "drain"):
+                move = OP_EFFECTS[op.name].move
+                if move == "advance":
                     after = (stages + 1) % n
-                elif op.name == "reset":
+                elif move == "reset":
                     after = np.full(n, agent.initial_stages[r])
             mask[here:here + n] = acc | mask[nxt + after]
             nxt = here

@@ -8,10 +8,11 @@ a program outside the compiled engine (the partial-order reduction's future tabl
 program-order check); checker/semantics.py `raw_next`/`settle_pc` is the same rule
 compiled, and tests/test_program.py checks the two agree on every example.
 
-Each op is described once, by its effects (`OP_EFFECTS`): what it observes, what it updates,
-what it leaves in flight, how it moves its agent's stage. checker/semantics.py derives the
-compiled engine's footprint table from it (the partial-order reduction's dependency relation
-is read off that table), and the Python-side readers ask it instead of listing op names.
+Each op is described once, by its effects (`OP_EFFECTS`, spec/ops.py, re-exported here): what it
+observes, what it updates, what it leaves in flight, how it moves its agent's stage. The
+compiled step interprets them (checker/semantics.py T.eff; the partial-order reduction's
+dependency relation is read off the same table), and the Python-side readers ask them instead
+of listing op names.
 
 Which CTA an op lands on is `spec.schema.targets`; the count a signal expects, `Ring.expected`.
 """
@@ -19,65 +20,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pipeproof.spec.schema import OPS, Spec
-
-FULL, EMPTY = 0, 1  # signal kinds (backends.base FULL, EMPTY; spec.schema SIGNAL_KINDS)
-
-
-@dataclass(frozen=True)
-class Effects:
-    """What one op does, in a fixed vocabulary."""
-    observes: int = -1       # the signal kind (FULL/EMPTY) whose phase it reads (wait, try)
-    blocks: bool = False     # enabled only when what it waits for is there (a wait, a barrier)
-    updates: int = -1        # the signal kind it updates at each of its target CTAs
-    units: int = 0           # arrivals per update: -1 the op's count n, 1 one, 0 a tx change only
-    tx: int = 0              # +1 adds the op's bytes to tx; -1 subtracts them (when a copy lands)
-    stores: bool = False     # stores a tag into the slot (at its targets)
-    checks_read: bool = False  # checks the slot holds the tag it expects
-    issues: str = ""         # "copy" | "commit" | "read": leaves an in-flight entry that acts later
-    move: str = ""           # "advance" | "reset": its effect on the agent's own stage
-    barrier: str = ""        # "sync" | "arrive" | "wait": on a named barrier
-    waits_reads: bool = False  # blocks until at most n of the agent's async reads are in flight
-
-    @property
-    def tries(self) -> bool:
-        """Reads a signal's phase without blocking (try_full, try_empty)."""
-        return self.observes >= 0 and not self.blocks
-
-    @property
-    def local(self) -> bool:
-        """Its only effect is on the agent's own stage (advance, reset)."""
-        return bool(self.move) and self == Effects(move=self.move)
-
-    @property
-    def arrives_n(self) -> bool:
-        """Its update is the op's count n of arrivals (`n=` in the spec)."""
-        return self.updates >= 0 and self.units == -1
-
-
-OP_EFFECTS = {
-    "wait_full": Effects(observes=FULL, blocks=True),
-    "wait_empty": Effects(observes=EMPTY, blocks=True),
-    "try_full": Effects(observes=FULL),
-    "try_empty": Effects(observes=EMPTY),
-    "arrive_full": Effects(updates=FULL, units=-1),
-    "arrive_empty": Effects(updates=EMPTY, units=-1),
-    "expect_tx": Effects(updates=FULL, units=1, tx=1),  # arrive.expect_tx: one arrival, +bytes
-    "copy": Effects(updates=FULL, tx=-1, stores=True, issues="copy"),  # lands later: -bytes
-    "write": Effects(stores=True),
-    "read": Effects(checks_read=True),
-    "commit_empty": Effects(updates=EMPTY, units=-1, issues="commit"),  # fires later
-    "advance": Effects(move="advance"),
-    "reset": Effects(move="reset"),
-    "drain": Effects(observes=EMPTY, blocks=True, move="advance"),  # one wait_empty per stage
-    "sync": Effects(blocks=True, barrier="sync"),
-    "read_async": Effects(checks_read=True, issues="read"),
-    "read_wait": Effects(blocks=True, waits_reads=True),  # until at most n reads are left
-    "sync_arrive": Effects(barrier="arrive"),
-    "sync_wait": Effects(blocks=True, barrier="wait"),
-}
-assert set(OP_EFFECTS) == set(OPS), "every op of spec.schema needs its effects"
-
+from pipeproof.spec.ops import EMPTY, FULL, OP_EFFECTS, Effects  # noqa: F401  (re-exported)
+from pipeproof.spec.schema import Spec
 
 @dataclass(frozen=True)
 class Agent:

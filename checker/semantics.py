@@ -18,6 +18,7 @@ checker/inflight.py's; both are re-exported here, so engines read everything as 
 """
 from pipeproof.backends import amd, nvidia
 from pipeproof.backends.base import AMD, EMPTY, FULL, jit
+from pipeproof.spec.ops import OP_EFFECTS
 from pipeproof.checker.inflight import *  # noqa: F401,F403  (re-exported: S.add_entry ...)
 from pipeproof.checker.inflight import (add_entry, anything_targets, copy_in_flight_to,
                                         entry_field, entry_into, finish_read, make_entry,
@@ -35,23 +36,20 @@ from pipeproof.checker.state_layout import (A_CTA, A_LEN, A_RING0, C_AGENTS, C_A
                                             finished, next_pc, op_row, op_tag, ring_base,
                                             sig_base, sig_index, slot_pos, targets_mask)
 
-# Op codes: the rows of the program table's P_CODE and of T.eff (model.py maps op names here).
-# Nothing in the engines compares an op code with these: they read the op's effects.
+# Op codes: the rows of the program table's P_CODE and of T.eff, in spec/ops.py's order (the
+# GPU event logs record them). Nothing in the engines compares an op code with a name: they
+# read the op's effects. The named codes are for tests and the reductions' tables.
+OP_CODES = {name: code for code, name in enumerate(OP_EFFECTS)}
+N_OPS = len(OP_CODES)
 WAIT_FULL, WAIT_EMPTY, TRY_FULL, TRY_EMPTY = 0, 1, 2, 3
 ARRIVE_FULL, ARRIVE_EMPTY, EXPECT_TX, COPY = 4, 5, 6, 7
 WRITE, READ, COMMIT_EMPTY, ADVANCE, RESET, DRAIN, SYNC = 8, 9, 10, 11, 12, 13, 14
 READ_ASYNC, READ_WAIT, SYNC_ARRIVE, SYNC_WAIT = 15, 16, 17, 18
-
-OP_CODES = {
-    "wait_full": WAIT_FULL, "wait_empty": WAIT_EMPTY, "try_full": TRY_FULL,
-    "try_empty": TRY_EMPTY, "arrive_full": ARRIVE_FULL, "arrive_empty": ARRIVE_EMPTY,
-    "expect_tx": EXPECT_TX, "copy": COPY, "write": WRITE, "read": READ,
-    "commit_empty": COMMIT_EMPTY, "advance": ADVANCE, "reset": RESET, "drain": DRAIN,
-    "sync": SYNC, "read_async": READ_ASYNC, "read_wait": READ_WAIT,
-    "sync_arrive": SYNC_ARRIVE, "sync_wait": SYNC_WAIT,
-}
-N_OPS = 19
-assert sorted(OP_CODES.values()) == list(range(N_OPS))
+assert list(OP_CODES) == ["wait_full", "wait_empty", "try_full", "try_empty", "arrive_full",
+                          "arrive_empty", "expect_tx", "copy", "write", "read", "commit_empty",
+                          "advance", "reset", "drain", "sync", "read_async", "read_wait",
+                          "sync_arrive", "sync_wait"][:N_OPS], \
+    "spec/ops.py's order is the op codes' (GPU logs record them): add a new op at the end"
 
 # Each op's effects as a table, one row per op code (T.eff; the partial-order reduction's
 # footprint table F.eff is the same table, docs/reductions.md). Columns:
@@ -76,7 +74,6 @@ BAR_SYNC, BAR_ARRIVE, BAR_WAIT = 1, 2, 3
 def effects_table():
     """The effects of every op as an int64 array, one row per op code (T.eff, F.eff)."""
     import numpy as np
-    from pipeproof.checker.program import OP_EFFECTS
     moves = {"": 0, "advance": STAGE_ADVANCE, "reset": STAGE_RESET}
     issues = {"": 0, "copy": ENTRY_COPY, "commit": ENTRY_COMMIT, "read": ENTRY_READ}
     barriers = {"": 0, "sync": BAR_SYNC, "arrive": BAR_ARRIVE, "wait": BAR_WAIT}

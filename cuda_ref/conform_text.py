@@ -47,7 +47,7 @@ def why_disabled(m: Model, state, a, op) -> str:
     e = OP_EFFECTS[op.name]
     if e.blocks and e.observes >= 0:   # a wait on a signal's phase (drain: one per stage)
         return "not enabled: " + signal_text(m, state, S.sig_index(T, cta, r, stage, e.observes), phase)
-    if op.name == "read_wait":         # its condition (reads in flight) is no effect of OP_EFFECTS
+    if e.waits_reads:                  # until at most n of its async reads are in flight
         n = S.reads_in_flight(T, np.array(state, dtype=np.int64), a)
         return f"not enabled: {n} async read(s) in flight, read_wait {op.n} needs at most {op.n}"
     if e.barrier == "wait":

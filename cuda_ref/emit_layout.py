@@ -7,7 +7,12 @@ from pipeproof.cuda_ref.emit_common import (
     BULK_ALIGN, MAX_DYNAMIC_SMEM, MAX_HW_BARRIERS, SLOT_ALIGN, WRITE_REGION, Region, RingLayout,
     round_up,
 )
+from pipeproof.spec.ops import OP_EFFECTS
 from pipeproof.spec.schema import targets
+
+
+def _copies(op) -> bool:
+    return OP_EFFECTS[op.name].issues == "copy"
 
 
 class Layout:
@@ -20,11 +25,12 @@ class Layout:
                 for pc, (op, _) in enumerate(a.ops):
                     if op.ring != ring.name:
                         continue
-                    if op.name == "copy":
+                    eff = OP_EFFECTS[op.name]
+                    if eff.issues == "copy":
                         tag = self.model.tag_of(a, pc)
                         copies.append(Region(i, pc, 0, op.n, targets(self.k, a.cta, op.to),
                                              op.every, op.at, a.items if tag < 0 else 1, tag=tag))
-                    elif op.name == "write":
+                    elif eff.stores:
                         writes = True
             if copies and writes:
                 raise self.fail(f"ring {ring.name!r} is filled by both write and copy ops; the "
@@ -85,7 +91,7 @@ class Layout:
         for b, name in enumerate(self.model.barrier_names):
             uses = {op.name for a in self.model.agents for op, _ in a.ops if op.barrier == name}
             users = [sum(1 for a in self.model.agents if a.cta == c and any(
-                op.name == "sync" and op.barrier == name for op, _ in a.ops))
+                OP_EFFECTS[op.name].barrier == "sync" and op.barrier == name for op, _ in a.ops))
                 for c in range(self.k)]
             counts = [int(self.model.tables.bar_count[b, c]) for c in range(self.k)]
             if (uses == {"sync"} and users == counts and hw_id <= MAX_HW_BARRIERS
@@ -144,7 +150,7 @@ class Layout:
                     fan = max(fan, self.k)
             # each step, plus a finish or fires per step, plus a timeout
             events += executed * (2 + fan) + 2
-            copies = sum(1 for op, _ in a.ops[a.body_start:a.body_end] if op.name == "copy")
-            once = sum(1 for op, _ in a.ops[:a.body_start] + a.ops[a.body_end:] if op.name == "copy")
+            copies = sum(1 for op, _ in a.ops[a.body_start:a.body_end] if _copies(op))
+            once = sum(1 for op, _ in a.ops[:a.body_start] + a.ops[a.body_end:] if _copies(op))
             records += (copies * a.items + once) * self.k  # prologue and epilogue copies too
         return events, max(records, 1)

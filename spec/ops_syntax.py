@@ -9,21 +9,27 @@ import re
 from pipeproof.spec.load_checks import (
     IDENTIFIER, MAX_BYTES, MAX_ITEMS, _did_you_mean, _Invalid, _show,
 )
+from pipeproof.spec.ops import EMPTY, FULL, OP_EFFECTS
 from pipeproof.spec.schema import MAIN_RING, MAX_COUNT, OPS, RING_OPS, TARGETS, Op
 
 
-# Op families (docs/model.md "Ops").
-COUNT_OPS = ("arrive_full", "arrive_empty", "commit_empty")   # optional count N
-BYTE_OPS = ("expect_tx", "copy")                             # required byte count N
+def _ops(pred) -> tuple:
+    return tuple(n for n, e in OP_EFFECTS.items() if pred(e))
+
+
+# Op families (docs/model.md "Ops"), read off each op's effects (spec/ops.py).
+COUNT_OPS = _ops(lambda e: e.arrives_n)                      # optional count N
+BYTE_OPS = _ops(lambda e: e.tx != 0)                         # required byte count N
 TARGET_OPS = COUNT_OPS + BYTE_OPS                            # take to=
-WAIT_OPS = ("wait_full", "wait_empty")                       # take unless=ready
-BARRIER_OPS = ("sync", "sync_arrive", "sync_wait")           # take a barrier name
-NVIDIA_ONLY_OPS = ("expect_tx", "copy")
+WAIT_OPS = _ops(lambda e: e.observes >= 0 and e.blocks and not e.move)  # take unless=ready
+BARRIER_OPS = _ops(lambda e: bool(e.barrier))                # take a barrier name
+NVIDIA_ONLY_OPS = BYTE_OPS                                   # tx bytes: TMA, nvidia only
+READ_WAIT_OPS = _ops(lambda e: e.waits_reads)                # optional count n in 0..MAX_READ_WAIT
 ITEM_KEYS = ("every", "at")                                  # any op, body only
 MAX_READ_WAIT = 64                                           # read_wait [n]: n in 0..64
 # Which signal of a ring an op waits on, for the default initial phase per ring.
-WAITS_ON_EMPTY = ("wait_empty", "try_empty", "drain")
-WAITS_ON_FULL = ("wait_full", "try_full")
+WAITS_ON_EMPTY = _ops(lambda e: e.observes == EMPTY)
+WAITS_ON_FULL = _ops(lambda e: e.observes == FULL)
 # Decimal with optional underscores (as TOML writes integers), or hex.
 OP_INTEGER = re.compile(r"(0|[1-9][0-9]*(_[0-9]+)*|0[xX][0-9a-fA-F]+(_[0-9a-fA-F]+)*)")
 
@@ -83,8 +89,8 @@ def _operand_fields(name: str, operands: list[str], text: str, where: str) -> di
             raise _Invalid(where, f"op {text!r}: missing byte count (write '{name} BYTES', "
                                   f"e.g. '{name} 16384')")
         return {"n": _op_integer(operands[0], 1, MAX_BYTES, "byte count", text, where)}
-    if name == "read_wait":
-        _at_most_one(operands, "read_wait takes at most one count", text, where)
+    if name in READ_WAIT_OPS:
+        _at_most_one(operands, f"{name} takes at most one count", text, where)
         if not operands:
             return {"n": 0}  # wait until no async read of the agent is in flight
         return {"n": _op_integer(operands[0], 0, MAX_READ_WAIT, "count", text, where)}

@@ -7,19 +7,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-# Op names of the core language (docs/model.md "Ops"). Order is the order used in error messages.
-OPS = (
-    "wait_full", "wait_empty", "try_full", "try_empty",
-    "arrive_full", "arrive_empty", "expect_tx", "copy", "write", "read",
-    "commit_empty", "advance", "reset", "drain", "sync",
-    # [expressiveness]
-    "read_async", "read_wait", "sync_arrive", "sync_wait",
-)
-# Ops that act on a ring's current slot or signals, and so take `ring=NAME`.
-RING_OPS = (
-    "wait_full", "wait_empty", "try_full", "try_empty", "arrive_full", "arrive_empty",
-    "expect_tx", "copy", "write", "read", "read_async", "commit_empty", "advance", "reset", "drain",
-)
+from pipeproof.spec.ops import OP_EFFECTS, OPS  # noqa: F401  (OPS re-exported: the op names)
+
+# Ops that act on a ring's current slot, signals or stage, and so take `ring=NAME`.
+RING_OPS = tuple(n for n, e in OP_EFFECTS.items()
+                 if e.observes >= 0 or e.updates >= 0 or e.stores or e.checks_read or e.move)
 MAIN_RING = "main"  # the ring of [pipeline]
 TARGETS = ("self", "leader", "peer", "all")
 BACKENDS = ("nvidia", "amd")
@@ -50,8 +42,8 @@ class Op:
 
 
 SECTIONS = ("prologue", "body", "epilogue")
-FILL_OPS = ("copy", "write")    # store a tag into a slot
-READ_OPS = ("read", "read_async")  # check a slot's tag
+FILL_OPS = tuple(n for n, e in OP_EFFECTS.items() if e.stores)       # store a tag into a slot
+READ_OPS = tuple(n for n, e in OP_EFFECTS.items() if e.checks_read)  # check a slot's tag
 
 
 SIGNAL_KINDS = ("full", "empty")  # kind 0 and kind 1 (backends.base FULL and EMPTY)
