@@ -30,8 +30,7 @@ KIND_BITS = (S.DEADLOCK, S.READ_BEFORE_FILL, S.OVERWRITE_BEFORE_DRAIN, S.PHASE_A
 MAX_INFLIGHT = 24
 
 # The numba-visible model: every member an int64 numpy array.
-Tables = namedtuple("Tables", ["cfg", "ring", "agent", "prog", "bar_count", "bytes_vals", "ent",
-                               "eff"])
+Tables = namedtuple("Tables", ["cfg", "ring", "agent", "prog", "bar_count", "bytes_vals", "ent"])
 # Bit packing of the state vector into `words` int64 words (63 bits used per word).
 Packing = namedtuple("Packing", ["word", "shift", "width", "bias", "live"])
 
@@ -117,6 +116,7 @@ class Model:
         ring = np.array([[r.stages, r.expected(FULL), r.expected(EMPTY)]
                          for r in self.ring_specs], dtype=np.int64)
         prog_rows, agent_rows = [], []
+        effects = S.effects_table()
         for a in self.agents:
             row = [a.cta, a.body_start, a.body_end, len(a.ops), a.items, len(prog_rows)]
             for r in range(self.rings):
@@ -127,7 +127,8 @@ class Model:
                                   TARGET_CODES[op.to], int(op.unless_ready),
                                   self.barrier_names.index(op.barrier) if op.name in BARRIER_OPS else -1,
                                   self.bytes_vals.index(op.n) if OP_EFFECTS[op.name].issues == "copy" else 0,
-                                  op.every, op.at, self.tag_of(a, pc)])
+                                  op.every, op.at, self.tag_of(a, pc)]
+                                 + list(effects[OP_CODES[op.name]]))  # at S.P_EFF
         bar_count = np.zeros((max(len(self.barrier_names), 1), self.ctas), dtype=np.int64)
         for b, bar in enumerate(spec.barriers):
             for cta in range(self.ctas):
@@ -136,9 +137,9 @@ class Model:
         self.entry_fields = self._entry_layout()
         ent = np.array(self.entry_fields, dtype=np.int64)
         return Tables(cfg, ring, np.array(agent_rows, dtype=np.int64).reshape(len(self.agents), -1),
-                      np.array(prog_rows or [[0, 0, 0, 0, 0, -1, 0, 1, 0, -1]], dtype=np.int64),
-                      bar_count, np.array(self.bytes_vals, dtype=np.int64), ent,
-                      S.effects_table())
+                      np.array(prog_rows or [[0, 0, 0, 0, 0, -1, 0, 1, 0, -1] + list(effects[0])],
+                               dtype=np.int64),
+                      bar_count, np.array(self.bytes_vals, dtype=np.int64), ent)
 
     def tag_of(self, a: Agent, pc: int) -> int:
         """P_TAG of an op: -1 for the agent's item (a body fill, or a read pairing with one),

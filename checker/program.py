@@ -10,9 +10,9 @@ compiled, and tests/test_program.py checks the two agree on every example.
 
 Each op is described once, by its effects (`OP_EFFECTS`, spec/ops.py, re-exported here): what it
 observes, what it updates, what it leaves in flight, how it moves its agent's stage. The
-compiled step interprets them (checker/semantics.py T.eff; the partial-order reduction's
-dependency relation is read off the same table), and the Python-side readers ask them instead
-of listing op names.
+compiled step interprets them (checker/semantics.py, from the program rows' P_EFF columns;
+the partial-order reduction's dependency relation is read off the same table), and the
+Python-side readers ask them instead of listing op names.
 
 Which CTA an op lands on is `spec.schema.targets`; the count a signal expects, `Ring.expected`.
 """

@@ -6,9 +6,10 @@ code and the model tables `T` (checker/model.py builds them), it writes the succ
 `state_violations` gives the properties of a state itself (deadlock, a waiter outside its
 phase window). Signal updates go through backends/ and nowhere else.
 
-`step` does not know op names: it interprets each op's effects (T.eff, one row per op code,
-derived from checker/program.py OP_EFFECTS by `effects_table`), so an op made of existing
-effects is added in program.py alone.
+`step` does not know op names: it interprets each op's effects (`effects_table`, from
+spec/ops.py OP_EFFECTS), which the model appends to every row of the program table (columns
+P_EFF + EF_*, read where the op's other operands are), so an op made of existing effects is
+added in spec/ops.py alone.
 
 Action codes: 0 .. A-1 = agent a executes its next op; A + j = in-flight entry j of `st`
 lands (copy), fires (commit) or finishes (async read).
@@ -29,14 +30,14 @@ from pipeproof.checker.state_layout import (A_CTA, A_LEN, A_RING0, C_AGENTS, C_A
                                             C_RINGS, C_TAG_OUTSIDE, DET_W, E_AGENT, E_BIDX,
                                             E_CTA, E_KIND, E_RING, E_SEQ, E_STAGE, E_VAL,
                                             ENTRY_COMMIT, ENTRY_COPY, ENTRY_READ, F_ITEM, F_PC,
-                                            F_SYNC, P_BARRIER, P_BYTES_IDX, P_CODE, P_N,
+                                            F_SYNC, P_BARRIER, P_BYTES_IDX, P_EFF, P_N,
                                             P_RING, P_TARGET, P_UNLESS, R_EMPTY_COUNT,
                                             R_FULL_COUNT, R_STAGES, advance_stage, agent_base,
                                             arrived_field, bar_pos, cta_gone, expected_of,
                                             finished, next_pc, op_row, op_tag, ring_base,
                                             sig_base, sig_index, slot_pos, targets_mask)
 
-# Op codes: the rows of the program table's P_CODE and of T.eff, in spec/ops.py's order (the
+# Op codes: the program table's P_CODE and the rows of `effects_table`, in spec/ops.py's order (the
 # GPU event logs record them). Nothing in the engines compares an op code with a name: they
 # read the op's effects. The named codes are for tests and the reductions' tables.
 OP_CODES = {name: code for code, name in enumerate(OP_EFFECTS)}
@@ -51,8 +52,8 @@ assert list(OP_CODES) == ["wait_full", "wait_empty", "try_full", "try_empty", "a
                           "sync_arrive", "sync_wait"][:N_OPS], \
     "spec/ops.py's order is the op codes' (GPU logs record them): add a new op at the end"
 
-# Each op's effects as a table, one row per op code (T.eff; the partial-order reduction's
-# footprint table F.eff is the same table, docs/reductions.md). Columns:
+# Each op's effects as a table, one row per op code (appended to each program row at P_EFF;
+# the partial-order reduction's footprint table F.eff is the same table). Columns:
 #   EF_OBS     signal kind it observes (FULL/EMPTY; -1 none): a wait or try reads the parity
 #   EF_BLOCKS  1: enabled only when what it waits for is there (a signal, a barrier, its reads)
 #   EF_UPD     signal kind it updates (-1 none), at each of its target CTAs
@@ -72,7 +73,7 @@ BAR_SYNC, BAR_ARRIVE, BAR_WAIT = 1, 2, 3
 
 
 def effects_table():
-    """The effects of every op as an int64 array, one row per op code (T.eff, F.eff)."""
+    """The effects of every op as an int64 array, one row per op code (P_EFF.., F.eff)."""
     import numpy as np
     moves = {"": 0, "advance": STAGE_ADVANCE, "reset": STAGE_RESET}
     issues = {"": 0, "copy": ENTRY_COPY, "commit": ENTRY_COMMIT, "read": ENTRY_READ}
@@ -199,15 +200,14 @@ def reads_pending(T, st, a, t, r, s):
     outside = t >= T.cfg[C_TAG_OUTSIDE]
     while pc < length and (item <= t or outside):
         row = op_row(T, a, pc)
-        E = T.eff[T.prog[row, P_CODE]]
         if T.prog[row, P_RING] == r:
-            if E[EF_READS] and op_tag(T, row, item) == t and stage == s:
+            if T.prog[row, P_EFF + EF_READS] and op_tag(T, row, item) == t and stage == s:
                 return True
-            if E[EF_STAGE] == STAGE_ADVANCE:
+            if T.prog[row, P_EFF + EF_STAGE] == STAGE_ADVANCE:
                 stage += 1
                 if stage == stages:
                     stage = 0
-            elif E[EF_STAGE] == STAGE_RESET:
+            elif T.prog[row, P_EFF + EF_STAGE] == STAGE_RESET:
                 stage = T.agent[a, A_RING0 + 2 * r]
         pc, item = next_pc(T, a, pc, item)
     return False
@@ -248,7 +248,7 @@ def step(T, st, code, out, det):
     """Successor of `st` under action `code` into `out`; -1 if disabled, else violation bits.
 
     `det` must hold -1 everywhere on entry; a violating step fills the entries of its kinds.
-    The agent's op is interpreted by its effects (T.eff): first what it waits for, then what
+    The agent's op is interpreted by its effects (P_EFF..): first what it waits for, then what
     it observes, updates or issues at its target CTAs, stores or checks, and last how it moves
     its own stage, its barrier and its position.
     """
@@ -267,26 +267,17 @@ def step(T, st, code, out, det):
     if pc >= T.agent[a, A_LEN] or st[base + F_SYNC] == 1:
         return -1
     row = op_row(T, a, pc)
-    E = T.eff[T.prog[row, P_CODE]]
     r = T.prog[row, P_RING]
     rb = ring_base(T, a, r)
     stage = st[rb]
     phase = st[rb + 1]
     cta = T.agent[a, A_CTA]
     bits = 0
-    # -- what it waits for (decided before the state is copied: most disabled actions wait)
-    if E[EF_BLOCKS]:
-        if E[EF_WAITS_READS] and reads_in_flight(T, st, a) > T.prog[row, P_N]:
-            return -1
-        if E[EF_BARRIER] == BAR_WAIT:
-            b = T.prog[row, P_BARRIER]
-            arrived = st[arrived_field(T.cfg[C_AGF], T.cfg[C_RINGS], a, b)]
-            if st[bar_pos(T, b, cta) + 1] < max(arrived, 1):
-                return -1
-    obs = E[EF_OBS]
+    # -- what it waits for, decided before the state is copied (most disabled actions wait)
+    obs = T.prog[row, P_EFF + EF_OBS]
     if obs >= 0:
         sig = sig_index(T, cta, r, stage, obs)
-        if E[EF_BLOCKS]:  # a wait: passes when the signal is ready (or is skipped)
+        if T.prog[row, P_EFF + EF_BLOCKS]:  # a wait: passes when the signal is ready (or is skipped)
             waits = not skips_wait(T, st, row, rb)
             if waits and not signal_ready(T, st, sig, phase):
                 return -1
@@ -303,17 +294,25 @@ def step(T, st, code, out, det):
                 note(det, PHASE_ALIAS, sig, a, phase, st[sig_base(T, sig)])
                 bits |= PHASE_ALIAS
     else:
+        if T.prog[row, P_EFF + EF_BLOCKS]:  # on its own async reads, or on a barrier's generation
+            if T.prog[row, P_EFF + EF_WAITS_READS] and reads_in_flight(T, st, a) > T.prog[row, P_N]:
+                return -1
+            if T.prog[row, P_EFF + EF_BARRIER] == BAR_WAIT:
+                b = T.prog[row, P_BARRIER]
+                arrived = st[arrived_field(T.cfg[C_AGF], T.cfg[C_RINGS], a, b)]
+                if st[bar_pos(T, b, cta) + 1] < max(arrived, 1):
+                    return -1
         copy_state(T, st, out)
     # -- its update at each target CTA: now, or by the entry it issues (lands or fires later)
     n = T.prog[row, P_N]
-    if E[EF_TX] != 0 and n > nvidia.TX_LIMIT:
+    if T.prog[row, P_EFF + EF_TX] != 0 and n > nvidia.TX_LIMIT:
         note(det, TX_RANGE, sig_index(T, cta, r, stage, FULL), n, a, 0)
         bits |= TX_RANGE | TRAP
-    issued = E[EF_ASYNC]
-    kind = E[EF_UPD]
+    issued = T.prog[row, P_EFF + EF_ASYNC]
+    kind = T.prog[row, P_EFF + EF_UPD]
     if kind >= 0:
-        count = n if E[EF_UNITS] == -1 else E[EF_UNITS]
-        tx = n if E[EF_TX] > 0 else 0
+        count = n if T.prog[row, P_EFF + EF_UNITS] == -1 else T.prog[row, P_EFF + EF_UNITS]
+        tx = n if T.prog[row, P_EFF + EF_TX] > 0 else 0
         mask = targets_mask(T, a, T.prog[row, P_TARGET])
         for dst in range(T.cfg[C_CTAS]):
             if mask & (1 << dst):
@@ -338,9 +337,9 @@ def step(T, st, code, out, det):
                 if not add_entry(T, out, e):
                     return INFLIGHT_FULL
     # -- the slot: a store now (a copy's lands with it), a read's check
-    if E[EF_WRITES] and issued == 0:
+    if T.prog[row, P_EFF + EF_WRITES] and issued == 0:
         bits |= store_tag(T, out, cta, r, stage, op_tag(T, row, st[base + F_ITEM]), det)
-    if E[EF_READS]:
+    if T.prog[row, P_EFF + EF_READS]:
         pos = slot_pos(T, cta, r, stage)
         want = op_tag(T, row, st[base + F_ITEM])
         if st[pos] != want or copy_in_flight_to(T, st, cta, r, stage):
@@ -352,20 +351,20 @@ def step(T, st, code, out, det):
             if not add_entry(T, out, e):
                 return INFLIGHT_FULL
     # -- its own stage
-    if E[EF_STAGE] == STAGE_ADVANCE:
+    if T.prog[row, P_EFF + EF_STAGE] == STAGE_ADVANCE:
         advance_stage(T, out, a, r)
-    elif E[EF_STAGE] == STAGE_RESET:
+    elif T.prog[row, P_EFF + EF_STAGE] == STAGE_RESET:
         out[rb] = T.agent[a, A_RING0 + 2 * r]
         out[rb + 1] = T.agent[a, A_RING0 + 2 * r + 1]
     # -- a named barrier: an arrival, which the last one of a generation completes
-    if E[EF_BARRIER] == BAR_SYNC or E[EF_BARRIER] == BAR_ARRIVE:
+    if T.prog[row, P_EFF + EF_BARRIER] == BAR_SYNC or T.prog[row, P_EFF + EF_BARRIER] == BAR_ARRIVE:
         b = T.prog[row, P_BARRIER]
         pos = bar_pos(T, b, cta)
-        if E[EF_BARRIER] == BAR_ARRIVE:
+        if T.prog[row, P_EFF + EF_BARRIER] == BAR_ARRIVE:
             out[arrived_field(T.cfg[C_AGF], T.cfg[C_RINGS], a, b)] = out[pos + 1] + 1
         out[pos] += 1
         if out[pos] < T.bar_count[b, cta]:
-            if E[EF_BARRIER] == BAR_SYNC:
+            if T.prog[row, P_EFF + EF_BARRIER] == BAR_SYNC:
                 out[base + F_SYNC] = 1
                 return bits  # blocked: pc stays at the sync
         else:
@@ -388,7 +387,7 @@ def release_sync(T, st, releaser, cta, barrier):
             continue
         bb = agent_base(T, b)
         row = op_row(T, b, st[bb + F_PC])
-        if (st[bb + F_SYNC] == 1 and T.eff[T.prog[row, P_CODE], EF_BARRIER] == BAR_SYNC
+        if (st[bb + F_SYNC] == 1 and T.prog[row, P_EFF + EF_BARRIER] == BAR_SYNC
                 and T.prog[row, P_BARRIER] == barrier):
             st[bb + F_SYNC] = 0
             st[bb + F_PC], st[bb + F_ITEM] = next_pc(T, b, st[bb + F_PC], st[bb + F_ITEM])
@@ -434,11 +433,10 @@ def local_step(T, st, a):
     if pc >= T.agent[a, A_LEN] or st[base + F_SYNC] == 1:
         return False
     row = op_row(T, a, pc)
-    E = T.eff[T.prog[row, P_CODE]]
-    if E[EF_OBS] >= 0 and E[EF_BLOCKS] and E[EF_STAGE] == 0:
+    if T.prog[row, P_EFF + EF_OBS] >= 0 and T.prog[row, P_EFF + EF_BLOCKS] and T.prog[row, P_EFF + EF_STAGE] == 0:
         if not skips_wait(T, st, row, ring_base(T, a, T.prog[row, P_RING])):
             return False
-    elif not E[EF_LOCAL]:
+    elif not T.prog[row, P_EFF + EF_LOCAL]:
         return False
     return next_pc(T, a, pc, st[base + F_ITEM])[0] < T.agent[a, A_LEN]
 
@@ -451,14 +449,13 @@ def at_blocking_wait(T, st, a):
     if pc >= T.agent[a, A_LEN] or st[base + F_SYNC] == 1:
         return -1, 0
     row = op_row(T, a, pc)
-    E = T.eff[T.prog[row, P_CODE]]
-    if E[EF_OBS] < 0 or not E[EF_BLOCKS]:
+    if T.prog[row, P_EFF + EF_OBS] < 0 or not T.prog[row, P_EFF + EF_BLOCKS]:
         return -1, 0
     r = T.prog[row, P_RING]
     rb = ring_base(T, a, r)
     if skips_wait(T, st, row, rb):
         return -1, 0  # a skipped wait is not evaluated
-    return sig_index(T, T.agent[a, A_CTA], r, st[rb], E[EF_OBS]), st[rb + 1]
+    return sig_index(T, T.agent[a, A_CTA], r, st[rb], T.prog[row, P_EFF + EF_OBS]), st[rb + 1]
 
 
 @jit

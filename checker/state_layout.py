@@ -25,6 +25,7 @@ A_RING0 = 6  # then (initial_stage, initial_phase) per ring
 
 # prog table columns
 P_CODE, P_RING, P_N, P_TARGET, P_UNLESS, P_BARRIER, P_BYTES_IDX, P_EVERY, P_AT, P_TAG = 0, 1, 2, 3, 4, 5, 6, 7, 8, 9
+P_EFF = 10  # then the op's effects (semantics.effects_table's columns EF_*)
 
 # agent state fields
 F_PC, F_ITEM, F_SYNC, F_RING0 = 0, 1, 2, 3

@@ -1,5 +1,5 @@
 """checker/program.py: the one plain-Python program order agrees with the compiled one, and
-semantics.step, which interprets each op's effects (OP_EFFECTS, compiled into T.eff), changes
+semantics.step, which interprets each op's effects (OP_EFFECTS, compiled into the program rows at P_EFF), changes
 only what those effects say, on every example's states."""
 from __future__ import annotations
 
@@ -94,7 +94,7 @@ def test_effects_describe_the_step(path):
 
 def test_a_wrong_effect_is_caught(monkeypatch):
     """The check above can fail: the step interprets the effects the model was compiled with
-    (T.eff); claim afterwards that arrive_full updates nothing, and a step contradicts it."""
+    (its P_EFF columns); claim afterwards that arrive_full updates nothing, and a step contradicts it."""
     from pipeproof.checker import program
     model = compile_model(load_spec(EXAMPLES[[p.stem for p in EXAMPLES].index("mojo_pcp_nvidia")]))
     monkeypatch.setitem(program.OP_EFFECTS, "arrive_full", program.Effects())
