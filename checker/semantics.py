@@ -46,10 +46,10 @@ WAIT_FULL, WAIT_EMPTY, TRY_FULL, TRY_EMPTY = 0, 1, 2, 3
 ARRIVE_FULL, ARRIVE_EMPTY, EXPECT_TX, COPY = 4, 5, 6, 7
 WRITE, READ, COMMIT_EMPTY, ADVANCE, RESET, DRAIN, SYNC = 8, 9, 10, 11, 12, 13, 14
 READ_ASYNC, READ_WAIT, SYNC_ARRIVE, SYNC_WAIT = 15, 16, 17, 18
-assert list(OP_CODES) == ["wait_full", "wait_empty", "try_full", "try_empty", "arrive_full",
-                          "arrive_empty", "expect_tx", "copy", "write", "read", "commit_empty",
-                          "advance", "reset", "drain", "sync", "read_async", "read_wait",
-                          "sync_arrive", "sync_wait"][:N_OPS], \
+assert list(OP_CODES)[:19] == ["wait_full", "wait_empty", "try_full", "try_empty", "arrive_full",
+                              "arrive_empty", "expect_tx", "copy", "write", "read", "commit_empty",
+                              "advance", "reset", "drain", "sync", "read_async", "read_wait",
+                              "sync_arrive", "sync_wait"], \
     "spec/ops.py's order is the op codes' (GPU logs record them): add a new op at the end"
 
 # Each op's effects as a table, one row per op code (appended to each program row at P_EFF;
@@ -66,8 +66,9 @@ assert list(OP_CODES) == ["wait_full", "wait_empty", "try_full", "try_empty", "a
 #   EF_BARRIER what it does at a named barrier: BAR_SYNC, BAR_ARRIVE, BAR_WAIT (0 none)
 #   EF_WAITS_READS  1: blocks until at most n of the agent's async reads are in flight
 #   EF_LOCAL   1: its only effect is on the agent's own stage (`local_step`)
+#   EF_ACTS    1: it does anything besides waiting or observing (0: `step` moves it on at once)
 (EF_OBS, EF_BLOCKS, EF_UPD, EF_UNITS, EF_TX, EF_WRITES, EF_READS, EF_ASYNC, EF_STAGE,
- EF_BARRIER, EF_WAITS_READS, EF_LOCAL) = range(12)
+ EF_BARRIER, EF_WAITS_READS, EF_LOCAL, EF_ACTS) = range(13)
 STAGE_ADVANCE, STAGE_RESET = 1, 2
 BAR_SYNC, BAR_ARRIVE, BAR_WAIT = 1, 2, 3
 
@@ -83,7 +84,7 @@ def effects_table():
         rows[OP_CODES[name]] = (e.observes, int(e.blocks), e.updates, e.units, e.tx,
                                 int(e.stores), int(e.checks_read), issues[e.issues],
                                 moves[e.move], barriers[e.barrier], int(e.waits_reads),
-                                int(e.local))
+                                int(e.local), int(e.acts))
     return np.array(rows, dtype=np.int64)
 
 # Violation bits, in the reporting order (docs/model.md "Violation kinds").
@@ -277,7 +278,7 @@ def step(T, st, code, out, det):
     obs = T.prog[row, P_EFF + EF_OBS]
     if obs >= 0:
         sig = sig_index(T, cta, r, stage, obs)
-        if T.prog[row, P_EFF + EF_BLOCKS]:  # a wait: passes when the signal is ready (or is skipped)
+        if T.prog[row, P_EFF + EF_BLOCKS]:  # a wait: passes when the signal is ready or skipped
             waits = not skips_wait(T, st, row, rb)
             if waits and not signal_ready(T, st, sig, phase):
                 return -1
@@ -303,75 +304,78 @@ def step(T, st, code, out, det):
                 if st[bar_pos(T, b, cta) + 1] < max(arrived, 1):
                     return -1
         copy_state(T, st, out)
-    # -- its update at each target CTA: now, or by the entry it issues (lands or fires later)
-    n = T.prog[row, P_N]
-    if T.prog[row, P_EFF + EF_TX] != 0 and n > nvidia.TX_LIMIT:
-        note(det, TX_RANGE, sig_index(T, cta, r, stage, FULL), n, a, 0)
-        bits |= TX_RANGE | TRAP
-    issued = T.prog[row, P_EFF + EF_ASYNC]
-    kind = T.prog[row, P_EFF + EF_UPD]
-    if kind >= 0:
-        count = n if T.prog[row, P_EFF + EF_UNITS] == -1 else T.prog[row, P_EFF + EF_UNITS]
-        tx = n if T.prog[row, P_EFF + EF_TX] > 0 else 0
-        mask = targets_mask(T, a, T.prog[row, P_TARGET])
-        for dst in range(T.cfg[C_CTAS]):
-            if mask & (1 << dst):
-                if issued == 0:
-                    sig = sig_index(T, dst, r, stage, kind)
+    if T.prog[row, P_EFF + EF_ACTS]:
+        # -- its update at each target CTA: now, or by the entry it issues (lands or fires later)
+        n = T.prog[row, P_N]
+        if T.prog[row, P_EFF + EF_TX] != 0 and n > nvidia.TX_LIMIT:
+            note(det, TX_RANGE, sig_index(T, cta, r, stage, FULL), n, a, 0)
+            bits |= TX_RANGE | TRAP
+        issued = T.prog[row, P_EFF + EF_ASYNC]
+        kind = T.prog[row, P_EFF + EF_UPD]
+        if kind >= 0:
+            count = n if T.prog[row, P_EFF + EF_UNITS] == -1 else T.prog[row, P_EFF + EF_UNITS]
+            tx = n if T.prog[row, P_EFF + EF_TX] > 0 else 0
+            mask = targets_mask(T, a, T.prog[row, P_TARGET])
+            for dst in range(T.cfg[C_CTAS]):
+                if mask & (1 << dst):
+                    if issued == 0:
+                        sig = sig_index(T, dst, r, stage, kind)
+                        if cta_gone(T, st, dst):
+                            note(det, INFLIGHT_AT_EXIT, dst, a, sig, 1)
+                            bits |= INFLIGHT_AT_EXIT
+                        bits |= signal_update(T, out, sig, count, tx, det)
+                        continue
                     if cta_gone(T, st, dst):
-                        note(det, INFLIGHT_AT_EXIT, dst, a, sig, 1)
+                        note(det, INFLIGHT_AT_EXIT, dst, a, -1, 2)
                         bits |= INFLIGHT_AT_EXIT
-                    bits |= signal_update(T, out, sig, count, tx, det)
-                    continue
-                if cta_gone(T, st, dst):
-                    note(det, INFLIGHT_AT_EXIT, dst, a, -1, 2)
-                    bits |= INFLIGHT_AT_EXIT
-                if issued == ENTRY_COPY:
-                    e = make_entry(T, ENTRY_COPY, dst, r, stage, op_tag(T, row, st[base + F_ITEM]) + 1,
-                                   T.prog[row, P_BYTES_IDX], 0, 0)
-                else:
-                    # tcgen05.commit: fires only after the agent's async reads issued before it
-                    after = reads_in_flight(T, st, a)
-                    e = make_entry(T, ENTRY_COMMIT, dst, r, stage, count, 0,
-                                   a if after > 0 else 0, after)
+                    if issued == ENTRY_COPY:
+                        tag = op_tag(T, row, st[base + F_ITEM])
+                        e = make_entry(T, ENTRY_COPY, dst, r, stage, tag + 1,
+                                       T.prog[row, P_BYTES_IDX], 0, 0)
+                    else:
+                        # tcgen05.commit: fires only after the agent's async reads issued before it
+                        after = reads_in_flight(T, st, a)
+                        e = make_entry(T, ENTRY_COMMIT, dst, r, stage, count, 0,
+                                       a if after > 0 else 0, after)
+                    if not add_entry(T, out, e):
+                        return INFLIGHT_FULL
+        # -- the slot: a store now (a copy's lands with it), a read's check
+        if T.prog[row, P_EFF + EF_WRITES] and issued == 0:
+            bits |= store_tag(T, out, cta, r, stage, op_tag(T, row, st[base + F_ITEM]), det)
+        if T.prog[row, P_EFF + EF_READS]:
+            pos = slot_pos(T, cta, r, stage)
+            want = op_tag(T, row, st[base + F_ITEM])
+            if st[pos] != want or copy_in_flight_to(T, st, cta, r, stage):
+                note(det, READ_BEFORE_FILL, pos, a, st[pos], want)
+                bits |= READ_BEFORE_FILL
+            if issued == ENTRY_READ:
+                e = make_entry(T, ENTRY_READ, cta, r, stage, want + 1, 0, a,
+                               reads_in_flight(T, st, a))
                 if not add_entry(T, out, e):
                     return INFLIGHT_FULL
-    # -- the slot: a store now (a copy's lands with it), a read's check
-    if T.prog[row, P_EFF + EF_WRITES] and issued == 0:
-        bits |= store_tag(T, out, cta, r, stage, op_tag(T, row, st[base + F_ITEM]), det)
-    if T.prog[row, P_EFF + EF_READS]:
-        pos = slot_pos(T, cta, r, stage)
-        want = op_tag(T, row, st[base + F_ITEM])
-        if st[pos] != want or copy_in_flight_to(T, st, cta, r, stage):
-            note(det, READ_BEFORE_FILL, pos, a, st[pos], want)
-            bits |= READ_BEFORE_FILL
-        if issued == ENTRY_READ:
-            e = make_entry(T, ENTRY_READ, cta, r, stage, want + 1, 0, a,
-                           reads_in_flight(T, st, a))
-            if not add_entry(T, out, e):
-                return INFLIGHT_FULL
-    # -- its own stage
-    if T.prog[row, P_EFF + EF_STAGE] == STAGE_ADVANCE:
-        advance_stage(T, out, a, r)
-    elif T.prog[row, P_EFF + EF_STAGE] == STAGE_RESET:
-        out[rb] = T.agent[a, A_RING0 + 2 * r]
-        out[rb + 1] = T.agent[a, A_RING0 + 2 * r + 1]
-    # -- a named barrier: an arrival, which the last one of a generation completes
-    if T.prog[row, P_EFF + EF_BARRIER] == BAR_SYNC or T.prog[row, P_EFF + EF_BARRIER] == BAR_ARRIVE:
-        b = T.prog[row, P_BARRIER]
-        pos = bar_pos(T, b, cta)
-        if T.prog[row, P_EFF + EF_BARRIER] == BAR_ARRIVE:
-            out[arrived_field(T.cfg[C_AGF], T.cfg[C_RINGS], a, b)] = out[pos + 1] + 1
-        out[pos] += 1
-        if out[pos] < T.bar_count[b, cta]:
-            if T.prog[row, P_EFF + EF_BARRIER] == BAR_SYNC:
-                out[base + F_SYNC] = 1
-                return bits  # blocked: pc stays at the sync
-        else:
-            # The generation completes: later arrivals count towards the next one.
-            out[pos] = 0
-            out[pos + 1] += 1
-            release_sync(T, out, a, cta, b)
+        # -- its own stage
+        if T.prog[row, P_EFF + EF_STAGE] == STAGE_ADVANCE:
+            advance_stage(T, out, a, r)
+        elif T.prog[row, P_EFF + EF_STAGE] == STAGE_RESET:
+            out[rb] = T.agent[a, A_RING0 + 2 * r]
+            out[rb + 1] = T.agent[a, A_RING0 + 2 * r + 1]
+        # -- a named barrier: an arrival, which the last one of a generation completes
+        barrier = T.prog[row, P_EFF + EF_BARRIER]
+        if barrier == BAR_SYNC or barrier == BAR_ARRIVE:
+            b = T.prog[row, P_BARRIER]
+            pos = bar_pos(T, b, cta)
+            if barrier == BAR_ARRIVE:
+                out[arrived_field(T.cfg[C_AGF], T.cfg[C_RINGS], a, b)] = out[pos + 1] + 1
+            out[pos] += 1
+            if out[pos] < T.bar_count[b, cta]:
+                if barrier == BAR_SYNC:
+                    out[base + F_SYNC] = 1
+                    return bits  # blocked: pc stays at the sync
+            else:
+                # The generation completes: later arrivals count towards the next one.
+                out[pos] = 0
+                out[pos + 1] += 1
+                release_sync(T, out, a, cta, b)
     out[base + F_PC], out[base + F_ITEM] = next_pc(T, a, pc, st[base + F_ITEM])
     if finished(T, out, a) and cta_gone(T, out, cta) and anything_targets(T, out, cta):
         note(det, INFLIGHT_AT_EXIT, cta, a, -1, 0)
@@ -433,7 +437,8 @@ def local_step(T, st, a):
     if pc >= T.agent[a, A_LEN] or st[base + F_SYNC] == 1:
         return False
     row = op_row(T, a, pc)
-    if T.prog[row, P_EFF + EF_OBS] >= 0 and T.prog[row, P_EFF + EF_BLOCKS] and T.prog[row, P_EFF + EF_STAGE] == 0:
+    if (T.prog[row, P_EFF + EF_OBS] >= 0 and T.prog[row, P_EFF + EF_BLOCKS]
+            and T.prog[row, P_EFF + EF_STAGE] == 0):  # a wait (not a drain step)
         if not skips_wait(T, st, row, ring_base(T, a, T.prog[row, P_RING])):
             return False
     elif not T.prog[row, P_EFF + EF_LOCAL]:

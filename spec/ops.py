@@ -39,6 +39,13 @@ class Effects:
         return self.observes >= 0 and not self.blocks
 
     @property
+    def acts(self) -> bool:
+        """Does anything besides waiting for or observing a signal (the compiled step skips
+        the rest of its work for an op that does not: a wait, a read_wait, a sync_wait)."""
+        return (self.updates >= 0 or self.tx != 0 or self.stores or self.checks_read
+                or bool(self.issues) or bool(self.move) or self.barrier in ("sync", "arrive"))
+
+    @property
     def local(self) -> bool:
         """Its only effect is on the agent's own stage (advance, reset)."""
         return bool(self.move) and self == Effects(move=self.move)

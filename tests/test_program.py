@@ -113,9 +113,12 @@ def test_every_op_has_effects_and_the_table_follows_them():
         row = table[S.OP_CODES[name]]
         assert (row[S.EF_OBS], row[S.EF_UPD], row[S.EF_UNITS]) == (eff.observes, eff.updates, eff.units)
         assert bool(row[S.EF_ASYNC]) == bool(eff.issues) and bool(row[S.EF_BARRIER]) == bool(eff.barrier)
-        assert (row[S.EF_TX], row[S.EF_WAITS_READS], row[S.EF_LOCAL]) == (eff.tx, eff.waits_reads, eff.local)
+        assert (row[S.EF_TX], row[S.EF_WAITS_READS], row[S.EF_LOCAL], row[S.EF_ACTS]) == \
+            (eff.tx, eff.waits_reads, eff.local, eff.acts)
     assert OP_EFFECTS["wait_full"].observes == FULL and OP_EFFECTS["drain"].observes == EMPTY
     assert [n for n, e in OP_EFFECTS.items() if e.local] == ["advance", "reset"]
+    assert [n for n, e in OP_EFFECTS.items() if not e.acts] == [
+        "wait_full", "wait_empty", "try_full", "try_empty", "read_wait", "sync_wait"]
 
 
 def test_expected_count_and_targets():

@@ -193,7 +193,7 @@ def test_shrinking_keeps_the_disagreement(monkeypatch):
 
 def test_every_op_has_a_footprint():
     table = S.effects_table()
-    assert table.shape == (S.N_OPS, S.EF_LOCAL + 1)
+    assert table.shape == (S.N_OPS, S.EF_ACTS + 1)
     from pipeproof.checker.model import OP_CODES
     assert sorted(OP_CODES.values()) == list(range(S.N_OPS))
     # what the reduction relies on: waits and tries observe, arrivals and copies update
