@@ -223,6 +223,7 @@ def expand(T, PK, SY, F, store, n_stored, table, parent, via, lo, hi, depth, vre
                 record(vrec, bits, depth + 1, i, code, det, vdet)
                 det[:] = -1
                 if bits & S.TRAP:
+                    counters[2] += 1
                     continue
             if por:
                 merge_steps(T, F, out, local, det)
@@ -240,6 +241,8 @@ def expand(T, PK, SY, F, store, n_stored, table, parent, via, lo, hi, depth, vre
         sbits = S.state_violations(T, st, enabled, sdet)
         if sbits != 0:
             record(vrec, sbits, depth, i, -1, sdet, vdet)
+        elif enabled == 0:
+            counters[1] += 1  # a terminal state: every agent finished, nothing in flight
     return DONE, hi, n_stored
 
 
@@ -327,7 +330,7 @@ class Search(StateStore):
         words = model.words
         self.vrec = np.zeros((S.N_KINDS, 4), dtype=np.int64)
         self.vdet = np.full((S.N_KINDS, S.DET_W), -1, dtype=np.int64)
-        self.counters = np.zeros(1, dtype=np.int64)
+        self.counters = np.zeros(3, dtype=np.int64)  # transitions, terminal states, traps
         self.scratch = scratch_arrays(model)
         self.limit = ""
         self.max_depth = 0
@@ -338,6 +341,15 @@ class Search(StateStore):
     @property
     def transitions(self) -> int:
         return int(self.counters[0])
+
+    @property
+    def terminal_states(self) -> int:
+        """States expanded with no step enabled and no violation: every agent finished."""
+        return int(self.counters[1])
+
+    @property
+    def trapping_steps(self) -> int:
+        return int(self.counters[2])
 
     def _expand_range(self, lo, hi, depth, check_only, started):
         """Expand lo..hi in chunks; returns '' or the reason a limit stopped it."""
@@ -407,6 +419,16 @@ class Search(StateStore):
         finally:
             if self.progress:
                 print("\r\033[K", end="", file=sys.stderr, flush=True)
+
+    def run_all(self):
+        """Explore every reachable state (checker/reach.py), recording the shallowest
+        occurrence of every kind, until nothing new is left or a limit (self.limit) stops it."""
+        started = time.monotonic()
+        lo, hi, depth = 0, self.n_stored, 0
+        while lo < hi and not self.limit:
+            self.max_depth = depth
+            self.limit = self._expand_range(lo, hi, depth, False, started)
+            lo, hi, depth = hi, self.n_stored, depth + 1
 
     def key_of(self, state) -> np.ndarray:
         """The packed key the search stores for a concrete state (its canonical form)."""

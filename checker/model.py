@@ -61,7 +61,9 @@ def packing_for(bounds) -> tuple[Packing, int]:
 class Model:
     """A compiled spec: tables for the engines plus names and views for people."""
 
-    def __init__(self, spec: Spec):
+    def __init__(self, spec: Spec, inflight: int | None = None):
+        """`inflight`: room for that many copies, commits and async reads in flight instead of
+        the default capacity (checker/reach.py asks for MAX_INFLIGHT when a path needs more)."""
         self.spec = spec
         self.backend = BACKEND_CODES[spec.backend]
         self.ctas = spec.cluster_size
@@ -78,7 +80,7 @@ class Model:
         self.tag_prologue, self.tag_epilogue = self.max_items, self.max_items + 1
         self.bytes_vals = sorted({op.n for a in self.agents for op, _ in a.ops
                                   if OP_EFFECTS[op.name].issues == "copy"}) or [0]
-        self.inflight = self._inflight_capacity()
+        self.inflight = inflight if inflight is not None else self._inflight_capacity()
         self.tables = self._make_tables()
         self.packing, self.words = self._make_packing()
 

@@ -25,9 +25,10 @@ EXIT_USAGE = 2         # bad input or usage: one line on stderr
 EXIT_INCONCLUSIVE = 3  # a limit was hit, or Ctrl-C: never reported as ok
 EXIT_INTERNAL = 4      # a bug of ours: the traceback on stderr, and the next input goes on
 EXIT_UNEXPECTED = 5    # a verdict other than the spec's declared `expect`
+EXIT_NOT_RUN = 6       # gpu, crosscheck: the GPU could not run a spec (generation, compile, launch)
 # How bad each outcome is: several inputs exit with the worst.
-SEVERITY = {EXIT_OK: 0, EXIT_INCONCLUSIVE: 1, EXIT_VIOLATION: 2, EXIT_UNEXPECTED: 3,
-            EXIT_USAGE: 4, EXIT_INTERNAL: 5}
+SEVERITY = {EXIT_OK: 0, EXIT_INCONCLUSIVE: 1, EXIT_NOT_RUN: 2, EXIT_VIOLATION: 3,
+            EXIT_UNEXPECTED: 4, EXIT_USAGE: 5, EXIT_INTERNAL: 6}
 VERDICT_EXIT = {"ok": EXIT_OK, "violation": EXIT_VIOLATION, "inconclusive": EXIT_INCONCLUSIVE}
 
 

@@ -6,17 +6,24 @@ runs them standalone.
 
 Exit codes follow docs/model.md "Exit codes": 0 everything held, 1 a failure (a GPU run that
 did not end `ok` for `gpu`; a broken rule for `crosscheck`), 2 bad input or no CuPy/GPU (one
-line saying so), 4 internal error. Human output goes to stderr; `--json` prints one document
+line saying so), 4 internal error, 6 a spec not run (`not run: <reason>`: the kernel could not
+be generated, compiled or launched; never counted as a GPU failure). Human output goes to stderr; `--json` prints one document
 on stdout.
 
-crosscheck rules, per spec (issue 5):
+crosscheck rules, per spec (issues 5 and 17):
   R1  model `ok`                      => no GPU run fails;
   R2  every GPU failure kind          => the model reports that kind for the spec (a `trap` is
                                          the model's `over_arrival` or `tx_range`); a kind the
                                          model reaches only beyond its shortest depth is
-                                         accepted and marked `(reachable)`;
-  R3  the model deadlocks on every path => every GPU run deadlocks;
+                                         accepted and marked `(reachable)`; when some path of
+                                         the model traps (undefined behaviour in PTX: after it
+                                         the hardware may do anything), any GPU failure is
+                                         accepted and marked `after undefined behaviour`;
+  R3  the model deadlocks on every path => every GPU run deadlocks (a path that ends in a
+                                         trap does not deadlock);
   R4  every log conforms (cuda_ref.conform.conform).
+What the model reaches is answered by the explicit engine run to exhaustion (checker/reach.py),
+not by a graph: a limit there is said, and a rule it leaves undecided is broken, never held.
 """
 from __future__ import annotations
 
@@ -29,7 +36,7 @@ import click
 
 from pipeproof.checker.command import InputLoop
 from pipeproof.checker.jitcache import ensure_engines
-from pipeproof.checker.result import EXIT_OK, EXIT_USAGE, EXIT_VIOLATION as EXIT_FAIL
+from pipeproof.checker.result import EXIT_NOT_RUN, EXIT_OK, EXIT_USAGE, EXIT_VIOLATION as EXIT_FAIL
 TRAP_KINDS = ("over_arrival", "tx_range")
 
 
@@ -102,6 +109,11 @@ def _write_logs(log_dir, spec_path, reports):
     return paths
 
 
+def _reason(refused: str) -> str:
+    """Why a spec was not run, without the 'SPEC: cuda_ref: ' prefix the generator writes."""
+    return refused.split("cuda_ref: ", 1)[-1]
+
+
 def _counts_text(counts: dict) -> str:
     from pipeproof.cuda_ref.log import OUTCOMES
     return ", ".join(f"{k} {counts[k]}" for k in OUTCOMES if k in counts) or "no runs"
@@ -152,9 +164,9 @@ def gpu(specs, runs, seed, log_dir, timeout_ms, delay_ns, as_json):
             if res is None:
                 continue
             if res.refused:
-                click.echo(res.refused, err=True)
-                loop.note(EXIT_USAGE)
-                docs.append({"spec": path, "refused": res.refused})
+                click.echo(f"{path}: not run: {_reason(res.refused)}", err=True)
+                loop.note(EXIT_NOT_RUN)
+                docs.append({"spec": path, "not_run": _reason(res.refused)})
                 continue
             conf = conform_logs(spec, [r.log for r in res.reports])
             paths = _write_logs(log_dir, path, res.reports) if log_dir else []
@@ -196,42 +208,20 @@ def gpu(specs, runs, seed, log_dir, timeout_ms, delay_ns, as_json):
 
 
 class _ModelFacts:
-    """What the model says about a spec: the verdict, and on demand every reachable kind and
-    whether every path deadlocks (from checker.graph, for specs small enough for it)."""
+    """What the model says about a spec: the verdict, and on demand what the whole state space
+    holds (checker.reach: every reachable kind, terminal states, traps)."""
 
     def __init__(self, spec):
         from pipeproof.checker.verify import verify
         self.spec = spec
         self.result = verify(spec)
-        self._graph = None
-        self.graph_error = ""
+        self._reach = None
 
-    def graph(self):
-        if self._graph is None and not self.graph_error:
-            from pipeproof.checker.graph import build_graph
-            try:
-                self._graph = build_graph(self.spec)
-            except ValueError as err:
-                self.graph_error = str(err)
-        return self._graph
-
-    def reachable(self) -> set | None:
-        G = self.graph()
-        if G is None:
-            return None
-        kinds = set()
-        for _, d in G.nodes(data=True):
-            kinds.update(d.get("violations", ()))
-        for _, _, d in G.edges(data=True):
-            kinds.update(d.get("violations", ()))
-        return kinds
-
-    def every_path_deadlocks(self) -> bool | None:
-        if self.result.verdict != "violation":
-            return False
-        from pipeproof.checker.graph import every_path_deadlocks
-        G = self.graph()
-        return None if G is None else every_path_deadlocks(G)
+    def reach(self):
+        if self._reach is None:
+            from pipeproof.checker.reach import reach
+            self._reach = reach(self.spec)
+        return self._reach
 
 
 def check_rules(facts: _ModelFacts, reports, conform_results) -> tuple[list, list]:
@@ -244,27 +234,29 @@ def check_rules(facts: _ModelFacts, reports, conform_results) -> tuple[list, lis
                       f"({', '.join(sorted({r.outcome for r in failing}))})")
     gpu_kinds = sorted({k for r in reports for k in r.kinds})
     model_kinds = set(result.kinds)
-    reach = None
     for kind in gpu_kinds:
         wanted = TRAP_KINDS if kind == "trap" else (kind,)
         if any(k in model_kinds for k in wanted):
             continue
-        if reach is None:
-            reach = facts.reachable()
-        if reach is not None and any(k in reach for k in wanted):
+        reach = facts.reach()
+        if any(k in reach.kinds for k in wanted):
             notes.append(f"{kind} (reachable)")
-            continue
-        why = f" (graph: {facts.graph_error})" if reach is None and facts.graph_error else ""
-        broken.append(f"R2: GPU {kind} but the model reports "
-                      f"{', '.join(result.kinds) or result.verdict}{why}")
+        elif reach.traps:
+            notes.append(f"{kind} after undefined behaviour")
+        else:
+            why = f" (model search stopped: {reach.limit})" if reach.limit else ""
+            broken.append(f"R2: GPU {kind} but the model reports "
+                          f"{', '.join(result.kinds) or result.verdict}{why}")
     if result.verdict == "violation" and reports:
-        every = facts.every_path_deadlocks()
+        every = facts.reach().every_path_deadlocks
         if every:
             not_dead = [r for r in reports if "deadlock" not in r.kinds]
             if not_dead:
                 broken.append(f"R3: every path deadlocks in the model but "
                               f"{len(not_dead)} GPU run(s) did not deadlock")
             notes.append("every path deadlocks")
+        elif every is None:
+            broken.append(f"R3: undecided (model search stopped: {facts.reach().limit})")
     if conform_results is not None:
         bad = [(r, c) for r, c in zip(reports, conform_results) if not c.ok]
         if bad:
@@ -293,8 +285,8 @@ def crosscheck(specs, runs, seed, log_dir, timeout_ms, delay_ns, as_json):
             ", ".join(facts.result.kinds)
         if res.refused:
             return {"spec": path, "model": model, "gpu": "not run", "conform": "-",
-                    "rules": "not run: " + res.refused.split("cuda_ref: ", 1)[-1],
-                    "broken": [], "refused": res.refused}
+                    "rules": "not run: " + _reason(res.refused),
+                    "broken": [], "not_run": _reason(res.refused)}
         conf = conform_logs(spec, [r.log for r in res.reports])
         if log_dir:
             _write_logs(log_dir, path, res.reports)
@@ -313,6 +305,8 @@ def crosscheck(specs, runs, seed, log_dir, timeout_ms, delay_ns, as_json):
                 continue
             if row["broken"]:
                 loop.note(EXIT_FAIL)
+            elif "not_run" in row:
+                loop.note(EXIT_NOT_RUN)
             rows.append(row)
             click.echo(_row_text(row), err=True)
     finally:
@@ -338,6 +332,10 @@ def _table(rows, runs, seed, device) -> str:
              "|" + "|".join("-" * (w + 2) for w in widths[:-1]) + "|---|"]
     for b in body:
         lines.append("| " + " | ".join(str(x).ljust(w) for x, w in zip(b, widths)) + " |")
+    not_run = [os.path.basename(r["spec"]) for r in rows if "not_run" in r]
+    broken = sum(1 for r in rows if r["broken"])
+    lines.append(f"{len(rows) - len(not_run)} of {len(rows)} specs ran; {broken} with a broken rule"
+                 + (f"; not run: {', '.join(not_run)}" if not_run else ""))
     return "\n".join(lines)
 
 

@@ -42,7 +42,9 @@ flight: the GPU may see one region of the item missing while the tag matches; a 
 everything is `ok` even with such a copy in flight, since its data may have arrived). A landing, firing or finish must match
 an in-flight entry of the model (cta, stage, item/tag, bytes, n, agent) that may complete now.
 A step on which the model traps (an arrive above pending, a tx-count out of range) conforms
-only in a log whose outcome is `trap`, and nothing may follow it.
+only in a log whose outcome is `trap`, and the log is checked up to it: a trap kills the
+context, but other warps may log a few more events before it dies, and those (and any timeout)
+are reported as unchecked (`ConformResult.unchecked`), not as a log that does not conform.
 
 At the end of the log (only after every step was replayed):
 

@@ -28,6 +28,7 @@ class ConformResult:
     view: dict | None = field(default=None, compare=False, repr=False)    # model.view(state)
     inconclusive: bool = False   # the search bound was reached before an answer
     order: tuple = field(default=(), compare=False, repr=False)  # event indices as replayed
+    unchecked: int = 0           # events logged after the trapping step (a trap log only)
 
 
 class Replay:
@@ -63,6 +64,7 @@ class Replay:
         if cut_group == 0:
             return self._cut(init, 0)
         stack = [self._frame(0, self.groups[0], init, (False, 0), 0, None)]
+        trapped = None  # the best path to a trap with events of its timestamp left over
         try:
             while stack:
                 g, remaining, state, flags, consumed, path, children = stack[-1]
@@ -84,6 +86,16 @@ class Replay:
                 if key in visited:
                     continue
                 visited.add(key)
+                if c_flags[0]:  # the step trapped: the log is checked up to it
+                    later = len(c_remaining) + sum(len(grp) for grp in self.groups[cg + 1:])
+                    done = self._trapped(nxt, c_flags, consumed + 1, c_path, later)
+                    if cg != g or not c_remaining:
+                        return done
+                    # events of the trap's own timestamp are left: an order that places them
+                    # before the trap checks more of the log, so it is tried first
+                    if trapped is None or done.steps > trapped.steps:
+                        trapped = done
+                    continue
                 if cg == cut_group:
                     return self._cut(nxt, consumed + 1)
                 if cg == len(self.groups):
@@ -93,10 +105,33 @@ class Replay:
                     continue
                 stack.append(self._frame(cg, c_remaining, nxt, c_flags, consumed + 1, c_path))
         except SearchLimit as lim:
+            if trapped is not None:
+                return trapped
             index, message, state, steps = self.best or (None, "", init, 0)
             text = f"inconclusive: {lim}" + (f"; furthest failure: {message}" if message else "")
             return ConformResult(False, index, text, steps, state, m.view(state), inconclusive=True)
-        return self._failed()
+        return trapped if trapped is not None else self._failed()
+
+    def _trapped(self, state, flags, consumed, path, later) -> ConformResult:
+        """The replayed path reached a step on which the model traps (only a `trap` log gets
+        here: conform_step admits such a step nowhere else). A trap kills the context, but
+        other warps may still log before it dies: their `later` events, and any timeout, are
+        unchecked, not wrong (PTX promises nothing after the trap)."""
+        n_to = len(self.timeouts)
+        unchecked = later + n_to
+        kinds = [k for i, k in enumerate(KINDS) if flags[1] & (1 << i)]
+        msg = (f"conforms up to the trap: {consumed} step(s) are a path of the model that ends in "
+               f"a trap ({', '.join(kinds)})"
+               + (f"; {unchecked} event(s) logged after it are unchecked" if unchecked else ""))
+        return ConformResult(True, None, msg, consumed, state, self.m.view(state),
+                             order=self._order(path), unchecked=unchecked)
+
+    def _order(self, path) -> tuple:
+        order = []
+        while path is not None:
+            k, path = path
+            order.append(self.steps[k].index)
+        return tuple(reversed(order))
 
     def _cut(self, state, consumed) -> ConformResult:
         k, message = self.cut
@@ -116,10 +151,7 @@ class Replay:
         that is recorded as a failure."""
         for pos, k in enumerate(remaining):
             ev = self.steps[k]
-            if flags[0]:
-                cands, reason = [], "the model's path ends at the trap before it: nothing follows a trap"
-            else:
-                cands, reason = candidates(self.m, self.outcome, state, ev)
+            cands, reason = candidates(self.m, self.outcome, state, ev)
             if not cands and pos == 0:
                 self._fail(consumed, ev.index, f"event {ev.index} ({event_text(ev.raw)}): {reason}", state)
             for _, nxt, bits in cands:
@@ -141,12 +173,8 @@ class Replay:
             reported = f"; the model reports {', '.join(kinds)} on it" if kinds else ""
             msg = (f"conforms: {consumed} step(s) in {len(self.groups)} timestamp group(s) are a path "
                    f"of the model{extra} (outcome {self.outcome}){reported}")
-            order = []
-            while path is not None:
-                k, path = path
-                order.append(self.steps[k].index)
-            order = tuple(reversed(order))
-            return ConformResult(True, None, msg, consumed, state, m.view(state), order=order)
+            return ConformResult(True, None, msg, consumed, state, m.view(state),
+                                 order=self._order(path))
         index, message = problem
         self._fail(consumed, index, message, state)
         return None

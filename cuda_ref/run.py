@@ -45,6 +45,11 @@ class GpuUnavailable(Exception):
     """No CuPy, or no usable NVIDIA GPU: str() is one line saying which."""
 
 
+class LaunchFailed(Exception):
+    """The launch itself failed (a launch parameter or resource the device refuses): the spec
+    was not run; no kernel ran, so nothing trapped."""
+
+
 def cupy_missing_reason() -> str | None:
     import importlib.util
     if importlib.util.find_spec("cupy") is None:
@@ -100,7 +105,17 @@ class Runner:
         except Exception as err:
             msg = " ".join(str(err).split())[:600]
             raise G.GenerationError(f"{spec_path}: cuda_ref: NVRTC could not build the kernel: {msg}")
-        if gen.smem_bytes > 48 * 1024:
+        # Opt in to the dynamic shared memory the slots need: without it a launch gets 48 KiB in
+        # all, static included, so 48 KiB of slots beside the kernel's own shared data failed
+        # every launch with CUDA_ERROR_INVALID_VALUE (issue 17). The device's opt-in limit
+        # counts the static part too.
+        static = int(kernel.shared_size_bytes)
+        limit = int(cp.cuda.Device().attributes["MaxSharedMemoryPerBlockOptin"])
+        if static + gen.smem_bytes > limit:
+            raise G.GenerationError(f"{spec_path}: cuda_ref: the kernel needs {gen.smem_bytes} B of "
+                                    f"dynamic and {static} B of static shared memory, more than "
+                                    f"the {limit} B a block can have on this device")
+        if gen.smem_bytes:
             kernel.max_dynamic_shared_size_bytes = gen.smem_bytes
         n_agents = len(gen.agents)
         bufs = {
@@ -153,12 +168,17 @@ class Runner:
         cp.cuda.Device().synchronize()
         trapped, detail = False, ""
         t_start = time.monotonic()
-        try:
+        try:  # an error of the launch itself (resources, shared memory) is no trap: not run
             prep.kernel((gen.ctas, 1, 1), (gen.threads, 1, 1),
                         (np.uint64(prep.ev_ptr), b["ctl"], b["rec"], b["src"], b["status"],
                          b["seeds"], b["delays"], np.uint64(timeout_ns),
                          np.uint32(gen.max_events), np.uint32(gen.max_records)),
                         shared_mem=gen.smem_bytes)
+        except Exception as err:
+            raise LaunchFailed(f"{spec_path}: cuda_ref: the kernel could not be launched "
+                               f"({gen.ctas} CTA(s) x {gen.threads} threads, {gen.smem_bytes} B of "
+                               f"dynamic shared memory): {' '.join(str(err).split())[:300]}") from None
+        try:
             done = cp.cuda.Event()
             done.record()
             while not done.done:
@@ -274,15 +294,20 @@ def worker_main() -> int:
         _emit({"type": "prepared", "mapped": prep.mapped, "smem": prep.gen.smem_bytes,
                "ctas": prep.gen.ctas, "threads": prep.gen.threads})
         for k in job["runs"]:
-            rep, usable = runner.run(prep, job["spec"], k, job["seed"], job["timeout_ns"],
-                                     job["delay_ns"], job["command"])
+            try:
+                rep, usable = runner.run(prep, job["spec"], k, job["seed"], job["timeout_ns"],
+                                         job["delay_ns"], job["command"])
+            except LaunchFailed as err:  # ends the job: the caller reports the spec not run
+                _emit({"type": "not_run", "reason": str(err)})
+                break
             _emit({"type": "run", "run": k, "log": rep.log, "kinds": rep.kinds,
                    "stuck": rep.stuck, "mismatches": rep.mismatches, "detail": rep.detail,
                    "mapped": prep.mapped})
             if not usable:
                 _emit({"type": "dead"})
                 return 0
-        _emit({"type": "end"})
+        else:  # (after not_run the job has ended already)
+            _emit({"type": "end"})
     return 0
 
 
@@ -444,6 +469,9 @@ class GpuSession:
                     out.reports.append(L.RunReport(msg["log"], msg["kinds"], msg["stuck"],
                                                    msg["mismatches"], msg["detail"]))
                     self.echo(f"  run {msg['run']}: {msg['log']['outcome']}")
+                elif msg["type"] == "not_run":
+                    out.refused, out.reports = msg["reason"], []
+                    return out
                 elif msg["type"] == "dead":
                     self._stop()
                     break

@@ -117,7 +117,8 @@ def report(outcome, kinds=None, run=0):
 def facts():
     return {name: _ModelFacts(load_spec(f"spec/examples/{name}.toml"))
             for name in ("mojo_pcp_nvidia", "bug_producer_phase0_nvidia",
-                         "bug_consumer_count_too_few", "bug_every_lane_expect_tx")}
+                         "bug_consumer_count_too_few", "bug_every_lane_expect_tx",
+                         "bug_expect_tx_over_limit")}
 
 
 def test_rule_1_model_ok_means_no_gpu_failure(facts):
@@ -144,6 +145,33 @@ def test_rule_3_every_path_deadlocks(facts):
     assert broken == [] and "every path deadlocks" in notes
     broken, _ = check_rules(f, [report("deadlock"), report("ok")], None)
     assert any(b.startswith("R3:") for b in broken)
+
+
+def test_rule_2_accepts_any_failure_after_undefined_behaviour(facts):
+    """bug_every_lane_expect_tx traps on some path (an arrive above pending): after it PTX
+    promises nothing, so a GPU read_before_fill, which no model path reaches, is accepted."""
+    f = facts["bug_every_lane_expect_tx"]
+    assert "read_before_fill" not in f.reach().kinds and f.reach().traps
+    broken, notes = check_rules(f, [report("trap"), report("read_before_fill", run=1)], None)
+    assert broken == [] and "read_before_fill after undefined behaviour" in notes
+    # without a trap on any path, the same GPU kind breaks R2
+    broken, _ = check_rules(facts["bug_producer_phase0_nvidia"], [report("read_before_fill")], None)
+    assert any(b.startswith("R2: GPU read_before_fill") for b in broken)
+
+
+def test_rule_3_a_path_that_traps_is_no_deadlock(facts):
+    """The H200 trapped on expect_tx above the tx range; the graph called every path
+    deadlocked (it continues past a trap), so 'GPU runs did not deadlock' broke R3."""
+    f = facts["bug_expect_tx_over_limit"]
+    broken, notes = check_rules(f, [report("trap"), report("trap", run=1)], None)
+    assert broken == [] and "every path deadlocks" not in notes
+
+
+def test_rule_2_does_not_need_the_graph():
+    """A spec whose graph stops at the model's in-flight capacity: reach answers R2."""
+    f = _ModelFacts(load_spec(ROOT / "tests" / "fixtures" / "reach" / "runahead.toml"))
+    broken, notes = check_rules(f, [report("read_before_fill"), report("deadlock", run=1)], None)
+    assert broken == [] and "read_before_fill (reachable)" in notes and "deadlock (reachable)" in notes
 
 
 def test_rule_4_every_log_conforms(facts):
@@ -249,3 +277,38 @@ def test_crosscheck_table_was_saved():
     doc = json.loads((GPU_FIXTURES / "crosscheck.json").read_text())
     assert doc["schema"] == "pipeproof-crosscheck/1" and doc["runs"] == 20
     assert {os.path.basename(r["spec"]) for r in doc["rows"]} == set(EXAMPLE_NAMES)
+
+
+# ---------------------------------------------------------------- a spec the GPU does not run
+
+class _NotRunSession:
+    """A GPU session whose every launch fails: what run_spec returns then."""
+    device = "a fake GPU"
+
+    def run_spec(self, path, runs, seed):
+        from pipeproof.cuda_ref.run import SpecRuns
+        return SpecRuns(path, self.device, [], f"{path}: cuda_ref: the kernel could not be "
+                                               f"launched: CUDA_ERROR_INVALID_VALUE")
+
+    def close(self):
+        pass
+
+
+@pytest.mark.parametrize("command", ["gpu", "crosscheck"])
+def test_a_spec_not_run_is_said_so_with_its_own_exit_code(monkeypatch, command):
+    """A launch failure is no trap and no GPU failure: `not run: <reason>`, exit code 6."""
+    from click.testing import CliRunner
+
+    from pipeproof.checker.result import EXIT_NOT_RUN
+    from pipeproof.cuda_ref import commands
+    monkeypatch.setattr(commands, "_session", lambda *a, **k: _NotRunSession())
+    r = CliRunner().invoke(getattr(commands, command), ["spec/examples/mojo_pcp_nvidia.toml",
+                                                        "--json"])
+    assert r.exit_code == EXIT_NOT_RUN == 6, r.output
+    doc = json.loads(r.stdout)
+    entry = (doc["results"] if command == "gpu" else doc["rows"])[0]
+    assert entry["not_run"] == "the kernel could not be launched: CUDA_ERROR_INVALID_VALUE"
+    assert "trap" not in r.output
+    assert "not run: the kernel could not be launched" in r.stderr
+    if command == "crosscheck":
+        assert "0 of 1 specs ran; 0 with a broken rule; not run: mojo_pcp_nvidia.toml" in r.stderr

@@ -59,3 +59,16 @@ def test_an_over_arrival_is_a_trap_and_the_session_recovers(session):
     assert [r.outcome for r in res.reports] == ["trap", "trap"]
     after = session.run_spec("spec/examples/mojo_pcp_nvidia.toml", runs=1, seed=5)
     assert after.reports[0].outcome == "ok"
+
+
+def test_a_ring_of_48_kib_runs_with_the_shared_memory_opted_in(session):
+    """3 stages of 16 KiB: 48 KiB of dynamic shared memory beside the kernel's static part,
+    above what a launch gets without opting in (it failed every launch before issue 17)."""
+    from pipeproof.spec.load import load_spec
+    path = "tests/fixtures/gpu_launch/input_tile_3x16k.toml"
+    res = session.run_spec(path, runs=2, seed=5)
+    assert not res.refused, res.refused
+    assert [r.outcome for r in res.reports] == ["ok", "ok"]
+    for r in res.reports:
+        c = conform_or_skip(load_spec(path), r.log)
+        assert c is None or c.ok, c.message
