@@ -45,6 +45,11 @@ A step on which the model traps (an arrive above pending, a tx-count out of rang
 only in a log whose outcome is `trap`, and the log is checked up to it: a trap kills the
 context, but other warps may log a few more events before it dies, and those (and any timeout)
 are reported as unchecked (`ConformResult.unchecked`), not as a log that does not conform.
+Two more things a trap takes with it: the trapping step's own record (the kernel writes a
+step's record after its effect; a warp that stopped inside the step wrote none), so in a trap
+log the model may take, last, a trapping step of an agent that logs nothing more; and the
+copies' landing records (kept in device memory), so in a trap log an in-flight copy may land
+without an event.
 
 At the end of the log (only after every step was replayed):
 

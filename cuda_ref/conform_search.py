@@ -31,6 +31,9 @@ class ConformResult:
     unchecked: int = 0           # events logged after the trapping step (a trap log only)
 
 
+UNLOGGED_LANDING = -1  # a child of the search that lands a copy no event records
+
+
 class Replay:
     def __init__(self, model: Model, log: dict, source: str, max_nodes: int):
         self.m = model
@@ -41,6 +44,11 @@ class Replay:
         self.groups = timestamp_groups(self.steps)   # sorts self.steps into timestamp order
         self.group_of = [g for g, grp in enumerate(self.groups) for _ in grp]
         self.cut = program_order_check(model, self.steps)
+        # agents with a step event in group g or later (a trap log's unlogged trapping step)
+        self.agents_from = [set() for _ in range(len(self.groups) + 1)]
+        for g in range(len(self.groups) - 1, -1, -1):
+            self.agents_from[g] = self.agents_from[g + 1] | {
+                self.steps[k].agent for k in self.groups[g] if self.steps[k].agent >= 0}
 
     def run(self) -> ConformResult:
         """Depth-first search over the orders of each equal-timestamp group, list order first.
@@ -76,6 +84,19 @@ class Replay:
                 if self.nodes > self.max_nodes:
                     raise SearchLimit(f"the search bound ({self.max_nodes} nodes) was reached")
                 k, nxt, c_flags = child
+                if k == UNLOGGED_LANDING:  # a copy lands unrecorded (a trap log: see _children)
+                    key = (g, remaining, nxt, c_flags)
+                    if key not in visited:
+                        visited.add(key)
+                        stack.append(self._frame(g, remaining, nxt, c_flags, consumed, path))
+                    continue
+                if k is None:  # a trapping step the log does not record (see _children)
+                    later = len(remaining) + sum(len(grp) for grp in self.groups[g + 1:])
+                    done = self._trapped(nxt, c_flags, consumed, path, later, unlogged=c_flags[2])
+                    if trapped is None or done.steps > trapped.steps:
+                        trapped = done
+                    continue
+                c_flags = c_flags[:2]
                 c_remaining = tuple(x for x in remaining if x != k)
                 c_path = (k, path)
                 cg = g
@@ -112,7 +133,7 @@ class Replay:
             return ConformResult(False, index, text, steps, state, m.view(state), inconclusive=True)
         return trapped if trapped is not None else self._failed()
 
-    def _trapped(self, state, flags, consumed, path, later) -> ConformResult:
+    def _trapped(self, state, flags, consumed, path, later, unlogged=None) -> ConformResult:
         """The replayed path reached a step on which the model traps (only a `trap` log gets
         here: conform_step admits such a step nowhere else). A trap kills the context, but
         other warps may still log before it dies: their `later` events, and any timeout, are
@@ -120,8 +141,11 @@ class Replay:
         n_to = len(self.timeouts)
         unchecked = later + n_to
         kinds = [k for i, k in enumerate(KINDS) if flags[1] & (1 << i)]
+        how = "" if unlogged is None else (
+            f", at {self.m.agents[unlogged].name}'s next step, which the log does not record (its "
+            f"warp stopped inside the step and logged nothing after it)")
         msg = (f"conforms up to the trap: {consumed} step(s) are a path of the model that ends in "
-               f"a trap ({', '.join(kinds)})"
+               f"a trap ({', '.join(kinds)}){how}"
                + (f"; {unchecked} event(s) logged after it are unchecked" if unchecked else ""))
         return ConformResult(True, None, msg, consumed, state, self.m.view(state),
                              order=self._order(path), unchecked=unchecked)
@@ -130,7 +154,8 @@ class Replay:
         order = []
         while path is not None:
             k, path = path
-            order.append(self.steps[k].index)
+            if k is not None:
+                order.append(self.steps[k].index)
         return tuple(reversed(order))
 
     def _cut(self, state, consumed) -> ConformResult:
@@ -143,12 +168,19 @@ class Replay:
 
     def _frame(self, g, remaining, state, flags, consumed, path):
         return (g, remaining, state, flags, consumed, path,
-                self._children(remaining, state, flags, consumed))
+                self._children(g, remaining, state, flags, consumed))
 
-    def _children(self, remaining, state, flags, consumed):
+    def _children(self, g, remaining, state, flags, consumed):
         """(event, next state, next flags) for each remaining event of the group that is a
         step from `state`, in list order. When the earliest remaining event is no step here,
-        that is recorded as a failure."""
+        that is recorded as a failure. Then, in a `trap` log, (UNLOGGED_LANDING, state, flags)
+        for each in-flight copy that may land now: the kernel keeps its copies' landing records
+        in device memory, which a trap takes with it, so a trap log holds none. Last, in a
+        `trap` log: (None, state, (True, bits, a))
+        for each agent a that logs nothing more and whose next step traps in the model: the
+        trapping step itself may be missing, its warp having stopped inside it (the kernel
+        writes a step's record after its effect), which the search takes only when no order
+        of the logged events does better."""
         for pos, k in enumerate(remaining):
             ev = self.steps[k]
             cands, reason = candidates(self.m, self.outcome, state, ev)
@@ -156,6 +188,21 @@ class Replay:
                 self._fail(consumed, ev.index, f"event {ev.index} ({event_text(ev.raw)}): {reason}", state)
             for _, nxt, bits in cands:
                 yield k, nxt, (flags[0] or bool(bits & S.TRAP), flags[1] | (bits & 0x7F))
+        if self.outcome == "trap":
+            n_agents = len(self.m.agents)
+            for j, e in enumerate(self.m.inflight_entries(state)):
+                if self.m.decode_entry(e)["kind"] != "copy":
+                    continue
+                nxt, bits, _ = self.m.apply(state, n_agents + j)
+                if nxt is not None and not bits & S.TRAP:
+                    yield UNLOGGED_LANDING, nxt, (flags[0], flags[1] | (bits & 0x7F))
+            pending = self.agents_from[g + 1] | {self.steps[k].agent for k in remaining}
+            for a in range(len(self.m.agents)):
+                if a in pending:
+                    continue
+                nxt, bits, _ = self.m.apply(state, a)
+                if nxt is not None and bits & S.TRAP:
+                    yield None, nxt, (True, flags[1] | (bits & 0x7F), a)
 
     def _fail(self, consumed, index, message, state):
         if self.best is None or consumed > self.best[3]:

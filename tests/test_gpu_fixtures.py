@@ -312,3 +312,37 @@ def test_a_spec_not_run_is_said_so_with_its_own_exit_code(monkeypatch, command):
     assert "not run: the kernel could not be launched" in r.stderr
     if command == "crosscheck":
         assert "0 of 1 specs ran; 0 with a broken rule; not run: mojo_pcp_nvidia.toml" in r.stderr
+
+
+# ---------------------------------------------------------------- H200 trap logs (issue 17)
+
+TRAP_LOGS = ROOT / "tests" / "fixtures" / "gpu_trap"
+
+
+def _trap_log(run):
+    return json.loads((TRAP_LOGS / f"bug_every_lane_expect_tx.run{run}.log.json").read_text())
+
+
+@pytest.mark.parametrize("run, unchecked, steps", [(2, 3, 6), (11, 5, 6), (8, 0, 15)])
+def test_h200_trap_logs_conform_up_to_the_trap(run, unchecked, steps):
+    from pipeproof.cuda_ref.conform import conform
+    spec = load_spec("spec/examples/bug_every_lane_expect_tx.toml")
+    log = _trap_log(run)
+    r = conform(spec, log)
+    assert r.ok and r.unchecked == unchecked and r.steps == steps, r.message
+    assert "ends in a trap (over_arrival)" in r.message
+    # what comes before the trap is still checked: the first event moved to stage 1 fails
+    bad = copy.deepcopy(log)
+    bad["events"][0]["stage"] = 1
+    assert not conform(spec, bad).ok
+
+
+def test_unrecorded_landings_only_in_a_trap_log():
+    """Run 8's consumer waited on a copy whose landing a trap log cannot hold; the same events
+    in a log that says `ok` need the landing recorded, and do not conform without it."""
+    from pipeproof.cuda_ref.conform import conform
+    spec = load_spec("spec/examples/bug_every_lane_expect_tx.toml")
+    log = _trap_log(8)
+    log["outcome"] = "ok"
+    r = conform(spec, log)
+    assert not r.ok and "consumer[0] wait_full" in r.message
