@@ -11,7 +11,7 @@ from dataclasses import replace
 
 from pipeproof.checker.fix_edit import _Edit, _replace_role
 from pipeproof.spec.ops import EMPTY, FULL, OP_EFFECTS
-from pipeproof.spec.ops_syntax import COUNT_OPS, WAITS_ON_EMPTY, WAITS_ON_FULL
+from pipeproof.spec.ops_syntax import BYTE_OPS, COUNT_OPS, WAITS_ON_EMPTY, WAITS_ON_FULL
 from pipeproof.spec.schema import FILL_OPS, MAIN_RING, MAX_COUNT, SECTIONS, TX_LIMIT, Spec, targets
 
 
@@ -26,6 +26,9 @@ GUARDED_OPS = SIGNAL_OPS + FILL_OPS
 COUNT_OP_NAMES = COUNT_OPS
 FULL_ARRIVALS = tuple(n for n in SIGNAL_OPS if OP_EFFECTS[n].updates == FULL)
 EMPTY_ARRIVALS = tuple(n for n in SIGNAL_OPS if OP_EFFECTS[n].updates == EMPTY)
+ANNOUNCES_BYTES = tuple(n for n, e in OP_EFFECTS.items() if e.tx > 0)  # expect_tx
+COPIES_BYTES = tuple(n for n, e in OP_EFFECTS.items() if e.tx < 0)     # copy
+BARRIER_ARRIVALS = tuple(n for n, e in OP_EFFECTS.items() if e.barrier in ("sync", "arrive"))
 
 
 # ---------------------------------------------------------------------------------------
@@ -70,7 +73,8 @@ def _per_target(spec: Spec, ring: str, names, weight, j: int, period: int, skip=
 
 
 def _arrival_weight(op) -> int:
-    return 1 if op.name == "expect_tx" else op.n
+    units = OP_EFFECTS[op.name].units
+    return op.n if units == -1 else units  # arrive.expect_tx: one arrival
 
 
 def _multiplicity(spec: Spec, role, op, target: int) -> int:
@@ -207,24 +211,23 @@ def _op_edit(role, section: str, i: int, category: str, new_op, tier: int, delta
 def _bytes_candidates(spec: Spec) -> list[_Edit]:
     edits = []
     period = _item_classes(spec)
-    byte_values = sorted({op.n for r in spec.roles for op in r.body if op.name in ("expect_tx",
-                                                                                  "copy")})
+    byte_values = sorted({op.n for r in spec.roles for op in r.body if op.name in BYTE_OPS})
     bytes_of = (lambda op: op.n)
     for role in spec.roles:
         for i, op in enumerate(role.body):
-            if op.name not in ("expect_tx", "copy"):
+            if op.name not in BYTE_OPS:
                 continue
             derived = set()
             for j in range(period):
                 if not _active(op, j, period):
                     continue
                 skip = (role.name, i)
-                expected = _per_target(spec, op.ring, ("expect_tx",), bytes_of, j, period, skip)
-                copied = _per_target(spec, op.ring, ("copy",), bytes_of, j, period, skip)
+                expected = _per_target(spec, op.ring, ANNOUNCES_BYTES, bytes_of, j, period, skip)
+                copied = _per_target(spec, op.ring, COPIES_BYTES, bytes_of, j, period, skip)
                 for c in _ctas_of(spec, role):
                     for t in targets(spec.cluster_size, c, op.to):
                         unit = _agents(role, op) * _multiplicity(spec, role, op, t)
-                        need = (copied[t] - expected[t]) if op.name == "expect_tx" \
+                        need = (copied[t] - expected[t]) if op.name in ANNOUNCES_BYTES \
                             else (expected[t] - copied[t])
                         if need > 0 and need % unit == 0:
                             derived.add(need // unit)
@@ -249,7 +252,7 @@ def _opcount_candidates(spec: Spec) -> list[_Edit]:
             for i, op in enumerate(getattr(role, section)):
                 if op.name not in COUNT_OP_NAMES:
                     continue
-                signal = "full" if op.name == "arrive_full" else "empty"
+                signal = "full" if OP_EFFECTS[op.name].updates == FULL else "empty"
                 names = FULL_ARRIVALS if signal == "full" else EMPTY_ARRIVALS
                 expected = rings[op.ring].expected(signal)
                 values = {}
@@ -290,7 +293,7 @@ def _guard_candidates(spec: Spec) -> list[_Edit]:
                 tier = 1
                 if op.name in SIGNAL_OPS:
                     payload = {p.leader_only for s in SECTIONS for p in getattr(role, s)
-                               if p.name in ("copy", "write") and p.ring == op.ring}
+                               if p.name in FILL_OPS and p.ring == op.ring}
                     if payload == {leader}:
                         tier = 0
                     elif section == "body":
@@ -313,7 +316,7 @@ def _barrier_candidates(spec: Spec) -> list[_Edit]:
                      and (not r.ctas or 0 in r.ctas))
         old_effective = barrier.count if barrier.count is not None else listed
         users = sum(max((_agents(r, op) for s in SECTIONS for op in getattr(r, s)
-                         if op.name in ("sync", "sync_arrive") and op.barrier == barrier.name),
+                         if op.name in BARRIER_ARRIVALS and op.barrier == barrier.name),
                         default=0)
                     for r in spec.roles if not r.ctas or 0 in r.ctas)
         values = {}
@@ -367,7 +370,7 @@ def _why(e: _Edit) -> str:
         return (f"the convention for a role that waits on {'empty' if e.new == 1 else 'full'}"
                 if e.new in (0, 1) else "")
     if e.category == "bytes":
-        return ("the bytes copied per stage" if e.new_op_name == "expect_tx"
+        return ("the bytes copied per stage" if e.new_op_name in ANNOUNCES_BYTES
                 else "the bytes expect_tx announces")
     if e.category == "opcount":
         return "the arrivals then match the expected count"

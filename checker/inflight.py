@@ -46,8 +46,12 @@ def reads_in_flight(T, st, a):
 @jit
 def sort_entries(T, st):
     """Restore the canonical (descending) order after entries were rewritten in place."""
-    off = T.cfg[C_OFF_INF]
-    m = T.cfg[C_INFLIGHT]
+    sort_descending(st, T.cfg[C_OFF_INF], T.cfg[C_INFLIGHT])
+
+
+@jit
+def sort_descending(st, off, m):
+    """Insertion sort of st[off:off + m], largest first (the in-flight array's order)."""
     for i in range(1, m):
         e = st[off + i]
         j = i

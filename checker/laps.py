@@ -485,13 +485,7 @@ def canonical_into(L, st, done, tmp):
                 st[off_inf + j] = (e & ~(val_mask << val_sh)) | ((t2 + 1) << val_sh)
                 changed = True
     if changed:  # restore the descending order of entries
-        for i in range(1, m_inf):
-            e = st[off_inf + i]
-            j = i
-            while j > 0 and st[off_inf + j - 1] < e:
-                st[off_inf + j] = st[off_inf + j - 1]
-                j -= 1
-            st[off_inf + j] = e
+        S.sort_descending(st, off_inf, m_inf)
     if d:
         for a in range(n):
             if not done[a]:
