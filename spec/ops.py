@@ -4,9 +4,9 @@ An op is described by its effects, in a fixed vocabulary (`Effects`): what it ob
 it updates and by how many arrivals, its tx bytes, whether it stores a tag or checks a read,
 what it leaves in flight, how it moves its agent's stage, what it does at a named barrier.
 Everything else reads this table: the op list and the parser's families (spec/schema.py,
-spec/ops_syntax.py), the compiled step (checker/semantics.py, as T.eff), the Z3 encoding, the
-exporters, the GPU generator, the reductions. So an op made of existing effects, with an
-operand of an existing family, is one line here.
+spec/ops_syntax.py), the compiled step (checker/semantics.py, as the program rows' P_EFF
+columns), the Z3 encoding, the exporters, the GPU generator, the reductions. So an op made of
+existing effects, with an operand of an existing family, is one line here.
 
 The order of OP_EFFECTS is the order of the op codes (checker/semantics.py OP_CODES, which the
 GPU event logs record) and of every list of ops in a message: add an op at the end.
