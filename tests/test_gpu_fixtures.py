@@ -346,3 +346,22 @@ def test_unrecorded_landings_only_in_a_trap_log():
     log["outcome"] = "ok"
     r = conform(spec, log)
     assert not r.ok and "consumer[0] wait_full" in r.message
+
+
+def test_the_h200_crosscheck_under_the_current_rules():
+    """The H200 crosscheck of issue 17 (20 runs of every example, each run's outcome and kinds
+    recorded) judged again by today's model and rules R1-R3: the same rules hold, and the only
+    broken rule on record is bug_expect_tx_too_few_bytes's R4 (slot parts, issue 17 part 1)."""
+    doc = json.loads((GPU_FIXTURES / "crosscheck_issue17.json").read_text())
+    assert doc["runs"] == 20 and doc["device"].startswith("NVIDIA H200")
+    ran = [r for r in doc["rows"] if "not_run" not in r]
+    assert [os.path.basename(r["spec"]) for r in doc["rows"] if "not_run" in r] == \
+        ["bug_expect_tx_over_limit.toml"]
+    assert {os.path.basename(r["spec"]) for r in doc["rows"]} >= set(EXAMPLE_NAMES)
+    assert [(os.path.basename(r["spec"]), [b[:3] for b in r["broken"]]) for r in ran if r["broken"]] \
+        == [("bug_expect_tx_too_few_bytes.toml", ["R4:"])]
+    for row in ran:
+        reports = [report(x["outcome"], x["kinds"], run=x["run"]) for x in row["runs"]]
+        assert len(reports) == 20
+        broken, _ = check_rules(_ModelFacts(load_spec(row["spec"])), reports, None)
+        assert broken == [b for b in row["broken"] if not b.startswith("R4")], row["spec"]
