@@ -301,8 +301,7 @@ def generate(spec_or_model) -> Generated:
 
 # Each op's emitter, chosen by its effects (cuda_ref/emit_ops.py emitter_for); an op whose
 # effects have no realisation is missing here, and the check below names it.
-OP_EMITTERS = {name: fn for name, fn in ((name, emitter_for(eff)) for name, eff in OP_EFFECTS.items())
-               if fn is not None}
+OP_EMITTERS = {name: fn for name, eff in OP_EFFECTS.items() if (fn := emitter_for(eff))}
 # Every op of the language must have an emitter (a new op fails here, at import, in CI).
 _missing = [op for op in OPS if op not in OP_EMITTERS]
 if _missing:  # pragma: no cover - guarded by tests/test_codegen.py

@@ -34,6 +34,11 @@ class ConformResult:
 UNLOGGED_LANDING = -1  # a child of the search that lands a copy no event records
 
 
+def _longer(best, done):
+    """The conforming prefix that checks more steps (`best` may be None)."""
+    return done if best is None or done.steps > best.steps else best
+
+
 class Replay:
     def __init__(self, model: Model, log: dict, source: str, max_nodes: int):
         self.m = model
@@ -44,11 +49,15 @@ class Replay:
         self.groups = timestamp_groups(self.steps)   # sorts self.steps into timestamp order
         self.group_of = [g for g, grp in enumerate(self.groups) for _ in grp]
         self.cut = program_order_check(model, self.steps)
-        # agents with a step event in group g or later (a trap log's unlogged trapping step)
-        self.agents_from = [set() for _ in range(len(self.groups) + 1)]
+        # per group g: the agents with a step event in group g or later (a trap log's
+        # unlogged trapping step), and how many events groups g and later hold
+        # (one entry past the last group too: a step that ends the last group asks for it)
+        self.agents_from = [set() for _ in range(len(self.groups) + 2)]
+        self.events_from = [0] * (len(self.groups) + 2)
         for g in range(len(self.groups) - 1, -1, -1):
             self.agents_from[g] = self.agents_from[g + 1] | {
                 self.steps[k].agent for k in self.groups[g] if self.steps[k].agent >= 0}
+            self.events_from[g] = self.events_from[g + 1] + len(self.groups[g])
 
     def run(self) -> ConformResult:
         """Depth-first search over the orders of each equal-timestamp group, list order first.
@@ -91,12 +100,10 @@ class Replay:
                         stack.append(self._frame(g, remaining, nxt, c_flags, consumed, path))
                     continue
                 if k is None:  # a trapping step the log does not record (see _children)
-                    later = len(remaining) + sum(len(grp) for grp in self.groups[g + 1:])
-                    done = self._trapped(nxt, c_flags, consumed, path, later, unlogged=c_flags[2])
-                    if trapped is None or done.steps > trapped.steps:
-                        trapped = done
+                    later = len(remaining) + self.events_from[g + 1]
+                    trapped = _longer(trapped, self._trapped(nxt, c_flags, consumed, path, later,
+                                                             unlogged=c_flags[2]))
                     continue
-                c_flags = c_flags[:2]
                 c_remaining = tuple(x for x in remaining if x != k)
                 c_path = (k, path)
                 cg = g
@@ -108,14 +115,13 @@ class Replay:
                     continue
                 visited.add(key)
                 if c_flags[0]:  # the step trapped: the log is checked up to it
-                    later = len(c_remaining) + sum(len(grp) for grp in self.groups[cg + 1:])
+                    later = len(c_remaining) + self.events_from[cg + 1]
                     done = self._trapped(nxt, c_flags, consumed + 1, c_path, later)
                     if cg != g or not c_remaining:
                         return done
                     # events of the trap's own timestamp are left: an order that places them
                     # before the trap checks more of the log, so it is tried first
-                    if trapped is None or done.steps > trapped.steps:
-                        trapped = done
+                    trapped = _longer(trapped, done)
                     continue
                 if cg == cut_group:
                     return self._cut(nxt, consumed + 1)
@@ -176,11 +182,10 @@ class Replay:
         that is recorded as a failure. Then, in a `trap` log, (UNLOGGED_LANDING, state, flags)
         for each in-flight copy that may land now: the kernel keeps its copies' landing records
         in device memory, which a trap takes with it, so a trap log holds none. Last, in a
-        `trap` log: (None, state, (True, bits, a))
-        for each agent a that logs nothing more and whose next step traps in the model: the
-        trapping step itself may be missing, its warp having stopped inside it (the kernel
-        writes a step's record after its effect), which the search takes only when no order
-        of the logged events does better."""
+        `trap` log, (None, state, (True, bits, a)) for each agent a that logs nothing more and
+        whose next step traps in the model: the trapping step itself may be missing, its warp
+        having stopped inside it (the kernel writes a step's record after its effect), which
+        the search takes only when no order of the logged events does better."""
         for pos, k in enumerate(remaining):
             ev = self.steps[k]
             cands, reason = candidates(self.m, self.outcome, state, ev)
