@@ -129,3 +129,55 @@ def agents_of(spec: Spec) -> list[Agent]:
                 name = f"{role.name}[{i}]" if spec.cluster_size == 1 else f"cta{cta}.{role.name}[{i}]"
                 agents.append(Agent(name, role.name, cta, i, ops, bs, be, role.items, stages, phases))
     return agents
+
+
+
+@dataclass(frozen=True)
+class Part:
+    """One part of a ring's slots (docs/rules.md "Slot parts"). Its fills are the
+    producer-side fill ops that store into it, at most one per section: (section, agent, pc),
+    agent an index into agents_of(spec). A ring that no producer-side role fills has one part
+    with no fills. `ctas`: the CTAs whose slots have it."""
+    fills: tuple
+    ctas: tuple
+
+
+def slot_parts(spec: Spec, agents: list[Agent]) -> tuple[tuple[Part, ...], ...]:
+    """The parts of each ring's slots, ring by ring (Spec.all_rings order).
+
+    For one item a slot has one part per fill op (`copy`, `write`) of each agent of a
+    `side = "producer"` role (per source agent, so per source CTA of a `to=` copy): the i-th
+    such fill of a section, counting agent by agent and op by op, stores into part i. The
+    prologue's, the body's and the epilogue's fills share the parts, so a body fill stores
+    over the prologue's tile in the same part. A fill by a consumer-side role stores into
+    every part: it reuses the whole buffer."""
+    from pipeproof.spec.schema import targets
+    sides = {r.name: r.side for r in spec.roles}
+    out = []
+    for ring in spec.all_rings:
+        by_section: dict[str, list] = {}
+        for i, a in enumerate(agents):
+            if sides[a.role] != "producer":
+                continue
+            for pc, (op, _) in enumerate(a.ops):
+                if op.ring == ring.name and OP_EFFECTS[op.name].stores:
+                    dests = (targets(spec.cluster_size, a.cta, op.to)
+                             if OP_EFFECTS[op.name].issues else (a.cta,))
+                    by_section.setdefault(a.section_of(pc), []).append((i, pc, dests))
+        n = max([len(v) for v in by_section.values()] + [1])
+        parts = []
+        for p in range(n):
+            fills = tuple((sec, i, pc) for sec, v in by_section.items() if p < len(v)
+                          for i, pc, _ in [v[p]])
+            ctas = sorted({c for v in by_section.values() if p < len(v) for c in v[p][2]})
+            parts.append(Part(fills, tuple(ctas) if fills else tuple(range(spec.cluster_size))))
+        out.append(tuple(parts))
+    return tuple(out)
+
+
+def part_of(parts: tuple[Part, ...], agent: int, pc: int) -> int:
+    """The part a fill op stores into (its index in its ring's parts), or -1: every part."""
+    for p, part in enumerate(parts):
+        if any((i, j) == (agent, pc) for _, i, j in part.fills):
+            return p
+    return -1
