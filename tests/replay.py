@@ -66,6 +66,7 @@ after 0, and a barrier shown as a plain int is compared with "arrivals" only.
 """
 from __future__ import annotations
 
+import functools
 import json
 from collections import Counter
 from dataclasses import dataclass, field
@@ -97,6 +98,7 @@ class Instr:
     section: str     # "prologue" | "body" | "epilogue"
     op: Op
     tag: int = -1    # fill/read: the tag it stores or expects (_tag)
+    part: int = -1   # fill: the slot part it stores into (_slot_parts); -1: every part
 
 
 SECTIONS = ("prologue", "body", "epilogue")
@@ -132,6 +134,11 @@ class RingPos:
     stage: int = 0
     phase: int = 0
     ready: bool = False
+    has_reset: bool = False  # the agent's program has a `reset` of this ring
+    # (stage, kind) -> (k', ph'): the intended phase and the agent's phase at its last passed
+    # wait or ready try on that signal; absent: (-(p0 mod 2), p0). Only kept when has_reset.
+    # Replaced, never mutated in place, so a shallow copy of a RingPos is a snapshot.
+    window: dict = field(default_factory=dict)
 
     def advance(self) -> None:
         self.stage, self.phase = _advanced(self.stage, self.phase, self.stages)
@@ -206,7 +213,8 @@ class World:
     spec: Spec
     agents: list                      # list[Agent], ordered cta, role, index
     signals: dict                     # (cta, ring, "full"|"empty", stage) -> dict
-    slots: dict                       # (cta, ring, stage) -> tag (-1 = never stored)
+    slots: dict                       # (cta, ring, stage) -> tuple of tags, one per part
+    #                                   (-1 = never stored, or a part this CTA's slots lack)
     inflight: list                    # list of entry dicts (a multiset)
     barriers: dict                    # (cta, NAME) -> {"arrivals": a, "generation": g}
     gone: set = field(default_factory=set)  # CTAs whose agents have all finished
@@ -298,27 +306,120 @@ def _role_ctas(spec: Spec, role) -> list:
     return [c for c in range(spec.cluster_size) if c in role.ctas]
 
 
+# --------------------------------------------------------------------------------------------
+# Slot parts (docs/rules.md "Slot parts")
+# --------------------------------------------------------------------------------------------
+
+FILLS = ("copy", "write")
+MOVES = ("advance", "reset", "drain")   # each drain step moves the stage
+
+
+@dataclass
+class Part:
+    """One part of a ring's slots. `fills`: section -> [(items of the filling agent, Op)], the
+    producer-side fills that store into it; `ctas`: the CTAs whose slots have it."""
+    ctas: set
+    fills: dict
+
+
+def _model_order(spec: Spec) -> list:
+    """(role, cta, index) of every agent in the model's order: role by role, CTA by CTA, index.
+    (The World keeps its agents CTA by CTA; parts are numbered in this order.)"""
+    return [(role, cta, i) for role in spec.roles for cta in _role_ctas(spec, role)
+            for i in range(role.count)]
+
+
+def _sections(role, is_leader: bool, spec: Spec) -> dict:
+    """section -> (pc of its first op, its flattened ops): the pcs _unroll gives them."""
+    out, start = {}, 0
+    for sec in SECTIONS:
+        ops = _flatten(getattr(role, sec), is_leader, spec)
+        out[sec] = (start, ops)
+        start += len(ops)
+    return out
+
+
+@functools.lru_cache(maxsize=256)
+def _slot_parts(spec: Spec) -> tuple[dict, dict]:
+    """(parts, part_of): parts[ring] = [Part, ...] indexed by part number, and
+    part_of[(agent name, pc)] = the part each producer-side fill stores into.
+
+    For one item a slot has one part per fill op of each agent of a producer-side role that
+    stores into it. The fills of an agent between two moves of its stage go to one slot, so
+    within a section the j-th fill since the last move is the agent's j-th part; agent i's
+    parts come after those of agents 0 .. i-1 that fill in that section (as many as the most
+    fills it makes between two moves). The three sections number from 0 each, so they share
+    the parts. A ring that no producer-side role fills has one part, in every CTA."""
+    parts, part_of = {}, {}
+    for ring in spec.all_rings:
+        found = {}
+        for section in SECTIONS:
+            base = 0
+            for role, cta, i in _model_order(spec):
+                if role.side != "producer":
+                    continue
+                start, ops = _sections(role, i == 0, spec)[section]
+                j = width = 0
+                for k, op in enumerate(ops):
+                    if op.ring != ring.name:
+                        continue
+                    if op.name in FILLS:
+                        part = found.setdefault(base + j, Part(set(), {}))
+                        part.fills.setdefault(section, []).append((role.items, op))
+                        part.ctas |= (set(_dests(spec, cta, op.to)) if op.name == "copy"
+                                      else {cta})
+                        part_of[(agent_name(spec, cta, role.name, i), start + k)] = base + j
+                        j += 1
+                        width = max(width, j)
+                    elif op.name in MOVES:
+                        j = 0
+                base += width
+        assert sorted(found) == list(range(len(found)))
+        parts[ring.name] = ([found[p] for p in range(len(found))] if found
+                            else [Part(set(range(spec.cluster_size)), {})])
+    return parts, part_of
+
+
+def _fills_for(spec: Spec, part: Part, tag: int) -> bool:
+    """Does the program fill `part` for `tag`? The prologue's (epilogue's) tag: if the prologue
+    (epilogue) fills it. A body item t: if one of its body fills runs in item t (the filling
+    agent has item t and the op's every=/at= guard selects it)."""
+    top = max(r.items for r in spec.roles)
+    if tag == top:
+        return "prologue" in part.fills
+    if tag == top + 1:
+        return "epilogue" in part.fills
+    return any(tag < items and _in_item(op, tag) for items, op in part.fills.get("body", []))
+
+
 def _uses_arrive_wait(spec: Spec) -> bool:
     return any(op.name in ("sync_arrive", "sync_wait")
                for r in spec.roles for op in r.prologue + r.body + r.epilogue)
 
 
 def initial_state(spec: Spec) -> World:
+    parts, part_of = _slot_parts(spec)
     agents = []
     for cta in range(spec.cluster_size):
         for role in spec.roles:
             if cta not in _role_ctas(spec, role):
                 continue
             for i in range(role.count):
+                name = agent_name(spec, cta, role.name, i)
                 program, length = _unroll(role, i == 0, spec)
+                for ins in program:
+                    ins.part = part_of.get((name, ins.pc), -1)
                 rings = {}
                 for r in spec.all_rings:
                     st = role.initial_stage if r.name == MAIN else 0
                     ph = role.initial_phase_of(r.name)
+                    has_reset = any(ins.op.name == "reset" and ins.op.ring == r.name
+                                    for ins in program)
                     rings[r.name] = RingPos(stages=r.stages, initial_stage=st,
-                                            initial_phase=ph, stage=st, phase=ph)
+                                            initial_phase=ph, stage=st, phase=ph,
+                                            has_reset=has_reset)
                 agents.append(Agent(
-                    name=agent_name(spec, cta, role.name, i), role=role.name, cta=cta, index=i,
+                    name=name, role=role.name, cta=cta, index=i,
                     program=program, program_length=length, items=role.items, rings=rings,
                     arrived={b.name: 0 for b in spec.barriers}))
     signals = {}
@@ -334,7 +435,7 @@ def initial_state(spec: Spec) -> World:
                             "observed": False}
                     else:
                         signals[(cta, r.name, kind, s)] = {"count": 0}
-                slots[(cta, r.name, s)] = -1
+                slots[(cta, r.name, s)] = (-1,) * len(parts[r.name])
     barriers = {(cta, b.name): {"arrivals": 0, "generation": 0}
                 for cta in range(spec.cluster_size) for b in spec.barriers}
     world = World(spec=spec, agents=agents, signals=signals, slots=slots, inflight=[],
@@ -479,12 +580,33 @@ def enabled_events(world: World) -> list:
 # Properties used inside steps
 # --------------------------------------------------------------------------------------------
 
+def _intended(pos: RingPos, kind: str) -> int:
+    """The signal phase k an agent at `pos` means when it waits on (or tries) signal `kind` of
+    its stage (docs/rules.md "The phase_alias window after `reset`")."""
+    p0 = pos.initial_phase
+    if not pos.has_reset:
+        return (pos.phase - p0) - (p0 % 2)
+    k_last, ph_last = pos.window.get((pos.stage, kind), (-(p0 % 2), p0))
+    if pos.phase >= ph_last:
+        return k_last + (pos.phase - ph_last)
+    # a reset moved the phase back: the first phase from k' on with the parity of ph
+    k = k_last
+    while (k - pos.phase) % 2 != 0:
+        k += 1
+    return k
+
+
+def _passed(pos: RingPos, kind: str) -> None:
+    """A wait (a drain step) passed, or a try found the signal ready: remember (k, ph)."""
+    if pos.has_reset:
+        pos.window = {**pos.window, (pos.stage, kind): (_intended(pos, kind), pos.phase)}
+
+
 def _phase_alias(world: World, agent: Agent, kind: str, ring: str = MAIN) -> bool:
     if world.spec.backend != "nvidia":
         return False
     pos = agent.rings[ring]
-    p0 = pos.initial_phase
-    k = (pos.phase - p0) - (p0 % 2)
+    k = _intended(pos, kind)
     phase_no = _signal(world, agent.cta, kind, pos.stage, ring)["phase_no"]
     return phase_no not in (k, k + 1)
 
@@ -516,32 +638,58 @@ def _advanced(stage: int, phase: int, stages: int) -> tuple[int, int]:
     return stage, phase
 
 
-def _store(world: World, cta: int, ring: str, stage: int, tag: int) -> set:
-    """Store `tag` in slot (cta, ring, stage); overwrite_before_drain if an unread tag is
-    lost: an agent of the CTA still reads it there, or an async read of it is in flight."""
+def _parts(world: World, ring: str) -> list:
+    return _slot_parts(world.spec)[0][ring]
+
+
+def _store(world: World, cta: int, ring: str, stage: int, tag: int, part: int) -> set:
+    """Store `tag` in slot (cta, ring, stage): into part `part` (a producer-side fill), or into
+    every part this CTA's slots have (part -1: a consumer-side fill). overwrite_before_drain if,
+    in a part stored over, an unread tag is lost: an agent of the CTA still reads it there, or
+    an async read of it is in flight."""
     kinds = set()
-    old = world.slots[(cta, ring, stage)]
-    if old >= 0 and old != tag:
-        if any(e["kind"] == "read" and e["cta"] == cta and e["ring"] == ring
-               and e["stage"] == stage and e["tag"] == old for e in world.inflight):
+    tags = list(world.slots[(cta, ring, stage)])
+    for p, info in enumerate(_parts(world, ring)):
+        if (part >= 0 and p != part) or cta not in info.ctas:
+            continue
+        old = tags[p]
+        if old >= 0 and old != tag and _still_read(world, cta, ring, stage, old):
             kinds.add("overwrite_before_drain")
-        for a in world.agents:
-            if a.cta == cta and _will_read(a, ring, old, stage):
-                kinds.add("overwrite_before_drain")
-                break
-    world.slots[(cta, ring, stage)] = tag
+        tags[p] = tag
+    world.slots[(cta, ring, stage)] = tuple(tags)
     return kinds
 
 
+def _still_read(world: World, cta: int, ring: str, stage: int, tag: int) -> bool:
+    if any(e["kind"] == "read" and e["cta"] == cta and e["ring"] == ring
+           and e["stage"] == stage and e["tag"] == tag for e in world.inflight):
+        return True
+    return any(a.cta == cta and _will_read(a, ring, tag, stage) for a in world.agents)
+
+
+def _checked_parts(world: World, cta: int, ring: str, tag: int) -> list:
+    """The parts a read of `tag` in a slot of `cta` checks: those of the CTA's slots that the
+    program fills for `tag`, or, when it fills none of them for it, every part the CTA has."""
+    have = [p for p, info in enumerate(_parts(world, ring)) if cta in info.ctas]
+    filled = [p for p in have if _fills_for(world.spec, _parts(world, ring)[p], tag)]
+    return filled or have
+
+
 def _read_before_fill(world: World, cta: int, ring: str, stage: int, item: int) -> bool:
-    if world.slots[(cta, ring, stage)] != item:
+    tags = world.slots[(cta, ring, stage)]
+    if any(tags[p] != item for p in _checked_parts(world, cta, ring, item)):
         return True
     return any(e["kind"] == "copy" and e["cta"] == cta and e["ring"] == ring
                and e["stage"] == stage for e in world.inflight)
 
 
 def _targets(world: World, cta: int, to: str) -> list:
-    k = world.spec.cluster_size
+    return _dests(world.spec, cta, to)
+
+
+def _dests(spec: Spec, cta: int, to: str) -> list:
+    """The CTAs an op of an agent in `cta` with target `to` acts on."""
+    k = spec.cluster_size
     if k == 1 or to == "self":
         return [cta]
     if to == "leader":
@@ -599,6 +747,7 @@ def _apply_agent_op(world: World, a: Agent) -> set:
     if name in WAITS:
         if not _is_skipped_wait(a, op):
             _observe(world, a.cta, ring, _wait_kind(op), stage)
+            _passed(pos, _wait_kind(op))
     elif name in TRIES:
         kind = _wait_kind(op)
         if _phase_alias(world, a, kind, ring):
@@ -606,6 +755,7 @@ def _apply_agent_op(world: World, a: Agent) -> set:
         pos.ready = signal_ready(world, a.cta, kind, stage, pos.phase, ring)
         if pos.ready:
             _observe(world, a.cta, ring, kind, stage)
+            _passed(pos, kind)
     elif name in ("arrive_full", "arrive_empty"):
         kind = "full" if name == "arrive_full" else "empty"
         for dst in _targets(world, a.cta, op.to):
@@ -630,8 +780,11 @@ def _apply_agent_op(world: World, a: Agent) -> set:
             kinds.add("tx_range")
         for dst in _targets(world, a.cta, op.to):
             kinds |= _aimed(world, dst)
-            world.inflight.append({"kind": "copy", "cta": dst, "ring": ring, "stage": stage,
-                                   "tag": ins.tag, "bytes": op.n})
+            entry = {"kind": "copy", "cta": dst, "ring": ring, "stage": stage,
+                     "tag": ins.tag, "bytes": op.n}
+            if len(_parts(world, ring)) > 1:
+                entry["part"] = ins.part      # -1: a consumer-side copy, into every part
+            world.inflight.append(entry)
     elif name == "commit_empty":
         after = len(_reads_in_flight(world, a))
         for dst in _targets(world, a.cta, op.to):
@@ -640,7 +793,7 @@ def _apply_agent_op(world: World, a: Agent) -> set:
                                    "n": op.n, "agent": a.name if after else "",
                                    "after": after})
     elif name == "write":
-        kinds |= _store(world, a.cta, ring, stage, ins.tag)
+        kinds |= _store(world, a.cta, ring, stage, ins.tag, ins.part)
     elif name == "read":
         if _read_before_fill(world, a.cta, ring, stage, ins.tag):
             kinds.add("read_before_fill")
@@ -658,6 +811,7 @@ def _apply_agent_op(world: World, a: Agent) -> set:
         pos.reset()
     elif name == "drain":
         _observe(world, a.cta, ring, "empty", stage)
+        _passed(pos, "empty")
         pos.advance()
     elif name == "sync":
         _, completed = _barrier_arrive(world, a.cta, op.barrier)
@@ -774,7 +928,8 @@ def _apply_async(world: World, event: dict) -> set:
         return set()
     kinds = _aimed(world, cta)
     if entry["kind"] == "copy":
-        kinds |= _store(world, cta, ring, stage, entry["tag"])
+        part = entry.get("part", 0 if len(_parts(world, ring)) == 1 else -1)
+        kinds |= _store(world, cta, ring, stage, entry["tag"], part)
         kinds |= _nvidia_update(world, _signal(world, cta, "full", stage, ring),
                                 add_tx=-entry["bytes"])
     else:
@@ -855,7 +1010,8 @@ def state_view(world: World) -> dict:
         "agents": agents,
         "signals": {_signal_name(c, r, k, s): _public_signal(sig)
                     for (c, r, k, s), sig in world.signals.items()},
-        "slots": {_slot_name(c, r, s): tag for (c, r, s), tag in world.slots.items()},
+        "slots": {_slot_name(c, r, s): tags[0] if len(tags) == 1 else list(tags)
+                  for (c, r, s), tags in world.slots.items()},
         "inflight": [dict(e) for e in world.inflight],
         "barriers": {f"cta{c}.{name}": dict(b) for (c, name), b in world.barriers.items()},
     }

@@ -69,13 +69,16 @@ def make_spec(*roles, backend="nvidia", stages=2, pac=1, cac=1, items=2, cluster
                 rings=tuple(sorted(rings, key=lambda r: r.name)))
 
 
-def copy_entry(tag=0, nbytes=16, cta=0, stage=0, ring="main") -> dict:
-    return {"kind": "copy", "cta": cta, "ring": ring, "stage": stage, "tag": tag,
-            "bytes": nbytes}
+def copy_entry(tag=0, nbytes=16, cta=0, stage=0, ring="main", part=None) -> dict:
+    """A copy's in-flight entry; `part` only where the ring's slots have several parts."""
+    e = {"kind": "copy", "cta": cta, "ring": ring, "stage": stage, "tag": tag, "bytes": nbytes}
+    if part is not None:
+        e["part"] = part
+    return e
 
 
-def land(tag=0, nbytes=16, cta=0, stage=0, ring="main") -> dict:
-    return {"kind": "land", "entry": copy_entry(tag, nbytes, cta, stage, ring)}
+def land(tag=0, nbytes=16, cta=0, stage=0, ring="main", part=None) -> dict:
+    return {"kind": "land", "entry": copy_entry(tag, nbytes, cta, stage, ring, part)}
 
 
 PRODUCER_WRITE = ["wait_empty", "write", "arrive_full", "advance"]
@@ -167,7 +170,7 @@ def test_correct_run_replays_to_the_end_without_violations():
     assert all(k == set() for k in kinds)
     assert state_violations(world) == set()
     assert all(a.done for a in world.agents)
-    assert world.slots == {(0, "main", 0): 0, (0, "main", 1): 1}
+    assert world.slots == {(0, "main", 0): (0,), (0, "main", 1): (1,)}
     assert world.signals[(0, "main", "full", 0)]["phase_no"] == 1
     assert world.signals[(0, "main", "empty", 1)]["phase_no"] == 1
     assert world.signals[(0, "main", "full", 1)]["pending"] == 1
@@ -328,15 +331,16 @@ def test_cluster_names_targets_and_remote_arrive():
 
 
 def test_copy_to_all_is_one_transfer_per_cta():
+    """(Each CTA's producer multicasts, so the slots have a part per source CTA: CTA 0's
+    copies store into part 0 of every CTA's slot.)"""
     spec = make_spec(role("producer", ["copy 32 to=all"]), stages=1, items=1,
                      cluster_size=2)
     world = initial_state(spec)
     apply(world, ev("cta0.producer[0]", "copy", 0))
     assert sorted(json.dumps(e, sort_keys=True) for e in world.inflight) == sorted(
-        json.dumps({"kind": "copy", "ring": "main", "cta": c, "stage": 0, "tag": 0, "bytes": 32},
-                   sort_keys=True) for c in (0, 1))
-    apply(world, land(nbytes=32, cta=1))
-    assert world.slots == {(0, "main", 0): -1, (1, "main", 0): 0}
+        json.dumps(copy_entry(nbytes=32, cta=c, part=0), sort_keys=True) for c in (0, 1))
+    apply(world, land(nbytes=32, cta=1, part=0))
+    assert world.slots == {(0, "main", 0): (-1, -1), (1, "main", 0): (0, -1)}
     assert world.signals[(1, "main", "full", 0)]["tx"] == -32
     assert world.signals[(0, "main", "full", 0)]["tx"] == 0
 
@@ -428,7 +432,7 @@ def test_copy_may_land_before_its_expect_tx():
     assert kinds == [set(), set(), set()]
     full = world.signals[(0, "main", "full", 0)]
     assert (full["phase_no"], full["pending"], full["tx"]) == (0, 1, -100)
-    assert world.slots[(0, "main", 0)] == 0
+    assert world.slots[(0, "main", 0)] == (0,)
     assert apply(world, ev("producer[0]", "expect_tx", 2)) == set()
     assert (full["phase_no"], full["pending"], full["tx"]) == (1, 1, 0)
     assert run(world, [ev("consumer[0]", "wait_full", 0), ev("consumer[0]", "read", 1)]) \
@@ -452,8 +456,8 @@ def test_tx_range_after_update():
                      stages=1, items=1)
     world = initial_state(spec)
     run(world, [ev("producer[0]", "copy", 0), ev("producer[0]", "copy", 1)])
-    first = land(nbytes=1048575)
-    second = land(nbytes=1)
+    first = land(nbytes=1048575, part=0)               # two copies of a stage: two parts
+    second = land(nbytes=1, part=1)
     assert "tx_range" not in apply(world, first)
     assert "tx_range" in apply(world, second)       # tx = -(2^20)
     assert world.signals[(0, "main", "full", 0)]["tx"] == -BIG
@@ -638,7 +642,7 @@ def test_read_with_a_copy_in_flight_is_read_before_fill():
                      role("consumer", ["read"], side="consumer"), stages=1, items=1)
     world = initial_state(spec)
     run(world, [ev("producer[0]", "write", 0), ev("producer[0]", "copy", 1)])
-    assert world.slots[(0, "main", 0)] == 0                     # the right tag is already there
+    assert world.slots[(0, "main", 0)] == (0, -1)   # the write's part has the right tag
     assert apply(world, ev("consumer[0]", "read", 0)) == {"read_before_fill"}
 
 
@@ -649,7 +653,7 @@ def test_overwrite_when_the_consumer_has_not_read_yet():
     kinds = run(world, [ev("producer[0]", "write", 0), ev("producer[0]", "arrive_full", 1),
                         ev("producer[0]", "advance", 2), ev("producer[0]", "write", 0)])
     assert kinds == [set(), set(), set(), {"overwrite_before_drain"}]
-    assert world.slots[(0, "main", 0)] == 1
+    assert world.slots[(0, "main", 0)] == (1,)
 
 
 def test_no_overwrite_after_the_consumer_has_read():
@@ -825,7 +829,7 @@ def test_two_rings_have_their_own_signals_slots_and_agent_positions():
                 ev("mma[0]", "read", 1), ev("mma[0]", "wait_empty", 2),
                 ev("mma[0]", "write", 3), ev("mma[0]", "arrive_full", 4),
                 ev("mma[0]", "arrive_empty", 5)])
-    assert world.slots == {(0, "main", 0): 0, (0, "main", 1): -1, (0, "acc", 0): 0}
+    assert world.slots == {(0, "main", 0): (0,), (0, "main", 1): (-1,), (0, "acc", 0): (0,)}
     assert world.signals[(0, "acc", "full", 0)]["phase_no"] == 1
     assert world.signals[(0, "main", "full", 0)]["phase_no"] == 1
     assert world.signals[(0, "main", "full", 1)]["phase_no"] == 0
@@ -953,10 +957,10 @@ def test_copy_and_overwrite_on_another_ring():
                      stages=1, items=1, rings=[("acc", 1, 1, 1)])
     world = initial_state(spec)
     apply(world, ev("p[0]", "copy", 0))
-    assert world.inflight == [copy_entry(ring="acc")]
+    assert world.inflight == [copy_entry(ring="acc", part=0)]   # a copy and a write: 2 parts
     assert apply(world, ev("c[0]", "read", 0)) == {"read_before_fill"}   # copy in flight
-    apply(world, land(ring="acc"))
-    assert world.slots[(0, "acc", 0)] == 0 and world.slots[(0, "main", 0)] == -1
+    apply(world, land(ring="acc", part=0))
+    assert world.slots[(0, "acc", 0)] == (0, -1) and world.slots[(0, "main", 0)] == (-1,)
     assert world.signals[(0, "acc", "full", 0)]["tx"] == -16
     # c has read item 0 already: p's later writes of item 1 overwrite nothing unread
     assert run(world, [ev("p[0]", "write", 1), ev("p[0]", "copy", 0)]) == [set(), set()]
