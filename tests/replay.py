@@ -15,6 +15,13 @@ API:
     state_view(world) -> dict                     (the trace's state-view format)
     replay(spec, trace_json) -> ReplayOutcome
 
+Slot parts (docs/rules.md "Slot parts", numbered here by `_slot_parts` from the rule as the
+docs state it, not from checker/program.py): one part per fill op of each producer-side agent
+for one item, the fills between two moves of its stage going to one slot; a producer-side fill
+stores into its part, a consumer-side one into every part of the slot; a read checks the parts
+the program fills for its tag. The phase_alias window of an agent with a `reset` of a ring
+follows its last passed wait per signal (`_intended`, `_passed`; kept raw, as (k', ph')).
+
 How each agent's program is held: it is unrolled once into a list of `Instr` (every op it will
 execute, in order, with its pc and item number), and the agent's position is an index into
 that list. Finished = position at the end of the list. `@leader` ops of non-leaders are dropped
@@ -35,8 +42,12 @@ State view (checker/trace.py format, extended by [expressiveness]; the checker m
                       #     generation 0 to complete, exactly as after an arrival in 0)
     "signals":  {"cta0.full[2]": {...}, "cta0.acc.full[1]": {...}}   # main ring / ring acc
     "slots":    {"cta0.slot[0]": tag, "cta0.acc.slot[1]": tag}        # -1: never stored
+                #  a ring whose slots have several parts: a list, one tag per part (the
+                #  ring's part numbers; -1 also for a part this CTA's slots do not have)
     "inflight": [  # a multiset; every entry carries "ring"
         {"kind": "copy",   "cta": c, "ring": "main", "stage": s, "tag": t, "bytes": b},
+                #  + "part": p where the ring has several parts (-1: a consumer-side copy,
+                #    which stores into every part)
         {"kind": "commit", "cta": c, "ring": "main", "stage": s, "n": n,
                            "agent": "", "after": 0},
         {"kind": "read",   "cta": c, "ring": "main", "stage": s, "tag": t,

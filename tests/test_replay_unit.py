@@ -1346,3 +1346,207 @@ def test_barrier_view_and_old_int_views():
     trace["steps"][0]["state"]["barriers"] = {"cta0.bar": {"arrivals": 1, "generation": 1}}
     with pytest.raises(ReplayError, match="barriers cta0.bar"):
         replay(spec, trace)
+
+
+# ------------------------------------------------------------------------------------------
+# Slot parts (docs/rules.md "Slot parts")
+# ------------------------------------------------------------------------------------------
+
+TWO_COPIES = ["wait_empty", "expect_tx {b}", "copy 16", "copy 16", "advance"]
+
+
+def test_two_copies_of_a_stage_are_two_parts_and_half_a_slot_is_read_before_fill():
+    """Too few bytes expected: full completes when the first copy lands, and a read before the
+    second copy is issued finds its part empty (bug_expect_tx_too_few_bytes, as on the H200)."""
+    spec = make_spec(role("producer", [t.format(b=16) for t in TWO_COPIES]),
+                     role("consumer", CONSUMER, side="consumer"), stages=1, items=1)
+    world = initial_state(spec)
+    assert state_view(world)["slots"] == {"cta0.slot[0]": [-1, -1]}
+    run(world, [ev("producer[0]", "wait_empty", 0), ev("producer[0]", "expect_tx", 1),
+                ev("producer[0]", "copy", 2)])
+    assert world.inflight == [copy_entry(part=0)]
+    assert apply(world, land(part=0)) == set()
+    assert world.signals[(0, "main", "full", 0)]["phase_no"] == 1
+    assert state_view(world)["slots"] == {"cta0.slot[0]": [0, -1]}
+    assert run(world, [ev("consumer[0]", "wait_full", 0), ev("consumer[0]", "read", 1)]) \
+        == [set(), {"read_before_fill"}]
+
+
+def test_two_copies_both_landed_fill_the_slot():
+    spec = make_spec(role("producer", [t.format(b=32) for t in TWO_COPIES]),
+                     role("consumer", CONSUMER, side="consumer"), stages=1, items=1)
+    world = initial_state(spec)
+    kinds = run(world, [ev("producer[0]", "wait_empty", 0), ev("producer[0]", "expect_tx", 1),
+                        ev("producer[0]", "copy", 2), ev("producer[0]", "copy", 3),
+                        land(part=1), land(part=0),
+                        ev("consumer[0]", "wait_full", 0), ev("consumer[0]", "read", 1)])
+    assert kinds == [set()] * 8
+    assert world.slots[(0, "main", 0)] == (0, 0)
+
+
+@pytest.mark.parametrize("between, parts", [
+    ([], 2), (["advance"], 1), (["reset"], 1), (["drain"], 1),
+    (["arrive_full"], 2),            # only a move of the stage separates two slots' fills
+])
+def test_fills_between_two_moves_of_the_stage_are_parts_of_one_slot(between, parts):
+    spec = make_spec(role("producer", ["write"] + between + ["write"]), stages=1, items=1)
+    slots = state_view(initial_state(spec))["slots"]
+    assert slots == {"cta0.slot[0]": -1 if parts == 1 else [-1] * parts}
+
+
+def test_an_unrolled_two_stage_body_has_one_part():
+    """(x_cutlass_pingpong's shape: a write per stage, an advance between.)"""
+    spec = make_spec(role("producer", PRODUCER_WRITE * 2),
+                     role("consumer", CONSUMER * 2, side="consumer"), stages=2, items=1)
+    world = initial_state(spec)
+    events, kinds = run_first_enabled(world)
+    assert len(events) == 16 and all(k == set() for k in kinds)
+    assert state_view(world)["slots"] == {"cta0.slot[0]": 0, "cta0.slot[1]": 0}
+
+
+def parts_spec():
+    """Two CTAs: role P writes twice per slot, role Q multicasts once, role C (consumer side)
+    writes. Parts in model order (role by role, CTA by CTA): cta0.P 0-1, cta1.P 2-3 (each in
+    its own CTA only), cta0.Q 4, cta1.Q 5 (in both CTAs)."""
+    return make_spec(role("P", ["write", "write"]), role("Q", ["copy 16 to=all"]),
+                     role("C", ["write"], side="consumer"), stages=1, items=1, cluster_size=2)
+
+
+def test_parts_are_numbered_role_by_role_cta_by_cta_and_exist_where_filled():
+    spec = parts_spec()
+    world = initial_state(spec)
+    assert state_view(world)["slots"] == {"cta0.slot[0]": [-1] * 6, "cta1.slot[0]": [-1] * 6}
+    apply(world, ev("cta1.P[0]", "write", 0))                    # its first fill: part 2
+    assert world.slots[(1, "main", 0)] == (-1, -1, 0, -1, -1, -1)
+    apply(world, ev("cta1.P[0]", "write", 1))                    # its second: part 3
+    assert world.slots[(1, "main", 0)] == (-1, -1, 0, 0, -1, -1)
+    apply(world, ev("cta1.Q[0]", "copy", 0))
+    assert sorted(json.dumps(e, sort_keys=True) for e in world.inflight) == sorted(
+        json.dumps(copy_entry(cta=c, part=5), sort_keys=True) for c in (0, 1))
+    apply(world, land(cta=0, part=5))
+    assert world.slots[(0, "main", 0)] == (-1, -1, -1, -1, -1, 0)
+    # a consumer-side write stores into every part its CTA's slots have (not cta1.P's 2, 3)
+    assert apply(world, ev("cta0.C[0]", "write", 0)) == set()
+    assert state_view(world)["slots"]["cta0.slot[0]"] == [0, 0, -1, -1, 0, 0]
+
+
+def test_a_read_checks_only_the_parts_of_its_own_cta():
+    """cta0's slots lack cta1.P's parts 2 and 3: a read there checks 0, 1, 4 and 5."""
+    spec = make_spec(role("P", ["write", "write"]), role("Q", ["copy 16 to=all"]),
+                     role("R", ["read"], side="consumer", ctas=(0,)), stages=1, items=1,
+                     cluster_size=2)
+    world = initial_state(spec)
+    run(world, [ev("cta0.P[0]", "write", 0), ev("cta0.P[0]", "write", 1),
+                ev("cta0.Q[0]", "copy", 0), land(cta=0, part=4), land(cta=1, part=4)])
+    assert apply(world, ev("cta0.R[0]", "read", 0)) == {"read_before_fill"}  # part 5 empty
+    world = initial_state(spec)
+    run(world, [ev("cta0.P[0]", "write", 0), ev("cta0.P[0]", "write", 1),
+                ev("cta0.Q[0]", "copy", 0), ev("cta1.Q[0]", "copy", 0),
+                land(cta=0, part=4), land(cta=0, part=5)])
+    assert world.slots[(0, "main", 0)] == (0, 0, -1, -1, 0, 0)
+    assert apply(world, ev("cta0.R[0]", "read", 0)) == set()  # copies to cta1 don't count
+
+
+def test_a_ring_no_producer_side_role_fills_has_one_part():
+    spec = make_spec(role("C", ["write", "write", "read"], side="consumer"), stages=1, items=1)
+    world = initial_state(spec)
+    assert state_view(world)["slots"] == {"cta0.slot[0]": -1}
+    assert run(world, [ev("C[0]", "write", 0), ev("C[0]", "write", 1), ev("C[0]", "read", 2)]) \
+        == [set(), set(), set()]
+    assert state_view(world)["slots"] == {"cta0.slot[0]": 0}
+
+
+def test_a_read_checks_the_parts_the_program_fills_for_its_item():
+    """Part 1 is filled only in even items (every=2 at=0): a read of item 1 does not look at it,
+    a read of item 0 does."""
+    spec = make_spec(role("producer", ["wait_empty", "write", "write every=2 at=0",
+                                       "arrive_full", "advance"]),
+                     role("consumer", CONSUMER, side="consumer"), stages=1, items=2)
+    world = initial_state(spec)
+    events, kinds = run_first_enabled(world)
+    assert all(k == set() for k in kinds) and all(a.done for a in world.agents)
+    assert world.slots[(0, "main", 0)] == (1, 0)
+    late = make_spec(role("producer", ["wait_empty", "write", "arrive_full",
+                                       "write every=2 at=0", "advance"]),
+                     role("consumer", CONSUMER, side="consumer"), stages=1, items=2)
+    world = initial_state(late)
+    run(world, [ev("producer[0]", "wait_empty", 0), ev("producer[0]", "write", 1),
+                ev("producer[0]", "arrive_full", 2), ev("consumer[0]", "wait_full", 0)])
+    assert apply(world, ev("consumer[0]", "read", 1)) == {"read_before_fill"}
+
+
+def test_a_part_whose_agent_does_not_run_the_item_is_not_checked():
+    """A (2 items) fills part 0, B (1 item) part 1: item 1 is read from part 0 alone; when no
+    part is filled for the item at all, every part is checked."""
+    spec = make_spec(role("A", ["write", "advance"], items=2), role("B", ["write"], items=1),
+                     role("C", ["read", "advance"], side="consumer", items=3), stages=1)
+    world = initial_state(spec)
+    kinds = run(world, [ev("A[0]", "write", 0), ev("B[0]", "write", 0), ev("C[0]", "read", 0),
+                        ev("C[0]", "advance", 1), ev("A[0]", "advance", 1),
+                        ev("A[0]", "write", 0)])
+    assert kinds == [set()] * 6
+    assert world.slots[(0, "main", 0)] == (1, 0)
+    assert run(world, [ev("C[0]", "read", 0), ev("C[0]", "advance", 1)]) == [set(), set()]
+    world.slots[(0, "main", 0)] = (2, 2)      # as if both parts held item 2, which no one fills
+    assert apply(world, ev("C[0]", "read", 0)) == set()
+    world = initial_state(spec)
+    world.agents[-1].pos = 4                  # C at item 2's read, no part filled for item 2
+    world.slots[(0, "main", 0)] = (2, 1)
+    assert apply(world, ev("C[0]", "read", 0)) == {"read_before_fill"}
+
+
+def test_prologue_and_body_fills_share_the_parts():
+    """The prologue fills parts 0 and 1, the body part 0 only: the body's fill stores over the
+    prologue's tile in part 0, and a body read checks part 0 alone."""
+    spec = make_spec(role("P", ["write"], prologue=["write", "write"]),
+                     role("C", ["read"], side="consumer", prologue=["read"]),
+                     stages=1, items=1)
+    top = 1                                   # the prologue's tag: the largest item count
+    world = initial_state(spec)
+    kinds = run(world, [ev("P[0]", "write", 0), ev("P[0]", "write", 1), ev("C[0]", "read", 0),
+                        ev("P[0]", "write", 2), ev("C[0]", "read", 1)])
+    assert kinds == [set()] * 5
+    assert world.slots[(0, "main", 0)] == (0, top)
+    world = initial_state(spec)
+    kinds = run(world, [ev("P[0]", "write", 0), ev("P[0]", "write", 1), ev("P[0]", "write", 2),
+                        ev("C[0]", "read", 0)])
+    assert kinds == [set(), set(), {"overwrite_before_drain"}, {"read_before_fill"}]
+
+
+def test_an_overwrite_is_judged_in_the_part_stored_over():
+    """Part 0 holds item 2, which C still reads; B's store of item 1 into part 1 (over item 0,
+    read) loses nothing. A's store of item 2 over the unread item 1 in part 0 does."""
+    spec = make_spec(role("A", ["write", "advance"], items=3),
+                     role("B", ["write", "advance"], items=2),
+                     role("C", ["read", "advance"], side="consumer", items=3), stages=1)
+    world = initial_state(spec)
+    kinds = run(world, [ev("A[0]", "write", 0), ev("B[0]", "write", 0), ev("C[0]", "read", 0),
+                        ev("C[0]", "advance", 1), ev("A[0]", "advance", 1),
+                        ev("A[0]", "write", 0), ev("A[0]", "advance", 1),
+                        ev("A[0]", "write", 0), ev("B[0]", "advance", 1),
+                        ev("B[0]", "write", 0)])
+    assert kinds == [set()] * 7 + [{"overwrite_before_drain"}, set(), set()]
+    assert world.slots[(0, "main", 0)] == (2, 1)
+
+
+def test_a_multi_part_trace_replays_and_a_wrong_part_is_caught():
+    spec = make_spec(role("producer", [t.format(b=16) for t in TWO_COPIES]),
+                     role("consumer", CONSUMER, side="consumer"), stages=1, items=1)
+    events = [ev("producer[0]", "wait_empty", 0), ev("producer[0]", "expect_tx", 1),
+              ev("producer[0]", "copy", 2), land(part=0), ev("consumer[0]", "wait_full", 0),
+              ev("consumer[0]", "read", 1)]
+    trace = make_trace(spec, events)
+    assert trace["steps"][3]["state"]["slots"] == {"cta0.slot[0]": [0, -1]}
+    assert replay(spec, trace).last_step_kinds == {"read_before_fill"}
+    bad = copy.deepcopy(trace)
+    bad["steps"][3]["state"]["slots"]["cta0.slot[0]"] = [0, 0]  # the landing filled both
+    with pytest.raises(ReplayError, match=r"step 4 .*slots cta0.slot\[0\]"):
+        replay(spec, bad)
+    bad = copy.deepcopy(trace)
+    bad["steps"][2]["state"]["inflight"][0]["part"] = -1
+    with pytest.raises(ReplayError, match="step 3 .*inflight"):
+        replay(spec, bad)
+    bad = copy.deepcopy(trace)
+    bad["initial"]["slots"]["cta0.slot[0]"] = -1                  # a one-part view
+    with pytest.raises(ReplayError, match="initial state: slots"):
+        replay(spec, bad)
