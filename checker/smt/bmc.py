@@ -15,8 +15,9 @@ Reductions. Two families of constraints cut the runs Z3 has to consider, without
 minimal depth or any kind at it. Order runs by their sequence of actions (`act`),
 lexicographically; among the runs of the minimal length d that end in a violation of kind K,
 take the least one, R. (1) Symmetry (`Encoding.symmetry`): agents with the same CTA, program
-and start are interchangeable. If R's step t were taken by agent b while a lower agent a is in
-the same local state (position, flags, in-flight entries), swapping a and b from step t on
+and start are interchangeable (a producer-side agent that fills is not: it owns its slot
+parts). If R's step t were taken by agent b while a lower agent a is in the same local state
+(position, flags, window records, in-flight entries), swapping a and b from step t on
 gives a run (the state at t is symmetric in them) of the same length whose end violates K
 (the properties do not depend on agent names), and which is smaller at step t: impossible.
 (2) Partial-order reduction (`Encoding.lex_order`): two actions commute when they are taken by
@@ -32,8 +33,8 @@ to find. The last step is never reordered, so step violations keep their step.
 Traces: the action sequence Z3 found is replayed through `model.apply` (the explicit engine's
 own transition function) and turned into a `Trace` by `checker.trace.trace_from_codes`, as the
 explicit engine's are, so BMC traces are checked, explained and exported exactly
-like the explicit engine's. Every replayed state is also compared with Z3's values for it; a
-difference is an internal error.
+like the explicit engine's. Every replayed state is also compared with Z3's values for it
+(every slot part, every window record); a difference is an internal error.
 
 Verdicts: `violation` as above. `inconclusive` with `limit = "bmc depth K"` when depth K was
 reached without a violation, or with Z3's reason when a query answered `unknown` (timeout,
@@ -254,8 +255,9 @@ def _entry_matches(model: Model, inst, e: dict) -> bool:
     if e["kind"] != ENTRY_NAMES[inst.kind] or e["cta"] != inst.cta or e["stage"] != inst.stage \
             or e["ring"] != model.ring_names[inst.ring]:
         return False
-    if inst.kind == S.ENTRY_COPY:
-        return e["tag"] == inst.value and e["bytes"] == inst.nbytes
+    if inst.kind == S.ENTRY_COPY:  # ("part" only where the ring's slots have several)
+        return e["tag"] == inst.value and e["bytes"] == inst.nbytes and \
+            e.get("part", inst.part) == inst.part
     if inst.kind == S.ENTRY_READ:
         return e["tag"] == inst.value and e["agent"] == model.agents[inst.agent].name and e["seq"] == 0
     return e["n"] == inst.value and e["after"] == 0
@@ -307,12 +309,20 @@ def _check_frame(model: Model, enc: Encoding, vals: dict, state, t: int) -> None
             ours, theirs = vals[("cnt",) + key], state[b]
         if ours != theirs:
             fail(f"signal {key}", ours, theirs)
+    T = model.tables
     for c in range(enc.ctas):
         for r in range(enc.rings):
-            for s in range(enc.stages[r]):
-                pos = model.off_slot + (c * model.rings + r) * model.max_stages + s
-                if vals[("slot", c, r, s)] != state[pos]:
-                    fail(f"slot {(c, r, s)}", vals[("slot", c, r, s)], state[pos])
+            for s in range(model.max_stages):
+                base = int(S.slot_pos(T, c, r, s))
+                for p in range(model.max_parts):  # a part a slot lacks stays -1 there
+                    ours = vals.get(("slot", c, r, s, p), -1)
+                    if ours != state[base + p]:
+                        fail(f"slot {(c, r, s)} part {p}", ours, state[base + p])
+    for key in enc.window_keys():
+        pos = int(S.window_field(T, *key))
+        ours = (vals[("wk",) + key], vals[("wp",) + key])
+        if ours != tuple(state[pos:pos + 2]):
+            fail(f"{model.agents[key[0]].name} window {key[1:]}", ours, tuple(state[pos:pos + 2]))
     for b in range(enc.n_bar):
         for c in range(enc.ctas):
             pos = model.off_bar + 2 * (b * model.ctas + c)
@@ -322,13 +332,14 @@ def _check_frame(model: Model, enc: Encoding, vals: dict, state, t: int) -> None
     ours = Counter()
     for i, inst in enumerate(enc.instances):
         if vals[("inf", i)]:
+            several = inst.kind == S.ENTRY_COPY and len(model.parts[inst.ring]) > 1
             ours[(ENTRY_NAMES[inst.kind], inst.cta, model.ring_names[inst.ring], inst.stage,
-                  inst.value)] += 1
+                  inst.value, inst.part if several else None)] += 1
     theirs = Counter()
     for e in model.inflight_entries(state):
         d = model.decode_entry(e)
         theirs[(d["kind"], d["cta"], d["ring"], d["stage"], d["n"] if d["kind"] == "commit"
-                else d["tag"])] += 1
+                else d["tag"], d.get("part"))] += 1
     if ours != theirs:
         fail("in-flight entries", dict(ours), dict(theirs))
 

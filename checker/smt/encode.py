@@ -7,8 +7,11 @@ with the engine's own `settle_pc`/`next_pc` (guards, empty bodies, `drain` steps
 program position `pos` is an index into that list (`pos == len`: finished), held in the order
 encoding (Bools `ge[k]` = pos >= k), and everything the explicit state keeps per agent that
 follows from the position (pc, item, stage and phase per ring) is a static function of it. What
-stays dynamic per agent is `ready` per ring, `at_sync`, and the generation of its last
-`sync_arrive` per barrier.
+stays dynamic per agent is `ready` per ring, `at_sync`, the generation of its last
+`sync_arrive` per barrier, and, for an agent with a `reset` of a ring, its phase window's record
+(k', ph') per signal of that ring (`wk`, `wp`: docs/rules.md "The phase_alias window after
+`reset`"; which agents keep one is state_layout.window_field's answer, the intended phase is
+nvidia.intended_after's).
 
 In-flight entries are *instances*: one per async op of the unrolled program and destination
 CTA (a `to=all` copy has one per CTA). Instance i is in flight iff its Bool is true; it is set
@@ -17,7 +20,9 @@ engine keeps the same entries as a sorted multiset; the orders it imposes are ke
 an agent's async reads finish oldest first, and a commit fires only after the reads its agent
 issued before it have finished. Unlike the explicit engine there is no in-flight capacity.
 
-Signals, slots and barriers are the explicit engine's fields, one term per step, as signed
+Signals, slots (one tag per slot part: checker/program.py slot_parts, read through the model's
+part table with semantics.part_in / part_filled_for) and barriers are the explicit engine's
+fields, one term per step, as signed
 bit-vectors wide enough that no operation wraps (`_width`; `WIDTH = 0` gives unbounded Ints
 instead). Signal updates and readiness go through `smt.symbolic_backend(nvidia | amd)`, the
 backends' own functions over Z3 terms; nothing about mbarriers or counters is written here.
@@ -83,7 +88,9 @@ class Encoding(_Program, _Frames, _Steps, _Reductions):
                     kind = ENTRY_OF_ISSUE[ins.eff.issues]
                     value = ins.op.n if ins.eff.arrives_n else ins.tag  # a commit's count n
                     nbytes = ins.op.n if ins.eff.tx else 0              # a copy's bytes
-                    self.instances.append(Instance(kind, a, k, dst, ins.ring, ins.stage, value, nbytes))
+                    part = ins.part if ins.eff.issues == "copy" else 0  # where a copy lands
+                    self.instances.append(Instance(kind, a, k, dst, ins.ring, ins.stage, value,
+                                                   nbytes, part))
         self.I = len(self.instances)
         # Every step moves some agent's position (a blocked sync is moved on later by its
         # releaser, without a step of its own) or retires an instance: no run is longer.

@@ -50,6 +50,15 @@ class _Frames:
                     for kind in (FULL, EMPTY):
                         yield (c, r, s, kind)
 
+    def window_keys(self):
+        """(agent, ring, stage, kind) of every (k', ph') record the explicit state keeps."""
+        for a in range(self.A):
+            for r in range(self.rings):
+                for s in range(self.stages[r]):
+                    for kind in (FULL, EMPTY):
+                        if self.window(a, r, s, kind):
+                            yield (a, r, s, kind)
+
     def expected(self, r: int, kind: int) -> int:
         return int(self.T.ring[r, S.R_FULL_COUNT if kind == FULL else S.R_EMPTY_COUNT])
 
@@ -73,7 +82,11 @@ class _Frames:
         for c in range(self.ctas):
             for r in range(self.rings):
                 for s in range(self.stages[r]):
-                    v[("slot", c, r, s)] = -1
+                    for p in self.parts_in[(c, r)]:
+                        v[("slot", c, r, s, p)] = -1
+        for key in self.window_keys():  # (k', ph') = (-(p0 mod 2), p0): no wait passed yet
+            p0 = int(self.model.agents[key[0]].initial_phases[key[1]])
+            v[("wk",) + key], v[("wp",) + key] = -(p0 % 2), p0
         for b in range(self.n_bar):
             for c in range(self.ctas):
                 v[("bar", b, c)] = 0
@@ -105,16 +118,19 @@ class _Frames:
                         ch.add(("arr", a, b))
                 if e.observes >= 0 and self.nvidia:
                     ch.add(("obs", c, r, s, e.observes))
+                if e.observes >= 0 and self.window(a, r, s, e.observes):
+                    ch |= {("wk", a, r, s, e.observes), ("wp", a, r, s, e.observes)}
                 if e.updates >= 0 and not e.issues:  # an update now (an issued one: below)
                     for d in self._targets(a, ins):
                         ch |= self._sig_fields((d, r, s, e.updates), e.tx > 0)
                 if e.stores and not e.issues:
-                    ch.add(("slot", c, r, s))
+                    ch |= {("slot", c, r, s, p) for p in self.stored_parts(c, r, ins.part)}
         for i, inst in enumerate(self.instances):
             ch.add(("inf", i))
             key = (inst.cta, inst.ring, inst.stage)
             if inst.kind == S.ENTRY_COPY:
-                ch.add(("slot",) + key)
+                ch |= {("slot",) + key + (p,)
+                       for p in self.stored_parts(inst.cta, inst.ring, inst.part)}
                 ch |= self._sig_fields(key + (FULL,), True)
             elif inst.kind == S.ENTRY_COMMIT:
                 ch |= self._sig_fields(key + (EMPTY,), False)
@@ -136,8 +152,31 @@ class _Frames:
             return _b(AM.full_ready(f.v[("cnt",) + key], phase, self.expected(r, FULL)))
         return _b(AM.empty_ready(f.v[("cnt",) + key], phase, self.expected(r, EMPTY)))
 
-    def in_window(self, f: Frame, key, phase: int, p0: int):
-        return _b(NV.in_window(f.v[("ph",) + key], phase, p0))
+    def intended(self, f: Frame, a: int, ins: Instr):
+        """The signal phase k agent a's wait or try `ins` means (semantics.intended): from its
+        phase alone, or, for an agent with a `reset` of the ring, from its last passed wait
+        (k', ph') by nvidia.intended_after."""
+        key = (a, ins.ring, ins.stage, ins.eff.observes)
+        if ("wk",) + key not in f.v:
+            return NV.intended_phase(ins.phase, ins.initial_phase)
+        return NV.intended_after(f.v[("wk",) + key], f.v[("wp",) + key], ins.phase)
+
+    def in_window(self, f: Frame, a: int, ins: Instr):
+        """(nvidia) The signal of agent a's wait or try `ins` is in its phase window
+        (semantics.in_phase_window)."""
+        return _b(NV.in_window_at(f.v[("ph",) + self.sig_key(a, ins)], self.intended(f, a, ins)))
+
+    def window_passed(self, f: Frame, a: int, ins: Instr):
+        """The record (k', ph') after agent a's wait or try `ins` passed, or None when the agent
+        keeps none (semantics.window_passed: (k, ph) while a reset of the ring may lie ahead,
+        else (k - (ph - p0), p0))."""
+        key = (a, ins.ring, ins.stage, ins.eff.observes)
+        if ("wk",) + key not in f.v:
+            return None
+        k = self.intended(f, a, ins)
+        if ins.pc <= int(S.reset_until(self.T, a, ins.ring)):
+            return k, self.num(ins.phase)
+        return k - (ins.phase - ins.initial_phase), self.num(ins.initial_phase)
 
     def sig_key(self, a: int, ins: Instr):
         return (self.model.agents[a].cta, ins.ring, ins.stage, ins.eff.observes)
@@ -246,9 +285,8 @@ class _Frames:
             for a, prog in enumerate(self.progs):
                 for k, ins in enumerate(prog):
                     if ins.eff.observes >= 0 and ins.eff.blocks:  # a wait or a drain step
-                        key = self.sig_key(a, ins)
                         alias.append(_and([self.at(f, a, k), z3.Not(self.skipped(f, a, ins)),
-                                           z3.Not(self.in_window(f, key, ins.phase, ins.initial_phase))]))
+                                           z3.Not(self.in_window(f, a, ins))]))
             out[S.PHASE_ALIAS] = _or(alias)
         return out
 

@@ -2,7 +2,7 @@
 execute (`Instr`: with the stage and phase of its ring before it runs, by the engine's own
 `settle_pc`/`next_pc`), the async ops of that program per destination CTA (`Instance`), and
 the tables the step looks things up in (readers and copies per slot, instances per CTA, each
-agent's async reads)."""
+agent's async reads, the parts of each slot)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -25,6 +25,8 @@ class Instr:
     phase: int          # phase of `ring` before the op runs
     initial_phase: int  # of `ring` (the phase_alias window needs it)
     tag: int            # fill/read: the tag it stores or expects (semantics.op_tag)
+    part: int = 0       # fill: the slot part it stores into, -1 every part (the model's
+                        # P_PART, from checker/program.py slot_parts); 0 for other ops
 
 
 @dataclass(frozen=True)
@@ -38,6 +40,7 @@ class Instance:
     stage: int
     value: int          # copy/read: the item (tag); commit: the arrive count n
     nbytes: int = 0     # copy only
+    part: int = 0       # copy only: the slot part it stores into when it lands (-1: every part)
 
 
 
@@ -57,7 +60,7 @@ class _Program:
             eff = OP_EFFECTS[op.name]
             r = int(T.prog[row, S.P_RING])
             out.append(Instr(pc, item, op, eff, r, stage[r], phase[r], agent.initial_phases[r],
-                             int(S.op_tag(T, row, item))))
+                             int(S.op_tag(T, row, item)), int(T.prog[row, S.P_PART])))
             if eff.move == "advance":
                 stage[r] += 1
                 if stage[r] == self.stages[r]:
@@ -81,6 +84,11 @@ class _Program:
         return self._targets(a, ins) if ins.eff.issues else []
 
     def _static_tables(self):
+        # The parts each CTA's slots of a ring have (checker/program.py slot_parts, through the
+        # model's part table: semantics.part_in).
+        self.parts_in = {(c, r): [p for p in range(int(self.T.ring[r, S.R_PARTS]))
+                                  if S.part_in(self.T, r, p, c)]
+                         for c in range(self.ctas) for r in range(self.rings)}
         # Read instructions per (cta, ring, stage): (agent, k, item, async?).
         self.readers = {}
         for a, prog in enumerate(self.progs):
@@ -98,3 +106,20 @@ class _Program:
                 self.copies_into.setdefault((inst.cta, inst.ring, inst.stage), []).append(i)
             if inst.kind == S.ENTRY_READ:
                 self.reads_of[inst.agent].append((inst.k, i))
+
+    def stored_parts(self, cta: int, r: int, part: int) -> list:
+        """The parts of slot (cta, r, .) a fill of `part` stores into: its own, or every part
+        (-1: a consumer-side fill), as semantics.store_tag."""
+        return [p for p in self.parts_in[(cta, r)] if part < 0 or p == part]
+
+    def checked_parts(self, cta: int, r: int, tag: int) -> list:
+        """The parts a read of `tag` in a slot of (cta, r) checks: those the program fills for
+        the tag (semantics.part_filled_for), or every part when it fills none (as
+        semantics.read_miss)."""
+        parts = self.parts_in[(cta, r)]
+        return [p for p in parts if S.part_filled_for(self.T, r, p, tag)] or parts
+
+    def window(self, a: int, r: int, s: int, kind: int) -> bool:
+        """Does agent a keep (k', ph') for signal (r, s, kind): it has a `reset` of ring r
+        (state_layout.window_field; docs/rules.md "The phase_alias window after `reset`")?"""
+        return int(S.window_field(self.T, a, r, s, kind)) >= 0

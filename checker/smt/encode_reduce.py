@@ -17,9 +17,13 @@ class _Reductions:
     def _symmetric_pairs(self) -> list:
         """(a, b), a < b: agents that swapping is a symmetry of the whole system for (the same
         CTA, the same unrolled program and start): agents of one role other than a leader with
-        ops of its own."""
+        ops of its own, and other than a producer-side agent that fills (it owns its slot parts,
+        checker/program.py slot_parts; checker/symmetry.py leaves it out for the same reason)."""
+        owners = {a for parts in self.model.parts for part in parts for _, a, _ in part.fills}
         classes = {}
         for a, prog in enumerate(self.progs):
+            if a in owners:
+                continue
             agent = self.model.agents[a]
             key = (agent.cta, agent.initial_stages, agent.initial_phases,
                    tuple((i.pc, i.item, i.op, i.stage, i.phase) for i in prog))
@@ -33,6 +37,8 @@ class _Reductions:
         same.append(f.v[("sync", a)] == f.v[("sync", b)])
         same += [f.v[("ready", a, r)] == f.v[("ready", b, r)] for r in range(self.rings)]
         same += [f.v[("arr", a, x)] == f.v[("arr", b, x)] for x in range(self.n_bar)]
+        same += [f.v[(n, a) + key[1:]] == f.v[(n, b) + key[1:]]  # their (k', ph') records
+                 for key in self.window_keys() if key[0] == a for n in ("wk", "wp")]
         same += [f.v[("inf", i)] == f.v[("inf", self.inst_of[(b, inst.k, inst.cta)])]
                  for i, inst in enumerate(self.instances) if inst.agent == a]
         return _and([z3.simplify(x) for x in same])

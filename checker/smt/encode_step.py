@@ -72,20 +72,32 @@ class _Steps:
                 put(("tx",) + key, cond, ntx)
             put(("obs",) + key, cond, nobs)
 
-        def store_tag(cond, cta, r, s, tag):
-            touch(("slot", cta, r, s), ("set", tag), cond)
-            old = f.v[("slot", cta, r, s)]
+        def store_tag(cond, cta, r, s, part, tag):
+            """A fill stores `tag` into its part (-1: every part) of slot (cta, r, s);
+            overwrite_before_drain when a part it stores over holds a tag that a reader still
+            has to read there (semantics.store_tag, judged per part)."""
             still = []
-            for (b, k, item, is_async) in self.readers.get((cta, r, s), []):
-                if item == tag:
-                    continue
-                pending = z3.Not(self.pos_ge(f, b, k + 1))
-                if is_async:
-                    pending = _or([pending, f.v[("inf", self.inst_of[(b, k, cta)])]])
-                still.append(_and([old == item, pending]))
+            for p in self.stored_parts(cta, r, part):
+                touch(("slot", cta, r, s, p), ("set", tag), cond)
+                old = f.v[("slot", cta, r, s, p)]
+                for (b, k, item, is_async) in self.readers.get((cta, r, s), []):
+                    if item == tag:
+                        continue
+                    pending = z3.Not(self.pos_ge(f, b, k + 1))
+                    if is_async:
+                        pending = _or([pending, f.v[("inf", self.inst_of[(b, k, cta)])]])
+                    still.append(_and([old == item, pending]))
+                put(("slot", cta, r, s, p), cond, self.num(tag))
             if still:
                 bit(S.OVERWRITE_BEFORE_DRAIN, cond, _or(still))
-            put(("slot", cta, r, s), cond, self.num(tag))
+
+        def window_passed(cond, a, ins):
+            """A passed wait or ready try records (k', ph') (encode_frame.window_passed)."""
+            rec = self.window_passed(f, a, ins)
+            if rec is not None:
+                key = (a, ins.ring, ins.stage, ins.eff.observes)
+                put(("wk",) + key, cond, z3.simplify(rec[0]))
+                put(("wp",) + key, cond, rec[1])
 
         # ---------------------------------------------------------- agents
         for a, prog in enumerate(self.progs):
@@ -105,16 +117,17 @@ class _Steps:
                     key = self.sig_key(a, ins)
                     touch(("sig",) + key, ("r",), cond)
                     if e.blocks:
+                        waits = _and([cond, z3.Not(self.skipped(f, a, ins))])
                         if self.nvidia:
-                            waits = z3.Not(self.skipped(f, a, ins))
-                            put(("obs",) + key, _and([cond, waits]), z3.BoolVal(True))
+                            put(("obs",) + key, waits, z3.BoolVal(True))
+                        window_passed(waits, a, ins)
                     else:
                         ok = self.signal_ready(f, key, ins.phase)
                         put(("ready", a, r), cond, ok)
+                        window_passed(_and([cond, ok]), a, ins)
                         if self.nvidia:
                             put(("obs",) + key, _and([cond, ok]), z3.BoolVal(True))
-                            bit(S.PHASE_ALIAS, cond, z3.Not(self.in_window(f, key, ins.phase,
-                                                                           ins.initial_phase)))
+                            bit(S.PHASE_ALIAS, cond, z3.Not(self.in_window(f, a, ins)))
                 # -- its update at each target CTA: now, or by the instance it issues
                 if e.tx and ins.op.n > nvidia_backend.TX_LIMIT:
                     bit(S.TX_RANGE, cond)
@@ -131,11 +144,14 @@ class _Steps:
                         touch(("inf", self.inst_of[(a, k, d)]), ("w",), cond)
                 # -- the slot: a store now (a copy's lands with its instance), a read's check
                 if e.stores and not e.issues:
-                    store_tag(cond, cta, r, s, ins.tag)
+                    store_tag(cond, cta, r, s, ins.part, ins.tag)
                 if e.checks_read:
-                    slot = f.v[("slot", cta, r, s)]
+                    # a checked part holds another tag, or any copy into the slot is in flight
+                    # (semantics.read_miss, copy_in_flight_to)
+                    miss = [f.v[("slot", cta, r, s, p)] != ins.tag
+                            for p in self.checked_parts(cta, r, ins.tag)]
                     landing = [f.v[("inf", i)] for i in self.copies_into.get((cta, r, s), [])]
-                    bit(S.READ_BEFORE_FILL, cond, _or([slot != ins.tag] + landing))
+                    bit(S.READ_BEFORE_FILL, cond, _or(miss + landing))
                     if e.issues == "read":
                         put(("inf", self.inst_of[(a, k, cta)]), cond, z3.BoolVal(True))
                         touch(("inf", self.inst_of[(a, k, cta)]), ("w",), cond)
@@ -187,7 +203,7 @@ class _Steps:
             d, r, s = inst.cta, inst.ring, inst.stage
             bit(S.INFLIGHT_AT_EXIT, cond, self.gone(f, d))
             if inst.kind == S.ENTRY_COPY:
-                store_tag(cond, d, r, s, inst.value)
+                store_tag(cond, d, r, s, inst.part, inst.value)
                 signal_update((d, r, s, FULL), cond, 0, -inst.nbytes)
             else:
                 signal_update((d, r, s, EMPTY), cond, inst.value, 0)
