@@ -6,9 +6,11 @@ For every signal (`full[s]`, `empty[s]` of every ring, in every CTA) it compares
           arrive counts, cluster targets, every=/at=) with the signal's expected count;
   bytes   (nvidia) the bytes `expect_tx` announces per phase of full[s] with those copies land;
   laps    for every blocking wait, the completion its phase makes it wait for (through the
-          backend's own `ready`/`in_window`, or the amd `*_ready` thresholds) with the completion
-          its place in the ring calls for: pre-arrivals + its earlier visits to that stage
-          (+ 1 on full: a slot is filled before it is read);
+          backend's own `ready`/`in_window_at`, the phase it intends being nvidia's
+          `intended_after` of the window record the walk keeps across `reset`s, docs/rules.md
+          "The phase_alias window after `reset`"; or the amd `*_ready` thresholds) with the
+          completion its place in the ring calls for: pre-arrivals + its earlier visits to that
+          stage (+ 1 on full: a slot is filled before it is read);
   stages  on a ring that carries data, the slot the writer of item i uses and the slot each
           reader of item i uses;
 and three plain limits: tx operands above 2^20 - 1, waits that need more arrivals than the whole
@@ -39,7 +41,8 @@ by one of two concrete runs of all agents over the walks (`_Progress`):
     gets the reader to its read;
   * bytes: more expected than copied, in a ring with back-pressure, and a wait needs that
     phase (deadlock); fewer, some of the copies land exactly the expected bytes and the
-    witness gets a reader to its read of that phase (read_before_fill).
+    witness gets a reader to its read of that phase (read_before_fill: the slot's other
+    parts are not filled yet, or their copies are in flight; docs/rules.md "Slot parts").
 Everything else (amd surpluses, irregular walks, huge item counts, Z3's `unknown`) is skipped.
 
 Files. The walks and closed forms are in precheck_walk.py, the backends' signal functions in

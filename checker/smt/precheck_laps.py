@@ -9,7 +9,7 @@ from pipeproof.checker.program import OP_EFFECTS
 from pipeproof.checker.smt import z3
 from pipeproof.checker.smt.precheck_base import _CheckBase, _Q
 from pipeproof.checker.smt.precheck_findings import Finding, _ordinal, _plural, sig_name
-from pipeproof.checker.smt.precheck_signals import agrees, wait_need
+from pipeproof.checker.smt.precheck_signals import _NV, _NVp, agrees, wait_need
 from pipeproof.checker.smt.precheck_walk import EMPTY, FULL, READS, WAITS, WRITES, Ev
 
 
@@ -36,10 +36,14 @@ class _Laps(_CheckBase):
                 t = self._var("t")
                 q = f.q0 + f.qa * t
                 stage, phase = q % S, q / S
+                k = _intends(f, phase, p0, t) if spec.backend == "nvidia" else None
+                if k is None and spec.backend == "nvidia":
+                    out.append(None)  # the phase it intends is not one closed form: left out
+                    continue
                 pre_s = z3.Sum([z3.If(stage == st, n, 0) for st, n in pre.items()] + [0])
                 done = pre_s + (f.wa * t + f.wb) / f.wc + (1 if X == FULL else 0)
                 out.append(_Q(z3.And(t >= 0, t < f.T,
-                                     z3.Not(agrees(spec, r, X, done, phase, p0))), t, (f, cls)))
+                                     z3.Not(agrees(spec, r, X, done, phase, k))), t, (f, cls)))
         return out
 
     def _laps(self, ring: str, X: str, c: int, pre, qs, out):
@@ -54,7 +58,7 @@ class _Laps(_CheckBase):
                 after = m.eval(q.var).as_long()
                 e = f.evs[after]
                 exp = pre.get(e.stage, 0) + e.vis + (1 if X == FULL else 0)
-                need = wait_need(spec, r, X, e.phase, cls.role.initial_phase_of(ring))
+                need = wait_need(spec, r, X, e)
                 done = need if spec.backend == "nvidia" else -(-need // r.expected(X))
                 if self._lap_finding(ring, X, c, cls, e, exp, need, done, pre, out):
                     return
@@ -193,3 +197,20 @@ class _Laps(_CheckBase):
                                f"it ({', '.join(dict.fromkeys(k.name for k in users))}): its "
                                f"first generation never completes: deadlock", None, cls.name))
             return
+
+
+def _intends(f, phase, p0, t):
+    """The signal phase the wait of form f intends at its t-th event (docs/rules.md "The
+    phase_alias window after `reset`"), as a Z3 term: nvidia.intended_phase of its phase where
+    the walk's window record gives just that at every event (no `reset` moved its phase back
+    before it), else the line k0 + ka*t through the walk's values when they lie on one; None
+    when neither (or the walk leaves the phase open)."""
+    ks = [e.k for e in f.evs]
+    if None in ks:
+        return None
+    if all(k == _NVp.intended_phase(e.phase, p0) for k, e in zip(ks, f.evs)):
+        return _NV.intended_phase(phase, p0)
+    ka = ks[1] - ks[0] if len(ks) > 1 else 0
+    if any(k != ks[0] + ka * j for j, k in enumerate(ks)):
+        return None
+    return ks[0] + ka * t

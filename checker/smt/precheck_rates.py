@@ -12,7 +12,7 @@ from pipeproof.checker.program import OP_EFFECTS
 from pipeproof.checker.smt import z3
 from pipeproof.checker.smt.precheck_base import _CheckBase, _Q
 from pipeproof.checker.smt.precheck_findings import Finding, _plural, sig_name
-from pipeproof.checker.smt.precheck_signals import _NV, wait_need
+from pipeproof.checker.smt.precheck_signals import wait_need
 from pipeproof.checker.smt.precheck_walk import ARRIVES, EMPTY, FULL, WAITS, Cls, _count, sources
 
 
@@ -181,7 +181,6 @@ class _Rates(_CheckBase):
         E = self.rings[ring].expected(X)
         total, seen, tx = defaultdict(int), defaultdict(set), defaultdict(bool)
         for cls in self.clss:
-            p0 = cls.role.initial_phase_of(ring)
             for e in cls.events:
                 if e.op.ring != ring:
                     continue
@@ -193,7 +192,7 @@ class _Rates(_CheckBase):
                 if X == FULL and OP_EFFECTS[e.name].tx and n_src:
                     tx[e.stage] = True
                 if WAITS.get(e.name) == X and c in cls.ctas:
-                    seen[e.stage].add(_NV.intended_phase(e.phase, p0))
+                    seen[e.stage].update(e.ks)  # every phase it may intend: g no larger
         for st, A in total.items():
             g = 0  # the first intended phase no wait or try has
             while g in seen[st]:
@@ -240,23 +239,25 @@ class _Rates(_CheckBase):
                     and self._laps_ok(ring, c)):
                 return
             if not any(e.blocking and e.op.ring == ring and WAITS[e.name] == FULL
-                       and e.stage == sv and wait_need(self.spec, self.rings[ring], FULL,
-                                                       e.phase, cls.role.initial_phase_of(ring))
+                       and e.stage == sv and wait_need(self.spec, self.rings[ring], FULL, e)
                        for cls in self._in(c) for e in cls.events):
                 return
             tail = ": tx never returns to 0, so the phase never completes, deadlock"
             kind = "deadlock"
         else:
             # Some of the phase's copies (not all) land exactly the expected bytes: with the
-            # rest held in flight, full completes; a reader that gets to its read of that
-            # phase in a real interleaving then reads a slot still being written.
+            # rest not issued yet or held in flight, full completes; a reader that gets to its
+            # read of that phase in a real interleaving then reads a slot whose other parts
+            # are still to land (docs/rules.md "Slot parts": a read checks every part and any
+            # copy in flight into the slot).
             sizes = [f.ev.op.n for cls, f, n in copies for _ in range(n // f.ev.op.n)]
             reader = self._reader_at(ring, c, sv, wv)
             if reader is None or not _subset_sum(sizes, e_b):
                 return
             (name, shown), kind = reader, "read_before_fill"
-            tail = (f": full completes once {e_b} bytes have landed, with a copy still in "
-                    f"flight, and {name} reads the slot, read_before_fill")
+            tail = (f": full completes once {e_b} bytes have landed, before the slot's other "
+                    f"copies have (not yet issued, or in flight), and {name} reads the partly "
+                    f"filled slot, read_before_fill")
             if shown != "reached":
                 kind, tail = shown, f"; on the way there one interleaving shows {shown}"
         ex = " + ".join(f.ev.op.text for _, f, _ in expects) or "no expect_tx"
@@ -285,7 +286,7 @@ class _Rates(_CheckBase):
             for e in cls.events:
                 if not (e.blocking and e.op.ring == ring and WAITS[e.name] == X):
                     continue
-                need = wait_need(self.spec, r, X, e.phase, cls.role.initial_phase_of(ring))
+                need = wait_need(self.spec, r, X, e)
                 arrivals = need * r.expected(X) if self.spec.backend == "nvidia" else need
                 if arrivals <= total[e.stage]:
                     continue

@@ -18,17 +18,20 @@ class _Progress:
     """Two concrete runs of all agents over the walks.
 
     `maximal()`, the arrival-counter abstraction, over-approximates: a wait passes once its
-    signal has had the arrivals of the phase it needs (nvidia: (intended phase + 1) * count;
-    amd: the threshold); `try`, `unless=ready` waits, copies, commits and barriers never block,
-    except a `sync` on a barrier used by `sync` alone and by fewer agents than its count (its
-    first generation can never complete). Arrivals only grow and waits only need more of
+    signal has had the arrivals of the phase it needs (nvidia: (intended phase + 1) * count, a
+    wait outside its window being a violation; the least phase it may intend where a try
+    before a `reset` leaves that open; amd: the threshold); `try`, `unless=ready` waits,
+    copies, commits and barriers never block, except a `sync` on a barrier used by `sync`
+    alone and by fewer agents than its count (its first generation can never complete). Arrivals only grow and waits only need more of
     them, so its one maximal run bounds every interleaving: an agent it leaves stuck cannot
     finish in any run free of violations.
 
     `witness()` under-approximates: it is one real interleaving (agents step in turn, copies
     land and commits fire right after they are issued, barriers count generations, signals
-    follow the backend's own functions), so whatever it reaches is reachable, unless a
-    violation (a trap, a wait or try outside its window) happens first, which it reports too.
+    follow the backend's own functions, each agent keeps its `ready` flags and the window
+    record of its last passed wait per signal, as the model does), so whatever it reaches is
+    reachable, unless a violation (a trap, a wait or try outside its window) happens first,
+    which it reports too.
     """
 
     def __init__(self, spec: Spec, clss: list[Cls]):
@@ -47,7 +50,7 @@ class _Progress:
         spec, ring = self.spec, self.rings[e.op.ring]
         if e.blocking:
             X = WAITS[e.name]
-            need = wait_need(spec, ring, X, e.phase, cls.role.initial_phase_of(e.op.ring))
+            need = wait_need(spec, ring, X, e)
             return ("wait", (c, e.op.ring, X, e.stage),
                     need * ring.expected(X) if spec.backend == "nvidia" else need)
         if e.name in ARRIVES:
@@ -101,6 +104,8 @@ class _Progress:
         hold = hold or {}
         sig, bars, waiting, last = {}, defaultdict(lambda: [0, 0]), {}, {}
         pcs = [0] * len(self.steps)
+        ready_flag = defaultdict(bool)  # (agent, ring): its last try's answer
+        window = {}  # (agent, ring, stage, kind) -> (k', ph'): its last passed wait or ready try
 
         def signal(key):
             if key not in sig:
@@ -130,14 +135,22 @@ class _Progress:
             if e.name in WAITS:
                 X = WAITS[e.name]
                 st = signal((c, e.op.ring, X, e.stage))
+                if e.op.unless_ready and ready_flag[a, e.op.ring]:
+                    return "ok"  # skipped: not evaluated
                 if nv:
-                    evaluated = fx.tries or not e.op.unless_ready
-                    if evaluated and not _NVp.in_window(st[0], e.phase, p0):
+                    # the window as semantics.in_phase_window: from the last passed wait
+                    rec = (a, e.op.ring, e.stage, X)
+                    k = _NVp.intended_after(*window.get(rec, (-(p0 % 2), p0)), e.phase)
+                    if not _NVp.in_window_at(st[0], k):
                         return "phase_alias"
                     ready = _NVp.ready(st[0], e.phase)
+                    if ready:
+                        window[rec] = (k, e.phase)
                 else:
                     ready = (_AMDp.full_ready if X == FULL else _AMDp.empty_ready)(
                         st[0], e.phase, ring.expected(X))
+                if fx.tries:
+                    ready_flag[a, e.op.ring] = bool(ready)
                 return "ok" if ready or fx.tries else "blocked"
             if fx.updates >= 0:  # arrive_*, expect_tx, commit_empty; a copy, landed at once
                 X = FULL if fx.updates == program.FULL else EMPTY

@@ -37,20 +37,22 @@ def spec_is_nvidia(spec: Spec) -> bool:
     return spec.backend == "nvidia"
 
 
-def wait_need(spec: Spec, ring, X: str, phase: int, p0: int) -> int:
-    """Concretely: nvidia, completions the wait needs (intended phase + 1, at least 0); amd,
-    the arrivals its threshold needs."""
+def wait_need(spec: Spec, ring, X: str, e) -> int:
+    """Concretely, for the wait or try `e` (a precheck_walk.Ev): nvidia, completions it needs
+    (its intended phase + 1, at least 0; the least phase it may intend, when the walk leaves
+    that open: never more than it needs); amd, the arrivals its threshold needs."""
     if spec.backend == "nvidia":
-        return max(0, _NV.intended_phase(phase, p0) + 1)
+        return max(0, e.ks[0] + 1)
     fn = _AMD.full_threshold if X == FULL else _AMD.empty_threshold
-    return fn(phase, ring.expected(X))
+    return fn(e.phase, ring.expected(X))
 
 
-def agrees(spec: Spec, ring, X: str, done, phase, p0):
-    """Z3: the wait at `phase` passes exactly when completion number `done` of its signal
-    happens (the backend's own definitions, over Z3 integers)."""
+def agrees(spec: Spec, ring, X: str, done, phase, k):
+    """Z3: the wait at `phase` intending signal phase `k` (nvidia) passes exactly when
+    completion number `done` of its signal happens (the backend's own definitions, over Z3
+    integers)."""
     if spec.backend == "nvidia":
-        return z3.And(_NV.ready(done, phase), _NV.in_window(done, phase, p0))
+        return z3.And(_NV.ready(done, phase), _NV.in_window_at(done, k))
     n = ring.expected(X)
     ready = _AMD.full_ready if X == FULL else _AMD.empty_ready
     return z3.And(ready(done * n, phase, n),

@@ -38,6 +38,13 @@ class Ev:
     phase: int
     pos: int     # positions of that ring entered before (each advance and reset enters one)
     vis: int     # which visit of `stage` this position is, counted from the body (-1: prologue)
+    ks: tuple = ()  # a wait or try: the signal phases it may intend, least first (one, unless
+                    # a try or an unless=ready wait before a reset leaves it open; _walk)
+
+    @property
+    def k(self) -> int | None:
+        """The signal phase a wait or try intends, when the walk fixes it (else None)."""
+        return self.ks[0] if len(self.ks) == 1 else None
 
     @property
     def blocking(self) -> bool:
@@ -87,12 +94,26 @@ class Form:
 
 
 def _walk(spec: Spec, role: Role, leader: bool) -> tuple[list, dict]:
+    from pipeproof.checker.smt.precheck_signals import _NVp
     stages = {r.name: r.stages for r in spec.all_rings}
     init = {r: role.initial_phase_of(r) * n + (role.initial_stage if r == MAIN_RING else 0)
             for r, n in stages.items()}
     q, pos, cur = dict(init), dict.fromkeys(stages, 0), dict.fromkeys(stages, -1)
     seen = {r: defaultdict(int) for r in stages}
+    # The phase_alias window's record per signal (docs/rules.md "The phase_alias window after
+    # `reset`"): the (k', ph') its last passed wait or ready try may have left, initially
+    # (-(p0 mod 2), p0). A blocking wait always passes; a try, or an unless=ready wait (skipped
+    # when an earlier try said ready), may or may not record.
+    recs = {}
     events = []
+
+    def intends(r, stage, X, phase, blocking):
+        p0 = role.initial_phase_of(r)
+        old = recs.get((r, stage, X), {(-(p0 % 2), p0)})
+        ks = {_NVp.intended_after(k, ph, phase) for k, ph in old}
+        passed = {(k, phase) for k in ks}
+        recs[r, stage, X] = passed if blocking else old | passed
+        return tuple(sorted(ks))
 
     def use(part, item, key, op, name):
         r, n = op.ring, stages[op.ring]
@@ -100,7 +121,11 @@ def _walk(spec: Spec, role: Role, leader: bool) -> tuple[list, dict]:
             cur[r] = seen[r][q[r] % n]  # the first use of a position makes it a visit
             seen[r][q[r] % n] += 1
         vis = cur[r] if part != "prologue" else -1
-        events.append(Ev(part, item, key, op, name, q[r], q[r] % n, q[r] // n, pos[r], vis))
+        ks = ()
+        if name in WAITS:
+            fx = OP_EFFECTS[name]
+            ks = intends(r, q[r] % n, WAITS[name], q[r] // n, fx.blocks and not op.unless_ready)
+        events.append(Ev(part, item, key, op, name, q[r], q[r] % n, q[r] // n, pos[r], vis, ks))
 
     def move(r, to):
         q[r], pos[r], cur[r] = to, pos[r] + 1, -1
