@@ -48,3 +48,20 @@ def test_suggest_fix_prints_a_verified_toml_diff():
     assert fix["changes"] == [{"location": "pipeline.consumer_arrive_count", "old": 1, "new": 2}]
     assert "explicit engine: ok" in fix["verified"]
     assert "prove: proved for every item count" in fix["verified"]
+
+
+def test_precheck_after_the_revised_rules():
+    """A per-tile reset that keeps parity is ok and the pre-check is silent on it (it used to
+    print phase_alias lines); the expect_tx of one of two copies is read_before_fill after 6
+    steps (slot parts), and the pre-check names the partly filled slot."""
+    out = run("verify", example("x_persistent_reset_ok"))
+    assert out.exit_code == 0, out.output
+    assert not [line for line in out.output.splitlines() if line.startswith("pre-check")]
+    out = run("verify", example("bug_expect_tx_too_few_bytes"))
+    assert out.exit_code == 1
+    lines = out.output.splitlines()
+    assert lines[0].startswith(f"{example('bug_expect_tx_too_few_bytes')}: read_before_fill "
+                               f"after 6 steps: ")
+    pre = [line for line in lines if line.startswith("pre-check: ")]
+    assert len(pre) == 1 and pre[0].startswith("pre-check: full[s]: read_before_fill: ")
+    assert pre[0].endswith("and consumer reads the partly filled slot, read_before_fill")
