@@ -67,7 +67,24 @@ def intended_phase(phase, initial_phase):
 
 
 @jit
-def in_window(phase_no, phase, initial_phase):
-    """A parity wait is only meaningful while phase_no is the intended phase or the next one."""
-    k = intended_phase(phase, initial_phase)
+def intended_after(k_last, phase_last, phase):
+    """The signal phase a waiter at lap-count `phase` means, from (k', ph'): the intended phase
+    and the waiter's phase at its last passed wait (or ready try) on the signal (DESIGN's
+    `phase_alias` row). While ph >= ph' it moved on by ph - ph'; when a `reset` moved the phase
+    back, it is the smallest k >= k' of the parity of ph (the hardware sees only parity). From
+    (-(p0 mod 2), p0), nothing passed yet, this is intended_phase(phase, p0)."""
+    return select(phase >= phase_last, k_last + (phase - phase_last),
+                  k_last + parity(k_last - phase))
+
+
+@jit
+def in_window_at(phase_no, k):
+    """A parity wait meaning signal phase k is only meaningful while phase_no is k or k + 1."""
     return either(phase_no == k, phase_no == k + 1)
+
+
+@jit
+def in_window(phase_no, phase, initial_phase):
+    """The window of a waiter whose phase only grows (no `reset`): in_window_at its intended
+    phase."""
+    return in_window_at(phase_no, intended_phase(phase, initial_phase))

@@ -2,13 +2,13 @@
 finished, packed one int per entry (fields and widths in T.ent, checker/model.py) and kept
 sorted descending in the state's in-flight array, so equal sets of entries are equal states.
 
-A copy holds (cta, ring, stage, tag + 1, bytes index); a commit (cta, ring, stage, n, and while
+A copy holds (cta, ring, stage, tag + 1, bytes index, part); a commit (cta, ring, stage, n, and while
 it still waits for its agent's earlier async reads: agent, after = how many); an async read
 (cta, ring, stage, tag + 1, agent, seq = its place in the agent's FIFO, 0 = oldest).
 """
 from pipeproof.backends.base import jit
 from pipeproof.checker.state_layout import (C_INFLIGHT, C_OFF_INF, E_AGENT, E_BIDX, E_CTA,
-                                            E_KIND, E_RING, E_SEQ, E_STAGE, E_VAL,
+                                            E_KIND, E_PART, E_RING, E_SEQ, E_STAGE, E_VAL,
                                             ENTRY_COMMIT, ENTRY_COPY, ENTRY_READ)
 
 
@@ -18,10 +18,10 @@ def entry_field(T, e, f):
 
 
 @jit
-def make_entry(T, kind, cta, r, s, val, bidx, agent, seq):
+def make_entry(T, kind, cta, r, s, val, bidx, agent, seq, part):
     return ((kind << T.ent[E_KIND, 0]) | (cta << T.ent[E_CTA, 0]) | (r << T.ent[E_RING, 0])
             | (s << T.ent[E_STAGE, 0]) | (val << T.ent[E_VAL, 0]) | (bidx << T.ent[E_BIDX, 0])
-            | (agent << T.ent[E_AGENT, 0]) | (seq << T.ent[E_SEQ, 0]))
+            | (agent << T.ent[E_AGENT, 0]) | (seq << T.ent[E_SEQ, 0]) | (part << T.ent[E_PART, 0]))
 
 
 @jit

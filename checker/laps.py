@@ -12,7 +12,14 @@ value, with four exceptions that `canonical` respects:
   (`n_rel`, below);
 - nvidia's over-arrival rule tests `phase_no >= 1` and amd's thresholds wrap `phase - 1` at 0:
   phases stay >= 2 and phase numbers >= 1, and they move by even amounts (parity);
-- `reset` restores an absolute phase: a ring moves only when no reset on it lies ahead.
+- `reset` restores an absolute phase: a ring's phases move only when no reset on it lies
+  ahead. An agent with a reset keeps its phase window's (k', ph') per signal
+  (semantics.window_passed): once no reset lies ahead, a record with ph' <= ph is rewritten as
+  (k' - (ph' - p0), p0), which means the same window and moves with nothing; a record with
+  ph' > ph (a reset moved the phase below it) keeps the ring from moving. While a reset lies
+  ahead (nvidia), when every agent that waits on the ring carries a record, the phase numbers
+  move alone, by an even amount, with every k' of those records: parity and every window are
+  kept, and the agents' phases, which a reset brings back, stay.
 
 Numbers nobody can read any more are forgotten: the item, stage, phase and barrier arrival of
 a finished agent, and a tag that no unfinished reader will ever compare (below every reader's
@@ -113,13 +120,13 @@ class LapAbstraction:
                            for name in m.ring_names]
         # A reset restores an absolute phase: a ring moves only once no unfinished agent has
         # a reset on it still ahead (a reset in the body is ahead until the body is done).
-        self.reset_until = np.full((m.rings, len(m.agents)), -1, dtype=np.int64)
+        self.reset_until = np.array(m.reset_until, dtype=np.int64).reshape(len(m.agents), m.rings).T.copy()
+        # observes[r, a]: bit k when agent a waits on or tries ring r's signals of kind k
+        self.observes = np.zeros((m.rings, len(m.agents)), dtype=np.int64)
         for i, a in enumerate(m.agents):
-            for pc, (op, _) in enumerate(a.ops):
-                if OP_EFFECTS[op.name].move == "reset":
-                    r = m.ring_names.index(op.ring)
-                    last = a.body_end - 1 if a.body_start <= pc < a.body_end else pc
-                    self.reset_until[r, i] = max(self.reset_until[r, i], last)
+            for op, _ in a.ops:
+                if OP_EFFECTS[op.name].observes >= 0:
+                    self.observes[m.ring_names.index(op.ring), i] |= 1 << OP_EFFECTS[op.name].observes
         self.amd = m.backend == AMD
         self.sig_live = self._touched_signals()
         self.has_body = [a.body_end > a.body_start for a in m.agents]
@@ -130,8 +137,10 @@ class LapAbstraction:
         self.classes = []
         if not any(OP_EFFECTS[op.name].issues == "read" for a in m.agents for op, _ in a.ops):
             groups = {}
+            owners = {i for parts in m.parts for part in parts for _, i, _ in part.fills}
             for i, a in enumerate(m.agents):
-                groups.setdefault((a.role, a.cta, a.ops), []).append(i)
+                if i not in owners:  # a producer-side filler owns its slot parts
+                    groups.setdefault((a.role, a.cta, a.ops), []).append(i)
             self.classes = [g for g in groups.values() if len(g) > 1]
 
     # ------------------------------------------------------------------ item counts
@@ -249,13 +258,52 @@ class LapAbstraction:
                     if (r, cta, kind) in self.sig_live:
                         yield kind, m.off_sig + 4 * (((cta * m.rings + r) * m.max_stages + s) * 2 + kind)
 
+    def _windows_settled(self, st, r, users) -> bool:
+        """Rewrite the window records of ring r's users as (k' - (ph' - p0), p0) where
+        ph' <= ph (exact once no reset lies ahead); False if some record has ph' > ph."""
+        m = self.model
+        for a in users:
+            if self.reset_until[r, a] < 0:
+                continue
+            p0 = m.agents[a].initial_phases[r]
+            ph = int(st[S.ring_pos(m.agf, a, r, S.RF_PHASE)])
+            for j in range(m.max_stages * 2):
+                w = a * m.agf + m.win + 2 * (r * m.max_stages * 2 + j)
+                if st[w + 1] > ph:
+                    return False
+                st[w], st[w + 1] = st[w] - (st[w + 1] - p0), p0
+        return True
+
+    def _records(self, r, a):
+        """Positions of agent a's window records (k') of the ring-r signals it waits on."""
+        m = self.model
+        for s in range(m.ring_specs[r].stages):
+            for kind in (S.FULL, S.EMPTY):
+                if self.observes[r, a] >> kind & 1:
+                    yield a * m.agf + m.win + 2 * ((r * m.max_stages + s) * 2 + kind)
+
+    def _shift_phase_numbers(self, st, r, done) -> None:
+        """With a reset of ring r ahead: move its phase numbers and the k' of its waiters'
+        records by an even amount, when every waiter carries records (nvidia)."""
+        waiters = [a for a in range(self.n_agents) if self.observes[r, a] and not done[a]]
+        if self.amd or not waiters or any(self.reset_until[r, a] < 0 for a in waiters):
+            return
+        records = [w for a in waiters for w in self._records(r, a)]
+        low = min([int(st[b]) - 1 for _, b in self._ring_signals(r)] + [int(st[w]) + 1 for w in records])
+        shift = low - low % 2 if low > 0 else 0
+        for _, b in self._ring_signals(r):
+            st[b] -= shift
+        for w in records:
+            st[w] -= shift
+
     def _shift_laps(self, st, done) -> None:
         m = self.model
         for r in range(m.rings):
             if any(st[a * m.agf + S.F_PC] <= self.reset_until[r, a] for a in range(self.n_agents)):
+                self._shift_phase_numbers(st, r, done)
                 continue
             users = [a for a in self.ring_users[r] if not done[a]]
-            if not users:
+            if not users or not self._windows_settled(st, r, users):
                 continue
             pos = [S.ring_pos(m.agf, a, r, S.RF_PHASE) for a in users]
             low = min(int(st[p]) for p in pos) - 2
@@ -275,7 +323,7 @@ class LapAbstraction:
 
     def _shift_generations(self, st, done) -> None:
         m = self.model
-        first_arrived = m.agf - len(m.barrier_names)
+        first_arrived = S.F_RING0 + S.RING_FIELDS * m.rings
         for b in range(len(m.barrier_names)):
             for cta in range(m.ctas):
                 pos = m.off_bar + 2 * (b * m.ctas + cta)
@@ -296,10 +344,11 @@ class LapAbstraction:
 # reference.
 
 LapTables = namedtuple("LapTables", ["misc", "agent", "ring_users", "reset_until", "sig", "sig_mult",
-                                     "classes"])
+                                     "classes", "p0", "observes", "stages"])
 # misc columns
 (M_AGF, M_AGENTS, M_OFF_SLOT, M_OFF_BAR, M_OFF_INF, M_INFLIGHT, M_TAG_COEF, M_ITEM_STEP, M_AMD,
- M_NBAR, M_CTAS, M_FIRST_ARRIVED, M_KIND_SH, M_KIND_MASK, M_VAL_SH, M_VAL_MASK) = range(16)
+ M_NBAR, M_CTAS, M_FIRST_ARRIVED, M_KIND_SH, M_KIND_MASK, M_VAL_SH, M_VAL_MASK, M_WIN,
+ M_MAXS) = range(18)
 # agent columns
 G_LEN, G_COEF, G_BODY, G_READER, G_CTA = range(5)
 
@@ -310,8 +359,8 @@ def lap_tables(lap: LapAbstraction) -> LapTables:
     val_sh, val_mask = m.entry_fields[S.E_VAL]
     misc = np.array([m.agf, lap.n_agents, m.off_slot, m.off_bar, m.off_inf, m.inflight,
                      lap.tag_coef, lap.item_step, int(lap.amd), len(m.barrier_names), m.ctas,
-                     m.agf - len(m.barrier_names), kind_sh, kind_mask, val_sh, val_mask],
-                    dtype=np.int64)
+                     S.F_RING0 + S.RING_FIELDS * m.rings, kind_sh, kind_mask, val_sh, val_mask,
+                     m.win, m.max_stages], dtype=np.int64)
     agent = np.array([[len(a.ops), lap.coef[i], int(lap.has_body[i]), int(i in lap.readers), a.cta]
                       for i, a in enumerate(m.agents)], dtype=np.int64)
     users = np.zeros((m.rings, lap.n_agents), dtype=np.int64)
@@ -330,7 +379,69 @@ def lap_tables(lap: LapAbstraction) -> LapTables:
     classes = np.full((max(len(lap.classes), 1), width), -1, dtype=np.int64)
     for k, members in enumerate(lap.classes):
         classes[k, :len(members)] = members
-    return LapTables(misc, agent, users, lap.reset_until, sig, mult, classes)
+    p0 = np.array([a.initial_phases for a in m.agents], dtype=np.int64).reshape(len(m.agents), m.rings)
+    stages = np.array([r.stages for r in m.ring_specs], dtype=np.int64)
+    return LapTables(misc, agent, users, lap.reset_until, sig, mult, classes, p0, lap.observes, stages)
+
+
+@njit(**ENGINE)
+def _record_pos(L, r, a, s, kind):
+    return a * L.misc[M_AGF] + L.misc[M_WIN] + 2 * ((r * L.misc[M_MAXS] + s) * 2 + kind)
+
+
+@njit(**ENGINE)
+def _shift_phase_numbers(L, st, r, done):
+    """LapAbstraction._shift_phase_numbers, compiled."""
+    if L.misc[M_AMD] != 0:
+        return
+    seen = False
+    for a in range(L.misc[M_AGENTS]):
+        if L.observes[r, a] != 0 and not done[a]:
+            if L.reset_until[r, a] < 0:
+                return
+            seen = True
+    if not seen:
+        return
+    low = HUGE
+    for k in range(L.sig.shape[1]):
+        if L.sig[r, k] >= 0 and st[L.sig[r, k]] - 1 < low:
+            low = st[L.sig[r, k]] - 1
+    for a in range(L.misc[M_AGENTS]):
+        if L.observes[r, a] != 0 and not done[a]:
+            for s in range(L.stages[r]):
+                for kind in range(2):
+                    if (L.observes[r, a] >> kind) & 1 and st[_record_pos(L, r, a, s, kind)] + 1 < low:
+                        low = st[_record_pos(L, r, a, s, kind)] + 1
+    if low <= 1:
+        return
+    shift = low - low % 2
+    for k in range(L.sig.shape[1]):
+        if L.sig[r, k] >= 0:
+            st[L.sig[r, k]] -= shift
+    for a in range(L.misc[M_AGENTS]):
+        if L.observes[r, a] != 0 and not done[a]:
+            for s in range(L.stages[r]):
+                for kind in range(2):
+                    if (L.observes[r, a] >> kind) & 1:
+                        st[_record_pos(L, r, a, s, kind)] -= shift
+
+
+@njit(**ENGINE)
+def _windows_settled(L, st, r, done):
+    """LapAbstraction._windows_settled, compiled."""
+    agf = L.misc[M_AGF]
+    for a in range(L.misc[M_AGENTS]):
+        if not L.ring_users[r, a] or done[a] or L.reset_until[r, a] < 0:
+            continue
+        p0 = L.p0[a, r]
+        ph = st[S.ring_field(agf, a, r, S.RF_PHASE)]
+        for j in range(L.misc[M_MAXS] * 2):
+            w = a * agf + L.misc[M_WIN] + 2 * (r * L.misc[M_MAXS] * 2 + j)
+            if st[w + 1] > ph:
+                return False
+            st[w] -= st[w + 1] - p0
+            st[w + 1] = p0
+    return True
 
 
 @njit(**ENGINE)
@@ -391,6 +502,7 @@ def canonical_into(L, st, done, tmp):
             if st[a * agf + S.F_PC] <= L.reset_until[r, a]:
                 reset_ahead = True
         if reset_ahead:
+            _shift_phase_numbers(L, st, r, done)
             continue
         low = -1
         seen = False
@@ -400,7 +512,7 @@ def canonical_into(L, st, done, tmp):
                 if not seen or p < low:
                     low = p
                 seen = True
-        if not seen:
+        if not seen or not _windows_settled(L, st, r, done):
             continue
         if L.misc[M_AMD] == 0:
             for k in range(L.sig.shape[1]):

@@ -17,7 +17,7 @@ import numpy as np
 from pipeproof.backends.base import AMD, BACKEND_CODES, EMPTY, FULL
 from pipeproof.backends import nvidia
 from pipeproof.checker import semantics as S
-from pipeproof.checker.program import OP_EFFECTS, Agent, agents_of
+from pipeproof.checker.program import OP_EFFECTS, Agent, agents_of, part_of, slot_parts
 from pipeproof.spec.schema import FILL_OPS, READ_OPS, Spec
 
 OP_CODES = S.OP_CODES
@@ -30,7 +30,8 @@ KIND_BITS = (S.DEADLOCK, S.READ_BEFORE_FILL, S.OVERWRITE_BEFORE_DRAIN, S.PHASE_A
 MAX_INFLIGHT = 24
 
 # The numba-visible model: every member an int64 numpy array.
-Tables = namedtuple("Tables", ["cfg", "ring", "agent", "prog", "bar_count", "bytes_vals", "ent"])
+Tables = namedtuple("Tables", ["cfg", "ring", "agent", "prog", "bar_count", "bytes_vals", "ent",
+                               "part"])
 # Bit packing of the state vector into `words` int64 words (63 bits used per word).
 Packing = namedtuple("Packing", ["word", "shift", "width", "bias", "live"])
 
@@ -73,6 +74,13 @@ class Model:
         self.max_stages = max(r.stages for r in self.ring_specs)
         self.barrier_names = [b.name for b in spec.barriers]
         self.agents = agents_of(spec)
+        # Slot parts (checker/program.py slot_parts) and the agents that carry a phase window
+        # (those with a `reset`: docs/rules.md "The phase_alias window").
+        self.parts = slot_parts(spec, self.agents)
+        self.max_parts = max(len(p) for p in self.parts)
+        self.reset_until = [[self._reset_until(a, ring.name) for ring in self.ring_specs]
+                            for a in self.agents]
+        self.has_window = any(u >= 0 for row in self.reset_until for u in row)
         # Tags: a body fill stores its item (0 .. items-1); a prologue or epilogue fill its own
         # tag, above every item, so no read can take one for the other (spec.schema
         # `read_pairs_with` is the pairing rule).
@@ -95,11 +103,23 @@ class Model:
                     per_lap += self.ctas if op.to == "all" and self.ctas > 1 else 1
         return min(MAX_INFLIGHT, per_lap * (self.max_stages + 1)) if per_lap else 0
 
+    def _reset_until(self, a: Agent, ring: str) -> int:
+        """The last position at which a `reset` of `ring` may lie ahead of agent a (a body
+        reset: until the body ends), or -1."""
+        until = -1
+        for pc, (op, _) in enumerate(a.ops):
+            if op.ring == ring and OP_EFFECTS[op.name].move == "reset":
+                until = max(until, a.body_end - 1 if a.section_of(pc) == "body" else pc)
+        return until
+
     def _layout(self):
         n_agents = len(self.agents)
         agf = S.F_RING0 + S.RING_FIELDS * self.rings + len(self.barrier_names)  # per agent
+        self.win = agf if self.has_window else -1
+        if self.has_window:
+            agf += self.rings * self.max_stages * 2 * 2
         n_sig = self.ctas * self.rings * self.max_stages * 2
-        n_slot = self.ctas * self.rings * self.max_stages
+        n_slot = self.ctas * self.rings * self.max_stages * self.max_parts
         n_bar = 2 * len(self.barrier_names) * self.ctas
         off_sig = n_agents * agf
         off_slot = off_sig + 4 * n_sig
@@ -114,22 +134,25 @@ class Model:
         self.n_fields = n_fields
         cfg = np.array([len(self.agents), self.ctas, self.rings, self.backend, self.inflight, agf,
                         self.max_stages, off_sig, off_slot, off_bar, off_inf, n_fields,
-                        len(self.barrier_names), self.tag_prologue], dtype=np.int64)
-        ring = np.array([[r.stages, r.expected(FULL), r.expected(EMPTY)]
-                         for r in self.ring_specs], dtype=np.int64)
+                        len(self.barrier_names), self.tag_prologue, self.max_parts, self.win],
+                       dtype=np.int64)
+        ring = np.array([[r.stages, r.expected(FULL), r.expected(EMPTY), len(self.parts[i])]
+                         for i, r in enumerate(self.ring_specs)], dtype=np.int64)
         prog_rows, agent_rows = [], []
         effects = S.effects_table()
-        for a in self.agents:
+        starts = []
+        for i, a in enumerate(self.agents):
             row = [a.cta, a.body_start, a.body_end, len(a.ops), a.items, len(prog_rows)]
+            starts.append(len(prog_rows))
             for r in range(self.rings):
                 row += [a.initial_stages[r], a.initial_phases[r]]
-            agent_rows.append(row)
+            agent_rows.append(row + self.reset_until[i])  # reset_until at A_RING0 + 2 * rings
             for pc, (op, _) in enumerate(a.ops):
                 prog_rows.append([OP_CODES[op.name], self.ring_names.index(op.ring), op.n,
                                   TARGET_CODES[op.to], int(op.unless_ready),
                                   self.barrier_names.index(op.barrier) if op.name in BARRIER_OPS else -1,
                                   self.bytes_vals.index(op.n) if OP_EFFECTS[op.name].issues == "copy" else 0,
-                                  op.every, op.at, self.tag_of(a, pc)]
+                                  op.every, op.at, self.tag_of(a, pc), self._part_column(i, pc)]
                                  + list(effects[OP_CODES[op.name]]))  # at S.P_EFF
         bar_count = np.zeros((max(len(self.barrier_names), 1), self.ctas), dtype=np.int64)
         for b, bar in enumerate(spec.barriers):
@@ -138,10 +161,28 @@ class Model:
                     1 for a in self.agents if a.cta == cta and a.role in bar.roles)
         self.entry_fields = self._entry_layout()
         ent = np.array(self.entry_fields, dtype=np.int64)
+        part = np.full((self.rings * self.max_parts, 5), -1, dtype=np.int64)
+        for r, parts in enumerate(self.parts):
+            for p, pt in enumerate(parts):
+                row = part[r * self.max_parts + p]
+                row[S.PT_CTAS] = sum(1 << c for c in pt.ctas)
+                for section, i, pc in pt.fills:
+                    row[{"prologue": S.PT_PROLOGUE, "body": S.PT_BODY,
+                         "epilogue": S.PT_EPILOGUE}[section]] = starts[i] + pc
+                    if section == "body":
+                        row[S.PT_BODY_AGENT] = i
         return Tables(cfg, ring, np.array(agent_rows, dtype=np.int64).reshape(len(self.agents), -1),
-                      np.array(prog_rows or [[0, 0, 0, 0, 0, -1, 0, 1, 0, -1] + list(effects[0])],
+                      np.array(prog_rows or [[0, 0, 0, 0, 0, -1, 0, 1, 0, -1, 0] + list(effects[0])],
                                dtype=np.int64),
-                      bar_count, np.array(self.bytes_vals, dtype=np.int64), ent)
+                      bar_count, np.array(self.bytes_vals, dtype=np.int64), ent, part)
+
+    def _part_column(self, i: int, pc: int) -> int:
+        """P_PART of agent i's op at pc: a fill's part, -1 for a consumer-side fill (every
+        part), 0 for any other op."""
+        op = self.agents[i].ops[pc][0]
+        if not OP_EFFECTS[op.name].stores:
+            return 0
+        return part_of(self.parts[self.ring_names.index(op.ring)], i, pc)
 
     def tag_of(self, a: Agent, pc: int) -> int:
         """P_TAG of an op: -1 for the agent's item (a body fill, or a read pairing with one),
@@ -177,7 +218,8 @@ class Model:
         widths = [2, bits_for(self.ctas - 1), bits_for(self.rings - 1), bits_for(self.max_stages - 1),
                   bits_for(max(self.max_tag + 2, max_n)), bits_for(len(self.bytes_vals) - 1),
                   bits_for(len(self.agents) - 1) if has_reads else 0,
-                  bits_for(self.inflight) if has_reads else 0]
+                  bits_for(self.inflight) if has_reads else 0,
+                  bits_for(self.max_parts) if self.max_parts > 1 else 0]  # part + 1 (0: every part)
         fields, shift = [], 0
         for w in reversed(widths):  # kind in the top bits: copies sort before commits
             fields.append((shift, (1 << w) - 1))
@@ -191,8 +233,9 @@ class Model:
         executed = [len(a.ops) - (a.body_end - a.body_start) + a.items * (a.body_end - a.body_start)
                     for a in self.agents]
         total_ops = sum(executed)
-        for a, n_exec in zip(self.agents, executed):
+        for i, (a, n_exec) in enumerate(zip(self.agents, executed)):
             n_body = a.body_end - a.body_start
+            lap_counts = []
             has_sync = any(OP_EFFECTS[op.name].barrier == "sync" for op, _ in a.ops)
             has_try = any(OP_EFFECTS[op.name].tries for op, _ in a.ops)
             bounds += [(0, len(a.ops)), (0, a.items if n_body else 0), (0, int(has_sync))]
@@ -203,11 +246,14 @@ class Model:
                 adv = (advances(a.ops[:a.body_start]) + advances(a.ops[a.body_end:])
                        + a.items * advances(a.ops[a.body_start:a.body_end]))
                 laps = (a.initial_stages[r] + adv) // ring.stages
+                lap_counts.append((laps, self.reset_until[i][r] >= 0, executed_resets(a, ring.name)))
                 bounds += [(0, ring.stages - 1), (a.initial_phases[r], laps), (0, int(has_try))]
             for name in self.barrier_names:  # the generation it last sync_arrived in, plus 1
                 arrives = any(OP_EFFECTS[op.name].barrier == "arrive" and op.barrier == name
                               for op, _ in a.ops)
                 bounds.append((0, total_ops + 1 if arrives else 0))
+            if self.has_window:
+                bounds += self._window_bounds(a, lap_counts)
         has_tx = any(OP_EFFECTS[op.name].tx for a in self.agents for op, _ in a.ops)
         max_n = max([op.n for a in self.agents for op, _ in a.ops
                      if OP_EFFECTS[op.name].arrives_n] + [1])
@@ -223,14 +269,31 @@ class Model:
                 bounds += [(0, updates), (0, expected),
                            (-nvidia.TX_LIMIT, 2 * nvidia.TX_LIMIT) if has_tx else (0, 0), (0, 1)]
         max_tag = self.max_tag
-        for pos in range(self.ctas * self.rings * self.max_stages):
-            used = pos % self.max_stages < self.ring_specs[(pos // self.max_stages) % self.rings].stages
+        for pos in range(self.ctas * self.rings * self.max_stages * self.max_parts):
+            slot, p = divmod(pos, self.max_parts)
+            cta, r, stage = slot // self.max_stages // self.rings, (slot // self.max_stages) % self.rings, slot % self.max_stages
+            used = (stage < self.ring_specs[r].stages and p < len(self.parts[r])
+                    and cta in self.parts[r][p].ctas)
             bounds.append((-1, max_tag + 1 if used else 0))  # -1 .. max_tag
         for b in range(len(self.barrier_names)):
             for _ in range(self.ctas):
                 bounds += [(0, int(self.tables.bar_count[b].max())), (0, total_ops)]
         bounds += [(0, (1 << self.entry_bits) - 1)] * self.inflight
         return bounds
+
+    def _window_bounds(self, a: Agent, lap_counts) -> list:
+        """(bias, span) of an agent's (k', ph') per (ring, stage, kind). Between two passes of
+        one signal k grows by the phase's growth, or by at most 1 after a reset, so k' stays
+        below (resets + 1) * (laps + 2); an agent without a reset of the ring keeps them at 0."""
+        out = []
+        for r, (laps, has_reset, resets) in enumerate(lap_counts):
+            p0 = a.initial_phases[r]
+            for _ in range(self.max_stages * 2):
+                if has_reset:
+                    out += [(-1, (resets + 1) * (laps + 2) + 1), (p0, laps)]
+                else:
+                    out += [(0, 0), (0, 0)]
+        return out
 
     def sig_ring_stage(self, sig: int):
         return self.ring_specs[(sig // 2 // self.max_stages) % self.rings], (sig // 2) % self.max_stages
@@ -249,6 +312,11 @@ class Model:
             for r in range(self.rings):
                 st[S.ring_pos(self.agf, i, r, S.RF_STAGE)] = a.initial_stages[r]
                 st[S.ring_pos(self.agf, i, r, S.RF_PHASE)] = a.initial_phases[r]
+                if self.reset_until[i][r] >= 0:  # (k', ph') = (-(p0 mod 2), p0): no wait passed
+                    p0 = a.initial_phases[r]
+                    for s in range(self.max_stages * 2):
+                        pos = base + self.win + 2 * (r * self.max_stages * 2 + s)
+                        st[pos], st[pos + 1] = -(p0 % 2), p0
         for sig in range(self.ctas * self.rings * self.max_stages * 2):
             b = self.off_sig + 4 * sig
             ring, stage = self.sig_ring_stage(sig)
@@ -309,16 +377,24 @@ class Model:
         name = self.sig_name(sig)
         return name.split(".", 1)[1] if self.ctas == 1 else name
 
+    def slot_of(self, pos: int) -> tuple[int, int, int, int]:
+        """(cta, ring, stage, part) of a slot part's position in the state."""
+        i, part = divmod(pos - self.off_slot, self.max_parts)
+        return i // self.rings // self.max_stages, (i // self.max_stages) % self.rings, i % self.max_stages, part
+
     def slot_name(self, pos: int) -> str:
-        i = pos - self.off_slot
-        r = (i // self.max_stages) % self.rings
-        return f"cta{i // self.rings // self.max_stages}.{self._ring_prefix(r)}slot[{i % self.max_stages}]"
+        """`cta0.slot[2]`, or `cta0.slot[2].part[1]` for a part of a slot of several parts."""
+        cta, r, stage, part = self.slot_of(pos)
+        name = f"cta{cta}.{self._ring_prefix(r)}slot[{stage}]"
+        return name + (f".part[{part}]" if len(self.parts[r]) > 1 else "")
 
     def decode_entry(self, e: int) -> dict:
         f = [(e >> sh) & mask for sh, mask in self.entry_fields]
         where = {"cta": f[S.E_CTA], "ring": self.ring_names[f[S.E_RING]], "stage": f[S.E_STAGE]}
         if f[S.E_KIND] == S.ENTRY_COPY:
-            return {"kind": "copy", **where, "tag": f[S.E_VAL] - 1, "bytes": self.bytes_vals[f[S.E_BIDX]]}
+            part = {"part": f[S.E_PART] - 1} if len(self.parts[f[S.E_RING]]) > 1 else {}
+            return {"kind": "copy", **where, "tag": f[S.E_VAL] - 1, "bytes": self.bytes_vals[f[S.E_BIDX]],
+                    **part}
         if f[S.E_KIND] == S.ENTRY_READ:
             return {"kind": "read", **where, "tag": f[S.E_VAL] - 1,
                     "agent": self.agents[f[S.E_AGENT]].name, "seq": f[S.E_SEQ]}
@@ -362,11 +438,13 @@ class Model:
             b = self.off_sig + 4 * sig
             signals[self.sig_name(sig)] = ({"count": state[b]} if self.backend == AMD else
                                            {"phase_no": state[b], "pending": state[b + 1], "tx": state[b + 2]})
-        slots = {}
-        for p in range(self.off_slot, self.off_bar):
-            i = p - self.off_slot
-            if i % self.max_stages < self.ring_specs[(i // self.max_stages) % self.rings].stages:
-                slots[self.slot_name(p)] = state[p]
+        slots = {}  # a tag per slot; a list of one per part where the ring has several parts
+        for p in range(self.off_slot, self.off_bar, self.max_parts):
+            cta, r, stage, _ = self.slot_of(p)
+            if stage < self.ring_specs[r].stages:
+                name = f"cta{cta}.{self._ring_prefix(r)}slot[{stage}]"
+                n = len(self.parts[r])
+                slots[name] = state[p] if n == 1 else list(state[p:p + n])
         barriers = {}
         for b, name in enumerate(self.barrier_names):
             for cta in range(self.ctas):
@@ -440,6 +518,12 @@ class Model:
         if action >= len(self.agents):
             return self.decode_entry(state[self.off_inf + action - len(self.agents)])["stage"], None
         return self.ring_stage_phase(state, action, self.current_op(state, action))
+
+
+def executed_resets(a: Agent, ring: str) -> int:
+    """How many `reset` steps of `ring` agent a executes (a body reset once per item it runs in)."""
+    return sum(1 for pc, _ in a.executed() if a.ops[pc][0].ring == ring
+               and OP_EFFECTS[a.ops[pc][0].name].move == "reset")
 
 
 def compile_model(spec: Spec) -> Model:

@@ -376,7 +376,10 @@ def frozen_touch(T, F, st, a, r, bit, t_kind, t_sig_acc, t_slot_acc, sig_t):
                         if here and obs == t_kind and signal_conflict(t_sig_acc, ACC_OBS, commuting):
                             return True
                     else:
-                        if sig == sig_t and not S.in_phase_window(T, st, b, rr, sig, W[sb + 1]):
+                        # An agent with a reset keeps its window as of its last passed wait,
+                        # which the walk does not update: count its stuck wait as touching.
+                        if sig == sig_t and (S.window_field(T, b, rr, stage, obs) >= 0 or
+                                             not S.in_phase_window(T, st, b, rr, sig, W[sb + 1])):
                             return True
                         if T.prog[row, S.P_UNLESS] != 1:
                             break  # stuck; an unless=ready wait may be skipped: walk on

@@ -146,30 +146,40 @@ def slot_parts(spec: Spec, agents: list[Agent]) -> tuple[tuple[Part, ...], ...]:
     """The parts of each ring's slots, ring by ring (Spec.all_rings order).
 
     For one item a slot has one part per fill op (`copy`, `write`) of each agent of a
-    `side = "producer"` role (per source agent, so per source CTA of a `to=` copy): the i-th
-    such fill of a section, counting agent by agent and op by op, stores into part i. The
-    prologue's, the body's and the epilogue's fills share the parts, so a body fill stores
-    over the prologue's tile in the same part. A fill by a consumer-side role stores into
-    every part: it reuses the whole buffer."""
+    `side = "producer"` role that stores into it (per source agent, so per source CTA of a `to=`
+    copy). The fills between two moves of the agent's stage (`advance`, `reset`, `drain`) store
+    into one slot: within a section, the j-th of them of the i-th filling agent stores into part
+    (the parts of agents 0 .. i-1) + j. The prologue's, the body's and the epilogue's fills
+    share the parts, so a body fill stores over the prologue's tile in the same part. A fill by
+    a consumer-side role stores into every part: it reuses the whole buffer."""
     from pipeproof.spec.schema import targets
     sides = {r.name: r.side for r in spec.roles}
     out = []
     for ring in spec.all_rings:
-        by_section: dict[str, list] = {}
-        for i, a in enumerate(agents):
-            if sides[a.role] != "producer":
-                continue
-            for pc, (op, _) in enumerate(a.ops):
-                if op.ring == ring.name and OP_EFFECTS[op.name].stores:
-                    dests = (targets(spec.cluster_size, a.cta, op.to)
-                             if OP_EFFECTS[op.name].issues else (a.cta,))
-                    by_section.setdefault(a.section_of(pc), []).append((i, pc, dests))
+        by_section: dict[str, dict[int, tuple]] = {}   # section -> part -> fills
+        for section in ("prologue", "body", "epilogue"):
+            base = 0
+            for i, a in enumerate(agents):
+                if sides[a.role] != "producer":
+                    continue
+                j = width = 0
+                for pc, (op, _) in enumerate(a.ops):
+                    if op.ring != ring.name or a.section_of(pc) != section:
+                        continue
+                    e = OP_EFFECTS[op.name]
+                    if e.stores:
+                        dests = targets(spec.cluster_size, a.cta, op.to) if e.issues else (a.cta,)
+                        by_section.setdefault(section, {})[base + j] = (i, pc, dests)
+                        j += 1
+                        width = max(width, j)
+                    elif e.move:
+                        j = 0
+                base += width
         n = max([len(v) for v in by_section.values()] + [1])
         parts = []
         for p in range(n):
-            fills = tuple((sec, i, pc) for sec, v in by_section.items() if p < len(v)
-                          for i, pc, _ in [v[p]])
-            ctas = sorted({c for v in by_section.values() if p < len(v) for c in v[p][2]})
+            fills = tuple((sec, v[p][0], v[p][1]) for sec, v in by_section.items() if p in v)
+            ctas = sorted({c for v in by_section.values() if p in v for c in v[p][2]})
             parts.append(Part(fills, tuple(ctas) if fills else tuple(range(spec.cluster_size))))
         out.append(tuple(parts))
     return tuple(out)

@@ -27,7 +27,11 @@ from pipeproof.checker.inflight import (add_entry, anything_targets, copy_in_fli
 from pipeproof.checker.state_layout import *  # noqa: F401,F403  (re-exported: S.F_PC ...)
 from pipeproof.checker.state_layout import (A_CTA, A_LEN, A_RING0, C_AGENTS, C_AGF, C_BACKEND,
                                             C_CTAS, C_FIELDS, C_INFLIGHT, C_MAXS, C_OFF_INF,
-                                            C_RINGS, C_TAG_OUTSIDE, DET_W, E_AGENT, E_BIDX,
+                                            C_MAXP, C_RINGS, C_TAG_OUTSIDE, DET_W, E_AGENT,
+                                            E_BIDX, E_PART, P_AT, P_EVERY, P_PART, P_TAG,
+                                            PT_BODY, PT_BODY_AGENT, PT_CTAS, PT_EPILOGUE,
+                                            PT_PROLOGUE, R_PARTS, A_ITEMS, part_row,
+                                            reset_until, window_field,
                                             E_CTA, E_KIND, E_RING, E_SEQ, E_STAGE, E_VAL,
                                             ENTRY_COMMIT, ENTRY_COPY, ENTRY_READ, F_ITEM, F_PC,
                                             F_SYNC, P_BARRIER, P_BYTES_IDX, P_EFF, P_N,
@@ -117,7 +121,33 @@ def in_phase_window(T, st, a, r, sig, phase):
     counters have none."""
     if T.cfg[C_BACKEND] == AMD:
         return True
-    return nvidia.in_window(st[sig_base(T, sig)], phase, T.agent[a, A_RING0 + 2 * r + 1])
+    return nvidia.in_window_at(st[sig_base(T, sig)], intended(T, st, a, r, sig, phase))
+
+
+@jit
+def intended(T, st, a, r, sig, phase):
+    """The signal phase k agent a at `phase` means on `sig` (of ring r): from its phase alone,
+    or, for an agent with a `reset` of the ring, from its last passed wait (k', ph')."""
+    w = window_field(T, a, r, (sig // 2) % T.cfg[C_MAXS], sig % 2)
+    if w < 0:
+        return nvidia.intended_phase(phase, T.agent[a, A_RING0 + 2 * r + 1])
+    return nvidia.intended_after(st[w], st[w + 1], phase)
+
+
+@jit
+def window_passed(T, out, a, r, sig, phase, pc):
+    """Agent a's wait (or ready try) at `pc` on `sig` passed: record (k', ph') = (k, ph). Once
+    no `reset` of the ring lies ahead the phase only grows, so k' + (ph - ph') is all that is
+    ever read: it is stored as (k - (ph - p0), p0), one state however late the wait passed."""
+    w = window_field(T, a, r, (sig // 2) % T.cfg[C_MAXS], sig % 2)
+    if w < 0:
+        return
+    k = intended(T, out, a, r, sig, phase)
+    if pc <= reset_until(T, a, r):
+        out[w], out[w + 1] = k, phase
+    else:
+        p0 = T.agent[a, A_RING0 + 2 * r + 1]
+        out[w], out[w + 1] = k - (phase - p0), p0
 
 
 @jit
@@ -215,19 +245,73 @@ def reads_pending(T, st, a, t, r, s):
 
 
 @jit
-def store_tag(T, st, cta, r, s, tag, det):
-    """A write or landing stores `tag`; overwrite_before_drain if a reader still needs the old."""
-    pos = slot_pos(T, cta, r, s)
-    old = st[pos]
+def part_in(T, r, p, cta):
+    """Do the slots of `cta` have part p of ring r?"""
+    return (T.part[part_row(T, r, p), PT_CTAS] >> cta) & 1 == 1
+
+
+@jit
+def part_filled_for(T, r, p, tag):
+    """Does the program fill part p of ring r for `tag`: a prologue or epilogue fill of that
+    tag, or a body fill whose every=/at= guard selects the item (and whose agent runs it)?"""
+    i = part_row(T, r, p)
+    if tag >= T.cfg[C_TAG_OUTSIDE]:
+        for col in (PT_PROLOGUE, PT_EPILOGUE):
+            row = T.part[i, col]
+            if row >= 0 and T.prog[row, P_TAG] == tag:
+                return True
+        return False
+    row = T.part[i, PT_BODY]
+    if row < 0:
+        return False
+    return (tag < T.agent[T.part[i, PT_BODY_AGENT], A_ITEMS]
+            and tag % T.prog[row, P_EVERY] == T.prog[row, P_AT])
+
+
+@jit
+def read_miss(T, st, cta, r, s, want):
+    """Where a read of `want` in slot (cta, r, s) finds another tag: the first part that the
+    program fills for `want` and that holds something else (when the program fills no part for
+    it, every part counts), or -1 (docs/rules.md "Slot parts")."""
+    base = slot_pos(T, cta, r, s)
+    n = T.ring[r, R_PARTS]
+    checked = False
+    for p in range(n):
+        if part_in(T, r, p, cta) and part_filled_for(T, r, p, want):
+            checked = True
+            if st[base + p] != want:
+                return base + p
+    if not checked:
+        for p in range(n):
+            if part_in(T, r, p, cta) and st[base + p] != want:
+                return base + p
+    return -1
+
+
+@jit
+def store_tag(T, st, cta, r, s, part, tag, det):
+    """A write or landing stores `tag` into its part of the slot (-1: every part, a
+    consumer-side fill); overwrite_before_drain if a reader still needs what it stores over."""
+    base = slot_pos(T, cta, r, s)
     bits = 0
-    if old >= 0 and old != tag:
-        for b in range(T.cfg[C_AGENTS]):
-            if T.agent[b, A_CTA] == cta and reads_pending(T, st, b, old, r, s):
-                note(det, OVERWRITE_BEFORE_DRAIN, pos, old, tag, b)
-                bits = OVERWRITE_BEFORE_DRAIN
-                break
-    st[pos] = tag
+    for p in range(T.ring[r, R_PARTS]):
+        if (part >= 0 and p != part) or not part_in(T, r, p, cta):
+            continue
+        old = st[base + p]
+        if bits == 0 and old >= 0 and old != tag:
+            for b in range(T.cfg[C_AGENTS]):
+                if T.agent[b, A_CTA] == cta and reads_pending(T, st, b, old, r, s):
+                    note(det, OVERWRITE_BEFORE_DRAIN, base + p, old, tag, b)
+                    bits = OVERWRITE_BEFORE_DRAIN
+                    break
+        st[base + p] = tag
     return bits
+
+
+@jit
+def entry_part(T, part):
+    """A copy entry's E_PART: its part + 1 (0: every part); nothing when slots have one part."""
+    return part + 1 if T.cfg[C_MAXP] > 1 else 0
 
 
 # ---------------------------------------------------------------- the step
@@ -285,12 +369,14 @@ def step(T, st, code, out, det):
             copy_state(T, st, out)
             if waits:
                 observe(T, out, sig)
+                window_passed(T, out, a, r, sig, phase, pc)
         else:  # a try: never blocks, records the outcome in the agent's ready flag
             copy_state(T, st, out)
             ok = signal_ready(T, st, sig, phase)
             out[rb + 2] = 1 if ok else 0
             if ok:
                 observe(T, out, sig)
+                window_passed(T, out, a, r, sig, phase, pc)
             if not in_phase_window(T, st, a, r, sig, phase):
                 note(det, PHASE_ALIAS, sig, a, phase, st[sig_base(T, sig)])
                 bits |= PHASE_ALIAS
@@ -331,26 +417,30 @@ def step(T, st, code, out, det):
                     if issued == ENTRY_COPY:
                         tag = op_tag(T, row, st[base + F_ITEM])
                         e = make_entry(T, ENTRY_COPY, dst, r, stage, tag + 1,
-                                       T.prog[row, P_BYTES_IDX], 0, 0)
+                                       T.prog[row, P_BYTES_IDX], 0, 0,
+                                       entry_part(T, T.prog[row, P_PART]))
                     else:
                         # tcgen05.commit: fires only after the agent's async reads issued before it
                         after = reads_in_flight(T, st, a)
                         e = make_entry(T, ENTRY_COMMIT, dst, r, stage, count, 0,
-                                       a if after > 0 else 0, after)
+                                       a if after > 0 else 0, after, 0)
                     if not add_entry(T, out, e):
                         return INFLIGHT_FULL
         # -- the slot: a store now (a copy's lands with it), a read's check
         if T.prog[row, P_EFF + EF_WRITES] and issued == 0:
-            bits |= store_tag(T, out, cta, r, stage, op_tag(T, row, st[base + F_ITEM]), det)
+            bits |= store_tag(T, out, cta, r, stage, T.prog[row, P_PART],
+                              op_tag(T, row, st[base + F_ITEM]), det)
         if T.prog[row, P_EFF + EF_READS]:
-            pos = slot_pos(T, cta, r, stage)
             want = op_tag(T, row, st[base + F_ITEM])
-            if st[pos] != want or copy_in_flight_to(T, st, cta, r, stage):
+            pos = read_miss(T, st, cta, r, stage, want)
+            if pos >= 0 or copy_in_flight_to(T, st, cta, r, stage):
+                if pos < 0:
+                    pos = slot_pos(T, cta, r, stage)
                 note(det, READ_BEFORE_FILL, pos, a, st[pos], want)
                 bits |= READ_BEFORE_FILL
             if issued == ENTRY_READ:
                 e = make_entry(T, ENTRY_READ, cta, r, stage, want + 1, 0, a,
-                               reads_in_flight(T, st, a))
+                               reads_in_flight(T, st, a), 0)
                 if not add_entry(T, out, e):
                     return INFLIGHT_FULL
         # -- its own stage
@@ -415,7 +505,8 @@ def fire_entry(T, out, j, det):
         note(det, INFLIGHT_AT_EXIT, cta, -1, -1, 3)
         bits |= INFLIGHT_AT_EXIT
     if kind == ENTRY_COPY:
-        bits |= store_tag(T, out, cta, r, s, entry_field(T, e, E_VAL) - 1, det)
+        part = entry_field(T, e, E_PART) - 1 if T.cfg[C_MAXP] > 1 else 0
+        bits |= store_tag(T, out, cta, r, s, part, entry_field(T, e, E_VAL) - 1, det)
         nbytes = T.bytes_vals[entry_field(T, e, E_BIDX)]
         bits |= signal_update(T, out, sig_index(T, cta, r, s, FULL), 0, -nbytes, det)
     else:

@@ -4,9 +4,11 @@ checker/model.py builds the tables `T` (cfg, ring, agent, prog, bar_count, bytes
 eff); the engines read states through the accessors here and nowhere else spell an offset.
 
 State vector layout (offsets in T.cfg):
-  agent a:  [pc, item, at_sync, (stage, phase, ready) per ring, arrived generation per barrier]
+  agent a:  [pc, item, at_sync, (stage, phase, ready) per ring, arrived generation per barrier,
+             then, when some agent has a `reset` (cfg C_WIN >= 0), its phase window's last passed
+             wait (k', ph') per (ring, stage, signal kind): window_field]
   signal:   [a, b, c, observed]  (backends/base.py: nvidia phase_no/pending/tx, amd counter)
-  slot:     tag (-1: never stored)
+  slot:     one tag per part (-1: never stored), C_MAXP parts per slot (T.part describes them)
   barrier:  [arrivals in the current generation, generation] per (barrier, cta)
   inflight: M packed entries, sorted descending, 0 = unused (checker/inflight.py)
 """
@@ -18,14 +20,16 @@ T_SELF, T_LEADER, T_PEER, T_ALL = 0, 1, 2, 3
 # cfg indices
 C_AGENTS, C_CTAS, C_RINGS, C_BACKEND, C_INFLIGHT, C_AGF, C_MAXS = 0, 1, 2, 3, 4, 5, 6
 C_OFF_SIG, C_OFF_SLOT, C_OFF_BAR, C_OFF_INF, C_FIELDS, C_NBAR, C_TAG_OUTSIDE = 7, 8, 9, 10, 11, 12, 13
+C_MAXP, C_WIN = 14, 15  # parts per slot; where the window fields start in an agent record (-1: none)
 
 # agent table columns
 A_CTA, A_BODY_START, A_BODY_END, A_LEN, A_ITEMS, A_PROG = 0, 1, 2, 3, 4, 5
-A_RING0 = 6  # then (initial_stage, initial_phase) per ring
+A_RING0 = 6  # then (initial_stage, initial_phase) per ring, then reset_until per ring (reset_until)
 
 # prog table columns
 P_CODE, P_RING, P_N, P_TARGET, P_UNLESS, P_BARRIER, P_BYTES_IDX, P_EVERY, P_AT, P_TAG = 0, 1, 2, 3, 4, 5, 6, 7, 8, 9
-P_EFF = 10  # then the op's effects (semantics.effects_table's columns EF_*)
+P_PART = 10  # a fill's part of the slot (-1: every part, a consumer-side fill); else 0
+P_EFF = 11  # then the op's effects (semantics.effects_table's columns EF_*)
 
 # agent state fields
 F_PC, F_ITEM, F_SYNC, F_RING0 = 0, 1, 2, 3
@@ -33,9 +37,13 @@ F_PC, F_ITEM, F_SYNC, F_RING0 = 0, 1, 2, 3
 # after the last ring, one "arrived generation" per named barrier (arrived_field)
 RF_STAGE, RF_PHASE, RF_READY, RING_FIELDS = 0, 1, 2, 3
 # ring table columns
-R_STAGES, R_FULL_COUNT, R_EMPTY_COUNT = 0, 1, 2
+R_STAGES, R_FULL_COUNT, R_EMPTY_COUNT, R_PARTS = 0, 1, 2, 3
+# part table columns (T.part, row r * C_MAXP + p; checker/program.py slot_parts): the CTAs whose
+# slots have the part (bit mask), and the prog rows of its prologue, body and epilogue fills
+# (-1: none), with the body fill's agent (its item count bounds the items it fills)
+PT_CTAS, PT_PROLOGUE, PT_BODY, PT_EPILOGUE, PT_BODY_AGENT = 0, 1, 2, 3, 4
 # entry layout (T.ent): shifts and masks of the packed in-flight entry fields
-E_KIND, E_CTA, E_RING, E_STAGE, E_VAL, E_BIDX, E_AGENT, E_SEQ = 0, 1, 2, 3, 4, 5, 6, 7
+E_KIND, E_CTA, E_RING, E_STAGE, E_VAL, E_BIDX, E_AGENT, E_SEQ, E_PART = 0, 1, 2, 3, 4, 5, 6, 7, 8
 ENTRY_COPY, ENTRY_COMMIT, ENTRY_READ = 1, 2, 3
 
 # detail record (det): per violation kind 4 ints, filled by the first detection in a step
@@ -82,7 +90,29 @@ def sig_base(T, sig):
 
 @jit
 def slot_pos(T, cta, r, s):
-    return T.cfg[C_OFF_SLOT] + (cta * T.cfg[C_RINGS] + r) * T.cfg[C_MAXS] + s
+    """Where part 0 of slot (cta, ring r, stage s) is; part p is at slot_pos + p."""
+    return T.cfg[C_OFF_SLOT] + ((cta * T.cfg[C_RINGS] + r) * T.cfg[C_MAXS] + s) * T.cfg[C_MAXP]
+
+
+@jit
+def part_row(T, r, p):
+    return r * T.cfg[C_MAXP] + p
+
+
+@jit
+def reset_until(T, a, r):
+    """The last program position at which a `reset` of ring r may still lie ahead of agent a
+    (a body reset: the body's end), or -1: none ever does."""
+    return T.agent[a, A_RING0 + 2 * T.cfg[C_RINGS] + r]
+
+
+@jit
+def window_field(T, a, r, s, kind):
+    """Where agent a's (k', ph') of signal (ring r, stage s, kind) is, or -1: the agent has no
+    `reset` of ring r, so its window follows its phase alone (docs/rules.md)."""
+    if T.cfg[C_WIN] < 0 or reset_until(T, a, r) < 0:
+        return -1
+    return agent_base(T, a) + T.cfg[C_WIN] + 2 * ((r * T.cfg[C_MAXS] + s) * 2 + kind)
 
 
 @jit

@@ -2,7 +2,8 @@
 
 Two agents are interchangeable when they have the same role, the same CTA and the same
 program, and nothing tells them apart: not `@leader` (agent 0 of a role that has a leader-only
-op runs another program, so it is left out of its class), not a target (targets name CTAs, and
+op runs another program, so it is left out of its class), not the slot parts its fills store
+into (a producer-side agent that fills is left out), not a target (targets name CTAs, and
 a class lies in one CTA). Such agents are listed one after the other in `Model.agents`, so a
 **class** is a range `[lo, hi)` of agent indices; `classes(model)` gives them as an (n, 2)
 int64 array, empty when no two agents are interchangeable.
@@ -33,10 +34,14 @@ def classes(model) -> np.ndarray:
     """The classes of interchangeable agents of a compiled model, as [lo, hi) rows."""
     leader_roles = {r.name for r in model.spec.roles
                     if any(op.leader_only for op in r.prologue + r.body + r.epilogue)}
+    # A producer-side agent's fills store into parts of its own (checker/program.py
+    # slot_parts): the parts would have to be permuted with the agents, so such agents stay
+    # distinguished.
+    part_owners = {a for parts in model.parts for part in parts for _, a, _ in part.fills}
     groups: dict[tuple, list[int]] = {}
     for i, a in enumerate(model.agents):
-        if a.role in leader_roles and a.index == 0:
-            continue  # runs the @leader ops: distinguished
+        if (a.role in leader_roles and a.index == 0) or i in part_owners:
+            continue  # runs the @leader ops, or owns parts: distinguished
         groups.setdefault((a.role, a.cta), []).append(i)
     rows = []
     T = model.tables

@@ -10,7 +10,9 @@ JSON-ready dict (no None inside lists; names as the user reads them):
                                     "at_sync": False, "done": False}},
       "signals":  {"cta0.full[0]": {"phase_no": 1, "pending": 1, "tx": 0},   # nvidia
                    "cta0.empty[0]": {"count": 3}},                           # amd
-      "slots":    {"cta0.slot[0]": 4},          # tag (item number) or -1 when never stored
+      "slots":    {"cta0.slot[0]": 4},          # tag (item number) or -1 when never stored;
+                                                # a list of one per part when a ring's slots
+                                                # have several (checker/program.py slot_parts)
       "inflight": [{"kind": "copy", "cta": 0, "stage": 2, "tag": 3, "bytes": 16384},
                    {"kind": "commit", "cta": 0, "stage": 1, "n": 1}],
       "barriers": {"cta0.NAME": 1},             # arrivals so far in the current generation
@@ -153,8 +155,12 @@ def describe_changes(model: Model, before, after) -> list[str]:
         if diffs:
             lines.append(f"{name}: {', '.join(diffs)}")
     for name, old in va["slots"].items():
-        if old != vb["slots"][name]:
-            lines.append(f"{name}: item {model.tag_label(old)}->{model.tag_label(vb['slots'][name])}")
+        new = vb["slots"][name]
+        if old != new and isinstance(old, list):  # a slot of several parts
+            lines += [f"{name}.part[{p}]: item {model.tag_label(x)}->{model.tag_label(y)}"
+                      for p, (x, y) in enumerate(zip(old, new)) if x != y]
+        elif old != new:
+            lines.append(f"{name}: item {model.tag_label(old)}->{model.tag_label(new)}")
     for name, old in va["barriers"].items():
         new = vb["barriers"][name]
         diffs = [f"{f} {old[f]}->{new[f]}" for f in old if old[f] != new[f]]

@@ -8,6 +8,8 @@ whose outcome is `trap`. `SearchLimit` is raised when a bound of the search is r
 """
 from __future__ import annotations
 
+import numpy as np
+
 from pipeproof.checker import semantics as S
 from pipeproof.checker.model import Model
 from pipeproof.checker.program import OP_EFFECTS
@@ -67,17 +69,18 @@ def _agent_candidates(m, outcome, state, ev):
             return [], (f"the model's {op.name} answers ready={str(ready).lower()}: "
                         f"{signal_text(m, state, sig, phase)}")
     if e.checks_read:
-        pos = S.slot_pos(T, ag.cta, r, stage)
-        held = state[pos]
         want = int(S.op_tag(T, S.op_row(T, a, pc), item))  # the fill this read pairs with
+        miss = int(S.read_miss(T, np.asarray(state, dtype=np.int64), ag.cta, r, stage, want))
+        pos = miss if miss >= 0 else S.slot_pos(T, ag.cta, r, stage)
+        held = state[pos]
         what = "nothing" if held < 0 else m.tag_text(held)
-        if raw["result"] == "ok" and held != want:
+        if raw["result"] == "ok" and miss >= 0:
             return [], (f"{m.slot_name(pos)} holds {what} in the model, so the read of "
                         f"{m.tag_text(want)} must mismatch")
         # A copy into the slot still in flight is read_before_fill too (docs/rules.md "Fills,
         # reads and tags"): the GPU can see one region of the item missing while the
         # slot's tag already matches.
-        if raw["result"] == "tag_mismatch" and held == want and not bits & S.READ_BEFORE_FILL:
+        if raw["result"] == "tag_mismatch" and miss < 0 and not bits & S.READ_BEFORE_FILL:
             return [], (f"{m.slot_name(pos)} holds {m.tag_text(want)} and no copy into it "
                         f"is in flight in the model, so the read cannot mismatch")
     if bits & S.TRAP and outcome != "trap":

@@ -13,6 +13,8 @@ import functools
 import json
 import random
 
+import numpy as np
+
 import pytest
 from click.testing import CliRunner
 
@@ -56,7 +58,7 @@ def event_of(m, st, a, nxt) -> dict:
         ev["ready"] = bool(nxt[a * m.agf + S.F_RING0 + 3 * r + 2])
     if op.name in ("read", "read_async"):
         want = S.op_tag(m.tables, S.op_row(m.tables, a, ev["pc"]), ev["item"])  # its fill's tag
-        if st[S.slot_pos(m.tables, m.agents[a].cta, r, ev["stage"])] != want:
+        if S.read_miss(m.tables, np.asarray(st, dtype=np.int64), m.agents[a].cta, r, ev["stage"], want) >= 0:
             ev["result"] = "tag_mismatch"
     return ev
 

@@ -128,5 +128,5 @@ def test_expected_count_and_targets():
     assert targets(4, 3, "peer") == (0,) and targets(4, 1, "peer") == (2,)
     assert targets(4, 2, "leader") == (0,) and targets(4, 2, "all") == (0, 1, 2, 3)
     assert targets(4, 2, "self") == (2,)
-    assert np.array_equal(compile_model(load_spec(EXAMPLES[0])).tables.ring[:, 1:],
+    assert np.array_equal(compile_model(load_spec(EXAMPLES[0])).tables.ring[:, 1:3],
                           [[r.expected(FULL), r.expected(EMPTY)] for r in load_spec(EXAMPLES[0]).all_rings])

@@ -146,7 +146,7 @@ def _random_states(lap, n, n_walks=30, length=80, seed=7):
 @pytest.mark.parametrize("name", ["mojo_pcp_nvidia", "mojo_pcp_amd", "x_async_read_ok", "try_full_prefetch_ok",
                                   "x_named_split_ok", "x_mojo_sm100_matmul", "sm90_ring_nvidia",
                                   "cutlass_tma_async_cluster2", "x_persistent_tiles_ok",
-                                  "x_cluster_ctas_ok"])
+                                  "x_cluster_ctas_ok", "x_persistent_reset_ok"])
 def test_compiled_canonical_form_equals_the_readable_one(name):
     spec = load_example(name)
     lap = LapAbstraction(spec, MAX_R)

@@ -432,15 +432,33 @@ def test_read_of_wrong_tag_is_read_before_fill():
 # --------------------------------------------------------------------------------- in flight
 
 def test_copy_in_flight_into_the_slot_makes_a_read_a_read_before_fill():
-    """The slot already holds the reader's item, but a copy into it is still in flight."""
-    r = Run([P(["copy 16", "copy 16"]), C(["read", "advance"])])
+    """The slot already holds the reader's item, but a copy into it is still in flight (here
+    the next item's, issued into the one stage before the read)."""
+    r = Run([P(["copy 16", "advance"], items=2), C(["read", "advance"], items=2)], stages=1)
     r.do("P[0].copy(stage=0, item=0, phase=1, bytes=16)")
     r.do("cta0.copy.land(stage=0, item=0, bytes=16)")
     assert r.view["slots"]["cta0.slot[0]"] == 0
+    r.do("P[0].advance(stage=0, phase=1)")
+    r.do("P[0].copy(stage=0, item=1, phase=2, bytes=16)")
+    assert r.view["inflight"] == [{"kind": "copy", "cta": 0, "ring": "main", "stage": 0, "tag": 1, "bytes": 16}]
+    assert r.try_("C[0].read(stage=0, item=0, phase=0)") == ("read_before_fill",)
+
+
+def test_second_copy_of_a_stage_is_a_part_of_its_own():
+    """Two copies per stage fill two parts (docs/rules.md "Slot parts"): after the first lands
+    the slot holds the item in part 0 only, and a read is read_before_fill until the second
+    lands, whether or not it was issued yet."""
+    r = Run([P(["copy 16", "copy 16"]), C(["read", "advance"])])
     r.do("P[0].copy(stage=0, item=0, phase=1, bytes=16)")
-    assert r.view["inflight"] == [{"kind": "copy", "cta": 0, "ring": "main", "stage": 0, "tag": 0, "bytes": 16}]
+    r.do("cta0.copy.land(stage=0, item=0, bytes=16)")
+    assert r.view["slots"]["cta0.slot[0]"] == [0, -1]
+    assert r.try_("C[0].read(stage=0, item=0, phase=0)") == ("read_before_fill",)
+    r.do("P[0].copy(stage=0, item=0, phase=1, bytes=16)")
+    assert r.view["inflight"] == [{"kind": "copy", "cta": 0, "ring": "main", "stage": 0, "tag": 0,
+                                   "bytes": 16, "part": 1}]
     assert r.try_("C[0].read(stage=0, item=0, phase=0)") == ("read_before_fill",)
     r.do("cta0.copy.land(stage=0, item=0, bytes=16)")
+    assert r.view["slots"]["cta0.slot[0]"] == [0, 0]
     assert r.do("C[0].read(stage=0, item=0, phase=0)") == ()
 
 
@@ -785,7 +803,8 @@ def test_cluster_copy_to_all_is_one_transfer_per_cta():
     inflight = sorted((e["cta"], e["tag"], e["bytes"]) for e in r.view["inflight"])
     assert inflight == [(0, 0, 64), (1, 0, 64)]
     r.do("cta1.copy.land(stage=0, item=0, bytes=64)")
-    assert r.view["slots"] == {"cta0.slot[0]": -1, "cta1.slot[0]": 0}
+    # each CTA's producer multicasts its own part into every CTA's slot: cta0's is part 0
+    assert r.view["slots"] == {"cta0.slot[0]": [-1, -1], "cta1.slot[0]": [0, -1]}
     assert r.sig("cta1.full[0]")["tx"] == -64 and r.sig("cta0.full[0]")["tx"] == 0
     assert len(r.view["inflight"]) == 1
 
