@@ -219,8 +219,11 @@ def render(e, lang: str) -> str:
         return f"({a[0]} {or_} {a[1]})"
     if op == "negate":
         return f"({not_}{a[0]})"
-    if op == "parity":  # Murphi's % where its bitwise & is Rumur's own; its arguments are counts
-        return f"({a[0]} % 2)" if lang == "murphi" else f"({a[0]} & 1)"
+    if op == "parity":
+        # Murphi's % where its bitwise & is Rumur's own. Its % truncates as C's does (-1 % 2 is
+        # -1), and nvidia.intended_after takes the parity of a difference that may be negative,
+        # so the remainder is brought into 0..1 as Python's & 1 has it.
+        return f"((({a[0]} % 2) + 2) % 2)" if lang == "murphi" else f"({a[0]} & 1)"
     if op == "wrap32":
         if lang != "cuda":
             raise PrintError(f"wrap32 has no {lang} form (the amd backend is not exported there)")

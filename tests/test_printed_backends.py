@@ -48,6 +48,8 @@ UPDATES = list(itertools.product((0, 3), (0, 1, 2), (0, -5, TXL), (1, 2), (0, 1,
 # Rumur compiles its verifier's C slowly: a seventh of them, every outcome still among them.
 MURPHI_UPDATES = UPDATES[::7]
 WINDOWS = list(itertools.product(range(7), range(7), range(3)))
+# (k', ph', ph) of the window after a reset: ph below ph' (a reset), k' of either sign.
+AFTER = list(itertools.product(range(-3, 6), range(0, 5), range(0, 5)))
 AMD_CASES = list(itertools.product((0, 1, 2, 7, (1 << 31) - 1, (1 << 32) - 1, 1 << 32, -1, -3),
                                    (1, 2, 64), (0, 5, (1 << 32) - 1, 1 << 33)))
 
@@ -70,6 +72,12 @@ def test_trees_equal_the_backend_functions(lang):
         assert evaluate(nv.ready(s("pn"), s("ph")), env) == py(nvidia.ready)(pn, ph)
         assert evaluate(nv.in_window(s("pn"), s("ph"), s("p0")), env) == py(nvidia.in_window)(pn, ph, p0)
         assert evaluate(nv.intended_phase(s("ph"), s("p0")), env) == py(nvidia.intended_phase)(ph, p0)
+    after, at = nv.intended_after(s("kl"), s("pl"), s("ph")), nv.in_window_at(s("pn"), s("k"))
+    for kl, pl, ph in AFTER:
+        env = {"kl": kl, "pl": pl, "ph": ph}
+        assert evaluate(after, env) == evaluate(lift(after), env) == py(nvidia.intended_after)(kl, pl, ph)
+        for pn in range(5):
+            assert evaluate(at, {"pn": pn, "k": kl}) == py(nvidia.in_window_at)(pn, kl)
     for ph, n, counter in AMD_CASES:
         env = {"ph": ph, "n": n, "k": counter}
         assert evaluate(am.full_threshold(s("ph"), s("n")), env) == py(amd.full_threshold)(ph, n)
@@ -86,7 +94,9 @@ def test_plain_arguments_fold_and_text_is_parenthesised():
     assert condition((out & nvidia.TRAP_OVER_ARRIVAL) != 0, "promela") == "(C > pd)"
     assert nv.update(0, 1, 0, 1, 1, 0) == py(nvidia.update)(0, 1, 0, 1, 1, 0)  # all plain: Python
     assert render(nv.ready(p("a"), p("b")), "promela") == "((a & 1) != (b & 1))"
-    assert render(nv.ready(sym("a", "murphi"), sym("b", "murphi")), "murphi") == "((a % 2) != (b % 2))"
+    # Murphi's % truncates (-1 % 2 is -1): the printed parity brings it into 0..1
+    assert render(nv.ready(sym("a", "murphi"), sym("b", "murphi")), "murphi") == \
+        "((((a % 2) + 2) % 2) != (((b % 2) + 2) % 2))"
     assert render(-p("x") + 1, "promela") == "((-x) + 1)"
     assert render(p("x") - (-3), "promela") == "(x - (-3))"
 
@@ -316,7 +326,7 @@ def test_changing_a_backend_function_changes_the_exports(monkeypatch):
     p2, m2 = to_promela(spec), to_murphi(spec)
     assert "#define PARITY_READY(pn, ph) (((pn) & 1) == ((ph) & 1))" in p2
     assert "(pn) == ((ph) - (2 * (p0)))" in p2 and "((ph) - (p0)) - ((p0) & 1)" in promela
-    assert "return ((pn % 2) = (ph % 2));" in m2 and "(pn = (ph - (2 * p0)))" in m2
+    assert "return ((((pn % 2) + 2) % 2) = (((ph % 2) + 2) % 2));" in m2 and "(pn = (ph - (2 * p0)))" in m2
     # the update reads TX_LIMIT from its module: the printed trap follows it
     assert "> 4095)" in cut(p2, "inline sig_update(", "\n}\n") and "> 1048575)" in promela
     assert "> 4095)" in cut(m2, "procedure sig_update(", "\nend;")
