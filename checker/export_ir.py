@@ -7,6 +7,15 @@ walk: next pc, every=/at= guards, tags), the constants, and the value range of e
 (backends/printed.py): the exports print its rules rather than copies of them.
 The IR asks checker/program.py's OP_EFFECTS what each op does, never its name; the step of
 each op is checker/export_steps.py.
+
+Two rules of docs/rules.md are read off the compiled model rather than restated:
+- **Slot parts** (checker/program.py `slot_parts`): the IR keeps the main ring's parts, which
+  part each fill op stores into (`Group.parts`, -1: every part, a consumer-side fill) and for
+  which tags the program fills each part (`IR.part_filled`, as semantics.part_filled_for);
+  `read_miss_text` prints semantics.read_miss's test for either language.
+- **The phase_alias window after `reset`**: a group whose agents have a `reset` of the ring
+  carries (k', ph') per (stage, signal kind) (`Group.window`, `Group.reset_until`, with the
+  ranges the engine packs them in); the exports print nvidia.intended_after and in_window_at.
 """
 from __future__ import annotations
 
@@ -18,7 +27,7 @@ from pipeproof.backends.base import FULL
 from pipeproof.backends.printed import printed_backend, sym
 from pipeproof.checker import semantics as S
 from pipeproof.checker.model import compile_model
-from pipeproof.checker.program import EMPTY, OP_EFFECTS
+from pipeproof.checker.program import EMPTY, OP_EFFECTS, part_of
 from pipeproof.spec.schema import MAIN_RING, Spec, SpecError
 
 FORMATS = ("promela", "murphi")
@@ -94,6 +103,19 @@ class Group:
     syncs: dict           # barrier index -> pcs of its `sync` ops
     arrives: tuple        # barrier indices this group sync_arrive's on
     tags: tuple = ()      # per pc: the prologue's or epilogue's tag of a fill or read, else -1
+    parts: tuple = ()     # per pc: the slot part a fill stores into (-1: every part), else 0
+    reset_until: int = -1  # the last pc at which a `reset` may lie ahead (model.reset_until), or -1
+    window: tuple = ()    # (k' lowest, k' highest, ph' lowest, ph' highest) of the agents' records
+
+    @property
+    def has_window(self) -> bool:
+        """The agents keep (k', ph') per signal: their program has a `reset` of the ring."""
+        return self.reset_until >= 0
+
+    def records_raw(self, p: int) -> bool:
+        """A wait at `p` that passes records (k, ph) as they are: a `reset` may still lie ahead
+        (semantics.window_passed); past reset_until it records (k - (ph - p0), p0)."""
+        return p <= self.reset_until
 
     def tag(self, p: int, item: str) -> str:
         """The tag the fill or read at `p` stores or expects (semantics.op_tag)."""
@@ -157,17 +179,26 @@ class IR:
         self.groups: list[Group] = []
         used = set()
         start = 0
+        self.parts = m.parts[0]           # the main ring's slot parts
+        self.n_parts = len(self.parts)
+        parts_of = lambda i: tuple(part_of(self.parts, i, p) if OP_EFFECTS[op.name].stores else 0
+                                   for p, (op, _) in enumerate(m.agents[i].ops))
+        spans = []
         while start < len(m.agents):
-            a = m.agents[start]
             end = start + 1
-            while (end < len(m.agents) and m.agents[end].role == a.role
-                   and m.agents[end].ops == a.ops):
+            # one program and the same parts: a producer-side agent that fills owns its parts,
+            # so it is a group of its own (as it is left out of symmetry classes)
+            while (end < len(m.agents) and m.agents[end].role == m.agents[start].role
+                   and m.agents[end].ops == m.agents[start].ops
+                   and parts_of(end) == parts_of(start)):
                 end += 1
+            spans.append((start, end))
+            start = end
+        for start, end in spans:
+            a = m.agents[start]
             base = start * m.agf
-            split = any(m.agents[k].role == a.role for k in range(end, len(m.agents))) or (
-                start > 0 and m.agents[start - 1].role == a.role)
-            label = a.role + ("[leader]" if split and a.index == 0 else "")
-            ident = _ident(a.role + ("_leader" if split and a.index == 0 else ""), used)
+            label, ident = _names(m, spans, start, end, used)
+            until = m.reset_until[start][0]
             adv = lambda ops: sum(1 for op, _ in ops if _moves(op, "advance"))
             n_adv = (adv(a.ops[:a.body_start]) + adv(a.ops[a.body_end:])
                      + a.items * adv(a.ops[a.body_start:a.body_end]))
@@ -183,8 +214,9 @@ class IR:
                        for b, name in enumerate(self.barrier_names)},
                 arrives=tuple(b for b, name in enumerate(self.barrier_names)
                               if any(_on_barrier(op, "arrive", name) for op, _ in a.ops)),
-                tags=tuple(m.tag_of(a, p) for p in range(len(a.ops)))))
-            start = end
+                tags=tuple(m.tag_of(a, p) for p in range(len(a.ops))),
+                parts=parts_of(start), reset_until=until,
+                window=_window_range(m, range(start, end)) if until >= 0 else ()))
         self.ops_all = [op for g in self.groups for op, _ in g.ops]
         self.has_tx = any(OP_EFFECTS[op.name].tx for op in self.ops_all)
         self.bytes_vals = list(m.bytes_vals)
@@ -209,10 +241,14 @@ class IR:
             raise SpecError(f"{spec.path}: initial_phase: a phase above 2^31-1 cannot be exported to "
                             f"promela (SPIN's int is 32 bits)")
         self.pend_max = max(self.pac, self.cac)
-        # In-flight entry: ((kind * STAGES + stage) * V + value) * NB + bytes index.
+        # In-flight entry: ((kind * STAGES + stage) * V + value) * NB + bytes index, and with
+        # several parts, * EP + the part a copy stores into + 1 (0: every part; a commit's 0).
         self.ev = max(self.max_tag + 2, self.max_commit) + 1
         self.enb = len(self.bytes_vals)
-        self.emax = 3 * self.stages * self.ev * self.enb - 1
+        self.ep = self.n_parts + 1 if self.n_parts > 1 else 1
+        self.emax = 3 * self.stages * self.ev * self.enb * self.ep - 1
+        # The phase_alias window records (k', ph') of the groups with a reset (Group.window).
+        self.has_window = any(g.has_window for g in self.groups)
         executed = lambda g, p: g.size * (g.items if g.body_start <= p < g.body_end else 1)
         self.total_steps = sum(executed(g, p) * (2 if OP_EFFECTS[op.name].issues else 1)  # + landing
                                for g in self.groups for p, (op, _) in enumerate(g.ops))
@@ -223,6 +259,24 @@ class IR:
             arrivals = sum(executed(g, p) for g in self.groups for p, (op, _) in enumerate(g.ops)
                            if _on_barrier(op, "sync", name) or _on_barrier(op, "arrive", name))
             self.barriers.append((_ident(name, used, "bar_"), count, arrivals // max(count, 1) + 1))
+
+    def part_filled(self, p: int, tag: int):
+        """For which tags the program fills part p (semantics.part_filled_for): a read of `tag`
+        (-1: the reader's item) checks the part when this holds. True or False where it is known
+        here, else the body fill's guard on the item as (items, every, at): item < items and
+        item % every == at."""
+        outside, body = set(), None
+        for section, i, pc in self.parts[p].fills:
+            if section == "body":
+                op = self.model.agents[i].ops[pc][0]
+                body = (self.model.agents[i].items, op.every, op.at)
+            else:
+                outside.add(self.model.tag_of(self.model.agents[i], pc))
+        if tag >= 0:  # a prologue's or an epilogue's tag (tags of fills outside the body)
+            return tag in outside
+        if body is None or body[0] == 0:
+            return False
+        return body
 
     def group_of(self, agent: int) -> Group:
         for g in self.groups:
@@ -239,6 +293,78 @@ class IR:
             if e.observes >= 0 and e.blocks:
                 out.append((p, SIGNALS[e.observes][0], op.unless_ready and g.has_try))
         return out
+
+
+def _names(m, spans, start: int, end: int, used: set) -> tuple[str, str]:
+    """(label, identifier) of the group of agents [start, end): its role's name, with
+    `[leader]` for the agent 0 that runs the @leader ops, and the agents' indices where the
+    role is split further (by the slot parts its agents fill)."""
+    a = m.agents[start]
+    mine = [(s, e) for s, e in spans if m.agents[s].role == a.role]
+    leader_ops = lambda s: m.agents[s].index == 0 and any(
+        b.role == a.role and b.ops != m.agents[s].ops for b in m.agents)
+    if len(mine) == 1:
+        suffix = ("", "")
+    elif leader_ops(start):
+        suffix = ("[leader]", "_leader")
+    elif len(mine) == 2 and any(leader_ops(s) for s, _ in mine):
+        suffix = ("", "")
+    else:
+        last = m.agents[end - 1].index
+        suffix = ((f"[{a.index}]", f"_{a.index}") if end - start == 1 else
+                  (f"[{a.index}..{last}]", f"_{a.index}_{last}"))
+    return a.role + suffix[0], _ident(a.role + suffix[1], used)
+
+
+def _window_range(m, agents) -> tuple:
+    """(k' lowest, k' highest, ph' lowest, ph' highest) over the agents' window records on the
+    main ring, as the engine packs them (checker/model.py's field bounds)."""
+    pk = m.packing
+    lo_k = hi_k = lo_ph = hi_ph = None
+    for a in agents:
+        for s in range(m.max_stages * 2):
+            pos = a * m.agf + m.win + 2 * s  # ring 0: (stage, kind) pairs first
+            k = (int(pk.bias[pos]), int(pk.bias[pos]) + (1 << int(pk.width[pos])) - 1)
+            ph = (int(pk.bias[pos + 1]), int(pk.bias[pos + 1]) + (1 << int(pk.width[pos + 1])) - 1)
+            lo_k = k[0] if lo_k is None else min(lo_k, k[0])
+            hi_k = k[1] if hi_k is None else max(hi_k, k[1])
+            lo_ph = ph[0] if lo_ph is None else min(lo_ph, ph[0])
+            hi_ph = ph[1] if hi_ph is None else max(hi_ph, ph[1])
+    return lo_k, hi_k, lo_ph, hi_ph
+
+
+def read_miss_text(ir: IR, tag: int, item: str, want: str, slot, lang: str,
+                   item_below: int | None = None) -> str:
+    """semantics.read_miss as a condition: a part the program fills for the read's tag holds
+    another one, or, when it fills none for it, any part does. `slot(p)` is part p's tag as
+    text, `want` the tag read, `item` the reader's item (for a body fill's guard), known to be
+    below `item_below` where given (a read in the body)."""
+    eq, and_, or_, not_ = ("==", "&&", "||", "!") if lang == "promela" else ("=", "&", "|", "!")
+    ne = lambda p: f"{slot(p)} != {want}"
+    conds = []
+    for p in range(ir.n_parts):
+        f = ir.part_filled(p, tag)
+        if f is True or f is False:
+            conds.append(f)
+            continue
+        items, every, at = f
+        below = item_below is not None and item_below <= items  # item < items holds anyway
+        if every == 1:
+            conds.append(True if below else f"{item} < {items}")
+        else:
+            c = f"{item} % {every} {eq} {at}"
+            conds.append(c if below else f"({item} < {items} {and_} {c})")
+    if True in conds or all(c is False for c in conds):
+        checked = [p for p, c in enumerate(conds) if c is not False] if True in conds else \
+            list(range(ir.n_parts))
+        parts = [ne(p) if conds[p] is True or all(c is False for c in conds)
+                 else f"({conds[p]} {and_} {ne(p)})" for p in checked]
+        return f" {or_} ".join(parts)
+    some = [(p, c) for p, c in enumerate(conds) if c is not False]
+    filled = f" {or_} ".join(c for _, c in some)
+    inside = f" {or_} ".join(f"({c} {and_} {ne(p)})" for p, c in some)
+    anywhere = f" {or_} ".join(ne(p) for p in range(ir.n_parts))
+    return f"({inside}) {or_} ({not_}({filled}) {and_} ({anywhere}))"
 
 
 def _moves(op, move: str) -> bool:

@@ -18,13 +18,21 @@ reset, drain, and the named barriers of `[barrier.NAME]` with sync, sync_arrive 
 `ctas`), `[ring.NAME]` and `ring=`, read_async / read_wait.
 
 The Murphi state is pipeproof's state vector field for field (agents' pc, item, stage,
-phase, ready, at_sync and sync_arrive generation; each signal's phase_no, pending, tx and
-`observed` flag; slot tags; each named barrier's arrivals and generation; the in-flight
-entries as a sorted array, i.e. a canonical multiset), so Rumur without symmetry
-reduction stores exactly as many states as pipeproof on a spec that holds. Fields that never
-change in a spec (tx without copies, `ready` without a try) are left out; that changes no
-count. With `symmetry=True` each group of two or more interchangeable agents (same role,
-same program) is indexed by a `scalarset`, so Rumur's symmetry reduction applies.
+phase, ready, at_sync and sync_arrive generation, and for an agent whose program has a
+`reset` its phase window's (k', ph') per stage and signal; each signal's phase_no, pending, tx
+and `observed` flag; slot tags, one per slot part; each named barrier's arrivals and
+generation; the in-flight entries as a sorted array, i.e. a canonical multiset, a copy's
+entry naming its part), so Rumur without symmetry reduction stores exactly as many states as
+pipeproof on a spec that holds. Fields that never change in a spec (tx without copies,
+`ready` without a try, window records without a reset) are left out; that changes no count.
+With `symmetry=True` each group of two or more interchangeable agents (same role, same
+program, same slot parts: a producer-side agent that fills owns its parts and is a group of
+its own) is indexed by a `scalarset`, so Rumur's symmetry reduction applies.
+
+The rules are the explicit engine's (docs/rules.md): a fill stores into its slot part (a
+consumer-side fill into every part), a read checks the parts the program fills for its tag
+(semantics.read_miss), an overwrite is judged per part, and an agent with a `reset` has its
+phase_alias window from its last passed wait (nvidia.intended_after, in_window_at, printed).
 
 Properties, as far as each language states them:
 

@@ -1,21 +1,27 @@
 """The Murphi export (for Rumur): the compiled model as one rule per op of each agent.
 
 checker/export_models.py describes the export; checker/export_ir.py has what it shares with
-the Promela export. The signal rules (parity_ready, in_window, sig_update, the start state's
-signals) are printed from backends/nvidia.py (backends/printed.py), not written here: Murphi
-has no conditional expression, so each printed `select` is an if-chain.
+the Promela export. The signal rules (parity_ready, in_window, intended_after, in_window_at,
+sig_update, the start state's signals) are printed from backends/nvidia.py
+(backends/printed.py), not written here: Murphi has no conditional expression, so each printed
+`select` is an if-chain.
+
+Slots of several parts (docs/rules.md "Slot parts") keep one tag per part (slot_tag[s][p]); a
+copy's in-flight entry carries its part. A group whose program has a `reset` keeps the phase
+window's (k', ph') per (stage, kind) in its record (wk, wph), field for field as pipeproof.
 """
 from __future__ import annotations
 
 from pipeproof.backends.nvidia import TX_LIMIT
 from pipeproof.backends.printed import condition, lift, statements, sym
 from pipeproof.checker.export_ir import (
-    ENTRY_COPY, IR, KIND_MESSAGES, SIGNALS, Group, any_pc_guarded, comment_lines, signal_backend,
-    signal_update,
+    ENTRY_COPY, IR, KIND_MESSAGES, SIGNALS, Group, any_pc_guarded, comment_lines, read_miss_text,
+    signal_backend, signal_update,
 )
 from pipeproof.checker.export_steps import (
-    Advance, AwaitSignal, BarrierArrive, BarrierWait, CheckRead, CheckWindow, ExitCheck,
-    Issue, MovePc, Observe, RecordArrival, Reset, Store, Trap, TryReady, Update, step_actions, tag_text,
+    Advance, AwaitSignal, BarrierArrive, BarrierWait, CheckRead, CheckWindow, ExitCheck, Issue,
+    MovePc, Observe, PassWindow, RecordArrival, Reset, Store, Trap, TryReady, Update, step_actions,
+    tag_text,
 )
 from pipeproof.spec.schema import Spec
 
@@ -60,11 +66,22 @@ class _Murphi:
                f"  CAC: {ir.cac};")
         if ir.inflight:
             self.w(f"  INF: {ir.inflight};", f"  EV: {ir.ev};", f"  ENB: {ir.enb};")
+        if ir.n_parts > 1:
+            self.w(f"  NPARTS: {ir.n_parts};  -- parts per slot")
+            if ir.inflight:
+                self.w(f"  EP: {ir.ep};  -- a copy entry's part + 1")
         self.w("", "type", "  stage_t: 0..STAGES-1;", f"  tag_t: -1..{ir.max_tag};",
                f"  pn_t: 0..{ir.pn_max};", f"  pend_t: 0..{ir.pend_max};",
                f"  ph_t: 0..{ir.ph_max};", f"  cnt_t: 0..{ir.max_count};")
         if ir.has_tx:
             self.w("  tx_t: -TXL..TXL;")
+        if ir.n_parts > 1:
+            self.w("  part_t: 0..NPARTS-1;")
+        if ir.has_window:
+            ws = [g.window for g in ir.groups if g.has_window]
+            lo, hi = min(w[0] for w in ws), max(w[1] for w in ws)
+            self.w(f"  wk_t: {lo}..{hi};  -- a recorded intended phase k'",
+                   f"  ik_t: {lo - 1}..{hi + ir.ph_max + 2};  -- an intended phase")
         self.w("  sig_t: record", "    phase_no: pn_t;", "    pending: pend_t;")
         if ir.has_tx:
             self.w("    tx: tx_t;")
@@ -83,9 +100,14 @@ class _Murphi:
             for b in g.arrives:
                 bid, _, gmax = ir.barriers[b]
                 self.w(f"    arrived_{bid}: 0..{gmax + 1};  -- the generation it last sync_arrived in, + 1")
+            if g.has_window:
+                self.w("    -- the phase_alias window's last passed wait per (stage, kind): k' and ph'",
+                       "    wk: array [stage_t] of array [0..1] of wk_t;",
+                       f"    wph: array [stage_t] of array [0..1] of {g.window[2]}..{g.window[3]};")
             self.w("  end;")
+        slot = "array [part_t] of tag_t" if ir.n_parts > 1 else "tag_t"
         self.w("", "var", "  full_sig: array [stage_t] of sig_t;", "  empty_sig: array [stage_t] of sig_t;",
-               "  slot_tag: array [stage_t] of tag_t;")
+               f"  slot_tag: array [stage_t] of {slot};")
         if ir.inflight:
             self.w("  inflight: array [0..INF-1] of entry_t;  -- sorted, largest first; 0 = unused")
         for g in ir.groups:
@@ -110,6 +132,18 @@ class _Murphi:
                *("  " + line for line in statements("return {};", nv.in_window(m("pn"), m("ph"), m("p0")),
                                                     "murphi")),
                "end;", "")
+        if ir.has_window:
+            self.w("-- backends.nvidia.intended_after, printed: the phase a waiter at ph means, from its",
+                   "-- last passed wait (k', ph') on the signal.",
+                   "function intended_after(kl: wk_t; pl: ph_t; ph: ph_t): ik_t;", "begin",
+                   *("  " + line for line in statements(
+                       "return {};", nv.intended_after(m("kl"), m("pl"), m("ph")), "murphi")),
+                   "end;", "",
+                   "-- backends.nvidia.in_window_at, printed: phase_no is the phase k meant or the next.",
+                   "function in_window_at(pn: pn_t; k: ik_t): boolean;", "begin",
+                   *("  " + line for line in statements("return {};", nv.in_window_at(m("pn"), m("k")),
+                                                        "murphi")),
+                   "end;", "")
         u = signal_update("murphi", "s.{}", "expected", "cnt", "dtx", ir.has_tx)
         types = {"phase_no": "pn_t", "pending": "pend_t", "tx": "tx_t"}
         dtx = "; dtx: -TXL..TXL" if ir.has_tx else ""
@@ -147,7 +181,7 @@ class _Murphi:
                        "  end;")
             self.w("  inflight[INF-1] := 0;", "end;", "",
                    "function copy_in_flight(s: stage_t): boolean;", "begin",
-                   f"  return exists j: 0..INF-1 do inflight[j] != 0 & inflight[j] / (ENB*EV) = {ENTRY_COPY}*STAGES + s end;",
+                   f"  return exists j: 0..INF-1 do inflight[j] != 0 & inflight[j] / ({self._unit()}) = {ENTRY_COPY}*STAGES + s end;",
                    "end;", "")
             if ir.has_tx:
                 self.w("function bytes_of(b: 0..ENB-1): 0..TXL;", "begin")
@@ -208,18 +242,47 @@ class _Murphi:
             self.w(*("    " + line for line in self._next_lines(g, "pc", "item")))
             self.w("  end;", "  return false;", "end;", "")
 
-        self.w("-- A write or landing stores tag t into slot s: overwrite_before_drain if a reader",
-               "-- of the old item has not read it yet.",
-               "procedure store_tag(s: stage_t; t: tag_t);", "begin",
-               "  if slot_tag[s] >= 0 & slot_tag[s] != t then")
-        for g in ir.groups:
+        if ir.n_parts == 1:
+            self.w("-- A write or landing stores tag t into slot s: overwrite_before_drain if a reader",
+                   "-- of the old item has not read it yet.",
+                   "procedure store_tag(s: stage_t; t: tag_t);", "begin",
+                   "  if slot_tag[s] >= 0 & slot_tag[s] != t then")
+            self._overwrite_check("slot_tag[s]", "    ")
+            self.w("  endif;", "  slot_tag[s] := t;", "end;", "")
+            return
+        self.w("-- A write or landing stores tag t into part pt of slot s (pt < 0: every part, a",
+               "-- consumer-side fill): overwrite_before_drain if a reader of the item a stored-over",
+               "-- part held has not read it yet.",
+               "procedure store_tag(s: stage_t; pt: -1..NPARTS-1; t: tag_t);", "begin",
+               "  for p: part_t do", "    if pt < 0 | p = pt then",
+               "      if slot_tag[s][p] >= 0 & slot_tag[s][p] != t then")
+        self._overwrite_check("slot_tag[s][p]", "        ")
+        self.w("      endif;", "      slot_tag[s][p] := t;", "    endif;", "  end;", "end;", "")
+
+    def _overwrite_check(self, old: str, ind: str):
+        """error overwrite_before_drain when some agent will still read tag `old` at stage s."""
+        for g in self.ir.groups:
             if g.reads_by_tag():
-                self.w(f"    for b: {g.ident}_id do",
-                       f"      if reads_pending_{g.ident}({g.ident}[b].pc, {g.ident}[b].item, {g.ident}[b].stage, "
-                       f"slot_tag[s], s) then",
-                       f"        error \"{KIND_MESSAGES['overwrite_before_drain']}\";", "      endif;",
-                       "    end;")
-        self.w("  endif;", "  slot_tag[s] := t;", "end;", "")
+                self.w(f"{ind}for b: {g.ident}_id do",
+                       f"{ind}  if reads_pending_{g.ident}({g.ident}[b].pc, {g.ident}[b].item, "
+                       f"{g.ident}[b].stage, {old}, s) then",
+                       f"{ind}    error \"{KIND_MESSAGES['overwrite_before_drain']}\";", f"{ind}  endif;",
+                       f"{ind}end;")
+
+    def _unit(self) -> str:
+        """What an entry is divided by to leave its (kind, stage)."""
+        return "EP*ENB*EV" if self.ir.n_parts > 1 else "ENB*EV"
+
+    def _slot(self, stage: str, p) -> str:
+        return f"slot_tag[{stage}][{p}]" if self.ir.n_parts > 1 else f"slot_tag[{stage}]"
+
+    def _in_window(self, g: Group, A: str, kind: int, phase_no: str) -> str:
+        """Agent `A` (of group g) is inside its phase window on its stage's signal `kind`
+        (semantics.in_phase_window): from its phase alone, or from its last passed wait."""
+        if not g.has_window:
+            return f"in_window({phase_no}, {A}.phase, {g.init_phase})"
+        w = f"[{A}.stage][{kind}]"
+        return f"in_window_at({phase_no}, intended_after({A}.wk{w}, {A}.wph{w}, {A}.phase))"
 
     def _next_lines(self, g: Group, pc: str, item: str, p: int | None = None, raw: bool = False):
         """Statements moving pc/item on after the op at `p` (or, for the simulation, any pc;
@@ -262,7 +325,8 @@ class _Murphi:
             for name, value in zip(names, init):
                 self.w(*("    " + line for line in statements(f"{sig}.{name} := {{}};", value, "murphi")))
             self.w(f"    {sig}.observed := false;")
-        self.w("    slot_tag[s] := -1;", "  end;")
+        self.w("    " + ("for p: part_t do slot_tag[s][p] := -1; end;" if ir.n_parts > 1
+                            else "slot_tag[s] := -1;"), "  end;")
         if ir.inflight:
             self.w("  for j: 0..INF-1 do inflight[j] := 0; end;")
         for g in ir.groups:
@@ -275,6 +339,10 @@ class _Murphi:
                 self.w(f"    {g.ident}[i].at_sync := false;")
             for b in g.arrives:
                 self.w(f"    {g.ident}[i].arrived_{ir.barriers[b][0]} := 0;")
+            if g.has_window:  # (k', ph') = (-(p0 mod 2), p0): no wait passed yet
+                self.w("    for s: stage_t do for k: 0..1 do",
+                       f"      {g.ident}[i].wk[s][k] := {-(g.init_phase % 2)}; "
+                       f"{g.ident}[i].wph[s][k] := {g.init_phase};", "    end; end;")
             self.w("  end;")
         for bid, _, _ in ir.barriers:
             self.w(f"  {bid}_arr := 0; {bid}_gen := 0;")
@@ -317,8 +385,15 @@ class _Murphi:
             body.append(f"if !{A}.ready then {sig(act.kind)}.observed := true; endif;"
                         if act.unless else f"{sig(act.kind)}.observed := true;")
         elif isinstance(act, CheckWindow):
-            body += [f"if !in_window({sig(act.kind)}.phase_no, {A}.phase, {g.init_phase}) then",
+            body += [f"if !{self._in_window(g, A, act.kind, sig(act.kind) + '.phase_no')} then",
                      f"  error \"{KIND_MESSAGES['phase_alias']}\";", "endif;"]
+        elif isinstance(act, PassWindow):
+            w = f"[{A}.stage][{act.kind}]"
+            k = f"intended_after({A}.wk{w}, {A}.wph{w}, {A}.phase)"
+            record = ([f"{A}.wk{w} := {k};", f"{A}.wph{w} := {A}.phase;"] if act.raw else
+                      [f"{A}.wk{w} := {k} - ({A}.phase - {g.init_phase});", f"{A}.wph{w} := {g.init_phase};"])
+            flag = {"always": "", "ready": f"{A}.ready", "not_ready": f"!{A}.ready"}[act.when]
+            body += [f"if {flag} then", *("  " + line for line in record), "endif;"] if flag else record
         elif isinstance(act, TryReady):
             body += [f"if parity_ready({sig(act.kind)}.phase_no, {A}.phase) then",
                      f"  {A}.ready := true; {sig(act.kind)}.observed := true;",
@@ -329,13 +404,16 @@ class _Murphi:
         elif isinstance(act, Trap):
             body.append(f"error \"{KIND_MESSAGES[act.kind]}\";")
         elif isinstance(act, Issue):
-            body.append(f"inf_add({act.expr(A + '.stage', A + '.item')});")
+            body.append(f"inf_add({act.expr(A + '.stage', A + '.item', self.ir.n_parts > 1)});")
         elif isinstance(act, Store):
-            body.append(f"store_tag({A}.stage, {tag(act.tag)});")
+            part = f"{act.part}, " if self.ir.n_parts > 1 else ""
+            body.append(f"store_tag({A}.stage, {part}{tag(act.tag)});")
         elif isinstance(act, CheckRead):
-            cond = f"slot_tag[{A}.stage] != {tag(act.tag)}"
+            cond = read_miss_text(self.ir, act.tag, A + ".item", tag(act.tag),
+                                  lambda q: self._slot(A + ".stage", q), "murphi",
+                                  g.items if g.body_start <= p < g.body_end else None)
             if self.ir.inflight:
-                cond += f" | copy_in_flight({A}.stage)"
+                cond = f"({cond}) | copy_in_flight({A}.stage)"
             body += [f"if {cond} then", f"  error \"{KIND_MESSAGES['read_before_fill']}\";", "endif;"]
         elif isinstance(act, Advance):
             body += self._advance(A)
@@ -384,15 +462,17 @@ class _Murphi:
         self.w("-- In-flight entry j lands (a copy: stores its item, then complete_tx of its bytes on",
                "-- full) or fires (a commit: arrives n on empty), in one step.",
                "ruleset j: 0..INF-1 do", "  rule \"land or fire in-flight entry\"", "    inflight[j] != 0",
-               "  ==>", "  var e: entry_t; s: stage_t;", "  begin", "    e := inflight[j];",
-               "    inf_remove(j);", "    s := (e / (ENB*EV)) % STAGES;",
+               "  ==>", "  var e: entry_t; s: stage_t;" + (" pt: -1..NPARTS-1;" if ir.n_parts > 1 else ""),
+               "  begin", "    e := inflight[j];", "    inf_remove(j);")
+        if ir.n_parts > 1:  # the entry's last digit is its part + 1: drop it, keep the part
+            self.w("    pt := e % EP - 1;", "    e := e / EP;")
+        self.w("    s := (e / (ENB*EV)) % STAGES;",
                f"    if all_done() then error \"{KIND_MESSAGES['inflight_at_exit']}\"; endif;",
-               f"    if e / (ENB*EV*STAGES) = {ENTRY_COPY} then")
+               f"    if e / (ENB*EV*STAGES) = {ENTRY_COPY} then",
+               "      store_tag(s, pt, (e / ENB) % EV - 1);" if ir.n_parts > 1 else
+               "      store_tag(s, (e / ENB) % EV - 1);")
         if ir.has_tx:
-            self.w("      store_tag(s, (e / ENB) % EV - 1);",
-                   "      sig_update(full_sig[s], PAC, 0, -bytes_of(e % ENB));")
-        else:
-            self.w("      store_tag(s, (e / ENB) % EV - 1);")
+            self.w("      sig_update(full_sig[s], PAC, 0, -bytes_of(e % ENB));")
         self.w("    else", f"      sig_update(empty_sig[s], CAC, (e / ENB) % EV{tx});", "    endif;",
                "  end;", "end;", "")
 
@@ -405,7 +485,8 @@ class _Murphi:
             for p, kind, unless in ir.blocking_waits(g):
                 A = f"{g.ident}[i]"
                 at = f"{A}.pc = {p}" + (f" & !{A}.ready" if unless else "")
-                conds.append(f"(({at}) -> in_window({kind}_sig[{A}.stage].phase_no, {A}.phase, {g.init_phase}))")
+                k = next(key for key, (name, _) in SIGNALS.items() if name == kind)
+                conds.append(f"(({at}) -> {self._in_window(g, A, k, f'{kind}_sig[{A}.stage].phase_no')})")
             if conds:
                 parts.append(f"(forall i: {g.ident}_id do\n     " + "\n   & ".join(conds) + "\n   end)")
         if parts:

@@ -1,19 +1,25 @@
 """The Promela export (for SPIN): the compiled model as one d_step per op of each agent.
 
 checker/export_models.py describes the export; checker/export_ir.py has what it shares with
-the Murphi export. The signal rules (PARITY_READY, IN_WINDOW, sig_update, the initial signal)
-are printed from backends/nvidia.py (backends/printed.py), not written here.
+the Murphi export. The signal rules (PARITY_READY, IN_WINDOW, IN_WINDOW_AT, INTENDED_AFTER, sig_update, the
+initial signal) are printed from backends/nvidia.py (backends/printed.py), not written here.
+
+Slots of several parts (docs/rules.md "Slot parts") keep one tag per part, part p of stage s
+at slot_tag[s*NPARTS + p]; a copy's in-flight entry carries its part. Agents whose program has
+a `reset` keep the window's (k', ph') per (stage, kind) in wk[W(a, s, kind)], wph[...].
 """
 from __future__ import annotations
 
 from pipeproof.backends.nvidia import TX_LIMIT
 from pipeproof.backends.printed import condition, lift, render, sym
 from pipeproof.checker.export_ir import (
-    ENTRY_COPY, IR, SIGNALS, Group, any_pc_guarded, comment_lines, signal_backend, signal_update,
+    ENTRY_COPY, IR, SIGNALS, Group, any_pc_guarded, comment_lines, read_miss_text, signal_backend,
+    signal_update,
 )
 from pipeproof.checker.export_steps import (
-    Advance, AwaitSignal, BarrierArrive, BarrierWait, CheckRead, CheckWindow, ExitCheck,
-    Issue, MovePc, Observe, RecordArrival, Reset, Store, Trap, TryReady, Update, step_actions, tag_text,
+    Advance, AwaitSignal, BarrierArrive, BarrierWait, CheckRead, CheckWindow, ExitCheck, Issue,
+    MovePc, Observe, PassWindow, RecordArrival, Reset, Store, Trap, TryReady, Update, step_actions,
+    tag_text,
 )
 from pipeproof.spec.schema import Spec
 
@@ -72,16 +78,30 @@ class _Promela:
                f"#define CAC {ir.cac}", f"#define NAGENTS {A}", "#define ME (_pid - 1)  /* init is pid 0 */")
         if ir.inflight:
             self.w(f"#define INF {ir.inflight}", f"#define EV {ir.ev}", f"#define ENB {ir.enb}")
+        if ir.n_parts > 1:
+            self.w(f"#define NPARTS {ir.n_parts}  /* parts per slot */")
+            if ir.inflight:
+                self.w(f"#define EP {ir.ep}  /* a copy entry's part + 1 */")
+        if ir.has_window:
+            self.w("#define W(a, s, kind) ((((a)*STAGES + (s))*2) + (kind))  /* wk, wph */")
         self.w("")
         self.w("typedef Sig {", f"  {_ptype(0, ir.pn_max)} phase_no;", f"  {_ptype(0, ir.pend_max)} pending;")
         if ir.has_tx:
             self.w("  int tx;")
         self.w("  bit observed", "}", "", "Sig full_sig[STAGES];", "Sig empty_sig[STAGES];",
-               f"{_ptype(-1, ir.max_tag + 1)} slot_tag[STAGES];",
+               f"{_ptype(-1, ir.max_tag + 1)} slot_tag[STAGES{'*NPARTS' if ir.n_parts > 1 else ''}];",
                f"{_ptype(0, max(g.length for g in ir.groups))} pc[NAGENTS];",
                f"{_ptype(0, ir.max_items)} item[NAGENTS];",
                f"{_ptype(0, ir.stages - 1)} stage[NAGENTS];",
                f"{_ptype(0, ir.ph_max)} phase[NAGENTS];")
+        if ir.has_window:
+            ws = [g.window for g in ir.groups if g.has_window]
+            klo, khi = min([0] + [w[0] for w in ws]), max(w[1] for w in ws)  # others keep 0
+            plo, phi = min([0] + [w[2] for w in ws]), max(w[3] for w in ws)
+            self.w("/* the phase_alias window's last passed wait per (agent, stage, kind): its intended",
+                   " * phase k' and the agent's phase ph' then (agents with a reset; others keep 0) */",
+                   f"{_ptype(klo, khi)} wk[NAGENTS*STAGES*2];",
+                   f"{_ptype(plo, phi)} wph[NAGENTS*STAGES*2];")
         if any(g.has_try for g in ir.groups):
             self.w("bit ready[NAGENTS];")
         if any(g.has_sync for g in ir.groups):
@@ -97,6 +117,7 @@ class _Promela:
                "hidden int pn_, pd_, " + ("tx_, " if ir.has_tx else "") + "e_, rt_;",
                "hidden int rp_pc, rp_item, rp_st, b_, k_, ls_;",
                "hidden byte rp_, st_;",
+               *(["hidden int pp_, ot_, pe_;"] if ir.n_parts > 1 else []),
                "/* assert(KIND) fails with the kind's name in SPIN's report */",
                "hidden byte read_before_fill, overwrite_before_drain, phase_alias, over_arrival,",
                "           tx_range, inflight_at_exit, inflight_capacity;", "")
@@ -104,6 +125,12 @@ class _Promela:
         self.w("/* backends.nvidia.ready and in_window, printed */",
                "#define PARITY_READY(pn, ph) " + _text(nv.ready(_p("(pn)"), _p("(ph)"))),
                "#define IN_WINDOW(pn, ph, p0) " + _text(nv.in_window(_p("(pn)"), _p("(ph)"), _p("(p0)"))))
+        if ir.has_window:
+            self.w("/* backends.nvidia.intended_after and in_window_at, printed: the phase meant from the",
+                   " * last passed wait (k', ph'), and its window */",
+                   "#define INTENDED_AFTER(kl, pl, ph) "
+                   + _text(nv.intended_after(_p("(kl)"), _p("(pl)"), _p("(ph)"))),
+                   "#define IN_WINDOW_AT(pn, k) " + _text(nv.in_window_at(_p("(pn)"), _p("(k)"))))
         if ir.inflight and ir.has_tx:
             expr = str(min(ir.bytes_vals[-1], TX_LIMIT))
             for i in range(len(ir.bytes_vals) - 2, -1, -1):
@@ -142,7 +169,7 @@ class _Promela:
                    "  inflight[INF-1] = 0", "}", "",
                    "/* rp_ := some copy into slot S is in flight */",
                    "inline copy_in_flight(S) {", "  rp_ = 0; k_ = 0;", "  do",
-                   f"  :: k_ < INF -> if :: inflight[k_] != 0 && inflight[k_] / (ENB*EV) == {ENTRY_COPY}*STAGES + (S) -> rp_ = 1"
+                   f"  :: k_ < INF -> if :: inflight[k_] != 0 && inflight[k_] / ({self._unit()}) == {ENTRY_COPY}*STAGES + (S) -> rp_ = 1"
                    " :: else -> skip fi; k_++",
                    "  :: else -> break", "  od", "}", "")
         for g in ir.groups:
@@ -201,18 +228,49 @@ class _Promela:
             else:
                 self.w("    rp_pc++")
             self.w("  :: else -> break", "  od", "}", "")
-        self.w("/* A write or landing stores tag T into slot S: overwrite_before_drain if a reader",
-               " * of the old item has not read it yet. */",
-               "inline store_tag(S, T) {", "  rt_ = (T);", "  if",
-               "  :: slot_tag[S] >= 0 && slot_tag[S] != rt_ ->")
-        for g in ir.groups:
+        if ir.n_parts == 1:
+            self.w("/* A write or landing stores tag T into slot S: overwrite_before_drain if a reader",
+                   " * of the old item has not read it yet. */",
+                   "inline store_tag(S, T) {", "  rt_ = (T);", "  if",
+                   "  :: slot_tag[S] >= 0 && slot_tag[S] != rt_ ->")
+            self._overwrite_check("slot_tag[S]", "    ")
+            self.w("    skip", "  :: else -> skip", "  fi;", "  slot_tag[S] = rt_", "}", "")
+            return
+        self.w("/* A write or landing stores tag T into part P of slot S (P < 0: every part, a",
+               " * consumer-side fill): overwrite_before_drain if a reader of the item a stored-over",
+               " * part held has not read it yet. */",
+               "inline store_tag(S, P, T) {", "  rt_ = (T); pp_ = 0;", "  do", "  :: pp_ < NPARTS ->",
+               "    if", "    :: (P) < 0 || (P) == pp_ ->", "      ot_ = slot_tag[(S)*NPARTS + pp_];",
+               "      if", "      :: ot_ >= 0 && ot_ != rt_ ->")
+        self._overwrite_check("ot_", "        ")
+        self.w("        skip", "      :: else -> skip", "      fi;", "      slot_tag[(S)*NPARTS + pp_] = rt_",
+               "    :: else -> skip", "    fi;", "    pp_++", "  :: else -> break", "  od;",
+               "  skip  /* a break must land inside the d_step */", "}", "")
+
+    def _overwrite_check(self, old: str, ind: str):
+        """Assert overwrite_before_drain when some agent will still read tag `old` at stage S."""
+        for g in self.ir.groups:
             if g.reads_by_tag():
-                self.w(f"    b_ = {g.first};", "    do",
-                       f"    :: b_ < {g.first + g.size} ->",
-                       f"      reads_pending_{g.ident}(b_, slot_tag[S], S);",
-                       "      if :: rp_ -> assert(overwrite_before_drain) :: else -> skip fi;",
-                       "      b_++", "    :: else -> break", "    od;")
-        self.w("    skip", "  :: else -> skip", "  fi;", "  slot_tag[S] = rt_", "}", "")
+                self.w(f"{ind}b_ = {g.first};", f"{ind}do",
+                       f"{ind}:: b_ < {g.first + g.size} ->",
+                       f"{ind}  reads_pending_{g.ident}(b_, {old}, S);",
+                       f"{ind}  if :: rp_ -> assert(overwrite_before_drain) :: else -> skip fi;",
+                       f"{ind}  b_++", f"{ind}:: else -> break", f"{ind}od;")
+
+    def _unit(self) -> str:
+        """What an entry is divided by to leave its (kind, stage)."""
+        return "EP*ENB*EV" if self.ir.n_parts > 1 else "ENB*EV"
+
+    def _slot(self, stage: str, p: int) -> str:
+        return f"slot_tag[{stage}*NPARTS + {p}]" if self.ir.n_parts > 1 else f"slot_tag[{stage}]"
+
+    def _in_window(self, g: Group, a: str, kind: int, phase_no: str) -> str:
+        """Agent `a` (of group g) is inside its phase window on its stage's signal `kind`
+        (semantics.in_phase_window): from its phase alone, or from its last passed wait."""
+        if not g.has_window:
+            return f"IN_WINDOW({phase_no}, phase[{a}], {g.init_phase})"
+        w = f"W({a}, stage[{a}], {kind})"
+        return f"IN_WINDOW_AT({phase_no}, INTENDED_AFTER(wk[{w}], wph[{w}], phase[{a}]))"
 
     def processes(self):
         ir = self.ir
@@ -224,10 +282,13 @@ class _Promela:
         if ir.inflight:
             self.w("/* In-flight entry J lands (a copy: stores its item, then complete_tx of its bytes on",
                    " * full) or fires (a commit: arrives n on empty), in one step. */",
-                   "inline land(J) {", "  e_ = inflight[J];", "  inf_remove(J);",
-                   "  ls_ = (e_ / (ENB*EV)) % STAGES;",
+                   "inline land(J) {", "  e_ = inflight[J];", "  inf_remove(J);")
+            if ir.n_parts > 1:  # the entry's last digit is its part + 1: drop it, keep the part
+                self.w("  pe_ = e_ % EP - 1;", "  e_ = e_ / EP;")
+            self.w("  ls_ = (e_ / (ENB*EV)) % STAGES;",
                    "  if :: ALL_DONE -> assert(inflight_at_exit) :: else -> skip fi;", "  if",
                    f"  :: e_ / (ENB*EV*STAGES) == {ENTRY_COPY} ->",
+                   "    store_tag(ls_, pe_, (e_ / ENB) % EV - 1);" if ir.n_parts > 1 else
                    "    store_tag(ls_, (e_ / ENB) % EV - 1);")
             if ir.has_tx:
                 self.w("    sig_update(full_sig[ls_], PAC, 0, -bytes_of(e_ % ENB))")
@@ -243,19 +304,23 @@ class _Promela:
             for a in g.agents:
                 for p, kind, unless in ir.blocking_waits(g):
                     at = f"pc[{a}] == {p}" + (f" && !ready[{a}]" if unless else "")
-                    alias.append(f"({at} && !IN_WINDOW({kind}_sig[stage[{a}]].phase_no, phase[{a}], {g.init_phase}))")
+                    k = next(key for key, (name, _) in SIGNALS.items() if name == kind)
+                    alias.append(f"({at} && !{self._in_window(g, str(a), k, f'{kind}_sig[stage[{a}]].phase_no')})")
         if alias:
             self.w("/* phase_alias: an agent at a blocking wait outside its phase window */",
                    "#define ALIASED (" + " || \\\n  ".join(alias) + ")",
                    "proctype monitor() {", "end:", "  do", "  :: d_step { ALIASED -> assert(phase_alias) }", "  od", "}", "")
         self.w("init {", "  atomic {", "    d_step {", "      k_ = 0;", "      do", "      :: k_ < STAGES ->",
                "        " + self._sig_init("full_sig[k_]", "PAC") + "; " + self._sig_init("empty_sig[k_]", "CAC")
-               + "; slot_tag[k_] = -1; k_++",
+               + "; " + "; ".join(f"{self._slot('k_', p)} = -1" for p in range(ir.n_parts)) + "; k_++",
                "      :: else -> break", "      od;")
         for g in ir.groups:
             for a in g.agents:
                 self.w(f"      pc[{a}] = {g.init_pc}; item[{a}] = {g.init_item}; stage[{a}] = {g.init_stage}; "
                        f"phase[{a}] = {g.init_phase};")
+                if g.has_window:  # (k', ph') = (-(p0 mod 2), p0): no wait passed yet
+                    self.w(f"      k_ = 0; do :: k_ < STAGES*2 -> wk[{a}*STAGES*2 + k_] = {-(g.init_phase % 2)}; "
+                           f"wph[{a}*STAGES*2 + k_] = {g.init_phase}; k_++ :: else -> break od;")
         self.w("    };")
         for g in ir.groups:
             for a in g.agents:
@@ -292,8 +357,15 @@ class _Promela:
             body.append(f"if :: !ready[ME] -> {sig(act.kind)}.observed = 1 :: else -> skip fi"
                         if act.unless else f"{sig(act.kind)}.observed = 1")
         elif isinstance(act, CheckWindow):
-            body.append(f"if :: !IN_WINDOW({sig(act.kind)}.phase_no, phase[ME], {g.init_phase}) -> "
+            body.append(f"if :: !{self._in_window(g, 'ME', act.kind, sig(act.kind) + '.phase_no')} -> "
                         "assert(phase_alias) :: else -> skip fi")
+        elif isinstance(act, PassWindow):
+            w = f"W(ME, stage[ME], {act.kind})"
+            k = f"INTENDED_AFTER(wk[{w}], wph[{w}], phase[ME])"
+            record = (f"wk[{w}] = {k}; wph[{w}] = phase[ME]" if act.raw else
+                      f"wk[{w}] = {k} - (phase[ME] - {g.init_phase}); wph[{w}] = {g.init_phase}")
+            flag = {"always": "", "ready": "ready[ME]", "not_ready": "!ready[ME]"}[act.when]
+            body.append(f"if :: {flag} -> {record} :: else -> skip fi" if flag else record)
         elif isinstance(act, TryReady):
             body.append(f"if :: PARITY_READY({sig(act.kind)}.phase_no, phase[ME]) -> ready[ME] = 1; "
                         f"{sig(act.kind)}.observed = 1 :: else -> ready[ME] = 0 fi")
@@ -302,17 +374,19 @@ class _Promela:
         elif isinstance(act, Trap):
             body.append(f"assert({act.kind})")
         elif isinstance(act, Issue):
-            body.append(f"inf_add({act.expr('stage[ME]', 'item[ME]')})")
+            body.append(f"inf_add({act.expr('stage[ME]', 'item[ME]', self.ir.n_parts > 1)})")
         elif isinstance(act, Store):
-            body.append(f"store_tag(stage[ME], {tag(act.tag)})")
+            part = f"{act.part}, " if self.ir.n_parts > 1 else ""
+            body.append(f"store_tag(stage[ME], {part}{tag(act.tag)})")
         elif isinstance(act, CheckRead):
+            miss = read_miss_text(self.ir, act.tag, "item[ME]", tag(act.tag),
+                                  lambda q: self._slot("stage[ME]", q), "promela",
+                                  g.items if g.body_start <= p < g.body_end else None)
             if self.ir.inflight:
                 body += ["copy_in_flight(stage[ME])",
-                         f"if :: slot_tag[stage[ME]] != {tag(act.tag)} || rp_ -> assert(read_before_fill) "
-                         ":: else -> skip fi"]
+                         f"if :: ({miss}) || rp_ -> assert(read_before_fill) :: else -> skip fi"]
             else:
-                body.append(f"if :: slot_tag[stage[ME]] != {tag(act.tag)} -> assert(read_before_fill) "
-                            ":: else -> skip fi")
+                body.append(f"if :: {miss} -> assert(read_before_fill) :: else -> skip fi")
         elif isinstance(act, Advance):
             body.append(self._advance())
         elif isinstance(act, Reset):

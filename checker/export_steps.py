@@ -14,13 +14,19 @@ condition, the rest its body):
   the flag let the wait through). A blocking `observes`.
 - `CheckWindow(kind)`: phase_alias unless my phase is in the signal's window; `TryReady(kind)`:
   ready := the phase completed (and mark it observed when it did). A non-blocking `observes`.
+- `PassWindow(kind, when, raw)`: for a group that keeps the phase_alias window's (k', ph')
+  (a `reset` of the ring in its program): the wait passed, record (k, ph) (`raw`, a reset may
+  lie ahead) or (k - (ph - p0), p0) (semantics.window_passed); `when` is "always", "ready" (a
+  try that found the phase complete) or "not_ready" (a wait that `unless=ready` did not skip).
 - `Update(kind, arrivals, dtx)`: one mbarrier update of `kind` at my stage (the target; one
   CTA), `arrivals` arrivals and tx += dtx. An `updates` with no `issues`.
 - `Trap(kind)`: the step fails with `kind` (a byte count above the tx limit).
 - `Issue(entry, kind, tag, arrivals, bytes_index)`: an in-flight entry that acts later, when it
-  lands (a copy: stores `tag`, then updates by -bytes) or fires (a commit: `arrivals`).
-- `Store(tag)`: the slot at my stage takes `tag`. `CheckRead(tag)`: read_before_fill unless the
-  slot holds `tag` (and no copy into it is in flight).
+  lands (a copy: stores `tag` into its `part`, then updates by -bytes) or fires (a commit:
+  `arrivals`).
+- `Store(tag, part)`: part `part` of the slot at my stage takes `tag` (-1: every part, a
+  consumer-side fill). `CheckRead(tag)`: read_before_fill when a part the program fills for
+  `tag` holds another (export_ir.read_miss_text) or a copy into the slot is in flight.
 - `Advance()`, `Reset()`: the agent's own stage (and phase).
 - `RecordArrival(barrier)`: a sync_arrive notes the generation it arrived in.
   `BarrierArrive(barrier, count, release, blocking, on_complete)`: one arrival on the named
@@ -65,6 +71,13 @@ class TryReady:
 
 
 @dataclass(frozen=True)
+class PassWindow:
+    kind: int
+    when: str             # "always" | "ready" | "not_ready": the flag that says the wait passed
+    raw: bool             # record (k, ph); else (k - (ph - p0), p0): no reset lies ahead
+
+
+@dataclass(frozen=True)
 class Update:
     kind: int
     arrivals: int
@@ -83,18 +96,24 @@ class Issue:
     tag: int | None       # the tag a landing stores (-1: the item), None: it stores nothing
     arrivals: int         # arrivals when it fires (a commit)
     bytes_index: int | None  # index into IR.bytes_vals of the bytes it completes, None: no tx
+    part: int = 0         # the slot part a landing stores into (-1: every part)
 
-    def expr(self, stage: str, item: str) -> str:
+    def expr(self, stage: str, item: str, parts: bool = False) -> str:
         """The entry as an expression (the same in both languages): ((kind * STAGES + stage) * EV
-        + value) * ENB + bytes index, the value a copy's tag + 1 or a commit's arrivals."""
+        + value) * ENB + bytes index, the value a copy's tag + 1 or a commit's arrivals; with
+        `parts` (slots of several parts), * EP + the part + 1 (0: every part, or a commit)."""
         value = f"{tag_text(self.tag, item)} + 1" if self.tag is not None else f"{self.arrivals}"
         nb = f" + {self.bytes_index}" if self.bytes_index is not None else ""
-        return f"(({self.entry}*STAGES + {stage})*EV + {value})*ENB{nb}"
+        out = f"(({self.entry}*STAGES + {stage})*EV + {value})*ENB{nb}"
+        if parts:
+            out = f"({out})*EP + {self.part + 1 if self.tag is not None else 0}"
+        return out
 
 
 @dataclass(frozen=True)
 class Store:
     tag: int              # -1: the agent's item
+    part: int = 0         # -1: every part (a consumer-side fill)
 
 
 @dataclass(frozen=True)
@@ -162,19 +181,24 @@ def step_actions(ir, g, p: int) -> list:
         if e.blocks:
             unless = op.unless_ready and g.has_try
             acts += [AwaitSignal(e.observes, unless), Observe(e.observes, unless)]
+            when = "not_ready" if unless else "always"
         else:
             acts += [CheckWindow(e.observes), TryReady(e.observes)]
+            when = "ready"
+        if g.has_window:
+            acts.append(PassWindow(e.observes, when, g.records_raw(p)))
     if e.tx and op.n > TX_LIMIT:
         acts.append(Trap("tx_range"))  # the bytes trap before anything is updated or issued
     elif e.issues:
         acts.append(Issue(ENTRIES[e.issues], e.updates, g.tags[p] if e.stores else None,
                           op.n if e.units == -1 else e.units,
-                          ir.bytes_vals.index(op.n) if e.tx else None))
+                          ir.bytes_vals.index(op.n) if e.tx else None,
+                          g.parts[p] if e.stores else 0))
     else:
         if e.updates >= 0:
             acts.append(Update(e.updates, op.n if e.units == -1 else e.units, e.tx * op.n))
         if e.stores:
-            acts.append(Store(g.tags[p]))
+            acts.append(Store(g.tags[p], g.parts[p]))
     if e.checks_read:
         acts.append(CheckRead(g.tags[p]))
     if e.move:

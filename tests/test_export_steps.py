@@ -6,6 +6,11 @@ OP_EFFECTS into step actions, and the Promela and Murphi exports print that list
 - Every op the export covers has a step, in every exportable example.
 - op_step (Promela) and op_rule (Murphi) name no op: changing an op's effects changes both
   exports, with no edit to either printer.
+- Slot parts and the phase_alias window after a `reset` (docs/rules.md): each fill stores into
+  its part (a consumer-side fill into every part), an agent that owns parts is a group of its
+  own, only agents with a reset record (k', ph') (raw while a reset lies ahead), and the
+  printed read check is semantics.read_miss. PART_AND_RESET_SPECS, the specs those rules
+  decide, are run by SPIN and Rumur in tests/test_export_models.py.
 
 No SPIN or Rumur here: tests/test_export_models.py runs the tools on the printed models.
 """
@@ -13,17 +18,22 @@ from __future__ import annotations
 
 import ast
 import inspect
+import itertools
 import textwrap
 
+import numpy as np
 import pytest
 
 from pipeproof.checker import export_murphi, export_promela
 from pipeproof.checker import program
-from pipeproof.checker.export_ir import ENTRY_COMMIT, ENTRY_COPY, IR, UNSUPPORTED_OPS, check_exportable
+from pipeproof.checker import semantics as S
+from pipeproof.checker.export_ir import (
+    ENTRY_COMMIT, ENTRY_COPY, IR, UNSUPPORTED_OPS, check_exportable, read_miss_text,
+)
 from pipeproof.checker.export_models import to_murphi, to_promela
 from pipeproof.checker.export_steps import (
     Advance, AwaitSignal, BarrierArrive, BarrierWait, CheckRead, CheckWindow, ExitCheck, Issue, MovePc,
-    Observe, RecordArrival, Reset, Store, Trap, TryReady, Update, step_actions,
+    Observe, PassWindow, RecordArrival, Reset, Store, Trap, TryReady, Update, step_actions,
 )
 from pipeproof.checker.program import EMPTY, FULL, OP_EFFECTS, Effects
 from pipeproof.spec.load import load_spec, load_spec_text
@@ -96,7 +106,9 @@ count = 1
 roles = ["consumer"]
 """, "steps.toml")
     ir, steps = _steps(spec)
-    assert steps["drain"][:3] == [AwaitSignal(EMPTY, False), Observe(EMPTY, False), Advance()]
+    # the epilogue's reset lies ahead of the drain: its wait records the window raw
+    assert steps["drain"][:4] == [AwaitSignal(EMPTY, False), Observe(EMPTY, False),
+                                  PassWindow(EMPTY, "always", True), Advance()]
     assert steps["reset"][0] == Reset()
     assert steps["write"][0] == Store(-1)
     assert steps["commit_empty 2"][0] == Issue(ENTRY_COMMIT, EMPTY, None, 2, None)
@@ -158,3 +170,200 @@ def test_the_exports_follow_the_effects(monkeypatch):
     lines = after[1].splitlines()
     k = next(i for i, line in enumerate(lines) if "store_tag(ag_" in line)
     assert ".stage = STAGES-1 then" in lines[k + 1]
+
+
+# ------------------------------------------------------------------ slot parts, reset windows
+# Specs where the slot parts (docs/rules.md "Slot parts") and the phase_alias window after a
+# `reset` decide the verdict; tests/test_export_models.py runs SPIN and Rumur on every one.
+
+def _role(name, side, count, body, epilogue=()):
+    q = lambda ops: "[" + ", ".join(f'"{o}"' for o in ops) + "]"
+    return (f'[[role]]\nname = "{name}"\nside = "{side}"\ncount = {count}\nbody = {q(body)}\n'
+            + (f"epilogue = {q(epilogue)}\n" if epilogue else "") + "\n")
+
+
+def part_spec(name, stages, pac, items, producer, consumer, count=1, epilogue=("drain",),
+              consumer_epilogue=()):
+    """A one-ring spec: a producer role of `count` agents and one consumer."""
+    return (f'[pipeline]\nname = "{name}"\nbackend = "nvidia"\nstages = {stages}\n'
+            f"producer_arrive_count = {pac}\nconsumer_arrive_count = 1\nitems = {items}\n\n"
+            + _role("producer", "producer", count, producer, epilogue)
+            + _role("consumer", "consumer", 1, consumer, consumer_epilogue))
+
+
+# Fills of one stage by the producer: each fill op is a part of its own.
+FILLS = {
+    "copy2": ["expect_tx 128", "copy 64", "copy 64"],            # two parts, all bytes announced
+    "copy2_short": ["expect_tx 64", "copy 64", "copy 64"],       # half announced: a half-filled read
+    "write2": ["write", "arrive_full", "write"],                 # the arrive between the two writes
+    "copy_write": ["write", "expect_tx 64", "copy 64"],          # a TMA copy beside a SIMT write
+    "guarded": ["write every=2 at=0", "expect_tx 64", "copy 64"],  # a second part every other item
+}
+
+
+def cell(fill, stages, reset_k, resetters, try_, items=4):
+    """The spec of one cell: the producer fills a stage with FILLS[fill]; `resetters` ("p", "c",
+    "pc") end each tile of `reset_k` items with a reset; `try_` prefetches with try_full."""
+    reset = [f"reset every={reset_k} at={reset_k - 1}"] if reset_k else []
+    producer = ["wait_empty"] + FILLS[fill] + ["advance"] + (reset if "p" in resetters else [])
+    consumer = ((["try_full", "wait_full unless=ready"] if try_ else ["wait_full"])
+                + ["read", "arrive_empty", "advance"] + (reset if "c" in resetters else []))
+    return part_spec(f"{fill} stages={stages} reset={reset_k}{resetters} try={try_}", stages, 1,
+                     items, producer, consumer)
+
+
+# (name, spec text, the explicit engine's verdict and kinds): pinned here so that a change of
+# the rules shows; the exports must agree (tests/test_export_models.py).
+PART_AND_RESET_SPECS = [
+    ("copy2", cell("copy2", 1, 0, "", False), ("ok",)),
+    ("copy2_reset2_c", cell("copy2", 1, 2, "c", False), ("ok",)),
+    ("copy2_reset2_pc_try", cell("copy2", 1, 2, "pc", True), ("ok",)),
+    ("copy2_s2_reset4_pc", cell("copy2", 2, 4, "pc", False), ("ok",)),
+    ("copy_write_s2_reset4_pc_try", cell("copy_write", 2, 4, "pc", True), ("ok",)),
+    ("guarded_s2", cell("guarded", 2, 0, "", False), ("ok",)),
+    ("guarded_reset2_c_try", cell("guarded", 1, 2, "c", True), ("ok",)),
+    ("copy2_reset1_c", cell("copy2", 1, 1, "c", False), ("violation", "read_before_fill")),
+    ("copy2_s2_reset2_c", cell("copy2", 2, 2, "c", False), ("violation", "read_before_fill")),
+    ("copy2_s2_reset2_pc_try", cell("copy2", 2, 2, "pc", True), ("violation", "over_arrival")),
+    ("copy2_short_s2", cell("copy2_short", 2, 0, "", False), ("violation", "read_before_fill")),
+    ("write2_reset2_pc_try", cell("write2", 1, 2, "pc", True), ("violation", "read_before_fill")),
+    ("two_writers", part_spec("two writers", 2, 2, 3, ["wait_empty", "write", "arrive_full", "advance"],
+                              ["wait_full", "read", "arrive_empty", "advance"], count=2, epilogue=()),
+     ("ok",)),
+    ("two_writers_one_arrive",
+     part_spec("two writers, the leader arrives", 2, 1, 3,
+               ["wait_empty", "write", "arrive_full @leader", "advance"],
+               ["wait_full", "read", "arrive_empty", "advance"], count=2, epilogue=()),
+     ("violation", "read_before_fill")),
+    ("alternating",  # even items fill part 0, odd items part 1: a read checks that part only
+     part_spec("alternating parts", 2, 1, 4,
+               ["wait_empty", "write every=2 at=0", "write every=2 at=1", "arrive_full", "advance"],
+               ["wait_full", "read", "arrive_empty", "advance"]),
+     ("ok",)),
+    ("alternating_released_early",  # the next item fills the other part: the early release is safe
+     part_spec("alternating parts, released before the read", 1, 1, 4,
+               ["wait_empty", "write every=2 at=0", "write every=2 at=1", "arrive_full", "advance"],
+               ["wait_full", "arrive_empty", "read", "advance"]),
+     ("ok",)),
+    ("one_part_released_early",  # one part: the early release lets the next item over it
+     part_spec("one part, released before the read", 1, 1, 4,
+               ["wait_empty", "write", "arrive_full", "advance"],
+               ["wait_full", "arrive_empty", "read", "advance"]),
+     ("violation", "overwrite_before_drain")),
+    ("epilogue_alias",
+     part_spec("epilogue write into the two-part input slot", 1, 1, 2,
+               ["wait_empty", "expect_tx 128", "copy 64", "copy 64", "advance"],
+               ["wait_full", "read", "arrive_empty", "advance"], consumer_epilogue=("write", "read")),
+     ("ok",)),
+]
+
+
+def _spec(name):
+    text = next(t for n, t, _ in PART_AND_RESET_SPECS if n == name)
+    return load_spec_text(text, f"{name}.toml")
+
+
+def _group(ir, label):
+    return next(g for g in ir.groups if g.label == label)
+
+
+def test_fills_store_into_their_parts():
+    ir = IR(load_spec(example_path("bug_expect_tx_too_few_bytes")), "promela")
+    assert ir.n_parts == 2 and ir.ep == 3
+    g = ir.groups[0]
+    copies = [step_actions(ir, g, p)[0] for p, (op, _) in enumerate(g.ops)
+              if OP_EFFECTS[op.name].issues == "copy"]
+    assert [c.part for c in copies] == [0, 1]
+    # the entry names its part (+ 1), and the landing stores into it
+    text = to_promela(load_spec(example_path("bug_expect_tx_too_few_bytes")))
+    assert "*EP + 1)" in text and "*EP + 2)" in text and "store_tag(ls_, pe_," in text
+    murphi = to_murphi(load_spec(example_path("bug_expect_tx_too_few_bytes")))
+    assert "slot_tag: array [stage_t] of array [part_t] of tag_t;" in murphi
+
+
+def test_a_consumer_side_fill_stores_into_every_part():
+    ir = IR(_spec("epilogue_alias"), "promela")
+    g = _group(ir, "consumer")
+    write = next(p for p, (op, _) in enumerate(g.ops) if OP_EFFECTS[op.name].stores)
+    assert step_actions(ir, g, write)[0] == Store(ir.model.tag_epilogue, -1)
+
+
+def test_agents_that_own_parts_are_groups_of_their_own():
+    ir = IR(_spec("two_writers"), "murphi")
+    assert [g.label for g in ir.groups] == ["producer[0]", "producer[1]", "consumer"]
+    stores = [[a for p in range(g.length) for a in step_actions(ir, g, p) if isinstance(a, Store)]
+              for g in ir.groups[:2]]
+    assert stores == [[Store(-1, 0)], [Store(-1, 1)]]
+    assert "scalarset" not in to_murphi(_spec("two_writers"), symmetry=True)
+    # agents that fill nothing stay one group (and symmetric)
+    ir = IR(load_spec(example_path("bug_every_lane_expect_tx")), "murphi")
+    assert [g.label for g in ir.groups] == ["producer[leader]", "producer", "consumer"]
+
+
+def test_only_agents_with_a_reset_record_their_window():
+    spec = load_spec(example_path("x_persistent_reset_ok"))
+    ir = IR(spec, "promela")
+    producer, consumer = _group(ir, "producer"), _group(ir, "consumer")
+    # a reset lies ahead of every body wait: (k, ph) is recorded as it is
+    assert step_actions(ir, consumer, 0)[:3] == [AwaitSignal(FULL, False), Observe(FULL, False),
+                                                 PassWindow(FULL, "always", True)]
+    assert step_actions(ir, producer, 0)[2] == PassWindow(EMPTY, "always", True)
+    # the drain comes after the last reset: (k - (ph - p0), p0)
+    drain = [p for p, (op, k) in enumerate(producer.ops) if k >= 0]
+    assert drain and all(PassWindow(EMPTY, "always", False) in step_actions(ir, producer, p)
+                         for p in drain)
+    # a try records when it found the phase complete; a wait unless=ready when it was not skipped
+    ir = IR(_spec("copy2_reset2_pc_try"), "promela")
+    consumer = _group(ir, "consumer")
+    assert step_actions(ir, consumer, 0)[:4] == [CheckWindow(FULL), TryReady(FULL),
+                                                 PassWindow(FULL, "ready", True), MovePc()]
+    assert step_actions(ir, consumer, 1)[2] == PassWindow(FULL, "not_ready", True)
+    # no reset, no record
+    ir = IR(load_spec(example_path("try_full_prefetch_ok")), "promela")
+    assert not ir.has_window and "INTENDED_AFTER" not in to_promela(ir.spec)
+    assert not any(isinstance(a, PassWindow) for g in ir.groups for p in range(g.length)
+                   for a in step_actions(ir, g, p))
+
+
+def _python(text: str, lang: str) -> str:
+    """A printed condition as Python (the two languages' and/or/not/equals)."""
+    if lang == "promela":
+        text = text.replace("&&", " and ").replace("||", " or ")
+    else:
+        text = text.replace(" & ", " and ").replace(" | ", " or ").replace(" = ", " == ")
+    return text.replace("!(", " not (")
+
+
+READ_MISS_SPECS = ["bug_expect_tx_too_few_bytes", "x_persistent_tiles_ok", "x_persistent_reset_bad",
+                   "bug_expect_tx_over_limit", "mojo_pcp_nvidia", "x_prologue_tile_ok"]
+
+
+@pytest.mark.parametrize("name", READ_MISS_SPECS + ["epilogue_alias", "guarded_s2", "two_writers",
+                                                    "alternating"])
+def test_the_printed_read_check_is_semantics_read_miss(name):
+    """Every read of the spec, in every item, over slot contents of every kind: the printed
+    test (both languages) says read_before_fill exactly when semantics.read_miss finds a part."""
+    spec = _spec(name) if name not in READ_MISS_SPECS else load_spec(example_path(name))
+    ir = IR(spec, "promela")
+    m = ir.model
+    checked = 0
+    for g in ir.groups:
+        for p, (op, _) in enumerate(g.ops):
+            if not OP_EFFECTS[op.name].checks_read:
+                continue
+            in_body = g.body_start <= p < g.body_end
+            for lang in ("promela", "murphi"):
+                text = _python(read_miss_text(ir, g.tags[p], "item", "want", lambda q: f"slot[{q}]",
+                                              lang, g.items if in_body else None), lang)
+                for item in (range(g.items) if in_body else [g.items]):
+                    want = g.tags[p] if g.tags[p] >= 0 else item
+                    values = sorted({-1, want, (want + 1) % (ir.max_tag + 1)})
+                    for slot in itertools.product(values, repeat=ir.n_parts):
+                        st = np.array(m.initial_vector(), dtype=np.int64)
+                        base = S.slot_pos(m.tables, 0, 0, 0)
+                        st[base:base + ir.n_parts] = slot
+                        expect = S.read_miss(m.tables, st, 0, 0, 0, want) >= 0
+                        got = eval(text, {"slot": list(slot), "item": item, "want": want})
+                        assert got == expect, (g.label, p, lang, item, slot, text)
+                        checked += 1
+    assert checked

@@ -2,9 +2,11 @@
 GPU generator print backends/nvidia.py's and backends/amd.py's own rules.
 
 - The expression trees equal the backend functions on many inputs (folds and `lift` included).
-- The text each exporter emits (PARITY_READY, IN_WINDOW and sig_update of the Promela model;
-  parity_ready, in_window and sig_update of the Murphi model) is cut out of a real export and
-  run by SPIN and by Rumur on a grid of signal states; the results must be the backend's.
+- The text each exporter emits (PARITY_READY, IN_WINDOW, INTENDED_AFTER, IN_WINDOW_AT and
+  sig_update of the Promela model; parity_ready, in_window, intended_after, in_window_at and
+  sig_update of the Murphi model) is cut out of a real export and run by SPIN and by Rumur on a
+  grid of signal states (negative intended phases included: Murphi's % truncates as C's does);
+  the results must be the backend's.
 - The C printing, and the kernel's printed pieces (amd thresholds, probe_amd's test, the parity
   operand of test_wait.parity), compiled with the host compiler, equal the backend.
 - Changing a backend function changes the exported and generated text (so no exporter can go
@@ -227,6 +229,66 @@ def test_exported_murphi_signal_rules_run_as_the_backend(tmp_path):
                    cwd=tmp_path, check=True, capture_output=True)
     run = subprocess.run(["./h"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert "No error found" in run.stdout, run.stdout[-3000:]
+
+
+RESET_SPEC = ROOT / "spec" / "examples" / "x_persistent_reset_ok.toml"  # agents with a reset
+
+
+def test_exported_window_after_reset_runs_as_the_backend(tmp_path):
+    """INTENDED_AFTER / IN_WINDOW_AT (Promela) and intended_after / in_window_at (Murphi), cut
+    out of the export of a spec with resets, run by SPIN and by Rumur on (k', ph', ph)."""
+    promela = to_promela(load_spec(RESET_SPEC))
+    macros = [ln for ln in promela.splitlines()
+              if ln.startswith(("#define INTENDED_AFTER", "#define IN_WINDOW_AT"))]
+    assert len(macros) == 2
+    checks = []
+    for kl, pl, ph in AFTER:
+        k = py(nvidia.intended_after)(kl, pl, ph)
+        checks.append(f"assert(INTENDED_AFTER({kl}, {pl}, {ph}) == {k});")
+        checks += [f"assert(IN_WINDOW_AT({pn}, {k}) == {int(py(nvidia.in_window_at)(pn, k))});"
+                   for pn in range(0, 8, 3)]
+    (tmp_path / "w.pml").write_text("\n".join(
+        macros + ["init {", *("  " + c for c in checks), '  printf("HARNESS OK\\n")', "}", ""]))
+    run = subprocess.run(["spin", "w.pml"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert "HARNESS OK" in run.stdout and "assertion violated" not in run.stdout, (
+        run.stdout[-3000:] + run.stderr[-2000:])
+
+    murphi = to_murphi(load_spec(RESET_SPEC))
+    pieces = "\n".join(cut(murphi, head, "\nend;") for head in
+                       ("function intended_after(", "function in_window_at("))
+    assert "?" not in pieces
+    body = []
+    for kl, pl, ph in AFTER[::3]:
+        k = py(nvidia.intended_after)(kl, pl, ph)
+        body.append(f'assert (intended_after({kl}, {pl}, {ph}) = {k}) "after {kl} {pl} {ph}";')
+        body += [f'assert (in_window_at({pn}, {k}) = {str(py(nvidia.in_window_at)(pn, k)).lower()}) '
+                 f'"at {pn} {k}";' for pn in range(0, 8, 3)]
+    model = "\n".join([
+        "type wk_t: -10..20; ik_t: -10..30; ph_t: 0..10; pn_t: 0..10;",
+        "var done: boolean;", pieces, "",
+        "startstate begin", *("  " + line for line in body), "  done := false;", "end;",
+        'rule "idle" !done ==> begin done := true; end;', ""])
+    (tmp_path / "w.m").write_text(model)
+    subprocess.run(["rumur", "--deadlock-detection", "off", "w.m", "-o", "w.c"], cwd=tmp_path,
+                   check=True, capture_output=True)
+    subprocess.run(["cc", "-std=c11", "-O0", "-w", *_cx16(), "-o", "w", "w.c", "-lpthread"],
+                   cwd=tmp_path, check=True, capture_output=True)
+    run = subprocess.run(["./w"], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert "No error found" in run.stdout, run.stdout[-3000:]
+
+
+def test_changing_the_window_after_reset_changes_the_exports(monkeypatch):
+    spec = load_spec(RESET_SPEC)
+    promela, murphi = to_promela(spec), to_murphi(spec)
+    assert "#define INTENDED_AFTER(kl, pl, ph) (((ph) >= (pl)) -> " in promela
+
+    def intended_after(k_last, phase_last, phase):   # a different rule: no parity after a reset
+        return select(phase >= phase_last, k_last + (phase - phase_last), k_last)
+    monkeypatch.setattr(nvidia, "intended_after", _backend_function(nvidia, intended_after))
+    p2, m2 = to_promela(spec), to_murphi(spec)
+    assert "#define INTENDED_AFTER(kl, pl, ph) (((ph) >= (pl)) -> ((kl) + ((ph) - (pl))) : (kl))" in p2
+    assert "    return kl;" in cut(m2, "function intended_after(", "\nend;")
+    assert promela != p2 and murphi != m2
 
 
 def _cx16():
