@@ -1,6 +1,7 @@
 """Reports (text, JSON) and trace exporters (ITF, Chrome trace events) on hand-made traces.
 
-The traces here are fabricated: these tests check formatting, not the checker.
+The traces here are fabricated: these tests check formatting, not the checker; the last one
+exports a real counterexample through a slot of two parts (docs/rules.md "Slot parts").
 """
 from __future__ import annotations
 
@@ -14,7 +15,9 @@ from pipeproof.checker.export import to_chrome, to_itf, write_trace
 from pipeproof.checker.report import first_line, format_text, to_json
 from pipeproof.checker.result import JSON_SCHEMA_VERSION, Result
 from pipeproof.checker.trace import Event, Step, Trace
+from pipeproof.checker.verify import verify
 from pipeproof.spec.schema import Op, Role, Spec
+from tests.paths import load_example
 
 PATH = "spec/examples/tiny.toml"
 
@@ -315,3 +318,25 @@ def test_unknown_suffix_is_an_error(tmp_path):
     with pytest.raises(ValueError, match=r"\.itf\.json.*\.trace\.json"):
         write_trace(_trace(), tmp_path / "cex.json")
     assert not (tmp_path / "cex.json").exists()
+
+
+# ------------------------------------------------------------------ a slot of several parts
+
+def test_a_slot_of_two_parts_exports_one_tag_per_part(tmp_path):
+    # bug_expect_tx_too_few_bytes: two copies per stage, so each slot is a list of two tags, and
+    # the read after the first landing finds the second part still unfilled
+    result = verify(load_example("bug_expect_tx_too_few_bytes"))
+    assert (result.kind, result.depth) == ("read_before_fill", 6)
+    trace = result.traces["read_before_fill"]
+    path = tmp_path / "cex.itf.json"
+    write_trace(trace, path)
+    decoded = itf_py.trace_from_json(json.loads(path.read_text()))
+    views = [trace.initial] + [s.state for s in trace.steps]
+    for state, view in zip(decoded.states, views):
+        assert _plain(state.values["slots"]) == view["slots"]
+        assert _plain(state.values["inflight"]) == view["inflight"]
+    assert _plain(decoded.states[-1].values["slots"])["cta0.slot[0]"] == [0, -1]
+    copies = [e for v in views for e in v["inflight"] if e["kind"] == "copy"]
+    assert copies and {e["part"] for e in copies} == {0}
+    begin = [e for e in to_chrome(trace)["traceEvents"] if e["ph"] == "b"]
+    assert [e["args"]["part"] for e in begin] == [0]
