@@ -263,20 +263,19 @@ class IR:
     def part_filled(self, p: int, tag: int):
         """For which tags the program fills part p (semantics.part_filled_for): a read of `tag`
         (-1: the reader's item) checks the part when this holds. True or False where it is known
-        here, else the body fill's guard on the item as (items, every, at): item < items and
-        item % every == at."""
-        outside, body = set(), None
+        here, else the body fills' guards on the item as a list of (items, every, at), any of
+        which may hold: item < items and item % every == at."""
+        outside, body = set(), []
         for section, i, pc in self.parts[p].fills:
             if section == "body":
                 op = self.model.agents[i].ops[pc][0]
-                body = (self.model.agents[i].items, op.every, op.at)
+                if self.model.agents[i].items:
+                    body.append((self.model.agents[i].items, op.every, op.at))
             else:
                 outside.add(self.model.tag_of(self.model.agents[i], pc))
         if tag >= 0:  # a prologue's or an epilogue's tag (tags of fills outside the body)
             return tag in outside
-        if body is None or body[0] == 0:
-            return False
-        return body
+        return sorted(set(body)) or False
 
     def group_of(self, agent: int) -> Group:
         for g in self.groups:
@@ -347,13 +346,16 @@ def read_miss_text(ir: IR, tag: int, item: str, want: str, slot, lang: str,
         if f is True or f is False:
             conds.append(f)
             continue
-        items, every, at = f
-        below = item_below is not None and item_below <= items  # item < items holds anyway
-        if every == 1:
-            conds.append(True if below else f"{item} < {items}")
-        else:
-            c = f"{item} % {every} {eq} {at}"
-            conds.append(c if below else f"({item} < {items} {and_} {c})")
+        guards = []
+        for items, every, at in f:
+            below = item_below is not None and item_below <= items  # item < items holds anyway
+            if every == 1:
+                guards.append(True if below else f"{item} < {items}")
+            else:
+                c = f"{item} % {every} {eq} {at}"
+                guards.append(c if below else f"({item} < {items} {and_} {c})")
+        conds.append(True if True in guards else guards[0] if len(guards) == 1
+                     else "(" + f" {or_} ".join(guards) + ")")
     if True in conds or all(c is False for c in conds):
         checked = [p for p, c in enumerate(conds) if c is not False] if True in conds else \
             list(range(ir.n_parts))

@@ -161,16 +161,15 @@ class Model:
                     1 for a in self.agents if a.cta == cta and a.role in bar.roles)
         self.entry_fields = self._entry_layout()
         ent = np.array(self.entry_fields, dtype=np.int64)
-        part = np.full((self.rings * self.max_parts, 5), -1, dtype=np.int64)
+        most = max(len(pt.fills) for parts in self.parts for pt in parts)
+        part = np.full((self.rings * self.max_parts, S.PT_FILL0 + 2 * most), -1, dtype=np.int64)
         for r, parts in enumerate(self.parts):
             for p, pt in enumerate(parts):
                 row = part[r * self.max_parts + p]
                 row[S.PT_CTAS] = sum(1 << c for c in pt.ctas)
-                for section, i, pc in pt.fills:
-                    row[{"prologue": S.PT_PROLOGUE, "body": S.PT_BODY,
-                         "epilogue": S.PT_EPILOGUE}[section]] = starts[i] + pc
-                    if section == "body":
-                        row[S.PT_BODY_AGENT] = i
+                row[S.PT_NFILLS] = len(pt.fills)
+                for f, (_, i, pc) in enumerate(pt.fills):
+                    row[S.PT_FILL0 + 2 * f], row[S.PT_FILL0 + 2 * f + 1] = starts[i] + pc, i
         return Tables(cfg, ring, np.array(agent_rows, dtype=np.int64).reshape(len(self.agents), -1),
                       np.array(prog_rows or [[0, 0, 0, 0, 0, -1, 0, 1, 0, -1, 0] + list(effects[0])],
                                dtype=np.int64),

@@ -135,7 +135,7 @@ def agents_of(spec: Spec) -> list[Agent]:
 @dataclass(frozen=True)
 class Part:
     """One part of a ring's slots (docs/rules.md "Slot parts"). Its fills are the
-    producer-side fill ops that store into it, at most one per section: (section, agent, pc),
+    producer-side fill ops that store into it: (section, agent, pc),
     agent an index into agents_of(spec). A ring that no producer-side role fills has one part
     with no fills. `ctas`: the CTAs whose slots have it."""
     fills: tuple
@@ -156,7 +156,7 @@ def slot_parts(spec: Spec, agents: list[Agent]) -> tuple[tuple[Part, ...], ...]:
     sides = {r.name: r.side for r in spec.roles}
     out = []
     for ring in spec.all_rings:
-        by_section: dict[str, dict[int, tuple]] = {}   # section -> part -> fills
+        by_section: dict[str, dict[int, list]] = {}   # section -> part -> fills
         for section in ("prologue", "body", "epilogue"):
             base = 0
             for i, a in enumerate(agents):
@@ -169,7 +169,7 @@ def slot_parts(spec: Spec, agents: list[Agent]) -> tuple[tuple[Part, ...], ...]:
                     e = OP_EFFECTS[op.name]
                     if e.stores:
                         dests = targets(spec.cluster_size, a.cta, op.to) if e.issues else (a.cta,)
-                        by_section.setdefault(section, {})[base + j] = (i, pc, dests)
+                        by_section.setdefault(section, {}).setdefault(base + j, []).append((i, pc, dests))
                         j += 1
                         width = max(width, j)
                     elif e.move:
@@ -178,8 +178,10 @@ def slot_parts(spec: Spec, agents: list[Agent]) -> tuple[tuple[Part, ...], ...]:
         n = max([len(v) for v in by_section.values()] + [1])
         parts = []
         for p in range(n):
-            fills = tuple((sec, v[p][0], v[p][1]) for sec, v in by_section.items() if p in v)
-            ctas = sorted({c for v in by_section.values() if p in v for c in v[p][2]})
+            fills = tuple((sec, i, pc) for sec, v in by_section.items() if p in v
+                          for i, pc, _ in v[p])
+            ctas = sorted({c for v in by_section.values() if p in v for _, _, dests in v[p]
+                           for c in dests})
             parts.append(Part(fills, tuple(ctas) if fills else tuple(range(spec.cluster_size))))
         out.append(tuple(parts))
     return tuple(out)

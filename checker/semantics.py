@@ -29,8 +29,8 @@ from pipeproof.checker.state_layout import (A_CTA, A_LEN, A_RING0, C_AGENTS, C_A
                                             C_CTAS, C_FIELDS, C_INFLIGHT, C_MAXS, C_OFF_INF,
                                             C_MAXP, C_RINGS, C_TAG_OUTSIDE, DET_W, E_AGENT,
                                             E_BIDX, E_PART, P_AT, P_EVERY, P_PART, P_TAG,
-                                            PT_BODY, PT_BODY_AGENT, PT_CTAS, PT_EPILOGUE,
-                                            PT_PROLOGUE, R_PARTS, A_ITEMS, part_row,
+                                            PT_CTAS, PT_FILL0, PT_NFILLS, R_PARTS, A_ITEMS,
+                                            part_row,
                                             reset_until, window_field,
                                             E_CTA, E_KIND, E_RING, E_SEQ, E_STAGE, E_VAL,
                                             ENTRY_COMMIT, ENTRY_COPY, ENTRY_READ, F_ITEM, F_PC,
@@ -255,17 +255,15 @@ def part_filled_for(T, r, p, tag):
     """Does the program fill part p of ring r for `tag`: a prologue or epilogue fill of that
     tag, or a body fill whose every=/at= guard selects the item (and whose agent runs it)?"""
     i = part_row(T, r, p)
-    if tag >= T.cfg[C_TAG_OUTSIDE]:
-        for col in (PT_PROLOGUE, PT_EPILOGUE):
-            row = T.part[i, col]
-            if row >= 0 and T.prog[row, P_TAG] == tag:
+    for f in range(T.part[i, PT_NFILLS]):
+        row = T.part[i, PT_FILL0 + 2 * f]
+        if T.prog[row, P_TAG] >= 0:  # a prologue's or an epilogue's fill
+            if T.prog[row, P_TAG] == tag:
                 return True
-        return False
-    row = T.part[i, PT_BODY]
-    if row < 0:
-        return False
-    return (tag < T.agent[T.part[i, PT_BODY_AGENT], A_ITEMS]
-            and tag % T.prog[row, P_EVERY] == T.prog[row, P_AT])
+        elif (tag < T.cfg[C_TAG_OUTSIDE] and tag < T.agent[T.part[i, PT_FILL0 + 2 * f + 1], A_ITEMS]
+              and tag % T.prog[row, P_EVERY] == T.prog[row, P_AT]):
+            return True
+    return False
 
 
 @jit

@@ -39,9 +39,9 @@ RF_STAGE, RF_PHASE, RF_READY, RING_FIELDS = 0, 1, 2, 3
 # ring table columns
 R_STAGES, R_FULL_COUNT, R_EMPTY_COUNT, R_PARTS = 0, 1, 2, 3
 # part table columns (T.part, row r * C_MAXP + p; checker/program.py slot_parts): the CTAs whose
-# slots have the part (bit mask), and the prog rows of its prologue, body and epilogue fills
-# (-1: none), with the body fill's agent (its item count bounds the items it fills)
-PT_CTAS, PT_PROLOGUE, PT_BODY, PT_EPILOGUE, PT_BODY_AGENT = 0, 1, 2, 3, 4
+# slots have the part (bit mask), how many fills store into it, then (prog row, agent) of each
+# (the row's P_TAG says its section; a body fill's agent's item count bounds what it fills)
+PT_CTAS, PT_NFILLS, PT_FILL0 = 0, 1, 2
 # entry layout (T.ent): shifts and masks of the packed in-flight entry fields
 E_KIND, E_CTA, E_RING, E_STAGE, E_VAL, E_BIDX, E_AGENT, E_SEQ, E_PART = 0, 1, 2, 3, 4, 5, 6, 7, 8
 ENTRY_COPY, ENTRY_COMMIT, ENTRY_READ = 1, 2, 3

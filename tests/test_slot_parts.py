@@ -262,3 +262,23 @@ def test_epilogue_write_stores_into_every_part():
             break
         st = m.next_state(st, acts[0])
     assert m.view(st)["slots"]["cta0.slot[0]"] == [m.tag_epilogue, m.tag_epilogue]
+
+
+def test_fills_between_stage_moves_share_one_part_per_agent():
+    """`write; advance; write; advance` fills two slots, one part each: both writes of an agent
+    are that agent's part (a second producer agent has the next one), and the first write
+    stores into its own part, not into every part."""
+    from pipeproof.checker.program import part_of
+    text = SPECS["mixed_nowait"].replace(
+        'name = "tma"\nside = "producer"\ncount = 1\nbody = ["wait_empty", "expect_tx 4096", "copy 4096", "advance"]',
+        'name = "tma"\nside = "producer"\ncount = 2\nbody = ["write", "advance", "write every=2 at=1", "advance"]')
+    spec = load_spec_text(text, "two_writers.toml")
+    agents = agents_of(spec)
+    parts = slot_parts(spec, agents)[0]
+    assert [[(i, pc) for _, i, pc in p.fills] for p in parts] == [[(0, 0), (0, 2)], [(1, 0), (1, 2)], [(2, 1)]]
+    assert [part_of(parts, 0, 0), part_of(parts, 0, 2), part_of(parts, 1, 0)] == [0, 0, 1]
+    from pipeproof.checker import semantics as S
+    from pipeproof.checker.model import compile_model
+    m = compile_model(spec)
+    # part 0 is filled for every item by tma[0]'s first write, and for odd items by its second
+    assert [bool(S.part_filled_for(m.tables, 0, 0, t)) for t in range(3)] == [True, True, True]
