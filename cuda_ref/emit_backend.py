@@ -34,7 +34,9 @@ BACKEND_MIRRORS = {
         "ready": "mbarrier.test_wait.parity [bar], P: the hardware tests parity(phase_no) != P; "
                  "P printed from this function (nv_wait_parity)",
         "intended_phase": None,   # a property of the model (phase_alias), not an operation
+        "intended_after": None,
         "in_window": None,
+        "in_window_at": None,
     },
     "amd": {
         "init": "counter = 0",
