@@ -68,24 +68,26 @@ from pipeproof.cuda_ref.emit_backend import (
     check_backend_mirrors, nv_wait_parity,
 )
 from pipeproof.cuda_ref.emit_common import (
-    BULK_ALIGN, CTL_FLAGS, CTL_REC, CTL_SEQ, CTL_WORDS, EV_FIELDS, EV_OP_FINISH, EV_OP_FIRE, EV_W,
-    FLAG_EV_OVERFLOW, FLAG_LOCK_BROKEN, FLAG_REC_OVERFLOW, KERNEL_NAME, LAND_BY_READ, LAND_BY_STEP,
-    LAND_BY_SWEEP, LAND_BY_WAIT, MAX_DYNAMIC_SMEM, MAX_HW_BARRIERS, MAX_WARPS_PER_CTA, REC_VALID,
+    BULK_ALIGN, CTL_FLAGS, CTL_REC, CTL_SEQ, CTL_WORDS, EV_EXIT_INFLIGHT, EV_FIELDS, EV_LATE_TARGET,
+    EV_OP_FINISH, EV_OP_FIRE, EV_W,
+    FLAG_EV_OVERFLOW, FLAG_LOCK_BROKEN, FLAG_REC_OVERFLOW, FLAG_SCHED, KERNEL_NAME, LAND_BY_READ,
+    LAND_BY_REPLAY, LAND_BY_STEP, LAND_BY_SWEEP, LAND_BY_WAIT, MAX_DYNAMIC_SMEM, MAX_HW_BARRIERS, MAX_WARPS_PER_CTA, REC_VALID,
     REC_W, RESULT_MISMATCH, RESULT_OK, RESULT_TIMEOUT, RESULTS, SLOT_ALIGN, STATUS_FINISHED,
     STATUS_TIMEOUT, SWEEP_NS, WRITE_REGION, GenerationError, Region, RingLayout,
 )
 from pipeproof.cuda_ref.emit_device import KERNEL, PRELUDE
 from pipeproof.cuda_ref.emit_layout import Layout
 from pipeproof.cuda_ref.emit_ops import OpEmitter, emitter_for
+from pipeproof.cuda_ref.emit_replay import replay_code
 from pipeproof.spec.schema import OPS, Spec
 
 # Every name cuda_ref.run, cuda_ref.log and the tests read from here, wherever it is defined:
 # the log's layout and the limits (emit_common.py), the backend mirrors (emit_backend.py).
 __all__ = [
     "AMD_C_HELPERS", "BACKEND_MIRRORS", "BACKEND_MODULES", "BULK_ALIGN", "CTL_FLAGS", "CTL_REC",
-    "CTL_SEQ", "CTL_WORDS", "EV_FIELDS", "EV_OP_FINISH", "EV_OP_FIRE", "EV_W", "FLAG_EV_OVERFLOW",
-    "FLAG_LOCK_BROKEN", "FLAG_REC_OVERFLOW", "KERNEL", "KERNEL_NAME", "LAND_BY_READ",
-    "LAND_BY_STEP", "LAND_BY_SWEEP", "LAND_BY_WAIT", "MAX_DYNAMIC_SMEM", "MAX_HW_BARRIERS",
+    "CTL_SEQ", "CTL_WORDS", "EV_EXIT_INFLIGHT", "EV_FIELDS", "EV_LATE_TARGET", "EV_OP_FINISH", "EV_OP_FIRE", "EV_W", "FLAG_EV_OVERFLOW",
+    "FLAG_LOCK_BROKEN", "FLAG_REC_OVERFLOW", "FLAG_SCHED", "KERNEL", "KERNEL_NAME", "LAND_BY_READ",
+    "LAND_BY_REPLAY", "LAND_BY_STEP", "LAND_BY_SWEEP", "LAND_BY_WAIT", "MAX_DYNAMIC_SMEM", "MAX_HW_BARRIERS",
     "MAX_WARPS_PER_CTA", "OP_EMITTERS", "PRELUDE", "REC_VALID", "REC_W", "RESULT_MISMATCH",
     "RESULT_OK", "RESULT_TIMEOUT", "RESULTS", "SLOT_ALIGN", "STATUS_FINISHED", "STATUS_TIMEOUT",
     "SWEEP_NS", "WRITE_REGION", "Generated", "GenerationError", "Region", "RingLayout",
@@ -118,6 +120,8 @@ class Generated:
     agent_tags: list = field(default_factory=list)  # per agent, per pc: model.tag_of (-1: item)
     tag_prologue: int | None = None                 # the prologue's and epilogue's own tags,
     tag_epilogue: int | None = None                 # when some fill or read uses them
+    replay: bool = False             # a replay kernel (cuda_ref/replay.py): its schedule, the
+                                     # step counter and one replay warp per CTA
 
     def expected_tag(self, agent: int, pc: int, item: int) -> int:
         """The tag a read at `pc` expects (the item, or a prologue's or epilogue's tag)."""
@@ -134,8 +138,9 @@ class Generated:
 
 
 class _Gen(Layout, OpEmitter):
-    def __init__(self, model: Model):
+    def __init__(self, model: Model, replay: bool = False):
         self.model = model
+        self.replay = replay
         self.spec: Spec = model.spec
         self.k = model.ctas
         self.backend = self.spec.backend
@@ -168,10 +173,12 @@ class _Gen(Layout, OpEmitter):
         if self.k > 1 and not self.nv:
             raise self.fail("cluster_size > 1 exists only on nvidia")
         per_cta = [sum(1 for a in self.model.agents if a.cta == c) for c in range(self.k)]
-        if max(per_cta) > MAX_WARPS_PER_CTA:
-            raise self.fail(f"{max(per_cta)} agents in one CTA, more than the "
+        if max(per_cta) + self.replay > MAX_WARPS_PER_CTA:
+            more = " with the replay warp" if self.replay else ""
+            raise self.fail(f"{max(per_cta)} agents in one CTA{more}, more than the "
                             f"{MAX_WARPS_PER_CTA} warps of a 1024-thread block")
         self.warps = max(per_cta)
+        self.threads = 32 * (self.warps + self.replay)
 
     def agent_function(self, i: int) -> str:
         a = self.model.agents[i]
@@ -184,6 +191,8 @@ class _Gen(Layout, OpEmitter):
         for b in range(len(self.model.barrier_names)):
             lines.append(f"  u32 arrv{b} = 0;")
         lines.append("  Reads q; q.n = 0;")
+        lines.append(f"  c.ops_left = {sum(1 for _ in a.executed())};  // its steps (the last makes "
+                     f"its CTA gone when it is the CTA's last agent)")
         lines.append("  i32 item = 0;")
         lines.append("  (void)item;")
         for r in range(self.model.rings):
@@ -206,7 +215,11 @@ class _Gen(Layout, OpEmitter):
             lines.append(f"  item = {a.items};")
         for pc in range(a.body_end, len(a.ops)):
             lines += self.emit(i, pc, "    ")
-        lines.append(f"  finish_reads(c, {i}, q, 0);")
+        if self.replay and a.ops:
+            last = len(a.ops) - 1
+            lines.append("  " + self.finish_call(i, last, a.ops[last][0].name, 0, 0))
+        else:
+            lines.append(f"  finish_reads(c, {i}, q, 0);")
         lines.append(f"  agent_done(c, {i});")
         lines.append("}")
         return "\n".join(lines)
@@ -217,6 +230,9 @@ class _Gen(Layout, OpEmitter):
         code = OP_EMITTERS[op.name](self, a, pc, op, step, r)
         out = [f"{indent}// pc {pc}: {op.text or op.name}" + (f" (step {step})" if step >= 0 else ""),
                f"{indent}perturb(c);"]
+        if self.replay:  # its turn on the schedule (cuda_ref/replay.py)
+            out.append(f"{indent}if (!turn_op(c, {a}, q, {pc})) "
+                       + self.turn_timeout(a, pc, op.name, r))
         out += [indent + line for line in code]
         return out
 
@@ -225,7 +241,8 @@ class _Gen(Layout, OpEmitter):
     def source(self) -> str:
         m = self.model
         n_agents = len(m.agents)
-        agent_of = [[-1] * self.warps for _ in range(self.k)]
+        # -1: no agent; -2: the CTA's replay warp (a replay kernel's last warp)
+        agent_of = [[-1] * self.warps + [-2] * self.replay for _ in range(self.k)]
         slot = [0] * self.k
         for i, a in enumerate(m.agents):
             agent_of[a.cta][slot[a.cta]] = i
@@ -247,10 +264,13 @@ class _Gen(Layout, OpEmitter):
             "@RINGS@": str(m.rings),
             "@MAXS@": str(m.max_stages),
             "@NGATES@": str(max(len(m.barrier_names), 1)),
-            "@WARPS@": str(self.warps),
-            "@THREADS@": str(32 * self.warps),
+            "@WARPS@": str(self.warps + self.replay),
+            "@THREADS@": str(self.threads),
+            "@REPLAY@": "1" if self.replay else "0",
             "@CLUSTER_ATTR@": f"__cluster_dims__({self.k}, 1, 1) " if self.k > 1 else "",
             "@AGENT_OF@": table,
+            "@AGENTS_IN@": ", ".join(str(sum(1 for a in m.agents if a.cta == c and any(True for _ in a.executed())))
+                                     for c in range(self.k)),
             "@INIT@": "\n".join(init_lines),
             "@SLOT_INIT@": self._slot_offsets(),
             "@DISPATCH@": dispatch,
@@ -264,7 +284,7 @@ class _Gen(Layout, OpEmitter):
         text = PRELUDE
         for key, value in subs.items():
             text = text.replace(key, value)
-        parts = [text, self.check_functions()]
+        parts = [text] + ([replay_code()] if self.replay else []) + [self.check_functions()]
         parts += [self.agent_function(i) for i in range(n_agents)]
         kernel = KERNEL
         for key, value in subs.items():
@@ -273,10 +293,11 @@ class _Gen(Layout, OpEmitter):
         return "\n\n".join(parts) + "\n"
 
 
-def generate(spec_or_model) -> Generated:
-    """Generate the reference kernel of a spec (or of its compiled model)."""
+def generate(spec_or_model, replay: bool = False) -> Generated:
+    """Generate the reference kernel of a spec (or of its compiled model); `replay`: the kernel
+    that runs under a trace's schedule (cuda_ref/replay.py)."""
     model = spec_or_model if isinstance(spec_or_model, Model) else compile_model(spec_or_model)
-    g = _Gen(model)
+    g = _Gen(model, replay)
     g.check()
     g.layout()
     g.barrier_plan()
@@ -289,14 +310,14 @@ def generate(spec_or_model) -> Generated:
     outside = any(t >= 0 for row in tags for t in row)
     return Generated(
         spec_path=str(model.spec.path), source=src, kernel_name=KERNEL_NAME,
-        backend=model.spec.backend, ctas=g.k, threads=32 * g.warps, smem_bytes=g.smem_bytes,
+        backend=model.spec.backend, ctas=g.k, threads=g.threads, smem_bytes=g.smem_bytes,
         agents=[a.name for a in model.agents], agent_ctas=[a.cta for a in model.agents],
         agent_ops=[[(op.name, op.text or op.name) for op, _ in a.ops] for a in model.agents],
         ring_names=list(model.ring_names), rings=g.rings, src_words=g.src_words,
         src_fill=g.src_fill, max_events=max_events, max_records=max_records,
         hw_barriers=dict(g.hw), op_names=op_names,
         agent_tags=tags, tag_prologue=model.tag_prologue if outside else None,
-        tag_epilogue=model.tag_epilogue if outside else None)
+        tag_epilogue=model.tag_epilogue if outside else None, replay=replay)
 
 
 # Each op's emitter, chosen by its effects (cuda_ref/emit_ops.py emitter_for); an op whose

@@ -61,9 +61,10 @@ At the end of the log (only after every step was replayed):
 - Completeness (every outcome but `trap`): each agent has finished its program or has a
   timeout event; a log that stops an agent early is not a record of a run. A `trap` kills
   the context, so a trap log is checked only as a prefix of a path.
-- Outcome `read_before_fill` / `overwrite_before_drain`: the model must report that kind on
-  some step of the replayed path (the GPU sees the tag mismatch at a read; the model reports
-  an overwrite at the store that caused it).
+- Outcome `read_before_fill` / `overwrite_before_drain` / `inflight_at_exit`: the model must
+  report that kind on some step of the replayed path (the GPU sees the tag mismatch at a read;
+  the model reports an overwrite at the store that caused it; a CTA left with something in
+  flight into it, or updated after it is gone, is marked on the step's event).
 - The log itself must be consistent (checked by `load_log`): `ok` has no timeouts and no
   tag mismatches, `deadlock` has a timeout.
 

@@ -1,8 +1,8 @@
 """The end of the log, once every step is replayed: outcome, timeouts, completeness.
 
 `end_problem` answers (event index or None, message) for the first rule the final state
-breaks, or None: a `read_before_fill` / `overwrite_before_drain` outcome needs the model to
-report that kind on the path; each timed-out agent must be at its op, and the op disabled
+breaks, or None: a `read_before_fill` / `overwrite_before_drain` / `inflight_at_exit` outcome
+needs the model to report that kind on the path; each timed-out agent must be at its op, and the op disabled
 both now and in some state reached by completing everything still in flight (`settle`);
 every agent without a timeout must have finished (except in a `trap` log, a prefix).
 """
@@ -17,12 +17,14 @@ from pipeproof.cuda_ref.conform_text import position_text, trap_text
 from pipeproof.spec.schema import RING_OPS
 
 TAG_OUTCOMES = ("read_before_fill", "overwrite_before_drain")
+# outcomes the model must report on the replayed path (the GPU saw the violation itself)
+REPORTED_OUTCOMES = TAG_OUTCOMES + ("inflight_at_exit",)
 SETTLE_LIMIT = 4_000
 
 
 def outcome_bit(outcome: str) -> int:
     """The violation bit the model must report on the path for this outcome (0: none)."""
-    return 1 << KINDS.index(outcome) if outcome in TAG_OUTCOMES else 0
+    return 1 << KINDS.index(outcome) if outcome in REPORTED_OUTCOMES else 0
 
 
 def end_problem(m: Model, log: dict, timeouts: list[LogEvent], state, flags):
@@ -32,7 +34,8 @@ def end_problem(m: Model, log: dict, timeouts: list[LogEvent], state, flags):
     bit = outcome_bit(outcome)
     if bit and not flags[1] & bit:
         kinds = [k for i, k in enumerate(KINDS) if flags[1] & (1 << i)]
-        first = next((i for i, ev in enumerate(log["events"]) if ev.get("result") == "tag_mismatch"), None)
+        first = next((i for i, ev in enumerate(log["events"]) if ev.get("result") == "tag_mismatch"
+                      or ev.get("exit_inflight") or "late" in ev), None)
         at = "" if first is None else f"event {first} ({event_text(log['events'][first])}): "
         return first, (f"{at}the log's outcome is {outcome}, but the model reports no "
                        f"{outcome} on this path (it reports: {', '.join(kinds) or 'nothing'})")

@@ -5,7 +5,9 @@ The log (written by cuda_ref's runner):
     {"spec": PATH, "device": STR, "command": STR, "seed": S, "run": K, "outcome": OUTCOME,
      "events": [EVENT, ...]}
 
-OUTCOME is one of `ok`, `deadlock`, `read_before_fill`, `overwrite_before_drain`, `trap`. An
+OUTCOME is one of `ok`, `deadlock`, `read_before_fill`, `overwrite_before_drain`, `trap`,
+`inflight_at_exit` (a step that left its CTA without agents while a copy or commit was in flight
+into it, or that updated a CTA gone already: `"exit_inflight"`, `"late"` on the event). An
 EVENT is one of:
 
 - an agent step: `{"t", "agent", "op", "pc", "item", "stage", "phase", "result"}` with
@@ -31,7 +33,8 @@ import os
 from pipeproof.checker.program import OP_EFFECTS
 from pipeproof.spec.schema import OPS, SpecError
 
-OUTCOMES = ("ok", "deadlock", "read_before_fill", "overwrite_before_drain", "trap")
+OUTCOMES = ("ok", "deadlock", "read_before_fill", "overwrite_before_drain", "trap",
+            "inflight_at_exit")
 RESULTS = ("ok", "timeout", "tag_mismatch")
 ASYNC_OPS = {"land": "copy", "fire": "commit", "finish": "read"}   # event op -> entry kind
 READ_OPS = tuple(name for name, e in OP_EFFECTS.items() if e.checks_read)  # may mismatch

@@ -31,11 +31,16 @@ RESULTS = {RESULT_OK: "ok", RESULT_TIMEOUT: "timeout", RESULT_MISMATCH: "tag_mis
 REC_W = 6
 REC_VALID = 1 << 63
 LAND_BY_WAIT, LAND_BY_READ, LAND_BY_SWEEP, LAND_BY_STEP = 1, 2, 3, 4
+LAND_BY_REPLAY = 5   # a replay's landing step, made by its CTA's replay warp (cuda_ref/replay.py)
 
 # Control words (u32): sequence counter, record counter, flags, the log lock
 CTL_SEQ, CTL_REC, CTL_FLAGS = 0, 1, 2
-CTL_WORDS = 8
+CTL_WORDS = 8   # then, per CTA, its agents done (CTL_DONE + c) and a replay's commits in flight
+                # into it (CTL_COMMITS + c): the buffer has CTL_WORDS + 2 * CTAs words
+EV_EXIT_INFLIGHT = 1   # an event's spare word: the step made its CTA gone with a copy or commit
+EV_LATE_TARGET = 2     # in flight into it; 2 | c << 8: the step updated CTA c, already gone
 FLAG_EV_OVERFLOW, FLAG_REC_OVERFLOW, FLAG_LOCK_BROKEN = 1, 2, 4
+FLAG_SCHED = 8       # replay: an op's pc or a landing the schedule names is not the kernel's
 
 STATUS_FINISHED, STATUS_TIMEOUT = 1, 2
 

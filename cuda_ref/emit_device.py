@@ -29,6 +29,14 @@ typedef unsigned short u16;
 #define REC_VALID (1ull << 63)
 #define GATE_ABORT 0x80000000u
 #define MAX_READS 16
+#define REPLAY @REPLAY@
+#define LAND_REPLAY 5
+#define FLAG_SCHED 8u
+#define CTL_DONE 8                 // ctl[CTL_DONE + c]: agents of CTA c that took their last step
+#define CTL_COMMITS (8 + K_CTAS)   // ctl[CTL_COMMITS + c]: a replay's commits into c not fired yet
+#define EXIT_INFLIGHT 1            // event word 14: the step made its CTA gone with a copy or
+#define LATE_TARGET 2              // commit still in flight into it; 2 | c << 8: it updated CTA c,
+                                   // gone already (the model's inflight_at_exit)
 
 struct Ctx {
   i32* ev; u32* ctl; u64* rec; const u32* src; i32* status;
@@ -36,6 +44,16 @@ struct Ctx {
   u64 deadline;
   u32 max_ev, max_rec, cta, lane;
   u32 rng, delay_max;
+  mutable i32 ops_left;  // lane 0: the agent's steps still to take (its CTA is gone after the last)
+  mutable u32 last_seq;  // lane 0: the sequence number of its last record
+#if REPLAY
+  // the schedule (cuda_ref/replay.py), the step counter and replay state (cuda_ref/emit_replay.py)
+  const i32* sch; u32* rs; u64* recx;
+  mutable i32 turn;      // the step this agent's op takes now (-1: none, it runs free)
+  mutable u32 logged;    // lane 0: the step's record is written; gunlock bumps the counter
+  mutable i32 want;      // the step a turn wait waits for (for a timeout's record)
+  i32 k_op, k_fin; u32 sched_op, hpar;
+#endif
 };
 
 struct Ev { u64 t; u32 seq; };
@@ -46,6 +64,7 @@ struct Reads {          // the agent's async reads in flight, oldest first
 };
 
 __shared__ __align__(8) u64 s_sig[RINGS * MAXS * 2];   // mbarriers (nvidia) / counters (amd)
+__device__ const u32 AGENTS_IN[K_CTAS] = {@AGENTS_IN@};  // per CTA, its agents that take steps
 __shared__ u32 s_gate[@NGATES@];                        // named barriers: gen << 16 | arrivals
 extern __shared__ __align__(128) unsigned char s_dyn[];  // the slots
 
@@ -138,6 +157,10 @@ __device__ __forceinline__ void glock(const Ctx& c) {
 }
 __device__ __forceinline__ void gunlock(const Ctx& c) {
   __threadfence();
+#if REPLAY
+  // a scheduled step is logged: the next step of the schedule may begin
+  if (c.logged) { atomicExch(c.rs, (u32)(c.turn + 1)); c.logged = 0u; c.turn = -1; __threadfence(); }
+#endif
   atomicExch(c.ctl + 3, 0u);
 }
 __device__ __forceinline__ void store_tag(volatile i32* p, i32 item) {
@@ -146,6 +169,7 @@ __device__ __forceinline__ void store_tag(volatile i32* p, i32 item) {
 
 // ---- the event log (lane 0)
 __device__ void scan_lands(const Ctx& c, Ev e);
+__device__ u32 inflight_into(const Ctx& c, u32 cta);
 // Stamp a step (under the log lock): time, sequence number, and every copy into this CTA whose
 // bytes are visible now is recorded as landed just before this step.
 __device__ __forceinline__ Ev ev_begin(const Ctx& c) {
@@ -157,12 +181,22 @@ __device__ __forceinline__ Ev ev_begin(const Ctx& c) {
 }
 __device__ void ev_put(const Ctx& c, Ev e, i32 agent, i32 op, i32 pc, i32 item, i32 ring, i32 stage,
                        i64 phase, i32 result, i32 x0, i32 x1) {
+#if REPLAY
+  if (c.turn >= 0) c.logged = 1u;
+#endif
+  i32 flags = 0;
+  if (op < OP_FINISH && result != RES_TIMEOUT && --c.ops_left == 0) {
+    // the agent's last step: when it is its CTA's last agent, the CTA is gone from here on
+    const u32 done = atomicAdd(c.ctl + CTL_DONE + c.cta, 1u) + 1u;
+    if (done == AGENTS_IN[c.cta] && inflight_into(c, c.cta)) flags = EXIT_INFLIGHT;
+  }
+  c.last_seq = e.seq;
   if (*(volatile u32*)(c.ctl + 2) & 4u) return;   // the log was closed (a trap)
   if (e.seq >= c.max_ev) { atomicOr(c.ctl + 2, 1u); return; }
   volatile i32* p = c.ev + (u64)e.seq * EV_W;
   p[0] = (i32)(u32)e.t; p[1] = (i32)(u32)(e.t >> 32); p[2] = (i32)e.seq; p[3] = agent; p[4] = op;
   p[5] = pc; p[6] = item; p[7] = ring; p[8] = stage; p[9] = (i32)(u32)(u64)phase;
-  p[10] = (i32)(u32)((u64)phase >> 32); p[11] = result; p[12] = x0; p[13] = x1; p[14] = 0;
+  p[10] = (i32)(u32)((u64)phase >> 32); p[11] = result; p[12] = x0; p[13] = x1; p[14] = flags;
   __threadfence_system();
   p[15] = 1;
 }
@@ -218,7 +252,16 @@ __device__ u32 wait_amd(const Ctx& c, u32 a, u64 threshold) {
 }
 
 // ---- signal updates (lane 0); mask = destination CTAs
-__device__ void signal_arrive(const Ctx& c, u32 mask, u32 sig, u32 n) {
+// An update aimed at a CTA whose agents have all taken their last step (the model's CTA gone;
+// the kernel keeps it resident to its cluster barrier, so the update lands in live memory):
+// marked on the step's record, which the caller has just written.
+__device__ __forceinline__ void note_late(const Ctx& c, u32 mask) {
+  for (u32 d = 0; d < K_CTAS; ++d)
+    if ((mask & (1u << d)) && AGENTS_IN[d] > 0u && *(volatile u32*)(c.ctl + CTL_DONE + d) >= AGENTS_IN[d]
+        && c.last_seq < c.max_ev && !(*(volatile u32*)(c.ctl + 2) & 4u))
+      c.ev[(u64)c.last_seq * EV_W + 14] = LATE_TARGET | (i32)(d << 8);
+}
+__device__ void signal_arrive_raw(const Ctx& c, u32 mask, u32 sig, u32 n) {
 #if NV
 #if K_CTAS > 1
   for (u32 d = 0; d < K_CTAS; ++d) if (mask & (1u << d)) mbar_arrive_cluster(mapa(sig, d), n);
@@ -229,7 +272,12 @@ __device__ void signal_arrive(const Ctx& c, u32 mask, u32 sig, u32 n) {
   (void)mask; cnt_add(sig, n);
 #endif
 }
+__device__ void signal_arrive(const Ctx& c, u32 mask, u32 sig, u32 n) {
+  note_late(c, mask);
+  signal_arrive_raw(c, mask, sig, n);
+}
 __device__ void arrive_expect_tx(const Ctx& c, u32 mask, u32 sig, u32 bytes) {
+  note_late(c, mask);
 #if NV
 #if K_CTAS > 1
   for (u32 d = 0; d < K_CTAS; ++d) if (mask & (1u << d)) mbar_arrive_tx_cluster(mapa(sig, d), bytes);
@@ -241,7 +289,9 @@ __device__ void arrive_expect_tx(const Ctx& c, u32 mask, u32 sig, u32 bytes) {
 
 // ---- copies: a record per destination, then the bulk copy
 __device__ void issue_copy(const Ctx& c, Ev e, i32 agent, i32 pc, u32 mask, u32 ring, u32 stage,
-                           i32 item, u32 region, u32 bytes, u32 slot_off, const u32* src) {
+                           i32 item, u32 region, u32 bytes, u32 slot_off, const u32* src,
+                           i32 defer) {
+  note_late(c, mask);
   for (u32 d = 0; d < K_CTAS; ++d) {
     if (!(mask & (1u << d))) continue;
     u32 j = atomicAdd(c.ctl + 1, 1u);
@@ -249,10 +299,21 @@ __device__ void issue_copy(const Ctx& c, Ev e, i32 agent, i32 pc, u32 mask, u32 
     volatile u64* r = c.rec + (u64)j * REC_W;
     r[1] = (u64)(u32)item | ((u64)bytes << 32);
     r[2] = e.t; r[3] = e.seq; r[4] = ~0ull; r[5] = 0ull;
+#if REPLAY
+    // a scheduled copy is issued by its destination's replay warp at the trace's landing step
+    c.recx[(u64)j * 3 + 0] = (u64)src;
+    c.recx[(u64)j * 3 + 1] = (u64)(u32)defer | ((u64)slot_off << 32);
+    c.recx[(u64)j * 3 + 2] = defer >= 0 ? 1ull : 0ull;
+#endif
     __threadfence();
     r[0] = REC_VALID | (u64)d | ((u64)ring << 8) | ((u64)stage << 16) | ((u64)region << 32);
   }
   __threadfence();
+#if REPLAY
+  if (defer >= 0) return;
+#else
+  (void)defer;
+#endif
 #if NV
   u32 bar = sig_addr(ring, stage, 0);
   u32 dst = smem_u32(s_dyn + slot_off + region);
@@ -283,6 +344,21 @@ __device__ void scan_lands(const Ctx& c, Ev e) {
     if (tag < TAG_OUT ? (p[0] >= tag && p[0] < TAG_OUT && p[words - 1] >= tag && p[words - 1] < TAG_OUT)
                       : (p[0] == tag && p[words - 1] == tag)) note_land(r, e, LAND_SEEN);
   }
+}
+// Copies into `cta` not seen landed (each step looks just before its own effect), and in a
+// replay its commits not fired yet: what is still in flight into it.
+__device__ u32 inflight_into(const Ctx& c, u32 cta) {
+  u32 n = *(volatile u32*)(c.ctl + 1), k = 0;
+  if (n > c.max_rec) n = c.max_rec;
+  for (u32 j = 0; j < n; ++j) {
+    volatile u64* r = c.rec + (u64)j * REC_W;
+    const u64 meta = r[0];
+    if ((meta & REC_VALID) && (meta & 0xff) == cta && r[4] == ~0ull) k += 1;
+  }
+#if REPLAY
+  k += *(volatile u32*)(c.ctl + CTL_COMMITS + cta);
+#endif
+  return k;
 }
 __device__ void observe_lands(const Ctx& c, Ev e, u32 ring, u32 stage, i32 item, u32 how) {
   u32 n = *(volatile u32*)(c.ctl + 1);
@@ -341,12 +417,14 @@ __device__ u32 gate_wait(const Ctx& c, u32* w, u32 target) {   // whole warp; 1 
 }
 
 // ---- async reads: checked when they start and again when they finish
-__device__ void finish_one(const Ctx& c, i32 agent, Reads& q);
+// (0: a replay's turn did not come before the deadline)
+__device__ u32 finish_one(Ctx& c, i32 agent, Reads& q);
 __device__ u32 check_slot(const Ctx& c, i32 agent, u32 ring, u32 stage, i32 item, i32* found);
-__device__ void finish_reads(const Ctx& c, i32 agent, Reads& q, u32 keep) {
-  while (q.n > keep) finish_one(c, agent, q);
+__device__ u32 finish_reads(Ctx& c, i32 agent, Reads& q, u32 keep) {
+  while (q.n > keep) if (!finish_one(c, agent, q)) return 0u;
+  return 1u;
 }
-__device__ void push_read(const Ctx& c, i32 agent, Reads& q, i32 pc, i32 ring, u32 stage, i32 item) {
+__device__ void push_read(Ctx& c, i32 agent, Reads& q, i32 pc, i32 ring, u32 stage, i32 item) {
   if (q.n == MAX_READS) finish_one(c, agent, q);
   q.pc[q.n] = pc; q.ring[q.n] = ring; q.stage[q.n] = (i32)stage; q.item[q.n] = item; q.n += 1;
 }
@@ -357,11 +435,21 @@ __device__ void commit_fire(const Ctx& c, i32 agent, u32 mask, u32 ring, u32 sta
     if (!(mask & (1u << d))) continue;
     Ev e = ev_begin(c);
     ev_put(c, e, agent, OP_FIRE, -1, 0, (i32)ring, (i32)stage, 0, RES_OK, (i32)n, (i32)d);
+    note_late(c, 1u << d);
   }
-  signal_arrive(c, mask, sig_addr(ring, stage, 1), n);
+  signal_arrive_raw(c, mask, sig_addr(ring, stage, 1), n);
 }
+#if REPLAY
+// a scheduled commit_empty: its arrivals are in flight until the replay warps fire them
+__device__ void commits_pending(const Ctx& c, u32 mask) {
+  for (u32 d = 0; d < K_CTAS; ++d) if (mask & (1u << d)) atomicAdd(c.ctl + CTL_COMMITS + d, 1u);
+}
+#endif
 
 __device__ void agent_timeout(const Ctx& c, i32 agent, i32 op, i32 pc, i32 item, i32 ring, i32 stage, i64 phase) {
+#if REPLAY
+  c.turn = -1; c.logged = 0u;   // a timeout is no step
+#endif
   if (c.lane == 0) {
     glock(c);
     Ev e = ev_begin(c);
@@ -380,7 +468,16 @@ __device__ void agent_done(const Ctx& c, i32 agent) {
 KERNEL = r"""
 __device__ const i32 AGENT_OF[K_CTAS][@WARPS@] = {@AGENT_OF@};
 
-__device__ void finish_one(const Ctx& c, i32 agent, Reads& q) {
+__device__ u32 finish_one(Ctx& c, i32 agent, Reads& q) {
+#if REPLAY
+  {  // the finish's own step of the schedule (none left: after the schedule's end)
+    const i32* t = c.sch + SCHED_HDR + 4 * agent;
+    const i32 step = c.k_fin < t[3] ? c.sch[t[2] + c.k_fin] : -1;
+    c.k_fin += 1;
+    if (!turn_reached(c, step)) return 0u;
+    c.turn = step;
+  }
+#endif
   i32 found = 0; Ev e;
   if (c.lane == 0) { glock(c); e = ev_begin(c); }
   __syncwarp();
@@ -388,6 +485,9 @@ __device__ void finish_one(const Ctx& c, i32 agent, Reads& q) {
   if (c.lane == 0) {
     ev_put(c, e, agent, OP_FINISH, q.pc[0], q.item[0], q.ring[0], q.stage[0], 0,
            bad ? RES_MISMATCH : RES_OK, found, 0);
+#if REPLAY
+    atomicAdd(c.rs + 1 + agent, 1u);   // a commit after the schedule waits for its reads
+#endif
     gunlock(c);
   }
   for (u32 i = 1; i < q.n; ++i) {
@@ -395,11 +495,16 @@ __device__ void finish_one(const Ctx& c, i32 agent, Reads& q) {
   }
   q.n -= 1;
   __syncwarp();
+  return 1u;
 }
 
 extern "C" __global__ void @CLUSTER_ATTR@__launch_bounds__(@THREADS@)
 pipeproof_kernel(i32* ev, u32* ctl, u64* rec, const u32* src, i32* status,
-                 const u32* agent_seed, const u32* agent_delay, u64 timeout_ns, u32 max_ev, u32 max_rec)
+                 const u32* agent_seed, const u32* agent_delay, u64 timeout_ns, u32 max_ev, u32 max_rec
+#if REPLAY
+                 , const i32* sch, u32* rs, u64* recx
+#endif
+                 )
 {
   __shared__ u64 s_t0;
   const u32 cta = cluster_rank();
@@ -412,6 +517,10 @@ pipeproof_kernel(i32* ev, u32* ctl, u64* rec, const u32* src, i32* status,
     for (u32 i = 0; i < RINGS * MAXS * 2; ++i) s_sig[i] = 0ull;
 #endif
     for (u32 i = 0; i < @NGATES@; ++i) s_gate[i] = 0u;
+#if REPLAY && NV
+    mbar_init(smem_u32(&s_priv), 1u);
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+#endif
   }
   // every slot word starts as -1 (no tag), before any copy can land
   for (u32 i = threadIdx.x; i < @SMEM_WORDS@u; i += blockDim.x) ((u32*)s_dyn)[i] = 0xffffffffu;
@@ -420,11 +529,17 @@ pipeproof_kernel(i32* ev, u32* ctl, u64* rec, const u32* src, i32* status,
   cluster_sync_all();
   const u32 warp = threadIdx.x >> 5;
   const i32 agent = AGENT_OF[cta][warp];
-  if (agent >= 0) {
+  if (agent != -1) {
     Ctx c;
     c.ev = ev; c.ctl = ctl; c.rec = rec; c.src = src; c.status = status; c.smem = s_dyn;
     c.deadline = s_t0 + timeout_ns; c.max_ev = max_ev; c.max_rec = max_rec; c.cta = cta;
-    c.lane = threadIdx.x & 31u; c.rng = agent_seed[agent] | 1u; c.delay_max = agent_delay[agent];
+    c.lane = threadIdx.x & 31u; c.ops_left = -1; c.last_seq = 0u;
+    c.rng = agent >= 0 ? agent_seed[agent] | 1u : 1u; c.delay_max = agent >= 0 ? agent_delay[agent] : 0u;
+#if REPLAY
+    c.sch = sch; c.rs = rs; c.recx = recx; c.turn = -1; c.logged = 0u; c.want = -1;
+    c.k_op = 0; c.k_fin = 0; c.sched_op = 0u; c.hpar = 0u;
+    if (agent == -2) replay_helper(c);
+#endif
     switch (agent) {
 @DISPATCH@
       default: break;
@@ -442,6 +557,9 @@ pipeproof_kernel(i32* ev, u32* ctl, u64* rec, const u32* src, i32* status,
         u64 meta = r[0];
         if (!(meta & REC_VALID) || (meta & 0xff) != cta || r[4] != ~0ull) continue;
         Ctx c; c.ctl = ctl; c.deadline = until; c.rec = rec; c.max_rec = max_rec; c.cta = cta; c.smem = s_dyn;
+#if REPLAY
+        c.rs = rs; c.turn = -1; c.logged = 0u;
+#endif
         u32 ring = (meta >> 8) & 0xff, stage = (meta >> 16) & 0xffff, words = (u32)(r[1] >> 32) / 4u;
         i32 tag = (i32)(u32)r[1];
         const volatile i32* p = (const volatile i32*)(s_dyn + slot_base(ring) + stage * slot_size(ring) + (u32)((meta >> 32) & 0x7fffffffull));

@@ -31,6 +31,19 @@ class OpEmitter:
         return (f"{{ agent_timeout(c, {a}, {self.op_code(opname)}, {pc}, {item}, {r}, (i32){st}, "
                 f"{ph}); return; }}")
 
+    def turn_timeout(self, a, pc, opname, r, item="item"):
+        """A replay's agent whose turn did not come before the deadline (cuda_ref/replay.py)."""
+        st, ph, _ = self.ring_vars(r)
+        return (f"{{ agent_timeout_turn(c, {a}, {self.op_code(opname)}, {pc}, {item}, {r}, "
+                f"(i32){st}, {ph}); return; }}")
+
+    def finish_call(self, a, pc, opname, r, keep) -> str:
+        """Finish the agent's async reads down to `keep` (in a replay each at its own step)."""
+        call = f"finish_reads(c, {a}, q, {keep})"
+        if not self.replay:
+            return f"{call};"
+        return f"if (!{call}) " + self.turn_timeout(a, pc, opname, r)
+
     # --- waits and tries
     #
     # Every step that touches shared state runs under the global log lock (`glock`): lane 0
@@ -127,11 +140,14 @@ class OpEmitter:
         mask = self.dest_mask(a, op.to)
         rl = self.rings[r]
         src = "" if reg.tag >= 0 else f" + (u64)item * {op.n // 4}ull"
+        # in a replay a scheduled copy is issued by its destination's replay warp at the step
+        # where the trace lands it (cuda_ref/replay.py)
+        defer = "(c.sched_op ? c.turn : -1)" if self.replay else "-1"
         return self.locked(
             a, pc, op.name, r,
             f"issue_copy(c, e, {a}, {pc}, {mask}u, {r}, (u32){st}, {self.tag(a, pc)}, {reg.offset}u, "
             f"{op.n}u, {rl.base}u + (u32){st} * {rl.slot_bytes}u, "
-            f"c.src + {reg.src_word}ull{src});", x0=str(op.n))
+            f"c.src + {reg.src_word}ull{src}, {defer});", x0=str(op.n))
 
     # --- payload
 
@@ -166,13 +182,19 @@ class OpEmitter:
         return lines
 
     def e_read_wait(self, a, pc, op, step, r):
-        return [f"finish_reads(c, {a}, q, {op.n});"] + self.locked(a, pc, op.name, 0, "")
+        return [self.finish_call(a, pc, op.name, 0, op.n)] + self.locked(a, pc, op.name, 0, "")
 
     def e_commit(self, a, pc, op, step, r):
         st, _, _ = self.ring_vars(r)
         mask = self.dest_mask(a, op.to)
-        return [f"finish_reads(c, {a}, q, 0);"] + self.locked(
-            a, pc, op.name, r, f"commit_fire(c, {a}, {mask}u, {r}, (u32){st}, {op.n}u);",
+        fire = f"commit_fire(c, {a}, {mask}u, {r}, (u32){st}, {op.n}u);"
+        if not self.replay:
+            return [self.finish_call(a, pc, op.name, r, 0)] + self.locked(
+                a, pc, op.name, r, fire, x0=str(op.n))
+        # in a replay a scheduled commit fires at the trace's fire step (the replay warp of
+        # each destination) and its agent's reads finish at their own steps
+        return [f"if (!c.sched_op) {{ {self.finish_call(a, pc, op.name, r, 0)} }}"] + self.locked(
+            a, pc, op.name, r, f"if (!c.sched_op) {fire} else commits_pending(c, {mask}u);",
             x0=str(op.n))
 
     # --- stage and phase

@@ -3,7 +3,8 @@
 A run's log is one JSON document:
 
     {"spec": <path>, "device": <str>, "command": <str>, "seed": S, "run": k,
-     "outcome": "ok" | "deadlock" | "read_before_fill" | "overwrite_before_drain" | "trap",
+     "outcome": "ok" | "deadlock" | "read_before_fill" | "overwrite_before_drain" | "trap"
+                | "inflight_at_exit",
      "events": [ ... ]}
 
 `events` are in the order (t, sequence number) of the kernel's global log counter. Agent
@@ -20,8 +21,18 @@ steps (one event per model step):
     `"skipped": true` (it is still one step);
   - `"result": "tag_mismatch"` (a `read`/`read_async` that found another tag) adds
     `"found": tag` (-1: nothing was ever stored);
+  - the agent's last step, when it leaves its CTA without agents (the model's CTA gone) while
+    a copy or commit is still in flight into it, adds `"exit_inflight": true`; a step (or a
+    commit's fire) that updates a CTA gone already adds `"late": c` (the kernel keeps every CTA
+    resident until its cluster barrier, so the update lands in live memory: it is observed,
+    not undefined). Either makes the run's kinds include `inflight_at_exit`;
   - `"result": "timeout"` is not a step: the agent was stuck at that op when the deadline
-    passed and exited (for a `sync` it had already made its arrival step, logged before).
+    passed and exited (for a `sync` it had already made its arrival step, logged before); in a
+    replay (cuda_ref/replay.py) one that waited for its turn rather than for a signal adds
+    `"turn": k`, the 0-based step of the schedule it waited for (-1: the schedule's end).
+
+A replay's log adds `"replay": {"trace", "kind", "steps", "trace_steps", "observable",
+"gpu_kind", "reached"}` (`reached`: the step counter at the end; None after a trap).
 
 In-flight entries of the model (not agent steps):
 
@@ -48,10 +59,11 @@ from dataclasses import dataclass, field
 from pipeproof.checker.program import OP_EFFECTS
 from pipeproof.cuda_ref import codegen as G
 
-OUTCOMES = ("ok", "deadlock", "read_before_fill", "overwrite_before_drain", "trap")
+OUTCOMES = ("ok", "deadlock", "read_before_fill", "overwrite_before_drain", "trap",
+            "inflight_at_exit")
 LOG_KEYS = ("spec", "device", "command", "seed", "run", "outcome", "events")
 LAND_HOW = {G.LAND_BY_WAIT: "wait", G.LAND_BY_READ: "read", G.LAND_BY_SWEEP: "exit sweep",
-            G.LAND_BY_STEP: "step"}
+            G.LAND_BY_STEP: "step", G.LAND_BY_REPLAY: "replay"}
 
 
 @dataclass
@@ -60,7 +72,7 @@ class RunReport:
     log: dict
     kinds: list = field(default_factory=list)        # every failure kind seen, in OUTCOMES order
     stuck: list = field(default_factory=list)        # deadlock: per stuck agent, a description
-    mismatches: list = field(default_factory=list)   # tag mismatches: descriptions
+    mismatches: list = field(default_factory=list)   # tag mismatches, updates of a gone CTA
     detail: str = ""                                 # trap message, overflow notes, ...
 
     @property
@@ -85,7 +97,7 @@ def decode_events(gen: "G.Generated", ev_words, rec_words, n_rec: int) -> list[d
     keyed = []
     for row in rows.tolist():
         (t_lo, t_hi, seq, agent, op, pc, item, ring, stage, ph_lo, ph_hi, result, x0, x1,
-         _spare, _valid) = row
+         flags, _valid) = row
         t = (t_hi & 0xFFFFFFFF) << 32 | (t_lo & 0xFFFFFFFF)
         phase = (ph_hi & 0xFFFFFFFF) << 32 | (ph_lo & 0xFFFFFFFF)
         if phase >= 1 << 63:
@@ -118,6 +130,12 @@ def decode_events(gen: "G.Generated", ev_words, rec_words, n_rec: int) -> list[d
                 e["skipped"] = True
             if result == G.RESULT_MISMATCH:
                 e["found"] = x0
+            if result == G.RESULT_TIMEOUT and x1 == 1:
+                e["turn"] = x0  # a replay: it waited for this step of the schedule (-1: its end)
+        if flags & G.EV_EXIT_INFLIGHT:
+            e["exit_inflight"] = True   # its CTA is gone from this step, with a copy or commit
+        if flags & G.EV_LATE_TARGET:    # still in flight into it
+            e["late"] = (flags >> 8) & 0xFF  # it updated this CTA, gone already
         keyed.append(((t, seq), e))
     rec = np.asarray(rec_words).reshape(-1, G.REC_W)[:n_rec]
     for row in rec.tolist():
@@ -143,6 +161,12 @@ def classify(gen: "G.Generated", events: list[dict], trapped: bool, status=None,
     kinds, stuck, mismatches = set(), [], []
     first_bad = None
     for e in events:
+        if e.get("exit_inflight") or "late" in e:
+            kinds.add("inflight_at_exit")
+            mismatches.append(f"{e['agent']} {e['op']}: " + (
+                "its CTA is gone from this step while a copy or commit is still in flight into it"
+                if e.get("exit_inflight") else
+                f"updates cta{e['late']}, whose agents have all finished") + " (inflight_at_exit)")
         if e["result"] == "tag_mismatch" or e.get("overwritten"):
             want = gen.expected_tag(gen.agents.index(e["agent"]), e["pc"], e["item"])
             later = e["found"] != -1 and gen.tag_order(e["found"]) > gen.tag_order(want)
@@ -159,8 +183,11 @@ def classify(gen: "G.Generated", events: list[dict], trapped: bool, status=None,
             a = gen.agents.index(e["agent"])
             text = gen.agent_ops[a][e["pc"]][1] if 0 <= e["pc"] < len(gen.agent_ops[a]) else e["op"]
             ring = f"{e['ring']}." if e.get("ring", "main") != "main" else ""
+            turn = "" if "turn" not in e else (
+                f", waiting for its turn at step {e['turn'] + 1} of the replay" if e["turn"] >= 0
+                else ", waiting for the replay's end")
             stuck.append(f"{e['agent']} at pc {e['pc']} '{text}' ({ring}stage {e['stage']}, "
-                         f"phase {e['phase']}, item {e['item']})")
+                         f"phase {e['phase']}, item {e['item']}{turn})")
     if status is not None and not trapped:
         for a, s in enumerate(status):
             if s == 0:
@@ -173,6 +200,8 @@ def classify(gen: "G.Generated", events: list[dict], trapped: bool, status=None,
         outcome = first_bad
     elif "deadlock" in kinds:
         outcome = "deadlock"
+    elif "inflight_at_exit" in kinds:
+        outcome = "inflight_at_exit"
     else:
         outcome = "ok"
     return outcome, [k for k in OUTCOMES if k in kinds], stuck, mismatches

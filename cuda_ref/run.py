@@ -7,7 +7,7 @@ range) poisons its CUDA context, so the worker reports the run as `trap` and exi
 (`arrive.expect_tx` while pending is 0) raises no CUDA error; the faulting warp stops and
 the kernel never finishes (its final `__syncthreads` waits for that warp). Every wait in the
 kernel is bounded by the `%globaltimer` deadline, so a kernel still running `WATCHDOG_S`
-after launch is such a trap: the worker reports it with the events the host-mapped log
+(or 20 times its deadline, if longer) after launch is such a trap: the worker reports it with the events the host-mapped log
 already holds (and the copy records, read on a non-blocking stream) and exits. A worker that
 says nothing in time is killed and its run is reported as a `trap` too, with the reason.
 
@@ -15,6 +15,12 @@ Perturbation: run k with seed S draws, from numpy's generator seeded with (S, k)
 per-agent xorshift seed and a per-agent delay bound (0, D/4, D or 4D ns, D = `delay_ns`);
 before each op the agent sleeps (`nanosleep`) for a random time below its bound, one op in
 four. Run 0 of a batch runs at full speed (no delays), so every batch has one unperturbed run.
+
+Replay (`schedule`, cuda_ref/replay.py): the kernel is generated with `replay=True`, and the
+schedule's table, the step counter (with each agent's count of finished async reads) and the
+copy records' replay words are three more kernel arguments. The log gets a `replay` entry:
+the trace, its kind, the schedule's steps and `reached`, the step counter at the end (None
+when the kernel trapped and the counter could not be read).
 
 Event buffer: pinned host memory mapped into the GPU when CuPy allows it (then a run that
 traps still has the events written before the trap), else device memory.
@@ -37,7 +43,8 @@ from pipeproof.cuda_ref import log as L
 
 DEFAULT_TIMEOUT_MS = 20.0
 DEFAULT_DELAY_NS = 2000
-WATCHDOG_S = 2.0           # a kernel still running this long after launch: the worker exits
+WATCHDOG_S = 1.0           # a kernel still running this long after launch (and 20 times its
+                           # deadline): the worker exits
 PREPARE_WATCHDOG_S = 120.0  # generation + NVRTC compile + the first launch
 
 
@@ -68,6 +75,7 @@ class Prepared:
     host_events: object      # numpy view of the event buffer (host-mapped), or None
     ev_ptr: int              # device-visible address of the event buffer
     mapped: bool
+    schedule: dict | None = None  # a replay's {"buffer": [...], "meta": {...}}
 
 
 class Runner:
@@ -93,12 +101,12 @@ class Runner:
             raise GpuUnavailable(f"{self.device}: the reference kernels need sm_90 (Hopper) or "
                                  f"newer for mbarrier tx-counts and cp.async.bulk")
 
-    def prepare(self, spec_path: str) -> Prepared:
+    def prepare(self, spec_path: str, schedule: dict | None = None) -> Prepared:
         import numpy as np
         from pipeproof.spec.load import load_spec
 
         cp = self.cp
-        gen = G.generate(load_spec(spec_path))
+        gen = G.generate(load_spec(spec_path), replay=schedule is not None)
         try:
             mod = cp.RawModule(code=gen.source, options=("-std=c++17",))
             kernel = mod.get_function(gen.kernel_name)
@@ -119,12 +127,16 @@ class Runner:
             kernel.max_dynamic_shared_size_bytes = gen.smem_bytes
         n_agents = len(gen.agents)
         bufs = {
-            "ctl": cp.zeros(G.CTL_WORDS, dtype=cp.uint32),
+            "ctl": cp.zeros(G.CTL_WORDS + 2 * gen.ctas, dtype=cp.uint32),
             "rec": cp.zeros(gen.max_records * G.REC_W, dtype=cp.uint64),
             "status": cp.zeros(n_agents, dtype=cp.int32),
             "seeds": cp.zeros(n_agents, dtype=cp.uint32),
             "delays": cp.zeros(n_agents, dtype=cp.uint32),
         }
+        if schedule is not None:
+            bufs["sch"] = cp.asarray(np.array(schedule["buffer"], dtype=np.int32))
+            bufs["rs"] = cp.zeros(n_agents + 1, dtype=cp.uint32)
+            bufs["recx"] = cp.zeros(gen.max_records * 3, dtype=cp.uint64)
         src = np.zeros(gen.src_words, dtype=np.int32)
         for start, words, tags, first in gen.src_fill:
             for i in range(tags):
@@ -140,7 +152,7 @@ class Runner:
         except Exception:
             bufs["ev"] = cp.zeros(n_ev, dtype=cp.int32)
             ptr = int(bufs["ev"].data.ptr)
-        return Prepared(gen, kernel, bufs, host, ptr, mapped)
+        return Prepared(gen, kernel, bufs, host, ptr, mapped, schedule)
 
     def run(self, prep: Prepared, spec_path: str, run: int, seed: int, timeout_ns: int,
             delay_ns: int, command: str) -> tuple[L.RunReport, bool]:
@@ -157,8 +169,9 @@ class Runner:
         else:
             choices = np.array([0, delay_ns // 4, delay_ns, 4 * delay_ns], dtype=np.uint32)
             delays = choices[rng.integers(0, len(choices), size=n_agents)]
-        for key in ("ctl", "rec", "status"):
-            b[key].fill(0)
+        for key in ("ctl", "rec", "status", "rs", "recx"):
+            if key in b:
+                b[key].fill(0)
         b["seeds"].set(seeds)
         b["delays"].set(delays)
         if prep.mapped:
@@ -166,14 +179,15 @@ class Runner:
         else:
             b["ev"].fill(0)
         cp.cuda.Device().synchronize()
-        trapped, detail = False, ""
+        trapped, detail, reached = False, "", None
         t_start = time.monotonic()
+        args = (np.uint64(prep.ev_ptr), b["ctl"], b["rec"], b["src"], b["status"],
+                b["seeds"], b["delays"], np.uint64(timeout_ns),
+                np.uint32(gen.max_events), np.uint32(gen.max_records))
+        if gen.replay:
+            args += (b["sch"], b["rs"], b["recx"])
         try:  # an error of the launch itself (resources, shared memory) is no trap: not run
-            prep.kernel((gen.ctas, 1, 1), (gen.threads, 1, 1),
-                        (np.uint64(prep.ev_ptr), b["ctl"], b["rec"], b["src"], b["status"],
-                         b["seeds"], b["delays"], np.uint64(timeout_ns),
-                         np.uint32(gen.max_events), np.uint32(gen.max_records)),
-                        shared_mem=gen.smem_bytes)
+            prep.kernel((gen.ctas, 1, 1), (gen.threads, 1, 1), args, shared_mem=gen.smem_bytes)
         except Exception as err:
             raise LaunchFailed(f"{spec_path}: cuda_ref: the kernel could not be launched "
                                f"({gen.ctas} CTA(s) x {gen.threads} threads, {gen.smem_bytes} B of "
@@ -182,8 +196,8 @@ class Runner:
             done = cp.cuda.Event()
             done.record()
             while not done.done:
-                if time.monotonic() - t_start > WATCHDOG_S:
-                    self._hung(prep, spec_path, run, seed, command)
+                if time.monotonic() - t_start > max(WATCHDOG_S, 20 * timeout_ns / 1e9):
+                    self._hung(prep, spec_path, run, seed, command, time.monotonic() - t_start)
                 time.sleep(0.0002)
             done.synchronize()
         except cp.cuda.runtime.CUDARuntimeError as err:
@@ -198,6 +212,8 @@ class Runner:
         else:
             ev_words = prep.host_events.copy() if prep.mapped else b["ev"].get()
             ctl = b["ctl"].get()
+            if gen.replay:
+                reached = int(b["rs"].get()[0])
             n_rec = min(int(ctl[G.CTL_REC]), gen.max_records)
             rec_words = b["rec"].get()
             status = b["status"].get().tolist()
@@ -206,6 +222,8 @@ class Runner:
                 notes.append("event buffer overflowed (events lost)")
             if ctl[G.CTL_FLAGS] & G.FLAG_REC_OVERFLOW:
                 notes.append("copy records overflowed")
+            if ctl[G.CTL_FLAGS] & G.FLAG_SCHED:
+                notes.append("the kernel's program and the replay schedule disagree")
             if ctl[G.CTL_FLAGS] & G.FLAG_LOCK_BROKEN:
                 # a warp stopped inside a logged step and never came back: a trap that the
                 # driver did not report (the log ends at that step)
@@ -216,22 +234,26 @@ class Runner:
         events = L.decode_events(gen, ev_words, rec_words, n_rec)
         outcome, kinds, stuck, mismatches = L.classify(gen, events, trapped, status, detail)
         log = L.make_log(spec_path, self.device, command, seed, run, outcome, events)
+        if prep.schedule is not None:
+            log["replay"] = dict(prep.schedule["meta"], reached=reached)
         return L.RunReport(log, kinds, stuck, mismatches, detail), not trapped
 
 
-    def _hung(self, prep, spec_path, run, seed, command):
+    def _hung(self, prep, spec_path, run, seed, command, waited):
         """The kernel never finished (a warp stopped: an over-arrival does this on the H200 we
         measured, instead of a CUDA error). Report a trap with the events the host-mapped
         buffer already holds, then leave: the context cannot be used again."""
         import numpy as np
 
-        detail = (f"the kernel did not finish within {WATCHDOG_S:g} s (a warp stopped: no "
+        detail = (f"the kernel did not finish within {waited:.1f} s (a warp stopped: no "
                   f"CUDA error was reported; treated as a trap)")
         ev_words = prep.host_events.copy() if prep.mapped else np.zeros(0, dtype=np.int32)
         rec_words, n_rec = self._records_beside(prep)
         events = L.decode_events(prep.gen, ev_words, rec_words, n_rec)
         outcome, kinds, stuck, mismatches = L.classify(prep.gen, events, True, None, detail)
         log = L.make_log(spec_path, self.device, command, seed, run, outcome, events)
+        if prep.schedule is not None:
+            log["replay"] = dict(prep.schedule["meta"], reached=None)
         _emit({"type": "run", "run": run, "log": log, "kinds": kinds, "stuck": stuck,
                "mismatches": mismatches, "detail": detail, "mapped": prep.mapped})
         _emit({"type": "dead"})
@@ -284,7 +306,7 @@ def worker_main() -> int:
             continue
         job = json.loads(line)
         try:
-            prep = runner.prepare(job["spec"])
+            prep = runner.prepare(job["spec"], job.get("schedule"))
         except G.GenerationError as err:
             _emit({"type": "refused", "reason": str(err)})
             continue
@@ -418,12 +440,15 @@ class GpuSession:
 
     # ---------------------------------------------------------------- running specs
 
-    def run_spec(self, spec_path: str, runs: int, seed: int = 0) -> SpecRuns:
+    def run_spec(self, spec_path: str, runs: int, seed: int = 0, schedule=None) -> SpecRuns:
+        """`runs` launches of the spec's kernel; with `schedule` (a cuda_ref.replay.Schedule)
+        the replay kernel under that schedule."""
         from pipeproof.spec.load import load_spec
 
         out = SpecRuns(spec_path)
+        sched = None if schedule is None else {"buffer": schedule.buffer(), "meta": schedule.meta()}
         try:  # refuse what cannot be generated before bothering the GPU
-            G.generate(load_spec(spec_path))
+            G.generate(load_spec(spec_path), replay=sched is not None)
         except G.GenerationError as err:
             out.refused = str(err)
             return out
@@ -435,7 +460,7 @@ class GpuSession:
             out.device = self.device
             job = {"type": "job", "spec": spec_path, "runs": pending, "seed": seed,
                    "timeout_ns": self.timeout_ns, "delay_ns": self.delay_ns,
-                   "command": self.command}
+                   "command": self.command, "schedule": sched}
             try:
                 self.proc.stdin.write(json.dumps(job) + "\n")
                 self.proc.stdin.flush()
@@ -460,7 +485,7 @@ class GpuSession:
                                "no answer in time (watchdog)" if msg == "timeout" else msg["detail"])
                         if msg is None and self.err_tail:
                             why += ": " + self.err_tail[-1]
-                        out.reports.append(self._trap_report(spec_path, k, seed, why))
+                        out.reports.append(self._trap_report(spec_path, k, seed, why, sched))
                     self._kill()
                     break
                 if msg["type"] == "run":
@@ -480,8 +505,10 @@ class GpuSession:
         out.reports.sort(key=lambda r: r.log["run"])
         return out
 
-    def _trap_report(self, spec_path, run, seed, why) -> L.RunReport:
+    def _trap_report(self, spec_path, run, seed, why, sched=None) -> L.RunReport:
         log = L.make_log(spec_path, self.device, self.command, seed, run, "trap", [])
+        if sched is not None:
+            log["replay"] = dict(sched["meta"], reached=None)
         return L.RunReport(log, ["trap"], [], [], why)
 
 
