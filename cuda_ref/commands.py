@@ -152,12 +152,43 @@ def _with_options(fn):
 @click.command()
 @click.argument("specs", nargs=-1, required=True)
 @_with_options
-def gpu(specs, runs, seed, log_dir, timeout_ms, delay_ns, as_json):
+@click.option("--replay", "replay", is_flag=False, flag_value="model", default=None,
+              metavar="[TRACE.itf.json]",
+              help="Run under a trace's schedule (cuda_ref/replay.py): TRACE.itf.json (one SPEC; "
+                   "`pipeproof verify SPEC --trace X.itf.json` writes it), or, with no file "
+                   "(put --replay after the specs), the model's shortest trace of each SPEC.")
+@click.option("--compare", is_flag=True,
+              help="With --replay: also as many free-running runs, to compare.")
+def gpu(specs, runs, seed, log_dir, timeout_ms, delay_ns, as_json, replay, compare):
     """Run the reference GPU kernel of each SPEC: outcome counts and how many logs conform."""
+    if replay is not None and replay != "model":
+        if not replay.endswith(".itf.json"):
+            _fail_usage(f"pipeproof gpu: --replay {replay}: expected a trace file ending in "
+                        f".itf.json (or --replay with no file, after the specs, to replay the "
+                        f"model's own trace)")
+        if len(specs) != 1:
+            _fail_usage("pipeproof gpu: --replay TRACE.itf.json replays one trace: give one SPEC")
+    if compare and replay is None:
+        _fail_usage("pipeproof gpu: --compare goes with --replay")
     loaded = [(p, _load(p)) for p in specs]
     ensure_engines()  # conform steps the compiled model: the one shared build, with notices
     session = _session(timeout_ms, delay_ns)
     loop, docs = InputLoop(), []
+    if replay is not None:
+        from pipeproof.cuda_ref.replay import ReplayError
+        from pipeproof.cuda_ref.replay_cli import replay_specs, table
+        from pipeproof.spec.schema import SpecError
+        loop = InputLoop(bad_input=(SpecError, ReplayError))
+        try:
+            docs, rows = replay_specs(
+                loaded, replay, runs, seed, session, loop, log_dir, compare,
+                (conform_logs, _write_logs, _reason, _counts_text, _conform_text))
+        finally:
+            session.close()
+        click.echo(table(rows, runs, seed, session.device), err=True)
+        if as_json:
+            click.echo(json.dumps({"schema": "pipeproof-gpu-replay/1", "results": docs}, indent=2))
+        sys.exit(loop.worst)
     try:
         for path, spec in loaded:
             res = loop.attempt(path, lambda: session.run_spec(path, runs, seed))
