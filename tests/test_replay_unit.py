@@ -132,6 +132,8 @@ def world_key(world) -> str:
     view = state_view(world)
     view["inflight"] = sorted(json.dumps(e, sort_keys=True) for e in view["inflight"])
     view["observed"] = sorted(str(k) for k, s in world.signals.items() if s.get("observed"))
+    view["windows"] = [sorted((r, str(k), v) for r, pos in a.rings.items()   # (k', ph')
+                              for k, v in pos.window.items()) for a in world.agents]
     return json.dumps(view, sort_keys=True)
 
 
@@ -1550,3 +1552,151 @@ def test_a_multi_part_trace_replays_and_a_wrong_part_is_caught():
     bad["initial"]["slots"]["cta0.slot[0]"] = -1                  # a one-part view
     with pytest.raises(ReplayError, match="initial state: slots"):
         replay(spec, bad)
+
+
+# ------------------------------------------------------------------------------------------
+# The phase_alias window after `reset` (docs/rules.md)
+# ------------------------------------------------------------------------------------------
+
+def set_phase_no(world, n, kind="full", stage=0):
+    world.signals[(0, "main", kind, stage)]["phase_no"] = n
+
+
+def aliased_at(world, phase_nos, kind="full", stage=0) -> list:
+    """The phase numbers, of `phase_nos`, at which the state shows phase_alias (the signal's
+    phase_no is changed for the question, then put back)."""
+    sig = world.signals[(0, "main", kind, stage)]
+    keep, out = sig["phase_no"], []
+    for n in phase_nos:
+        sig["phase_no"] = n
+        if "phase_alias" in state_violations(world):
+            out.append(n)
+    sig["phase_no"] = keep
+    return out
+
+
+def test_a_reset_every_two_laps_keeps_parity_and_stays_in_the_window():
+    """x_persistent_reset_ok in small: one stage, both sides reset every 2 items. After the
+    reset the consumer at phase 0 waits for full phase 2, which its last pass (phase 1 at
+    lap 1) says it means; by its phase alone it would mean phase 0 and alias."""
+    spec = make_spec(role("producer", PRODUCER_WRITE + ["reset every=2 at=1"]),
+                     role("consumer", CONSUMER + ["reset every=2 at=1"], side="consumer"),
+                     stages=1, items=4)
+    kinds, states, finals = explore(spec)
+    assert kinds == set()
+    assert all(a.done for w in finals for a in w.agents)
+
+
+def test_a_reset_every_lap_flips_parity_and_is_still_a_violation():
+    """x_persistent_reset_bad in small: a reset every `stages` items."""
+    spec = make_spec(role("producer", PRODUCER_WRITE + ["reset"]),
+                     role("consumer", CONSUMER + ["reset"], side="consumer"),
+                     stages=1, items=2)
+    kinds, _, _ = explore(spec)
+    assert "read_before_fill" in kinds
+
+
+def test_intended_phase_after_a_reset_is_the_next_of_the_waiters_parity():
+    """Passes at phases 0 and 1 (k' = 1, ph' = 1); the reset takes the phase back to 0: the
+    smallest k >= 1 of parity 0 is 2, the window {2, 3}. A pass there at phase 0 records
+    (2, 0): at phase 1 the window is {3, 4}."""
+    spec = make_spec(role("c", ["wait_full", "advance", "reset every=2 at=1"], side="consumer"),
+                     stages=1, items=4)
+    world = initial_state(spec)
+    assert aliased_at(world, range(-1, 4)) == [-1, 2, 3]          # k = 0: {0, 1}
+    set_phase_no(world, 1)
+    run(world, [ev("c[0]", "wait_full", 0), ev("c[0]", "advance", 1)])
+    set_phase_no(world, 2)
+    run(world, [ev("c[0]", "wait_full", 0), ev("c[0]", "advance", 1), ev("c[0]", "reset", 2)])
+    assert world.agent("c[0]").phase == 0
+    assert aliased_at(world, range(6)) == [0, 1, 4, 5]            # k = 2: {2, 3}
+    set_phase_no(world, 3)
+    run(world, [ev("c[0]", "wait_full", 0), ev("c[0]", "advance", 1)])
+    assert aliased_at(world, range(6)) == [0, 1, 2, 5]            # k = 3: {3, 4}
+
+
+def test_intended_phase_after_a_reset_keeps_k_of_the_same_parity():
+    """Passes at phases 0, 1, 2 (k' = 2, ph' = 2), then the reset to phase 0: k' itself has
+    the parity of 0, so k = 2."""
+    spec = make_spec(role("c", ["wait_full", "advance", "reset every=3 at=2"], side="consumer"),
+                     stages=1, items=4)
+    world = initial_state(spec)
+    for n in (1, 2, 3):
+        set_phase_no(world, n)
+        run(world, [ev("c[0]", "wait_full", 0), ev("c[0]", "advance", 1)])
+    apply(world, ev("c[0]", "reset", 2))
+    assert aliased_at(world, range(6)) == [0, 1, 4, 5]            # k = 2: {2, 3}
+
+
+def test_a_ready_try_records_its_pass_a_failed_one_does_not():
+    spec = make_spec(role("c", ["try_full", "advance", "reset every=2 at=1"], side="consumer"),
+                     stages=1, items=3)
+    for second, aliases in ((2, set()), (1, {"phase_alias"})):
+        world = initial_state(spec)
+        set_phase_no(world, 1)
+        assert run(world, [ev("c[0]", "try_full", 0), ev("c[0]", "advance", 1)]) == [set()] * 2
+        set_phase_no(world, second)               # 2: ready at phase 1; 1: not ready
+        assert apply(world, ev("c[0]", "try_full", 0)) == set()
+        assert world.agent("c[0]").ready == (second == 2)
+        run(world, [ev("c[0]", "advance", 1), ev("c[0]", "reset", 2)])
+        set_phase_no(world, 3)
+        # recorded (1, 1): k = 2, 3 in the window; only (0, 0): k = 0, 3 outside it
+        assert apply(world, ev("c[0]", "try_full", 0)) == aliases
+
+
+def test_a_skipped_unless_ready_wait_records_nothing():
+    """The prologue's try passes at phase 0; the body's waits are skipped (ready stays true),
+    so after the reset the epilogue's wait still follows (0, 0): k = 0."""
+    spec = make_spec(role("c", ["wait_full unless=ready", "advance", "reset every=2 at=1"],
+                          side="consumer", prologue=["try_full"], epilogue=["wait_full"]),
+                     stages=1, items=2)
+    world = initial_state(spec)
+    set_phase_no(world, 1)
+    run(world, [ev("c[0]", "try_full", 0), ev("c[0]", "wait_full", 1),
+                ev("c[0]", "advance", 2), ev("c[0]", "wait_full", 1),
+                ev("c[0]", "advance", 2), ev("c[0]", "reset", 3)])
+    assert world.agent("c[0]").current.pc == 4
+    assert aliased_at(world, range(4)) == [2, 3]                  # k = 0: {0, 1}
+
+
+def test_a_drain_step_records_its_pass():
+    """Producer (p0 = 1): drain steps pass at phases 1 and 2 (k = -1, then 0); the reset takes
+    it back to phase 1: the smallest k >= 0 of parity 1 is 1, the window {1, 2}."""
+    spec = make_spec(role("p", ["reset"], prologue=["drain", "drain"], epilogue=["wait_empty"]),
+                     stages=1, items=1)
+    world = initial_state(spec)
+    apply(world, ev("p[0]", "drain", 0))
+    set_phase_no(world, 1, kind="empty")
+    run(world, [ev("p[0]", "drain", 1), ev("p[0]", "reset", 2)])
+    assert world.agent("p[0]").phase == 1 and world.agent("p[0]").current.op.name == "wait_empty"
+    assert aliased_at(world, range(-1, 4), kind="empty") == [-1, 0, 3]
+
+
+def test_the_record_is_per_stage():
+    """Only stage 0's waits passed before the reset: stage 1's wait after it still follows its
+    initial record, k = 0; stage 0's follows (1, 1), k = 2."""
+    spec = make_spec(role("c", ["wait_full", "advance", "advance", "reset every=2 at=1"],
+                          side="consumer", epilogue=["advance", "wait_full"]),
+                     stages=2, items=2)
+    world = initial_state(spec)
+    for n in (1, 2):
+        set_phase_no(world, n)
+        run(world, [ev("c[0]", "wait_full", 0), ev("c[0]", "advance", 1),
+                    ev("c[0]", "advance", 2)])
+    run(world, [ev("c[0]", "reset", 3), ev("c[0]", "advance", 4)])
+    assert (world.agent("c[0]").stage, world.agent("c[0]").phase) == (1, 0)
+    assert aliased_at(world, range(4), stage=1) == [2, 3]         # k = 0: {0, 1}
+    # both stages pass before the reset: each keeps its own (k', ph')
+    spec = make_spec(role("c", ["wait_full", "advance", "wait_full", "advance",
+                                "reset every=2 at=1"], side="consumer"), stages=2, items=3)
+    world = initial_state(spec)
+    for n in (1, 2):
+        set_phase_no(world, n, stage=0)
+        set_phase_no(world, n, stage=1)
+        run(world, [ev("c[0]", "wait_full", 0), ev("c[0]", "advance", 1),
+                    ev("c[0]", "wait_full", 2), ev("c[0]", "advance", 3)])
+    apply(world, ev("c[0]", "reset", 4))
+    set_phase_no(world, 3, stage=0)
+    apply(world, ev("c[0]", "wait_full", 0))          # stage 0 passes again at phase 0: (2, 0)
+    apply(world, ev("c[0]", "advance", 1))
+    assert aliased_at(world, range(6), stage=1) == [0, 1, 4, 5]   # stage 1: (1, 1), k = 2
