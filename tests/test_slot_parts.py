@@ -16,6 +16,30 @@ from pipeproof.spec.load import load_spec_text
 from tests.test_expressiveness import _check_replay
 
 SPECS = {
+    "two_copies_unrolled": """\
+[pipeline]
+name = "BUG: expect_tx 8192 but two copies of 8192, body unrolled over both stages"
+backend = "nvidia"
+stages = 2
+producer_arrive_count = 1
+consumer_arrive_count = 1
+items = 2
+expect = "read_before_fill"
+
+[[role]]
+name = "producer"
+side = "producer"
+count = 1
+body = ["wait_empty", "expect_tx 8192", "copy 8192", "copy 8192", "advance",
+        "wait_empty", "expect_tx 8192", "copy 8192", "copy 8192", "advance"]
+
+[[role]]
+name = "consumer"
+side = "consumer"
+count = 1
+body = ["wait_full", "read", "arrive_empty", "advance",
+        "wait_full", "read", "arrive_empty", "advance"]
+""",
     "epilogue_alias": """\
 [pipeline]
 backend = "nvidia"
@@ -209,6 +233,9 @@ EXPECTED = {
     # half tile)
     "two_copies": (2, "violation", ("read_before_fill",), 6, None),
     "two_copies_ok": (2, "ok", (), None, (55, 125)),
+    # the same body written out for both stages: each copy is still its own part (a part
+    # keeps the fills of every stage; found by the independent replayer)
+    "two_copies_unrolled": (2, "violation", ("read_before_fill",), 6, None),
     # a TMA copy beside a SIMT write, two warps: with the write's arrival counted by full
     # (a wait between the write and the read), and without it
     "mixed_ok": (2, "ok", (), None, (127, 875)),
