@@ -14,7 +14,7 @@ MAX_DYNAMIC_SMEM = 227 * 1024       # opt-in dynamic shared memory per block
 MAX_WARPS_PER_CTA = 32              # 1024 threads
 MAX_HW_BARRIERS = 15                # bar.sync ids 1..15 (0 is __syncthreads)
 BULK_ALIGN = 16                     # cp.async.bulk: size and addresses multiples of 16
-WRITE_REGION = 16                   # the tag words of a `write` slot
+WRITE_REGION = 16                   # the tag words a `write` stores (the least part region)
 SLOT_ALIGN = 128
 
 # Event record layout (int32 words) shared with cuda_ref.run.
@@ -68,16 +68,29 @@ class Region:
 
 
 @dataclass
+class PartLayout:
+    """One part of a ring's slots (checker/program.py slot_parts): its region of every slot's
+    buffer (same offset in every CTA that has it), sized by its largest fill."""
+    index: int
+    offset: int
+    nbytes: int
+    ctas: tuple           # the CTAs whose slots have it
+    fills: list           # per producer-side fill op storing into it: (agent, pc, tag, every,
+                          # at, items), tag = model.tag_of (-1: a body fill, of the item)
+
+
+@dataclass
 class RingLayout:
     index: int
     name: str
     stages: int
     full_count: int
     empty_count: int
-    kind: str             # "write" (tag words) or "copy" (regions)
+    kind: str             # "copy" (some copy fills it: landings are observed) or "write"
     slot_bytes: int
     base: int             # offset of slot 0 in dynamic shared memory
-    regions: list = field(default_factory=list)
+    regions: list = field(default_factory=list)   # Region per copy op
+    parts: list = field(default_factory=list)     # PartLayout per part of its slots
 
 
 

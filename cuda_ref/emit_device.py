@@ -163,8 +163,8 @@ __device__ __forceinline__ void gunlock(const Ctx& c) {
 #endif
   atomicExch(c.ctl + 3, 0u);
 }
-__device__ __forceinline__ void store_tag(volatile i32* p, i32 item) {
-  p[0] = item; p[1] = item; p[2] = item; p[3] = item;
+__device__ __forceinline__ void store_fill(volatile i32* p, u32 words, i32 item) {
+  for (u32 i = 0; i < words; ++i) p[i] = item;   // a write: its tag in every word of its part
 }
 
 // ---- the event log (lane 0)

@@ -1,11 +1,13 @@
-"""The generator's layout: slots and copy regions in shared memory, hardware barriers, the
-per-ring slot checks and the buffer bounds of one run (a mixin of cuda_ref.codegen's _Gen)."""
+"""The generator's layout: slots, their parts and the copy regions in shared memory, hardware
+barriers, the per-ring slot checks and the buffer bounds of one run (a mixin of
+cuda_ref.codegen's _Gen)."""
 from __future__ import annotations
 
 from pipeproof.backends.base import EMPTY, FULL
+from pipeproof.checker.program import part_of
 from pipeproof.cuda_ref.emit_common import (
-    BULK_ALIGN, MAX_DYNAMIC_SMEM, MAX_HW_BARRIERS, SLOT_ALIGN, WRITE_REGION, Region, RingLayout,
-    round_up,
+    BULK_ALIGN, MAX_DYNAMIC_SMEM, MAX_HW_BARRIERS, SLOT_ALIGN, WRITE_REGION, PartLayout, Region,
+    RingLayout, round_up,
 )
 from pipeproof.spec.ops import OP_EFFECTS
 from pipeproof.spec.schema import targets
@@ -17,53 +19,49 @@ def _copies(op) -> bool:
 
 class Layout:
     def layout(self):
+        """Each ring's slot is its parts (checker/program.py slot_parts), one region each, in
+        order, sized by the part's largest fill (a copy's bytes, a write's WRITE_REGION); a
+        copy lands in its part's region, a producer-side write stores its tag in every word of
+        its part's region, a consumer-side write in every word of every part (it reuses the
+        whole buffer). The prologue's, body's and epilogue's fills of one part share its
+        region, as in the model."""
         rings = []
         base = 0
-        for r, ring in enumerate(self.model.ring_specs):
-            copies, writes = [], False
-            for i, a in enumerate(self.model.agents):
+        m = self.model
+        for r, ring in enumerate(m.ring_specs):
+            parts = []
+            offset = 0
+            for p, part in enumerate(m.parts[r]):
+                fills, size = [], 0
+                for _section, i, pc in part.fills:
+                    a = m.agents[i]
+                    op = a.ops[pc][0]
+                    tag = m.tag_of(a, pc)
+                    fills.append((i, pc, tag, op.every, op.at, a.items))
+                    size = max(size, op.n if _copies(op) else WRITE_REGION)
+                size = round_up(max(size, WRITE_REGION), BULK_ALIGN)
+                parts.append(PartLayout(p, offset, size, tuple(part.ctas), fills))
+                offset += size
+            copies = []
+            for i, a in enumerate(m.agents):
                 for pc, (op, _) in enumerate(a.ops):
-                    if op.ring != ring.name:
+                    if op.ring != ring.name or not _copies(op):
                         continue
-                    eff = OP_EFFECTS[op.name]
-                    if eff.issues == "copy":
-                        tag = self.model.tag_of(a, pc)
-                        copies.append(Region(i, pc, 0, op.n, targets(self.k, a.cta, op.to),
-                                             op.every, op.at, a.items if tag < 0 else 1, tag=tag))
-                    elif eff.stores:
-                        writes = True
-            if copies and writes:
-                raise self.fail(f"ring {ring.name!r} is filled by both write and copy ops; the "
-                                f"reference kernel keeps one kind of payload per ring")
-            if copies:
-                # Greedy: each copy gets the lowest offset free in every CTA it lands in.
-                used = {c: [] for c in range(self.k)}
-                ends = [0]
-                for reg in copies:
-                    if reg.tag >= 0:
-                        # A prologue's or epilogue's copy reuses the slot's buffer from its
-                        # start (the next tile's Q over this one's), as the model's one tag
-                        # per slot says: any later fill replaces what it held.
-                        reg.offset = 0
-                        ends.append(reg.nbytes)
-                        continue
-                    off = 0
-                    while True:
-                        clash = [e for c in reg.dests for (s, e) in used[c]
-                                 if s < off + reg.nbytes and off < e]
-                        if not clash:
-                            break
-                        off = round_up(max(clash), BULK_ALIGN)
-                    reg.offset = off
-                    for c in reg.dests:
-                        used[c].append((off, off + reg.nbytes))
-                slot = max(ends + [e for c in used for (_, e) in used[c]])
-                kind = "copy"
-            else:
-                slot, kind = WRITE_REGION, "write"
-            slot = round_up(slot, SLOT_ALIGN)
+                    p = part_of(m.parts[r], i, pc)
+                    if p < 0:
+                        if len(parts) > 1:
+                            raise self.fail(f"agent {a.name}: a consumer-side copy into ring "
+                                            f"{ring.name!r}, whose slots have {len(parts)} parts: "
+                                            f"the reference kernel lands a copy in one part only")
+                        p = 0
+                    tag = m.tag_of(a, pc)
+                    copies.append(Region(i, pc, parts[p].offset, op.n,
+                                         targets(self.k, a.cta, op.to), op.every, op.at,
+                                         a.items if tag < 0 else 1, tag=tag))
+            kind = "copy" if copies else "write"
+            slot = round_up(offset, SLOT_ALIGN)
             rings.append(RingLayout(r, ring.name, ring.stages, ring.expected(FULL),
-                                    ring.expected(EMPTY), kind, slot, base, copies))
+                                    ring.expected(EMPTY), kind, slot, base, copies, parts))
             base += slot * ring.stages
         if base > MAX_DYNAMIC_SMEM:
             detail = ", ".join(f"{rl.name}: {rl.stages} x {rl.slot_bytes} B" for rl in rings)
@@ -83,6 +81,13 @@ class Layout:
         self.src_words = max(word, 4)
         self.region_of = {(reg.agent, reg.pc): reg for rl in rings for reg in rl.regions}
 
+    def fill_parts(self, a: int, pc: int, r: int) -> list:
+        """The parts (PartLayout) the fill op at `pc` of agent `a` stores into, in its CTA."""
+        rl = self.rings[r]
+        p = part_of(self.model.parts[r], a, pc)
+        cta = self.model.agents[a].cta
+        return [pt for pt in rl.parts if (p < 0 or pt.index == p) and cta in pt.ctas]
+
     def barrier_plan(self):
         """Which named barriers also get a real bar.sync (see the module docstring)."""
         self.bar_index = {name: b for b, name in enumerate(self.model.barrier_names)}
@@ -101,7 +106,10 @@ class Layout:
 
 
     def check_functions(self) -> str:
-        """check_r<r>_c<c>(c, stage, item, &found): whole-warp check of a slot for an item."""
+        """check_r<r>_c<c>(c, stage, item, &found): whole-warp check of a slot for a tag: the
+        parts the program fills for it (a prologue's or epilogue's fill of that tag, a body
+        fill whose every=/at= guard selects the item), or every part when it fills none
+        (semantics.read_miss)."""
         out = []
         for rl in self.rings:
             for cta in range(self.k):
@@ -109,19 +117,27 @@ class Layout:
                          f"i32 item, i32* found) {{",
                          f"  const unsigned char* s = c.smem + {rl.base}u + stage * "
                          f"{rl.slot_bytes}u;",
-                         "  u32 bad = 0; i32 val = 0; (void)s;"]
-                if rl.kind == "write":
-                    lines.append(f"  check_words((const i32*)s, {WRITE_REGION // 4}u, item, "
-                                 f"c.lane, bad, val);")
-                else:
-                    for reg in rl.regions:
-                        if cta not in reg.dests:
-                            continue
-                        cond = f"item < {reg.items}" if reg.tag < 0 else f"item == {reg.tag}"
-                        if reg.every != 1 or reg.at != 0:
-                            cond += f" && item % {reg.every} == {reg.at}"
-                        lines.append(f"  if ({cond}) check_words((const i32*)(s + {reg.offset}u), "
-                                     f"{reg.nbytes // 4}u, item, c.lane, bad, val);")
+                         "  u32 bad = 0, any = 0; i32 val = 0; (void)s;"]
+                mine = [pt for pt in rl.parts if cta in pt.ctas]
+                for pt in mine:
+                    conds = []
+                    for _i, _pc, tag, every, at, items in pt.fills:
+                        if tag >= 0:
+                            conds.append(f"item == {tag}")
+                        else:
+                            cond = f"(item < TAG_OUT && item < {items}"
+                            if every != 1 or at != 0:
+                                cond += f" && item % {every} == {at}"
+                            conds.append(cond + ")")
+                    if conds:
+                        lines.append(f"  if ({' || '.join(conds)}) {{ any = 1; "
+                                     f"check_words((const i32*)(s + {pt.offset}u), "
+                                     f"{pt.nbytes // 4}u, item, c.lane, bad, val); }}")
+                lines.append("  if (!any) {")
+                for pt in mine:
+                    lines.append(f"    check_words((const i32*)(s + {pt.offset}u), "
+                                 f"{pt.nbytes // 4}u, item, c.lane, bad, val);")
+                lines.append("  }")
                 lines += ["  return warp_first_bad(bad, val, found);", "}"]
                 out.append("\n".join(lines))
         return "\n\n".join(out)

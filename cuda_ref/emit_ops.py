@@ -152,11 +152,15 @@ class OpEmitter:
     # --- payload
 
     def e_write(self, a, pc, op, step, r):
+        """Its tag into every word of its part's region (a consumer-side write: of every part
+        of the slot, the whole buffer it reuses)."""
         st, _, _ = self.ring_vars(r)
         rl = self.rings[r]
-        return self.locked(a, pc, op.name, r,
-                           f"store_tag((volatile i32*)(c.smem + {rl.base}u + (u32){st} * "
-                           f"{rl.slot_bytes}u), {self.tag(a, pc)});")
+        stores = " ".join(
+            f"store_fill((volatile i32*)(c.smem + {rl.base}u + (u32){st} * {rl.slot_bytes}u + "
+            f"{pt.offset}u), {pt.nbytes // 4}u, {self.tag(a, pc)});"
+            for pt in self.fill_parts(a, pc, r))
+        return self.locked(a, pc, op.name, r, stores)
 
     def check_call(self, a: int, r: int, stage: str, item: str) -> str:
         cta = self.model.agents[a].cta

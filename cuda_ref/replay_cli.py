@@ -62,7 +62,8 @@ def replay_specs(loaded, replay, runs, seed, session, loop, log_dir, compare, he
             click.echo(f"{path}: not run: {doc['not_run']}", err=True)
             loop.note(EXIT_NOT_RUN)
             docs.append(doc)
-            rows.append((os.path.basename(path), "-", "-", "not run: " + doc["not_run"], "-", "-", "-"))
+            doc["row"] = [os.path.basename(path), "-", "-", "not run: " + doc["not_run"], "-", "-", "-"]
+            rows.append(tuple(doc["row"]))
             continue
         loop.note(doc.pop("_exit"))
         rows.append(doc.pop("_row"))
@@ -144,7 +145,7 @@ def _run_one(path, spec, sched, unseen, model_text, runs, seed, session, log_dir
             "conform": None if conf is None else [
                 {"ok": c.ok, "index": c.index, "message": c.message} for c in conf],
             "runs": [r.summary() for r in res.reports], "logs": paths,
-            "_exit": EXIT_FAIL if bad else EXIT_OK, "_row": row}
+            "row": list(row), "_exit": EXIT_FAIL if bad else EXIT_OK, "_row": row}
 
 
 def _what_it_shows(rep) -> list[str]:
@@ -165,6 +166,8 @@ HEAD = ("spec", "model", "replayed", "replay on the GPU", "free runs", "conform"
 
 
 def table(rows, runs, seed, device) -> str:
+    """One row per spec (the JSON document keeps each as `row`, so several runs' documents
+    make one table)."""
     widths = [max(len(str(x)) for x in col) for col in zip(HEAD, *rows)] if rows else [len(h) for h in HEAD]
     lines = [f"replay on {device} ({runs} runs per spec, seed {seed})",
              "| " + " | ".join(h.ljust(w) for h, w in zip(HEAD, widths)) + " |",

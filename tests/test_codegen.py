@@ -124,10 +124,11 @@ def test_nvidia_signal_ops_are_mbarrier_ptx():
 def test_write_read_and_slot_check():
     g = ring('["wait_empty", "write", "arrive_full", "advance"]',
              '["wait_full", "read", "arrive_empty", "advance"]')
-    assert "store_tag((volatile i32*)(c.smem + 0u + (u32)st0 * 128u), item);" in agent_code(g, 0)
-    check = g.source[g.source.index("u32 check_r0_c0("):]
-    assert "check_words((const i32*)s, 4u, item, c.lane, bad, val);" in check.split("\n}\n")[0]
-    assert g.rings[0].kind == "write"
+    assert "store_fill((volatile i32*)(c.smem + 0u + (u32)st0 * 128u + 0u), 4u, item);" in agent_code(g, 0)
+    check = g.source[g.source.index("u32 check_r0_c0("):].split("\n}\n")[0]
+    assert ("if ((item < TAG_OUT && item < 3)) { any = 1; check_words((const i32*)(s + 0u), 4u, "
+            "item, c.lane, bad, val); }") in check
+    assert g.rings[0].kind == "write" and [(p.offset, p.nbytes) for p in g.rings[0].parts] == [(0, 16)]
 
 
 def test_copy_regions_and_expected_items():
@@ -136,8 +137,9 @@ def test_copy_regions_and_expected_items():
              '["wait_full", "read", "arrive_empty", "advance"]')
     regs = g.rings[0].regions
     assert [(r.offset, r.nbytes, r.every, r.at) for r in regs] == [(0, 16384, 1, 0), (16384, 4096, 2, 0)]
-    assert "if (item < 3) check_words((const i32*)(s + 0u), 4096u" in g.source
-    assert "if (item < 3 && item % 2 == 0) check_words((const i32*)(s + 16384u), 1024u" in g.source
+    assert "if ((item < TAG_OUT && item < 3)) { any = 1; check_words((const i32*)(s + 0u), 4096u" in g.source
+    assert ("if ((item < TAG_OUT && item < 3 && item % 2 == 0)) { any = 1; "
+            "check_words((const i32*)(s + 16384u), 1024u") in g.source
     # every=/at= guard the op in the body
     assert "if (item % 2 == 0) {" in agent_code(g, 0)
     # the source buffer: items x bytes per copy op, every word the item
@@ -268,11 +270,42 @@ def test_slots_must_fit_in_shared_memory():
         generate(load_spec("spec/examples/bug_expect_tx_over_limit.toml"))
 
 
-def test_a_ring_holds_one_kind_of_payload():
+def test_a_ring_filled_by_a_write_and_a_copy_has_a_part_for_each():
+    """TileLang's mixed producer: a SIMT write and a TMA copy into one slot per item are two
+    parts (checker/program.py slot_parts); each fill stores into its own region and a read
+    checks both."""
+    g = ring('["wait_empty", "write", "expect_tx 64", "copy 64", "advance"]',
+             '["wait_full", "read", "arrive_empty", "advance"]')
+    rl = g.rings[0]
+    assert rl.kind == "copy" and [(p.offset, p.nbytes) for p in rl.parts] == [(0, 16), (16, 64)]
+    assert [(r.offset, r.nbytes) for r in rl.regions] == [(16, 64)]
+    prod = agent_code(g, 0)
+    assert "store_fill((volatile i32*)(c.smem + 0u + (u32)st0 * 128u + 0u), 4u, item);" in prod
+    assert ", 16u, 64u, 0u + (u32)st0 * 128u, c.src + 0ull" in prod   # the copy into part 1
+    check = g.source[g.source.index("u32 check_r0_c0("):].split("\n}\n")[0]
+    assert "check_words((const i32*)(s + 0u), 4u" in check and "check_words((const i32*)(s + 16u), 16u" in check
+
+
+def test_a_consumer_side_write_stores_into_every_part():
+    """FA3's V ring with an aliased epilogue write: the consumer's write reuses the whole
+    buffer, so it stores its tag into every part."""
+    g = ring('["wait_empty", "expect_tx 8192", "copy 4096", "copy 4096", "advance"]',
+             '["wait_full", "read", "arrive_empty", "advance"]',
+             extra="", pepi='')
+    assert [(p.offset, p.nbytes) for p in g.rings[0].parts] == [(0, 4096), (4096, 4096)]
+    g = gen_text(NV_RING.format(backend="nvidia", cons=1, ncons=1, extra="", pepi="",
+                                producer='["wait_empty", "expect_tx 8192", "copy 4096", "copy 4096", "advance"]',
+                                consumer='["wait_full", "read", "write", "arrive_empty", "advance"]'))
+    cons = agent_code(g, 1)
+    assert ("store_fill((volatile i32*)(c.smem + 0u + (u32)st0 * 8192u + 0u), 1024u, item); "
+            "store_fill((volatile i32*)(c.smem + 0u + (u32)st0 * 8192u + 4096u), 1024u, item);") in cons
+
+
+def test_a_consumer_side_copy_into_several_parts_is_refused():
     one_line_refusal(NV_RING.format(backend="nvidia", cons=1, ncons=1, extra="", pepi="",
                                     producer='["wait_empty", "write", "expect_tx 64", "copy 64", "advance"]',
-                                    consumer='["wait_full", "read", "arrive_empty", "advance"]'),
-                     "filled by both write and copy")
+                                    consumer='["wait_full", "read", "expect_tx 64", "copy 64", "arrive_empty", "advance"]'),
+                     "a consumer-side copy")
 
 
 def test_too_many_agents_in_a_cta():

@@ -260,22 +260,22 @@ def fixture_logs():
     return sorted(FIXTURES.glob("*.log.json")) if FIXTURES.is_dir() else []
 
 
-def _schedule_for(log):
-    spec = load_spec(str(ROOT / log["spec"]))
+def _schedule_for(path: Path, log):
+    """The spec (the fixture's copy) and the schedule its log ran under: the replay of the
+    trace beside it (`pipeproof gpu --replay --log-dir` writes the model's trace there)."""
+    stem = path.name.split(".run")[0]
+    spec = load_spec(str(FIXTURES / f"{stem}.toml"))
     m = compile_model(spec)
     trace = log["replay"]["trace"]
-    if trace == "model":
-        sched, _ = R.from_model(m, verify(spec))
-    else:
-        sched = R.from_itf(m, str(ROOT / trace))
-    return spec, m, sched
+    itf = FIXTURES / (f"{stem}.itf.json" if trace == "model" else Path(trace).name)
+    return spec, m, R.from_itf(m, str(itf))
 
 
 @pytest.mark.parametrize("path", fixture_logs(), ids=lambda p: p.name)
 def test_h200_replay_logs_conform_follow_their_schedule_and_reproduce(path):
     from pipeproof.cuda_ref.conform import conform
     log = L.read_log(path)
-    spec, m, sched = _schedule_for(log)
+    spec, m, sched = _schedule_for(path, log)
     assert log["replay"]["kind"] == sched.kind and log["replay"]["steps"] == sched.total
     c = conform(m, log)
     assert c.ok, c.message
@@ -292,3 +292,51 @@ def test_h200_replay_logs_conform_follow_their_schedule_and_reproduce(path):
     verdict, why = R.judge(sched, rep)
     expected = "reproduced" if sched.observability.observable else "not observable"
     assert verdict == expected, why
+
+
+# ---------------------------------------------------------------- slot parts (rings filled by write and copy)
+
+PARTS = ROOT / "tests" / "fixtures" / "gpu_parts"
+PART_SPECS = sorted(PARTS.glob("*.toml"))
+
+
+@pytest.mark.parametrize("path", PART_SPECS, ids=lambda p: p.name)
+def test_part_specs_have_their_verdict_and_a_region_per_part(path):
+    spec = load_spec(str(path))
+    res = verify(spec)
+    assert (res.verdict if res.verdict == "ok" else res.kind) == spec.expect
+    g = G.generate(spec)
+    m = compile_model(spec)
+    for rl, parts in zip(g.rings, m.parts):
+        assert len(rl.parts) == len(parts)
+        ends = [(p.offset, p.offset + p.nbytes) for p in rl.parts]
+        assert all(a[1] <= b[0] for a, b in zip(ends, ends[1:]))   # disjoint, in order
+        for reg in rl.regions:   # each copy lands in its own part's region
+            assert any(p.offset == reg.offset and p.nbytes >= reg.nbytes for p in rl.parts)
+    if res.verdict == "violation":
+        sched, _ = R.from_model(m, res)
+        assert sched.observability.observable
+        simulate(m, sched)
+
+
+def part_logs():
+    return sorted(PARTS.glob("*.log.json")) if PARTS.is_dir() else []
+
+
+@pytest.mark.parametrize("path", part_logs(), ids=lambda p: p.name)
+def test_h200_part_logs_conform_and_show_the_verdict(path):
+    """Free runs of the correct part specs end ok; replays of the buggy ones reproduce."""
+    from pipeproof.cuda_ref.conform import conform
+    log = L.read_log(path)
+    stem = path.name.split(".run")[0]
+    spec = load_spec(str(PARTS / f"{stem}.toml"))
+    c = conform(spec, log)
+    assert c.ok, c.message
+    if "replay" in log:
+        m = compile_model(spec)
+        sched = R.from_itf(m, str(PARTS / f"{stem}.itf.json"))
+        gen = G.generate(spec, replay=True)
+        outcome, kinds, stuck, mism = L.classify(gen, log["events"], log["outcome"] == "trap")
+        assert R.judge(sched, L.RunReport(log, kinds, stuck, mism))[0] == "reproduced"
+    else:
+        assert log["outcome"] == "ok" == spec.expect
