@@ -81,6 +81,11 @@ class Layout:
         self.src_words = max(word, 4)
         self.region_of = {(reg.agent, reg.pc): reg for rl in rings for reg in rl.regions}
 
+    def fill_bytes(self, a: int, pc: int) -> int:
+        """The bytes a producer-side fill stores in its part: a copy's, a write's tag words."""
+        op = self.model.agents[a].ops[pc][0]
+        return op.n if _copies(op) else WRITE_REGION
+
     def fill_parts(self, a: int, pc: int, r: int) -> list:
         """The parts (PartLayout) the fill op at `pc` of agent `a` stores into, in its CTA."""
         rl = self.rings[r]
@@ -120,19 +125,24 @@ class Layout:
                          "  u32 bad = 0, any = 0; i32 val = 0; (void)s;"]
                 mine = [pt for pt in rl.parts if cta in pt.ctas]
                 for pt in mine:
-                    conds = []
-                    for _i, _pc, tag, every, at, items in pt.fills:
+                    # each fill of the part is checked over the bytes it stores (a prologue's
+                    # 4 KiB tile in the part of the body's 8 KiB one: its 4 KiB)
+                    by_size: dict[int, list] = {}
+                    for i, pc, tag, every, at, items in pt.fills:
                         if tag >= 0:
-                            conds.append(f"item == {tag}")
+                            cond = f"item == {tag}"
                         else:
                             cond = f"(item < TAG_OUT && item < {items}"
                             if every != 1 or at != 0:
                                 cond += f" && item % {every} == {at}"
-                            conds.append(cond + ")")
-                    if conds:
+                            cond += ")"
+                        size = self.fill_bytes(i, pc)
+                        if cond not in by_size.setdefault(size, []):
+                            by_size[size].append(cond)
+                    for size, conds in by_size.items():
                         lines.append(f"  if ({' || '.join(conds)}) {{ any = 1; "
                                      f"check_words((const i32*)(s + {pt.offset}u), "
-                                     f"{pt.nbytes // 4}u, item, c.lane, bad, val); }}")
+                                     f"{size // 4}u, item, c.lane, bad, val); }}")
                 lines.append("  if (!any) {")
                 for pt in mine:
                     lines.append(f"    check_words((const i32*)(s + {pt.offset}u), "

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 from pipeproof.backends.base import EMPTY, FULL
 from pipeproof.checker.model import OP_CODES
-from pipeproof.checker.program import OP_EFFECTS
+from pipeproof.checker.program import OP_EFFECTS, part_of
 from pipeproof.cuda_ref.emit_backend import nv_wait_parity
+from pipeproof.cuda_ref.emit_common import WRITE_REGION
 from pipeproof.spec.schema import targets
 
 
@@ -152,13 +153,15 @@ class OpEmitter:
     # --- payload
 
     def e_write(self, a, pc, op, step, r):
-        """Its tag into every word of its part's region (a consumer-side write: of every part
-        of the slot, the whole buffer it reuses)."""
+        """A producer-side write: its tag into the tag words at the start of its part's region;
+        a consumer-side write: into every word of every part of the slot (the whole buffer it
+        reuses)."""
         st, _, _ = self.ring_vars(r)
         rl = self.rings[r]
+        every = part_of(self.model.parts[r], a, pc) < 0
         stores = " ".join(
             f"store_fill((volatile i32*)(c.smem + {rl.base}u + (u32){st} * {rl.slot_bytes}u + "
-            f"{pt.offset}u), {pt.nbytes // 4}u, {self.tag(a, pc)});"
+            f"{pt.offset}u), {(pt.nbytes if every else WRITE_REGION) // 4}u, {self.tag(a, pc)});"
             for pt in self.fill_parts(a, pc, r))
         return self.locked(a, pc, op.name, r, stores)
 

@@ -345,3 +345,15 @@ def test_generated_source_compiles_for_sm90(tmp_path, name):
     r = subprocess.run([NVCC, "-cubin", "-arch=sm_90", "-std=c++17", str(cu), "-o",
                         str(tmp_path / f"{name}.cubin")], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr[-2000:]
+
+
+def test_a_part_is_checked_over_the_bytes_its_fill_stores():
+    """x_prologue_tile_ok: the prologue's and epilogue's 4 KiB tiles share part 0 with the
+    body's 8 KiB one; each read checks the bytes of the fill it pairs with (checking the whole
+    8 KiB region made every prologue read find the rest unfilled on the H200, 2026-12-01)."""
+    g = generate(load_spec("spec/examples/x_prologue_tile_ok.toml"))
+    assert [(p.offset, p.nbytes) for p in g.rings[0].parts] == [(0, 8192)]
+    check = g.source[g.source.index("u32 check_r0_c0("):].split("\n}\n")[0]
+    tags = (g.tag_prologue, g.tag_epilogue)
+    assert f"if (item == {tags[0]} || item == {tags[1]}) {{ any = 1; check_words((const i32*)(s + 0u), 1024u" in check
+    assert "if ((item < TAG_OUT && item < 3)) { any = 1; check_words((const i32*)(s + 0u), 2048u" in check
