@@ -133,7 +133,7 @@ def _run_one(path, spec, sched, unseen, model_text, runs, seed, session, log_dir
            "-" if free is None else (f"{free_rep}/{len(free.reports)}" if obs.observable
                                      else counts_text(free.counts())),
            conform_text(conf),
-           "; ".join(k for k, _ in unseen) or "-")
+           "; ".join(([] if obs.observable else [sched.kind]) + [k for k, _ in unseen]) or "-")
     return {"spec": path, "device": res.device, "seed": seed,
             "replay": dict(sched.meta(), why=obs.why, reproduced=n_rep, runs=n,
                            verdicts=[{"run": r.log["run"], "verdict": v, "why": w}
