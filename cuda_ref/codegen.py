@@ -26,10 +26,19 @@ stage/phase per ring), so a log of the kernel names the model's own agents and p
   `bar.sync id, 32*count` of the whole warps when the barrier is used only through `sync` and
   its count equals its users (then every agent that passes the counter reaches the hardware
   barrier, which therefore cannot hang);
-* payload: every `write` stores the item number in the slot's tag words; every `copy` lands
-  a region of B bytes whose every word is the item number; `read` checks (with all 32 lanes)
-  every word of every region that the item should have filled and reports the first word that
+* payload: a slot is laid out as its parts (checker/program.py slot_parts), one region each,
+  sized by the part's largest fill; a `copy` lands B bytes whose every word is the item number
+  in its part's region; a producer-side `write` stores the item number in the tag words at the
+  start of its part's region, a consumer-side one in every word of every part (it reuses the
+  whole buffer); `read` checks (with all 32 lanes), in each part the program fills for its tag,
+  the bytes of that fill (every part when it fills none) and reports the first word that
   differs (`tag_mismatch`, with the tag found);
+* a replay kernel (`generate(spec, replay=True)`, cuda_ref/replay.py, cuda_ref/emit_replay.py)
+  runs under a trace's device-side schedule: each op waits for its step on a global counter,
+  and one more warp per CTA lands copies and fires commits at their steps;
+* the model's inflight_at_exit is observed, not undefined: every CTA stays resident to the
+  cluster barrier, the step that leaves a CTA without agents while a copy or commit is in flight
+  into it is marked, and so is any later update aimed at it (cuda_ref/log.py);
 * never hang: every wait polls against one `%globaltimer` deadline (launch + timeout); an
   agent past it logs a `timeout` event at the op it is stuck on and exits; a CTA waits (also
   bounded) for copies still landing before it exits, and a cluster ends with a cluster barrier;
@@ -50,9 +59,10 @@ fails loudly here (GenerationError) until it is implemented. What the kernel com
 backend's rules is printed from the backend itself (backends/printed.py), not copied.
 
 The code, by concern: cuda_ref/emit_common.py (limits, the log's layout, regions),
-cuda_ref/emit_backend.py (the backend mirrors), cuda_ref/emit_layout.py (slots, copy regions,
-hardware barriers, slot checks), cuda_ref/emit_ops.py (one emitter per op) and
-cuda_ref/emit_device.py (the fixed device code). This module is the public API: `generate`,
+cuda_ref/emit_backend.py (the backend mirrors), cuda_ref/emit_layout.py (slots, their parts,
+copy regions, hardware barriers, slot checks), cuda_ref/emit_ops.py (one emitter per op),
+cuda_ref/emit_device.py (the fixed device code) and cuda_ref/emit_replay.py (a replay kernel's
+turn waits and replay warps). This module is the public API: `generate`,
 `Generated`, `OP_EMITTERS`, and every name of those modules that others read.
 """
 from __future__ import annotations
