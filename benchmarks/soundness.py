@@ -40,6 +40,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from pipeproof.checker.program import agents_of, slot_parts  # noqa: E402
 from pipeproof.spec import templates  # noqa: E402
 from pipeproof.spec.load import load_spec_text  # noqa: E402
 from pipeproof.spec.schema import SpecError  # noqa: E402
@@ -351,6 +352,9 @@ def check_one(args):
     except SpecError:
         rec["invalid"] = True
         return rec
+    agents = agents_of(spec)
+    rec["parts"] = any(len(p) > 1 for p in slot_parts(spec, agents))
+    rec["window"] = any(op.name == "reset" for a in agents for op, _ in a.ops)
     try:
         rec.update(compare(spec, do_bmc=bmc_every and i % bmc_every == 0,
                            do_prove=prove_every and i % prove_every == 0,
@@ -454,6 +458,8 @@ def run(specs: int, seed: int, jobs: int, bmc_every: int, prove_every: int, laps
             tally["limit"] += 1
             continue
         verdicts[rec.get("verdict")] += 1
+        tally["with_parts"] += rec.get("parts", False)  # a ring whose slots have several parts
+        tally["with_window"] += rec.get("window", False)  # an agent with a reset
         for c in rec.get("compared", []):
             tally[f"compared_{c}"] += 1
         for c, (want, got) in rec.get("disagree", {}).items():
@@ -502,6 +508,8 @@ def main():
     print(f"specs generated {t.get('generated', 0)}, loaded {t.get('loaded', 0)}, "
           f"invalid (spec errors) {t.get('invalid', 0)}, over the state limit {t.get('limit', 0)}")
     print(f"verdicts of the compared specs (unreduced search): {out['verdicts']}")
+    print(f"compared specs with slots of several parts: {t.get('with_parts', 0)}, with a reset "
+          f"(phase_alias window records): {t.get('with_window', 0)}")
     print(f"mutations: {dict(sorted(out['mutations'].items()))}")
     for c in ("reduced", "bmc", "prove", "laps", "exception"):
         print(f"  {c:9s} compared {t.get('compared_' + c, 0):7d}   disagreements "
