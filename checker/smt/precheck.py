@@ -43,6 +43,12 @@ by one of two concrete runs of all agents over the walks (`_Progress`):
     phase (deadlock); fewer, some of the copies land exactly the expected bytes and the
     witness gets a reader to its read of that phase (read_before_fill: the slot's other
     parts are not filled yet, or their copies are in flight; docs/rules.md "Slot parts").
+The kind named is one the model reaches, not only some violation: every deadlock claim also
+needs the witness, followed to its end (`_Progress.ends`), to end in one, not in a trap (a
+trap ends a path before the stuck wait matters); a surplus claimed as over_arrival needs the
+witness to meet it (a trap, or a phase completed that no wait observed); an early wait on
+empty claimed as overwrite_before_drain needs the write's own earlier item in that slot and a
+held-back reader of that very item.
 Everything else (amd surpluses, irregular walks, huge item counts, Z3's `unknown`) is skipped.
 
 Files. The walks and closed forms are in precheck_walk.py, the backends' signal functions in

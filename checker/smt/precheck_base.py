@@ -119,6 +119,17 @@ class _CheckBase:
                     return False
         return True
 
+    def _deadlocks(self) -> bool:
+        """A deadlock claim also needs a real interleaving that ends in one: an agent the
+        abstraction leaves stuck may still be on a path that traps first (a trap ends it)."""
+        return self.prog.ends()[1] == "deadlock"
+
+    def _shows(self, kind: str) -> bool:
+        """A real interleaving meets `kind`, as a trap or as a violation the path goes on
+        after (a phase completed that no wait observed)."""
+        kinds, final = self.prog.ends()
+        return kind in kinds or final == f"trap {kind}"
+
     def _laps_ok(self, ring: str, c: int) -> bool:
         """Every wait on `ring` in CTA c is proved on its lap (the lap obligations are unsat)."""
         qs = [q for X in (FULL, EMPTY) for q in self._lapq[ring, X, c]]

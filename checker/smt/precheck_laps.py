@@ -66,12 +66,18 @@ class _Laps(_CheckBase):
     def _lap_finding(self, ring, X, c, cls, e: Ev, exp, need, done, pre, out) -> bool:
         i = cls.events.index(e)
         if done > exp:
-            if self.prog.stuck(ring, X, c, cls) is None:
+            if self.prog.stuck(ring, X, c, cls) is None or not self._deadlocks():
                 return False
             kind, tail = "deadlock", "; that completion never comes: deadlock"
         else:
             data = self._next_at(cls, i, READS if X == FULL else WRITES)
-            shown = data is not None and self._early_reaches(ring, X, c, cls, e, exp, data)
+            old = None  # (empty) the item its fill put in that slot (its part) before
+            if X == EMPTY and data is not None:
+                old = next((f.item for f in reversed(cls.events[:data]) if f.key ==
+                            cls.events[data].key and f.stage == e.stage), None)
+                if old is None or old < 0:
+                    return False  # nothing of its own in that slot yet (or a prologue tile)
+            shown = data is not None and self._early_reaches(ring, X, c, cls, e, exp, data, old)
             if not shown:
                 return False
             kind = "read_before_fill" if X == FULL else "overwrite_before_drain"
@@ -109,15 +115,16 @@ class _Laps(_CheckBase):
                            e.item if e.part == "body" else None, cls.name))
         return True
 
-    def _early_reaches(self, ring, X, c, cls, e: Ev, exp: int, data: int):
+    def _early_reaches(self, ring, X, c, cls, e: Ev, exp: int, data: int, old=None):
         """Hold every arriver on X at the start of its visit that makes completion `exp`; if
         the waiter still reaches its read/write after the wait, it passed early (the
-        witness's answer; None if not shown)."""
+        witness's answer; None if not shown). On empty, a held arriver must still have its
+        read of `old`, the item the write stores over, ahead of it there."""
         pre = self._pre(ring, X, c) or {}
         want = exp - 1 - pre.get(e.stage, 0)  # the arrivers' body visit that completes it
         if want < 0:
             return False
-        arrivers, hold = self._arrivers(ring, X, c), {}
+        arrivers, hold, reader = self._arrivers(ring, X, c), {}, False
         for a, (acls, ac) in enumerate(self.prog.agents):
             if acls not in arrivers:
                 continue
@@ -125,9 +132,14 @@ class _Laps(_CheckBase):
                        f.part != "prologue" and f.stage == e.stage and f.vis == want), None)
             if at is None:
                 continue  # it never gets to that phase
-            if X == EMPTY and self._next_at(acls, at, READS) is None:
-                return None  # no reader of the old item is held back: no overwrite to show
+            if X == EMPTY:
+                j = self._next_at(acls, at, READS)
+                if j is None:
+                    return None  # no reader of the old item is held back: no overwrite to show
+                reader = reader or (ac == c and acls.events[j].item == old)
             hold[a] = at
+        if X == EMPTY and not reader:
+            return None  # the held readers read other items there: not shown to overwrite
         return self.prog.witness(self.prog.first(cls, c), data, hold) if hold else None
 
     # ---------------------------------------------------------------- stages
@@ -181,7 +193,7 @@ class _Laps(_CheckBase):
         pcs = self.prog.maximal()
         for a, (cls, c) in enumerate(self.prog.agents):
             steps = self.prog.steps[a]
-            if pcs[a] >= len(steps) or steps[pcs[a]] != ("block",):
+            if pcs[a] >= len(steps) or steps[pcs[a]] != ("block",) or not self._deadlocks():
                 continue
             name = cls.events[pcs[a]].op.barrier
             b = next(b for b in self.spec.barriers if b.name == name)

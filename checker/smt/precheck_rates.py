@@ -132,11 +132,12 @@ class _Rates(_CheckBase):
 
     def _rate_finding(self, ring, X, c, E, T, parts, where, out):
         if T < E:
-            if self.prog.stuck(ring, X, c) is None:
+            if self.prog.stuck(ring, X, c) is None or not self._deadlocks():
                 return
             kind, tail = "deadlock", ": the phase never completes, deadlock"
         else:
-            if self.spec.backend != "nvidia" or not self._over_arrival(ring, X, c):
+            if self.spec.backend != "nvidia" or not self._over_arrival(ring, X, c) \
+                    or not self._shows("over_arrival"):
                 return  # an amd surplus only passes waits early; not shown to violate
             kind, tail = "over_arrival", (": the surplus completes phases no wait observes, "
                                           "over_arrival")
@@ -236,7 +237,7 @@ class _Rates(_CheckBase):
             # phase consumed first. And some wait must need the phase.
             if not (self._after_wait(ring, c, ("expect_tx", "copy"), EMPTY)
                     and self._after_wait(ring, c, ("arrive_empty", "commit_empty"), FULL)
-                    and self._laps_ok(ring, c)):
+                    and self._laps_ok(ring, c) and self._deadlocks()):
                 return
             if not any(e.blocking and e.op.ring == ring and WAITS[e.name] == FULL
                        and e.stage == sv and wait_need(self.spec, self.rings[ring], FULL, e)
@@ -288,7 +289,7 @@ class _Rates(_CheckBase):
                     continue
                 need = wait_need(self.spec, r, X, e)
                 arrivals = need * r.expected(X) if self.spec.backend == "nvidia" else need
-                if arrivals <= total[e.stage]:
+                if arrivals <= total[e.stage] or not self._deadlocks():
                     continue
                 sig = sig_name(ring, X)
                 who = ", ".join(f"{n}: {_plural(items[n], 'item')}" for n in by[e.stage]) \

@@ -44,7 +44,7 @@ class _Progress:
                 for _ in range(cls.agents):
                     self.agents.append((cls, c))
                     self.steps.append(steps)
-        self._free = None
+        self._free = self._ends = None
 
     def _step(self, cls, c, e: Ev, short):
         spec, ring = self.spec, self.rings[e.op.ring]
@@ -96,16 +96,32 @@ class _Progress:
     def first(self, cls: Cls, c: int) -> int:
         return next(a for a, (acls, ac) in enumerate(self.agents) if acls is cls and ac == c)
 
-    def witness(self, agent: int, past: int, hold: dict | None = None) -> str | None:
+    def ends(self) -> tuple[frozenset, str]:
+        """How the witness's interleaving, with nothing held, ends when it is followed past the
+        violations that do not end a path (a wait or try outside its window, a phase completed
+        that no wait observed): those kinds, and "trap <kind>" (it traps), "deadlock" (an agent
+        is unfinished and none can move; nothing is in flight, copies and commits having
+        landed and fired at once) or "done". What it meets is reachable: a claim of a kind the
+        model reaches only if no trap comes first asks this."""
+        if self._ends is None:
+            seen = set()
+            final = self.witness(None, 0, collect=seen)
+            self._ends = frozenset(seen), final
+        return self._ends
+
+    def witness(self, agent: int | None, past: int, hold: dict | None = None,
+                collect: set | None = None) -> str | None:
         """Whether one real interleaving, with agent a held before its step hold[a], takes
         `agent` past its step `past` ("reached"), or meets a violation first (its kind), or
-        neither (None)."""
+        neither (None). With `collect` (ends()), the violations that do not end a path go into
+        it and the run goes on to its end (agent None)."""
         spec, nv = self.spec, spec_is_nvidia(self.spec)
         hold = hold or {}
         sig, bars, waiting, last = {}, defaultdict(lambda: [0, 0]), {}, {}
         pcs = [0] * len(self.steps)
         ready_flag = defaultdict(bool)  # (agent, ring): its last try's answer
         window = {}  # (agent, ring, stage, kind) -> (k', ph'): its last passed wait or ready try
+        observed = set()  # signals whose current phase a wait or try has passed in
 
         def signal(key):
             if key not in sig:
@@ -124,6 +140,10 @@ class _Progress:
                 return "over_arrival"
             if out & nvidia.TRAP_TX_RANGE:
                 return "tx_range"
+            if out & nvidia.COMPLETED:  # the run-ahead clause (semantics.signal_update)
+                if collect is not None and st[0] >= 1 and key not in observed:
+                    collect.add("over_arrival")
+                observed.discard(key)
             st[:] = [ph, pend, t]
             return None
 
@@ -142,10 +162,13 @@ class _Progress:
                     rec = (a, e.op.ring, e.stage, X)
                     k = _NVp.intended_after(*window.get(rec, (-(p0 % 2), p0)), e.phase)
                     if not _NVp.in_window_at(st[0], k):
-                        return "phase_alias"
+                        if collect is None:
+                            return "phase_alias"
+                        collect.add("phase_alias")
                     ready = _NVp.ready(st[0], e.phase)
                     if ready:
                         window[rec] = (k, e.phase)
+                        observed.add((c, e.op.ring, X, e.stage))
                 else:
                     ready = (_AMDp.full_ready if X == FULL else _AMDp.empty_ready)(
                         st[0], e.phase, ring.expected(X))
@@ -159,7 +182,7 @@ class _Progress:
                 for d in targets(spec.cluster_size, c, e.op.to):
                     trap = update((d, e.op.ring, X, e.stage), count, tx)
                     if trap:
-                        return trap
+                        return trap if collect is None else f"trap {trap}"
                 return "ok"
             if OP_EFFECTS[e.name].barrier:
                 b = next(b for b in spec.barriers if b.name == e.op.barrier)
@@ -191,6 +214,8 @@ class _Progress:
                         return r
                     pcs[a] += 1
                     moved = True
+        if agent is None:
+            return "done" if all(pc == len(s) for pc, s in zip(pcs, self.steps)) else "deadlock"
         return "reached" if pcs[agent] > past else None
 
 
