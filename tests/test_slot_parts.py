@@ -13,216 +13,69 @@ import pytest
 from pipeproof.checker.program import agents_of, slot_parts
 from pipeproof.checker.verify import verify
 from pipeproof.spec.load import load_spec_text
+from tests.generators import to_toml
 from tests.test_expressiveness import _check_replay
 
+def _design(stages, pac, cac, items, roles, cluster=1, barriers=None):
+    pipeline = {"backend": "nvidia", "stages": stages, "producer_arrive_count": pac,
+                "consumer_arrive_count": cac, "items": items}
+    if cluster > 1:
+        pipeline["cluster_size"] = cluster
+    return to_toml({"pipeline": pipeline, "barriers": barriers or {},
+                    "roles": [{"name": name, "side": side, "count": count, **ops}
+                              for name, side, count, ops in roles]})
+
+
+READ = {"body": ["wait_full", "read", "arrive_empty", "advance"]}
+
+
+def _two_copies(expect):
+    producer = {"body": ["wait_empty", f"expect_tx {expect}", "copy 4096", "copy 4096", "advance"]}
+    return _design(2, 1, 1, 2, [("producer", "producer", 1, producer), ("consumer", "consumer", 1, READ)])
+
+
+def _mixed(write_arrives):
+    simt = ["wait_empty", "write"] + (["arrive_full"] if write_arrives else []) + ["advance"]
+    return _design(2, 2 if write_arrives else 1, 1, 3, [
+        ("tma", "producer", 1, {"body": ["wait_empty", "expect_tx 4096", "copy 4096", "advance"]}),
+        ("simt", "producer", 1, {"body": simt}), ("consumer", "consumer", 1, READ)])
+
+
+def _multicast(expect):
+    producer = {"body": ["wait_empty", f"expect_tx {expect}", "copy 4096 to=all", "advance"],
+                "epilogue": ["drain"]}
+    consumer = {"body": ["wait_full", "read", "arrive_empty to=all", "advance"]}
+    return _design(2, 1, 2, 2, [("producer", "producer", 1, producer),
+                                ("consumer", "consumer", 1, consumer)], cluster=2)
+
+
+def _epilogue_alias(barrier):
+    producer = {"body": ["wait_empty", "expect_tx 4096", "copy 2048", "copy 2048", "advance"],
+                "epilogue": ["drain"]}
+    consumer = {**READ, "epilogue": (["sync epi"] if barrier else []) + ["write @leader"]}
+    return _design(1, 1, 2, 2, [("producer", "producer", 1, producer),
+                                ("consumer", "consumer", 2, consumer)],
+                   barriers={"epi": {"roles": ["consumer"]}} if barrier else None)
+
+
+_UNROLLED = ["wait_empty", "expect_tx 8192", "copy 8192", "copy 8192", "advance"]
+
 SPECS = {
-    "two_copies_unrolled": """\
-[pipeline]
-name = "BUG: expect_tx 8192 but two copies of 8192, body unrolled over both stages"
-backend = "nvidia"
-stages = 2
-producer_arrive_count = 1
-consumer_arrive_count = 1
-items = 2
-expect = "read_before_fill"
-
-[[role]]
-name = "producer"
-side = "producer"
-count = 1
-body = ["wait_empty", "expect_tx 8192", "copy 8192", "copy 8192", "advance",
-        "wait_empty", "expect_tx 8192", "copy 8192", "copy 8192", "advance"]
-
-[[role]]
-name = "consumer"
-side = "consumer"
-count = 1
-body = ["wait_full", "read", "arrive_empty", "advance",
-        "wait_full", "read", "arrive_empty", "advance"]
-""",
-    "epilogue_alias": """\
-[pipeline]
-backend = "nvidia"
-stages = 1
-producer_arrive_count = 1
-consumer_arrive_count = 2
-items = 2
-[[role]]
-name = "producer"
-side = "producer"
-count = 1
-body = ["wait_empty", "expect_tx 4096", "copy 2048", "copy 2048", "advance"]
-epilogue = ["drain"]
-[[role]]
-name = "consumer"
-side = "consumer"
-count = 2
-body = ["wait_full", "read", "arrive_empty", "advance"]
-epilogue = ["write @leader"]
-""",
-    "epilogue_alias_ok": """\
-[pipeline]
-backend = "nvidia"
-stages = 1
-producer_arrive_count = 1
-consumer_arrive_count = 2
-items = 2
-[[role]]
-name = "producer"
-side = "producer"
-count = 1
-body = ["wait_empty", "expect_tx 4096", "copy 2048", "copy 2048", "advance"]
-epilogue = ["drain"]
-[[role]]
-name = "consumer"
-side = "consumer"
-count = 2
-body = ["wait_full", "read", "arrive_empty", "advance"]
-epilogue = ["sync epi", "write @leader"]
-
-[barrier.epi]
-roles = ["consumer"]
-""",
-    "mixed_nowait": """\
-[pipeline]
-backend = "nvidia"
-stages = 2
-producer_arrive_count = 1
-consumer_arrive_count = 1
-items = 3
-[[role]]
-name = "tma"
-side = "producer"
-count = 1
-body = ["wait_empty", "expect_tx 4096", "copy 4096", "advance"]
-[[role]]
-name = "simt"
-side = "producer"
-count = 1
-body = ["wait_empty", "write", "advance"]
-[[role]]
-name = "consumer"
-side = "consumer"
-count = 1
-body = ["wait_full", "read", "arrive_empty", "advance"]
-""",
-    "mixed_ok": """\
-[pipeline]
-backend = "nvidia"
-stages = 2
-producer_arrive_count = 2
-consumer_arrive_count = 1
-items = 3
-[[role]]
-name = "tma"
-side = "producer"
-count = 1
-body = ["wait_empty", "expect_tx 4096", "copy 4096", "advance"]
-[[role]]
-name = "simt"
-side = "producer"
-count = 1
-body = ["wait_empty", "write", "arrive_full", "advance"]
-[[role]]
-name = "consumer"
-side = "consumer"
-count = 1
-body = ["wait_full", "read", "arrive_empty", "advance"]
-""",
-    "mixed_onewarp_ok": """\
-[pipeline]
-backend = "nvidia"
-stages = 2
-producer_arrive_count = 2
-consumer_arrive_count = 1
-items = 3
-[[role]]
-name = "producer"
-side = "producer"
-count = 1
-body = ["wait_empty", "expect_tx 4096", "copy 4096", "write", "arrive_full", "advance"]
-[[role]]
-name = "consumer"
-side = "consumer"
-count = 1
-body = ["wait_full", "read", "arrive_empty", "advance"]
-""",
-    "multicast_half": """\
-[pipeline]
-backend = "nvidia"
-stages = 2
-producer_arrive_count = 1
-consumer_arrive_count = 2
-items = 2
-cluster_size = 2
-[[role]]
-name = "producer"
-side = "producer"
-count = 1
-body = ["wait_empty", "expect_tx 4096", "copy 4096 to=all", "advance"]
-epilogue = ["drain"]
-[[role]]
-name = "consumer"
-side = "consumer"
-count = 1
-body = ["wait_full", "read", "arrive_empty to=all", "advance"]
-""",
-    "multicast_ok": """\
-[pipeline]
-backend = "nvidia"
-stages = 2
-producer_arrive_count = 1
-consumer_arrive_count = 2
-items = 2
-cluster_size = 2
-[[role]]
-name = "producer"
-side = "producer"
-count = 1
-body = ["wait_empty", "expect_tx 8192", "copy 4096 to=all", "advance"]
-epilogue = ["drain"]
-[[role]]
-name = "consumer"
-side = "consumer"
-count = 1
-body = ["wait_full", "read", "arrive_empty to=all", "advance"]
-""",
-    "two_copies": """\
-[pipeline]
-backend = "nvidia"
-stages = 2
-producer_arrive_count = 1
-consumer_arrive_count = 1
-items = 2
-[[role]]
-name = "producer"
-side = "producer"
-count = 1
-body = ["wait_empty", "expect_tx 4096", "copy 4096", "copy 4096", "advance"]
-[[role]]
-name = "consumer"
-side = "consumer"
-count = 1
-body = ["wait_full", "read", "arrive_empty", "advance"]
-""",
-    "two_copies_ok": """\
-[pipeline]
-backend = "nvidia"
-stages = 2
-producer_arrive_count = 1
-consumer_arrive_count = 1
-items = 2
-[[role]]
-name = "producer"
-side = "producer"
-count = 1
-body = ["wait_empty", "expect_tx 8192", "copy 4096", "copy 4096", "advance"]
-[[role]]
-name = "consumer"
-side = "consumer"
-count = 1
-body = ["wait_full", "read", "arrive_empty", "advance"]
-""",
+    "two_copies": _two_copies(4096),
+    "two_copies_ok": _two_copies(8192),
+    "two_copies_unrolled": _design(2, 1, 1, 2, [
+        ("producer", "producer", 1, {"body": _UNROLLED * 2}),
+        ("consumer", "consumer", 1, {"body": READ["body"] * 2})]),
+    "mixed_ok": _mixed(True),
+    "mixed_nowait": _mixed(False),
+    "mixed_onewarp_ok": _design(2, 2, 1, 3, [
+        ("producer", "producer", 1,
+         {"body": ["wait_empty", "expect_tx 4096", "copy 4096", "write", "arrive_full", "advance"]}),
+        ("consumer", "consumer", 1, READ)]),
+    "multicast_ok": _multicast(8192),
+    "multicast_half": _multicast(4096),
+    "epilogue_alias": _epilogue_alias(False),
+    "epilogue_alias_ok": _epilogue_alias(True),
 }
 
 # name: (parts of the main ring's slots, verdict, kinds, depth, and for an ok spec the states
@@ -296,9 +149,10 @@ def test_fills_between_stage_moves_share_one_part_per_agent():
     are that agent's part (a second producer agent has the next one), and the first write
     stores into its own part, not into every part."""
     from pipeproof.checker.program import part_of
-    text = SPECS["mixed_nowait"].replace(
-        'name = "tma"\nside = "producer"\ncount = 1\nbody = ["wait_empty", "expect_tx 4096", "copy 4096", "advance"]',
-        'name = "tma"\nside = "producer"\ncount = 2\nbody = ["write", "advance", "write every=2 at=1", "advance"]')
+    text = _design(2, 1, 1, 3, [
+        ("tma", "producer", 2, {"body": ["write", "advance", "write every=2 at=1", "advance"]}),
+        ("simt", "producer", 1, {"body": ["wait_empty", "write", "advance"]}),
+        ("consumer", "consumer", 1, READ)])
     spec = load_spec_text(text, "two_writers.toml")
     agents = agents_of(spec)
     parts = slot_parts(spec, agents)[0]
