@@ -151,7 +151,8 @@ def slot_parts(spec: Spec, agents: list[Agent]) -> tuple[tuple[Part, ...], ...]:
     into one slot: within a section, the j-th of them of the i-th filling agent stores into part
     (the parts of agents 0 .. i-1) + j. The prologue's, the body's and the epilogue's fills
     share the parts, so a body fill stores over the prologue's tile in the same part. A fill by
-    a consumer-side role stores into every part: it reuses the whole buffer."""
+    a consumer-side role stores into every part: it reuses the whole buffer. The CTAs that no
+    producer-side fill reaches have one part more, with no fills."""
     from pipeproof.spec.schema import targets
     sides = {r.name: r.side for r in spec.roles}
     out = []
@@ -183,6 +184,12 @@ def slot_parts(spec: Spec, agents: list[Agent]) -> tuple[tuple[Part, ...], ...]:
             ctas = sorted({c for v in by_section.values() if p in v for _, _, dests in v[p]
                            for c in dests})
             parts.append(Part(fills, tuple(ctas) if fills else tuple(range(spec.cluster_size))))
+        # A CTA whose slots no producer-side fill targets still has a slot: one part of its
+        # own, with no fills (a consumer-side fill stores into it, a read finds it empty).
+        covered = {c for part in parts for c in part.ctas}
+        bare = tuple(c for c in range(spec.cluster_size) if c not in covered)
+        if bare:
+            parts.append(Part((), bare))
         out.append(tuple(parts))
     return tuple(out)
 

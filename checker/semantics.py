@@ -273,6 +273,8 @@ def read_miss(T, st, cta, r, s, want):
     it, every part counts), or -1 (docs/rules.md "Slot parts")."""
     base = slot_pos(T, cta, r, s)
     n = T.ring[r, R_PARTS]
+    if n == 1:  # one part, in every CTA: checked whether the program fills it or not
+        return base if st[base] != want else -1
     checked = False
     for p in range(n):
         if part_in(T, r, p, cta) and part_filled_for(T, r, p, want):

@@ -360,7 +360,8 @@ def _slot_parts(spec: Spec) -> tuple[dict, dict]:
     within a section the j-th fill since the last move is the agent's j-th part; agent i's
     parts come after those of agents 0 .. i-1 that fill in that section (as many as the most
     fills it makes between two moves). The three sections number from 0 each, so they share
-    the parts. A ring that no producer-side role fills has one part, in every CTA."""
+    the parts. The CTAs that no producer-side fill reaches (every CTA, for a ring that no
+    producer-side role fills) have one part more, with no fills."""
     parts, part_of = {}, {}
     for ring in spec.all_rings:
         found = {}
@@ -386,8 +387,12 @@ def _slot_parts(spec: Spec) -> tuple[dict, dict]:
                         j = 0
                 base += width
         assert sorted(found) == list(range(len(found)))
-        parts[ring.name] = ([found[p] for p in range(len(found))] if found
-                            else [Part(set(range(spec.cluster_size)), {})])
+        ring_parts = [found[p] for p in range(len(found))]
+        # a CTA no producer-side fill reaches still has its slot: a part with no fills
+        bare = set(range(spec.cluster_size)) - {c for part in ring_parts for c in part.ctas}
+        if bare:
+            ring_parts.append(Part(bare, {}))
+        parts[ring.name] = ring_parts
     return parts, part_of
 
 

@@ -163,3 +163,19 @@ def test_fills_between_stage_moves_share_one_part_per_agent():
     m = compile_model(spec)
     # part 0 is filled for every item by tma[0]'s first write, and for odd items by its second
     assert [bool(S.part_filled_for(m.tables, 0, 0, t)) for t in range(3)] == [True, True, True]
+
+
+def test_a_cta_no_producer_fills_still_has_an_empty_slot():
+    """Only CTA 0 has a producer, writing its own slot: CTA 1's slot has a part with no fills,
+    so CTA 1's consumer, released by the arrival to every CTA, reads an empty slot (a slot of
+    no part at all would have let the read pass: a false ok)."""
+    text = _design(1, 1, 1, 1, [
+        ("producer", "producer", 1, {"ctas": [0], "body": ["write", "arrive_full to=all"]}),
+        ("consumer", "consumer", 1, {"body": ["wait_full", "read"]})], cluster=2)
+    spec = load_spec_text(text, "bare.toml")
+    parts = slot_parts(spec, agents_of(spec))[0]
+    assert [(len(p.fills), p.ctas) for p in parts] == [(1, (0,)), (0, (1,))]
+    result = verify(spec)
+    assert (result.verdict, result.kinds, result.depth) == ("violation", ("read_before_fill",), 4)
+    assert "cta1.slot[0].part[1], which holds nothing" in result.traces["read_before_fill"].reason
+    _check_replay(spec, result, "read_before_fill")
