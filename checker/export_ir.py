@@ -16,6 +16,12 @@ Two rules of docs/rules.md are read off the compiled model rather than restated:
 - **The phase_alias window after `reset`**: a group whose agents have a `reset` of the ring
   carries (k', ph') per (stage, signal kind) (`Group.window`, `Group.reset_until`, with the
   ranges the engine packs them in); the exports print nvidia.intended_after and in_window_at.
+
+Clusters and rings (issue 18): a group is agents of one CTA (`Group.cta`); signals, slots and
+named barriers are per (CTA, ring, stage); `Ring` is a ring of the model with its own stages,
+counts and slot parts; `Group.ring_info` holds each agent's start stage and phase, phase range,
+try flag and window per ring. Where an op lands is spec.schema `targets` (the rule
+semantics.targets_mask compiles), read here once per op: `Group.targets`.
 """
 from __future__ import annotations
 
@@ -28,12 +34,12 @@ from pipeproof.backends.printed import printed_backend, sym
 from pipeproof.checker import semantics as S
 from pipeproof.checker.model import compile_model
 from pipeproof.checker.program import EMPTY, OP_EFFECTS, part_of
-from pipeproof.spec.schema import MAIN_RING, Spec, SpecError
+from pipeproof.spec.schema import Spec, SpecError, targets
 
 FORMATS = ("promela", "murphi")
-SUBSET = ("nvidia backend, one CTA, the main ring, ops wait/try/arrive/expect_tx/copy/write/read/"
-          "commit_empty/advance/reset/drain/sync/sync_arrive/sync_wait with @leader, unless=ready "
-          "and every=/at=")
+SUBSET = ("nvidia backend, clusters (to=, ctas) and several rings (ring=), ops wait/try/arrive/"
+          "expect_tx/copy/write/read/commit_empty/advance/reset/drain/sync/sync_arrive/sync_wait with "
+          "@leader, unless=ready and every=/at=")
 UNSUPPORTED_OPS = {
     "read_async": "async reads (read_async)",
     "read_wait": "async reads (read_wait)",
@@ -64,27 +70,64 @@ def check_exportable(spec: Spec, fmt: str = "promela or murphi") -> None:
 
     if spec.backend != "nvidia":
         refuse("[pipeline] backend", f"the {spec.backend} backend")
-    if spec.cluster_size != 1:
-        refuse("[pipeline] cluster_size", f"a cluster of {spec.cluster_size} CTAs")
-    if spec.rings:
-        refuse(f"[ring.{spec.rings[0].name}]", "several rings")
     for role in spec.roles:
-        if role.ctas and tuple(role.ctas) != (0,):
-            refuse(f"role '{role.name}' ctas", "per-CTA roles")
         for section in ("prologue", "body", "epilogue"):
             for i, op in enumerate(getattr(role, section)):
                 where = f"role '{role.name}' {section}[{i}]"
                 if op.name in UNSUPPORTED_OPS:
                     refuse(where, f"op '{op.text or op.name}': {UNSUPPORTED_OPS[op.name]}")
-                if op.ring != MAIN_RING:
-                    refuse(where, f"op '{op.text or op.name}': ring=")
 
 
 # ---------------------------------------------------------------------------------- the IR
 
+@dataclass(frozen=True)
+class Ring:
+    """A ring of the model (Spec.all_rings order: the main ring is 0): its stages, the counts
+    its signals expect, its slot parts (checker/program.py slot_parts) and its names in both
+    languages (`suffix` "" for the main ring, so a one-ring model reads as before)."""
+    index: int
+    name: str
+    suffix: str           # appended to per-ring names: "" (main) or "_<name>"
+    stages: int
+    pac: int
+    cac: int
+    parts: tuple          # Part per slot part
+
+    @property
+    def const(self) -> str:
+        """The name of its stage count."""
+        return "STAGES" + self.suffix
+
+    @property
+    def n_parts(self) -> int:
+        return len(self.parts)
+
+    def expected(self, kind: int) -> str:
+        """The name of the count a signal of `kind` expects."""
+        return SIGNALS[kind][1] + self.suffix
+
+
+@dataclass(frozen=True)
+class GroupRing:
+    """A group's agents on one ring: start stage and phase, the largest phase, whether the
+    program tries the ring's signals, the last pc a `reset` of it may lie ahead (-1: none) and
+    the (k', ph') range of the window records then."""
+    init_stage: int
+    init_phase: int
+    phase_max: int
+    has_try: bool
+    reset_until: int = -1
+    window: tuple = ()
+
+    @property
+    def has_window(self) -> bool:
+        return self.reset_until >= 0
+
+
 @dataclass
 class Group:
-    """Agents with one program: a role, or its leader and the rest when it has @leader ops."""
+    """Agents with one program: a role, or its leader and the rest when it has @leader ops,
+    in one CTA."""
     ident: str            # identifier-safe name
     label: str            # for people
     first: int            # index of the first agent in model.agents
@@ -106,32 +149,37 @@ class Group:
     parts: tuple = ()     # per pc: the slot part a fill stores into (-1: every part), else 0
     reset_until: int = -1  # the last pc at which a `reset` may lie ahead (model.reset_until), or -1
     window: tuple = ()    # (k' lowest, k' highest, ph' lowest, ph' highest) of the agents' records
+    cta: int = 0          # the CTA its agents are in
+    rings: tuple = ()     # per pc: the ring index of the op
+    targets: tuple = ()   # per pc: the CTAs its update or issue lands on (spec.schema targets)
+    ring_info: tuple = ()  # GroupRing per ring
 
     @property
     def has_window(self) -> bool:
-        """The agents keep (k', ph') per signal: their program has a `reset` of the ring."""
-        return self.reset_until >= 0
+        """The agents keep (k', ph') per signal of some ring: their program has a `reset`."""
+        return any(r.has_window for r in self.ring_info)
 
-    def records_raw(self, p: int) -> bool:
-        """A wait at `p` that passes records (k, ph) as they are: a `reset` may still lie ahead
-        (semantics.window_passed); past reset_until it records (k - (ph - p0), p0)."""
-        return p <= self.reset_until
+    def records_raw(self, p: int, r: int = 0) -> bool:
+        """A wait at `p` that passes records (k, ph) as they are: a `reset` of ring r may still
+        lie ahead (semantics.window_passed); past reset_until it records (k - (ph - p0), p0)."""
+        return p <= self.ring_info[r].reset_until
 
     def tag(self, p: int, item: str) -> str:
         """The tag the fill or read at `p` stores or expects (semantics.op_tag)."""
         return str(self.tags[p]) if self.tags[p] >= 0 else item
 
-    def reads_by_tag(self) -> dict:
-        """{tag (-1: the item): pcs of the reads expecting it}"""
+    def reads_by_tag(self, r: int | None = None) -> dict:
+        """{tag (-1: the item): pcs of the reads expecting it} (on ring r; None: any ring)"""
         out = {}
         for p, (op, _) in enumerate(self.ops):
-            if OP_EFFECTS[op.name].checks_read:
+            if OP_EFFECTS[op.name].checks_read and (r is None or self.rings[p] == r):
                 out.setdefault(self.tags[p], []).append(p)
         return out
 
-    def moving(self, move: str) -> list[int]:
-        """pcs of the ops that move the agent's stage so (Effects.move: "advance", "reset")."""
-        return [p for p, (op, _) in enumerate(self.ops) if _moves(op, move)]
+    def moving(self, move: str, r: int = 0) -> list[int]:
+        """pcs of the ops that move the agent's stage of ring r so (Effects.move: "advance",
+        "reset")."""
+        return [p for p, (op, _) in enumerate(self.ops) if _moves(op, move) and self.rings[p] == r]
 
     @property
     def has_sync(self) -> bool:
@@ -173,22 +221,34 @@ class IR:
         self.stages = spec.stages
         self.pac = spec.producer_arrive_count
         self.cac = spec.consumer_arrive_count
+        self.ctas = m.ctas
         self.n_agents = len(m.agents)
         init = m.initial_vector()
         self.barrier_names = [b.name for b in spec.barriers]
+        used = {"ag_main"}
+        self.rings = []
+        for r, ring in enumerate(m.ring_specs):
+            suffix = "" if r == 0 else "_" + _ident(ring.name, used, "")
+            self.rings.append(Ring(r, ring.name, suffix, ring.stages, ring.producer_arrive_count,
+                                   ring.consumer_arrive_count, m.parts[r]))
+        self.n_rings = len(self.rings)
+        self.max_stages = m.max_stages
+        # the stage dimension of signals, slots and entries: the main ring's, or the longest
+        self.stage_const = "STAGES" if self.n_rings == 1 else "MAXS"
         self.groups: list[Group] = []
-        used = set()
         start = 0
         self.parts = m.parts[0]           # the main ring's slot parts
-        self.n_parts = len(self.parts)
-        parts_of = lambda i: tuple(part_of(self.parts, i, p) if OP_EFFECTS[op.name].stores else 0
+        self.n_parts = m.max_parts        # parts per slot (the most of any ring)
+        ring_of = lambda op: m.ring_names.index(op.ring)
+        parts_of = lambda i: tuple(part_of(m.parts[ring_of(op)], i, p) if OP_EFFECTS[op.name].stores else 0
                                    for p, (op, _) in enumerate(m.agents[i].ops))
         spans = []
         while start < len(m.agents):
             end = start + 1
-            # one program and the same parts: a producer-side agent that fills owns its parts,
-            # so it is a group of its own (as it is left out of symmetry classes)
+            # one program, one CTA and the same parts: a producer-side agent that fills owns
+            # its parts, so it is a group of its own (as it is left out of symmetry classes)
             while (end < len(m.agents) and m.agents[end].role == m.agents[start].role
+                   and m.agents[end].cta == m.agents[start].cta
                    and m.agents[end].ops == m.agents[start].ops
                    and parts_of(end) == parts_of(start)):
                 end += 1
@@ -198,25 +258,34 @@ class IR:
             a = m.agents[start]
             base = start * m.agf
             label, ident = _names(m, spans, start, end, used)
-            until = m.reset_until[start][0]
-            adv = lambda ops: sum(1 for op, _ in ops if _moves(op, "advance"))
-            n_adv = (adv(a.ops[:a.body_start]) + adv(a.ops[a.body_end:])
-                     + a.items * adv(a.ops[a.body_start:a.body_end]))
+            info = []
+            for r, ring in enumerate(self.rings):
+                adv = lambda ops: sum(1 for op, _ in ops if _moves(op, "advance") and ring_of(op) == r)
+                n_adv = (adv(a.ops[:a.body_start]) + adv(a.ops[a.body_end:])
+                         + a.items * adv(a.ops[a.body_start:a.body_end]))
+                until = m.reset_until[start][r]
+                info.append(GroupRing(
+                    init_stage=a.initial_stages[r], init_phase=a.initial_phases[r],
+                    phase_max=a.initial_phases[r] + (a.initial_stages[r] + n_adv) // ring.stages,
+                    has_try=any(OP_EFFECTS[op.name].tries and ring_of(op) == r for op, _ in a.ops),
+                    reset_until=until,
+                    window=_window_range(m, range(start, end), r) if until >= 0 else ()))
             self.groups.append(Group(
                 ident=ident, label=label, first=start, size=end - start, ops=a.ops,
                 body_start=a.body_start, body_end=a.body_end, items=a.items,
                 init_pc=int(init[base + S.F_PC]), init_item=int(init[base + S.F_ITEM]),
-                init_stage=a.initial_stage, init_phase=a.initial_phase,
-                phase_max=a.initial_phase + (a.initial_stage + n_adv) // self.stages,
-                has_try=any(OP_EFFECTS[op.name].tries for op, _ in a.ops),
+                init_stage=info[0].init_stage, init_phase=info[0].init_phase,
+                phase_max=info[0].phase_max, has_try=any(i.has_try for i in info),
                 guards={p: (op.every, op.at) for p, (op, _) in enumerate(a.ops) if op.every != 1},
                 syncs={b: [p for p, (op, _) in enumerate(a.ops) if _on_barrier(op, "sync", name)]
                        for b, name in enumerate(self.barrier_names)},
                 arrives=tuple(b for b, name in enumerate(self.barrier_names)
                               if any(_on_barrier(op, "arrive", name) for op, _ in a.ops)),
                 tags=tuple(m.tag_of(a, p) for p in range(len(a.ops))),
-                parts=parts_of(start), reset_until=until,
-                window=_window_range(m, range(start, end)) if until >= 0 else ()))
+                parts=parts_of(start), reset_until=info[0].reset_until, window=info[0].window,
+                cta=a.cta, rings=tuple(ring_of(op) for op, _ in a.ops),
+                targets=tuple(targets(self.ctas, a.cta, op.to) for op, _ in a.ops),
+                ring_info=tuple(info)))
         self.ops_all = [op for g in self.groups for op, _ in g.ops]
         self.has_tx = any(OP_EFFECTS[op.name].tx for op in self.ops_all)
         self.bytes_vals = list(m.bytes_vals)
@@ -226,47 +295,69 @@ class IR:
         self.tag_outside = m.tag_prologue                 # tags from here on are not items
         self.max_commit = max([op.n for op in self.ops_all if OP_EFFECTS[op.name].issues == "commit"] + [1])
         self.max_count = max([op.n for op in self.ops_all if OP_EFFECTS[op.name].arrives_n] + [1])
+        executed = lambda g, p: g.size * (g.items if g.body_start <= p < g.body_end else 1)
         # Every completed phase of a signal consumed `expected` arrival units (more traps), so
-        # phase_no <= all arrival units of that kind / expected.
-        units = {FULL: 0, EMPTY: 0}
+        # phase_no <= all arrival units of that kind on that ring (at any CTA) / expected.
+        units = {(r, k): 0 for r in range(self.n_rings) for k in (FULL, EMPTY)}
         for g in self.groups:
             for p, (op, _) in enumerate(g.ops):
-                times = g.size * (g.items if g.body_start <= p < g.body_end else 1)
                 e = OP_EFFECTS[op.name]
                 if e.updates >= 0:  # a copy's landing updates by bytes only (units 0)
-                    units[e.updates] += times * (op.n if e.arrives_n else e.units)
-        self.pn_max = max(units[FULL] // self.pac, units[EMPTY] // self.cac, 1)
-        self.ph_max = max(g.phase_max for g in self.groups)
+                    units[g.rings[p], e.updates] += (executed(g, p) * len(g.targets[p])
+                                                     * (op.n if e.arrives_n else e.units))
+        self.pn_max = max([units[r.index, FULL] // max(r.pac, 1) for r in self.rings]
+                          + [units[r.index, EMPTY] // max(r.cac, 1) for r in self.rings] + [1])
+        self.ph_max = max(i.phase_max for g in self.groups for i in g.ring_info)
         if fmt == "promela" and self.ph_max > (1 << 31) - 1:
             raise SpecError(f"{spec.path}: initial_phase: a phase above 2^31-1 cannot be exported to "
                             f"promela (SPIN's int is 32 bits)")
-        self.pend_max = max(self.pac, self.cac)
-        # In-flight entry: ((kind * STAGES + stage) * V + value) * NB + bytes index, and with
+        self.pend_max = max(max(r.pac, r.cac) for r in self.rings)
+        # In-flight entry: ((((kind * CTAS + cta) * RINGS + ring) * STAGES + stage) * EV + value)
+        # * NB + bytes index (the CTAS and RINGS digits only where there are several), and with
         # several parts, * EP + the part a copy stores into + 1 (0: every part; a commit's 0).
         self.ev = max(self.max_tag + 2, self.max_commit) + 1
         self.enb = len(self.bytes_vals)
         self.ep = self.n_parts + 1 if self.n_parts > 1 else 1
-        self.emax = 3 * self.stages * self.ev * self.enb * self.ep - 1
+        self.emax = 3 * self.ctas * self.n_rings * self.max_stages * self.ev * self.enb * self.ep - 1
         # The phase_alias window records (k', ph') of the groups with a reset (Group.window).
         self.has_window = any(g.has_window for g in self.groups)
-        executed = lambda g, p: g.size * (g.items if g.body_start <= p < g.body_end else 1)
-        self.total_steps = sum(executed(g, p) * (2 if OP_EFFECTS[op.name].issues else 1)  # + landing
-                               for g in self.groups for p, (op, _) in enumerate(g.ops))
-        # Named barriers: (ident, arrival count, most generations) per barrier.
+        self.total_steps = sum(executed(g, p) * ((1 + len(g.targets[p])) if OP_EFFECTS[op.name].issues else 1)
+                               for g in self.groups for p, (op, _) in enumerate(g.ops))  # + landings
+        # Named barriers: (ident, largest arrival count of a CTA, most generations) per barrier;
+        # the count of each CTA in bar_counts[b][cta].
         self.barriers = []
+        self.bar_counts = []
         for b, name in enumerate(self.barrier_names):
-            count = int(m.tables.bar_count[b, 0])
+            counts = tuple(int(c) for c in m.tables.bar_count[b, :self.ctas])
             arrivals = sum(executed(g, p) for g in self.groups for p, (op, _) in enumerate(g.ops)
                            if _on_barrier(op, "sync", name) or _on_barrier(op, "arrive", name))
-            self.barriers.append((_ident(name, used, "bar_"), count, arrivals // max(count, 1) + 1))
+            least = min([c for c in counts if c > 0] or [1])
+            self.barriers.append((_ident(name, used, "bar_"), max(counts), arrivals // least + 1))
+            self.bar_counts.append(counts)
 
-    def part_filled(self, p: int, tag: int):
-        """For which tags the program fills part p (semantics.part_filled_for): a read of `tag`
-        (-1: the reader's item) checks the part when this holds. True or False where it is known
-        here, else the body fills' guards on the item as a list of (items, every, at), any of
-        which may hold: item < items and item % every == at."""
+    def group_rings(self, g: Group):
+        """(Ring, GroupRing) of every ring, for group g."""
+        return list(zip(self.rings, g.ring_info))
+
+    def parts_in(self, r: int, cta: int) -> list[int]:
+        """The parts of ring r that the slots of `cta` have (semantics.part_in)."""
+        parts = self.rings[r].parts
+        if len(parts) == 1:
+            return [0]  # one part, in every CTA
+        return [p for p, part in enumerate(parts) if cta in part.ctas]
+
+    def part_everywhere(self) -> bool:
+        """Every ring's slots in every CTA have all NPARTS parts (part_in always holds)."""
+        return all(len(self.parts_in(r.index, c)) == self.n_parts
+                   for r in self.rings for c in range(self.ctas))
+
+    def part_filled(self, p: int, tag: int, r: int = 0):
+        """For which tags the program fills part p of ring r (semantics.part_filled_for): a read
+        of `tag` (-1: the reader's item) checks the part when this holds. True or False where it
+        is known here, else the body fills' guards on the item as a list of (items, every, at),
+        any of which may hold: item < items and item % every == at."""
         outside, body = set(), []
-        for section, i, pc in self.parts[p].fills:
+        for section, i, pc in self.rings[r].parts[p].fills:
             if section == "body":
                 op = self.model.agents[i].ops[pc][0]
                 if self.model.agents[i].items:
@@ -283,23 +374,67 @@ class IR:
                 return g
         raise IndexError(agent)
 
+    def groups_in(self, cta: int) -> list[Group]:
+        return [g for g in self.groups if g.cta == cta]
+
     def blocking_waits(self, g: Group):
-        """(pc, signal kind 'full'/'empty', unless) of every op that blocks on a signal; `unless`
-        only where the group has a try (else `ready` stays false and the wait always waits)."""
+        """(pc, signal kind 'full'/'empty', unless, ring) of every op that blocks on a signal;
+        `unless` only where the group tries that ring (else `ready` stays false and the wait
+        always waits)."""
         out = []
         for p, (op, _) in enumerate(g.ops):
             e = OP_EFFECTS[op.name]
             if e.observes >= 0 and e.blocks:
-                out.append((p, SIGNALS[e.observes][0], op.unless_ready and g.has_try))
+                r = g.rings[p]
+                out.append((p, SIGNALS[e.observes][0], op.unless_ready and g.ring_info[r].has_try, r))
         return out
+
+    # -- where things are: the dimensions that exist (a one-CTA, one-ring model has neither)
+
+    def dims(self, cta, ring, stage) -> list[tuple[str, str]]:
+        """(index, size) of a signal's or slot's dimensions: the CTA where there are several,
+        the ring where there are several, the stage."""
+        out = [(str(cta), "CTAS")] if self.ctas > 1 else []
+        out += [(str(ring), "RINGS")] if self.n_rings > 1 else []
+        return out + [(str(stage), self.stage_const)]
+
+    def entry_digits(self) -> list[tuple[str, str]]:
+        """(field, size) of an in-flight entry's digits, most significant first; the kind's has
+        no size (it is the top)."""
+        out = [("kind", "")] + ([("cta", "CTAS")] if self.ctas > 1 else [])
+        out += [("ring", "RINGS")] if self.n_rings > 1 else []
+        out += [("stage", self.stage_const), ("value", "EV"), ("bytes", "ENB")]
+        return out + ([("part", "EP")] if self.n_parts > 1 else [])
+
+    def entry_expr(self, fields: dict, upto: str | None = None) -> str:
+        """An entry from its fields' expressions (a field not given is 0); with `upto`, only its
+        digits down to that field's (the entry divided by entry_unit(upto))."""
+        digits = self.entry_digits()
+        out = str(fields.get("kind", 0))
+        for name, size in digits[1:]:
+            v = fields.get(name, 0)
+            out = (out if " " not in out else f"({out})") + f"*{size}" \
+                + (f" + {v}" if str(v) != "0" else "")
+            if name == upto:
+                break
+        return out
+
+    def entry_unit(self, upto: str) -> str:
+        """The product of the digit sizes below field `upto` (what an entry is divided by to
+        leave `upto` and the fields above it in its lowest digit)."""
+        digits = self.entry_digits()
+        names = [n for n, _ in digits]
+        sizes = [size for _, size in digits[names.index(upto) + 1:]]
+        return "*".join(reversed(sizes)) or "1"
 
 
 def _names(m, spans, start: int, end: int, used: set) -> tuple[str, str]:
-    """(label, identifier) of the group of agents [start, end): its role's name, with
-    `[leader]` for the agent 0 that runs the @leader ops, and the agents' indices where the
-    role is split further (by the slot parts its agents fill)."""
+    """(label, identifier) of the group of agents [start, end): its role's name (in a cluster
+    with its CTA: `cta1.consumer`), with `[leader]` for the agent 0 that runs the @leader ops,
+    and the agents' indices where the role is split further (by the slot parts its agents
+    fill)."""
     a = m.agents[start]
-    mine = [(s, e) for s, e in spans if m.agents[s].role == a.role]
+    mine = [(s, e) for s, e in spans if m.agents[s].role == a.role and m.agents[s].cta == a.cta]
     leader_ops = lambda s: m.agents[s].index == 0 and any(
         b.role == a.role and b.ops != m.agents[s].ops for b in m.agents)
     if len(mine) == 1:
@@ -312,17 +447,18 @@ def _names(m, spans, start: int, end: int, used: set) -> tuple[str, str]:
         last = m.agents[end - 1].index
         suffix = ((f"[{a.index}]", f"_{a.index}") if end - start == 1 else
                   (f"[{a.index}..{last}]", f"_{a.index}_{last}"))
-    return a.role + suffix[0], _ident(a.role + suffix[1], used)
+    prefix = (f"cta{a.cta}.", f"cta{a.cta}_") if m.ctas > 1 else ("", "")
+    return prefix[0] + a.role + suffix[0], _ident(prefix[1] + a.role + suffix[1], used)
 
 
-def _window_range(m, agents) -> tuple:
-    """(k' lowest, k' highest, ph' lowest, ph' highest) over the agents' window records on the
-    main ring, as the engine packs them (checker/model.py's field bounds)."""
+def _window_range(m, agents, r: int = 0) -> tuple:
+    """(k' lowest, k' highest, ph' lowest, ph' highest) over the agents' window records on
+    ring r, as the engine packs them (checker/model.py's field bounds)."""
     pk = m.packing
     lo_k = hi_k = lo_ph = hi_ph = None
     for a in agents:
         for s in range(m.max_stages * 2):
-            pos = a * m.agf + m.win + 2 * s  # ring 0: (stage, kind) pairs first
+            pos = a * m.agf + m.win + 2 * (r * m.max_stages * 2 + s)  # (stage, kind) pairs per ring
             k = (int(pk.bias[pos]), int(pk.bias[pos]) + (1 << int(pk.width[pos])) - 1)
             ph = (int(pk.bias[pos + 1]), int(pk.bias[pos + 1]) + (1 << int(pk.width[pos + 1])) - 1)
             lo_k = k[0] if lo_k is None else min(lo_k, k[0])
@@ -333,16 +469,18 @@ def _window_range(m, agents) -> tuple:
 
 
 def read_miss_text(ir: IR, tag: int, item: str, want: str, slot, lang: str,
-                   item_below: int | None = None) -> str:
+                   item_below: int | None = None, ring: int = 0, cta: int = 0) -> str:
     """semantics.read_miss as a condition: a part the program fills for the read's tag holds
-    another one, or, when it fills none for it, any part does. `slot(p)` is part p's tag as
-    text, `want` the tag read, `item` the reader's item (for a body fill's guard), known to be
-    below `item_below` where given (a read in the body)."""
+    another one, or, when it fills none for it, any part does (the parts the slots of `cta`
+    have, on ring `ring`). `slot(p)` is part p's tag as text, `want` the tag read, `item` the
+    reader's item (for a body fill's guard), known to be below `item_below` where given (a read
+    in the body)."""
     eq, and_, or_, not_ = ("==", "&&", "||", "!") if lang == "promela" else ("=", "&", "|", "!")
     ne = lambda p: f"{slot(p)} != {want}"
+    here = ir.parts_in(ring, cta)
     conds = []
-    for p in range(ir.n_parts):
-        f = ir.part_filled(p, tag)
+    for p in here:
+        f = ir.part_filled(p, tag, ring)
         if f is True or f is False:
             conds.append(f)
             continue
@@ -357,15 +495,15 @@ def read_miss_text(ir: IR, tag: int, item: str, want: str, slot, lang: str,
         conds.append(True if True in guards else guards[0] if len(guards) == 1
                      else "(" + f" {or_} ".join(guards) + ")")
     if True in conds or all(c is False for c in conds):
-        checked = [p for p, c in enumerate(conds) if c is not False] if True in conds else \
-            list(range(ir.n_parts))
-        parts = [ne(p) if conds[p] is True or all(c is False for c in conds)
-                 else f"({conds[p]} {and_} {ne(p)})" for p in checked]
+        checked = [i for i, c in enumerate(conds) if c is not False] if True in conds else \
+            list(range(len(here)))
+        parts = [ne(here[i]) if conds[i] is True or all(c is False for c in conds)
+                 else f"({conds[i]} {and_} {ne(here[i])})" for i in checked]
         return f" {or_} ".join(parts)
-    some = [(p, c) for p, c in enumerate(conds) if c is not False]
+    some = [(here[i], c) for i, c in enumerate(conds) if c is not False]
     filled = f" {or_} ".join(c for _, c in some)
     inside = f" {or_} ".join(f"({c} {and_} {ne(p)})" for p, c in some)
-    anywhere = f" {or_} ".join(ne(p) for p in range(ir.n_parts))
+    anywhere = f" {or_} ".join(ne(p) for p in here)
     return f"({inside}) {or_} ({not_}({filled}) {and_} ({anywhere}))"
 
 
@@ -394,7 +532,10 @@ def comment_lines(ir: IR, prefix: str) -> list[str]:
     lines = [f"{prefix} pipeproof export of {spec.path}",
              f"{prefix} {spec.name}",
              f"{prefix} nvidia mbarriers, {spec.stages} stages, full count {spec.producer_arrive_count}, "
-             f"empty count {spec.consumer_arrive_count}"]
+             f"empty count {spec.consumer_arrive_count}"
+             + (f", a cluster of {ir.ctas} CTAs" if ir.ctas > 1 else "")]
+    for r in ir.rings[1:]:
+        lines.append(f"{prefix} ring {r.name}: {r.stages} stages, full count {r.pac}, empty count {r.cac}")
     for g in ir.groups:
         ops = ", ".join(op.text or op.name for op, _ in g.ops[g.body_start:g.body_end])
         lines.append(f"{prefix} {g.label}: {g.size} agent(s), {g.items} items, stage {g.init_stage}, "

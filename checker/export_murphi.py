@@ -9,6 +9,11 @@ sig_update, the start state's signals) are printed from backends/nvidia.py
 Slots of several parts (docs/rules.md "Slot parts") keep one tag per part (slot_tag[s][p]); a
 copy's in-flight entry carries its part. A group whose program has a `reset` keeps the phase
 window's (k', ph') per (stage, kind) in its record (wk, wph), field for field as pipeproof.
+
+In a cluster or with several rings, signals, slots and barriers gain a CTA and a ring index
+(`full_sig[cta][ring][stage]`, only the dimensions that exist), an agent record keeps its
+stage, phase, ready flag and window per ring (`stage`, `stage_acc`, ...), each group is in one
+CTA, and an in-flight entry carries its destination CTA and ring.
 """
 from __future__ import annotations
 
@@ -23,6 +28,7 @@ from pipeproof.checker.export_steps import (
     MovePc, Observe, PassWindow, RecordArrival, Reset, Store, Trap, TryReady, Update, step_actions,
     tag_text,
 )
+from pipeproof.backends.base import EMPTY, FULL
 from pipeproof.spec.schema import Spec
 
 def to_murphi(spec: Spec, symmetry: bool = False) -> str:
@@ -39,6 +45,44 @@ class _Murphi:
 
     def w(self, *lines):
         self.out.extend(lines)
+
+    # -------------------------------------------------------------- where things are
+    def _ix(self, cta, ring, stage) -> str:
+        return "".join(f"[{i}]" for i, _ in self.ir.dims(cta, ring, stage))
+
+    def _sig(self, kind: int, cta, ring, stage) -> str:
+        return f"{SIGNALS[kind][0]}_sig{self._ix(cta, ring, stage)}"
+
+    def _slot_at(self, cta, ring, stage, p) -> str:
+        return f"slot_tag{self._ix(cta, ring, stage)}" + (f"[{p}]" if self.ir.n_parts > 1 else "")
+
+    def _args(self, cta, ring, stage) -> str:
+        """A slot's or signal's coordinates as arguments (store_tag, copy_in_flight)."""
+        return ", ".join(i for i, _ in self.ir.dims(cta, ring, stage))
+
+    def _params(self) -> str:
+        names = {"CTAS": "c: cta_t", "RINGS": "r: ring_t"}
+        return "; ".join(names.get(size, "s: stage_t") for _, size in self.ir.dims("c", "r", "s"))
+
+    def _f(self, A: str, name: str, r: int) -> str:
+        """Agent A's field `name` of ring r (stage, phase, ready, wk, wph)."""
+        return f"{A}.{name}{self.ir.rings[r].suffix}"
+
+    def _bar(self, bid: str, what: str, cta) -> str:
+        return f"{bid}_{what}" + (f"[{cta}]" if self.ir.ctas > 1 else "")
+
+    def _release(self, bid: str, cta) -> str:
+        return f"release_{bid}" + (f"_{cta}" if self.ir.ctas > 1 else "")
+
+    def _done(self, cta) -> str:
+        """The CTA is gone: all its agents finished (one CTA: all agents)."""
+        return "all_done()" if self.ir.ctas == 1 else f"cta_done({cta})"
+
+    def _count(self, kind: int, ring) -> str:
+        """The count a signal of `kind` expects, on ring `ring` (a number, or the decoded r)."""
+        if isinstance(ring, int):
+            return self.ir.rings[ring].expected(kind)
+        return SIGNALS[kind][1] if self.ir.n_rings == 1 else f"{SIGNALS[kind][0]}_count({ring})"
 
     def text(self) -> str:
         ir = self.ir
@@ -62,23 +106,35 @@ class _Murphi:
     # -------------------------------------------------------------- declarations
     def declarations(self):
         ir = self.ir
-        self.w("const", f"  STAGES: {ir.stages};", f"  TXL: {TX_LIMIT};", f"  PAC: {ir.pac};",
-               f"  CAC: {ir.cac};")
+        self.w("const", f"  STAGES: {ir.stages};")
+        for r in ir.rings[1:]:
+            self.w(f"  {r.const}: {r.stages};  -- ring {r.name}")
+        if ir.n_rings > 1:
+            self.w(f"  MAXS: {ir.max_stages};  -- the longest ring's stages", f"  RINGS: {ir.n_rings};")
+        if ir.ctas > 1:
+            self.w(f"  CTAS: {ir.ctas};  -- CTAs in the cluster")
+        self.w(f"  TXL: {TX_LIMIT};", f"  PAC: {ir.pac};", f"  CAC: {ir.cac};")
+        for r in ir.rings[1:]:
+            self.w(f"  {r.expected(FULL)}: {r.pac};", f"  {r.expected(EMPTY)}: {r.cac};")
         if ir.inflight:
             self.w(f"  INF: {ir.inflight};", f"  EV: {ir.ev};", f"  ENB: {ir.enb};")
         if ir.n_parts > 1:
             self.w(f"  NPARTS: {ir.n_parts};  -- parts per slot")
             if ir.inflight:
                 self.w(f"  EP: {ir.ep};  -- a copy entry's part + 1")
-        self.w("", "type", "  stage_t: 0..STAGES-1;", f"  tag_t: -1..{ir.max_tag};",
+        self.w("", "type", f"  stage_t: 0..{ir.stage_const}-1;", f"  tag_t: -1..{ir.max_tag};",
                f"  pn_t: 0..{ir.pn_max};", f"  pend_t: 0..{ir.pend_max};",
                f"  ph_t: 0..{ir.ph_max};", f"  cnt_t: 0..{ir.max_count};")
+        if ir.ctas > 1:
+            self.w("  cta_t: 0..CTAS-1;")
+        if ir.n_rings > 1:
+            self.w("  ring_t: 0..RINGS-1;")
         if ir.has_tx:
             self.w("  tx_t: -TXL..TXL;")
         if ir.n_parts > 1:
             self.w("  part_t: 0..NPARTS-1;")
         if ir.has_window:
-            ws = [g.window for g in ir.groups if g.has_window]
+            ws = [i.window for g in ir.groups for i in g.ring_info if i.has_window]
             lo, hi = min(w[0] for w in ws), max(w[1] for w in ws)
             self.w(f"  wk_t: {lo}..{hi};  -- a recorded intended phase k'",
                    f"  ik_t: {lo - 1}..{hi + ir.ph_max + 2};  -- an intended phase")
@@ -91,31 +147,44 @@ class _Murphi:
         for g in ir.groups:
             idx = f"scalarset({g.size})" if self.symmetry and g.size > 1 else f"0..{g.size - 1}"
             self.w(f"  {g.ident}_id: {idx};", f"  {g.ident}_t: record",
-                   f"    pc: 0..{g.length};", f"    item: 0..{g.items};", "    stage: stage_t;",
-                   f"    phase: {g.init_phase}..{g.phase_max};")
-            if g.has_try:
-                self.w("    ready: boolean;")
+                   f"    pc: 0..{g.length};", f"    item: 0..{g.items};")
+            for ring, info in ir.group_rings(g):
+                self.w(f"    stage{ring.suffix}: stage_t;",
+                       f"    phase{ring.suffix}: {info.init_phase}..{info.phase_max};")
+                if info.has_try:
+                    self.w(f"    ready{ring.suffix}: boolean;")
             if g.has_sync:
                 self.w("    at_sync: boolean;")
             for b in g.arrives:
                 bid, _, gmax = ir.barriers[b]
                 self.w(f"    arrived_{bid}: 0..{gmax + 1};  -- the generation it last sync_arrived in, + 1")
-            if g.has_window:
-                self.w("    -- the phase_alias window's last passed wait per (stage, kind): k' and ph'",
-                       "    wk: array [stage_t] of array [0..1] of wk_t;",
-                       f"    wph: array [stage_t] of array [0..1] of {g.window[2]}..{g.window[3]};")
+            for ring, info in ir.group_rings(g):
+                if info.has_window:
+                    self.w("    -- the phase_alias window's last passed wait per (stage, kind): k' and ph'"
+                           + (f" (ring {ring.name})" if ring.index else ""),
+                           f"    wk{ring.suffix}: array [stage_t] of array [0..1] of wk_t;",
+                           f"    wph{ring.suffix}: array [stage_t] of array [0..1] of "
+                           f"{info.window[2]}..{info.window[3]};")
             self.w("  end;")
         slot = "array [part_t] of tag_t" if ir.n_parts > 1 else "tag_t"
-        self.w("", "var", "  full_sig: array [stage_t] of sig_t;", "  empty_sig: array [stage_t] of sig_t;",
-               f"  slot_tag: array [stage_t] of {slot};")
+        self.w("", "var", f"  full_sig: {self._arr('sig_t')};", f"  empty_sig: {self._arr('sig_t')};",
+               f"  slot_tag: {self._arr(slot)};")
         if ir.inflight:
             self.w("  inflight: array [0..INF-1] of entry_t;  -- sorted, largest first; 0 = unused")
         for g in ir.groups:
             self.w(f"  {g.ident}: array [{g.ident}_id] of {g.ident}_t;  -- {g.label}")
+        per_cta = (lambda t: f"array [cta_t] of {t}") if ir.ctas > 1 else (lambda t: t)
         for bid, count, gmax in ir.barriers:
-            self.w(f"  {bid}_arr: 0..{max(count - 1, 0)};  -- arrivals in the current generation",
-                   f"  {bid}_gen: 0..{gmax};  -- completed generations")
+            self.w(f"  {bid}_arr: {per_cta(f'0..{max(count - 1, 0)}')};  -- arrivals in the current generation"
+                   + (" (per CTA)" if ir.ctas > 1 else ""),
+                   f"  {bid}_gen: {per_cta(f'0..{gmax}')};  -- completed generations")
         self.w("")
+
+    def _arr(self, elem: str) -> str:
+        """An array over the CTAs, rings and stages that exist, of `elem`."""
+        for _, size in reversed(self.ir.dims("", "", "")):
+            elem = f"array [{ {'CTAS': 'cta_t', 'RINGS': 'ring_t'}.get(size, 'stage_t') }] of {elem}"
+        return elem
 
     # -------------------------------------------------------------- functions
     def functions(self):
@@ -163,9 +232,24 @@ class _Murphi:
             self.w(*("  " + line for line in statements(f"new_{name} := {{}};", value, "murphi")))
         self.w(*(f"  s.{name} := new_{name};" for name, _ in u.fields), "end;", "")
 
-        # all agents finished
+        # all agents finished; in a cluster, all agents of a CTA (a CTA without agents is gone)
         conj = " & ".join(f"(forall i: {g.ident}_id do {g.ident}[i].pc = {g.length} end)" for g in ir.groups)
         self.w("function all_done(): boolean;", "begin", f"  return {conj};", "end;", "")
+        if ir.ctas > 1:
+            self.w("-- CTA c is gone: every agent of it finished.", "function cta_done(c: cta_t): boolean;",
+                   "begin")
+            for c in range(ir.ctas):
+                conj = " & ".join(f"(forall i: {g.ident}_id do {g.ident}[i].pc = {g.length} end)"
+                                  for g in ir.groups_in(c)) or "true"
+                self.w(f"  if c = {c} then return {conj}; endif;")
+            self.w("  return true;", "end;", "")
+        if ir.n_rings > 1:
+            for kind in (FULL, EMPTY):
+                name = SIGNALS[kind][0]
+                self.w(f"function {name}_count(r: ring_t): pend_t;", "begin")
+                for ring in ir.rings[:-1]:
+                    self.w(f"  if r = {ring.index} then return {ring.expected(kind)}; endif;")
+                self.w(f"  return {ir.rings[-1].expected(kind)};", "end;", "")
 
         if ir.inflight:
             self.w("procedure inf_add(e: entry_t);", "var j: 0..INF-1; stop: boolean;", "begin",
@@ -179,10 +263,16 @@ class _Murphi:
             if ir.inflight > 1:
                 self.w("  for k: 0..INF-2 do", "    if k >= j then inflight[k] := inflight[k+1]; endif;",
                        "  end;")
+            head = ir.entry_expr({"kind": ENTRY_COPY, "cta": "c", "ring": "r", "stage": "s"}, upto="stage")
             self.w("  inflight[INF-1] := 0;", "end;", "",
-                   "function copy_in_flight(s: stage_t): boolean;", "begin",
-                   f"  return exists j: 0..INF-1 do inflight[j] != 0 & inflight[j] / ({self._unit()}) = {ENTRY_COPY}*STAGES + s end;",
+                   f"function copy_in_flight({self._params()}): boolean;", "begin",
+                   f"  return exists j: 0..INF-1 do inflight[j] != 0 & inflight[j] / ({self._unit()}) = {head} end;",
                    "end;", "")
+            if ir.ctas > 1:
+                self.w("-- Something in flight (a copy or a commit) targets CTA c.",
+                       "function targets_cta(c: cta_t): boolean;", "begin",
+                       f"  return exists j: 0..INF-1 do inflight[j] != 0 & "
+                       f"(inflight[j] / ({ir.entry_unit('cta')})) % CTAS = c end;", "end;", "")
             if ir.has_tx:
                 self.w("function bytes_of(b: 0..ENB-1): 0..TXL;", "begin")
                 for i, b in enumerate(ir.bytes_vals[:-1]):
@@ -201,88 +291,118 @@ class _Murphi:
             self.w(*("      " + line for line in self._next_lines(g, "a.pc", "a.item", raw=True)))
             self.w("    else", "      stop := true;", "    endif;", "  end;", "end;", "")
         for b, (bid, count, _) in enumerate(ir.barriers):
-            users = [(g, q) for g in ir.groups for q in g.syncs[b]]
-            if not users:
-                continue
-            self.w(f"-- The last arrival of a generation of {ir.barrier_names[b]} releases every agent blocked "
-                   "in its sync.", f"procedure release_{bid}();", "begin")
-            for g, q in users:
-                A = f"{g.ident}[j]"
-                self.w(f"  for j: {g.ident}_id do", f"    if {A}.at_sync & {A}.pc = {q} then",
-                       f"      {A}.at_sync := false;")
-                self.w(*("      " + line for line in self._next_lines(g, f"{A}.pc", f"{A}.item", p=q)))
-                self.w("    endif;", "  end;")
-            self.w("end;", "")
+            for c in range(ir.ctas):
+                users = [(g, q) for g in ir.groups_in(c) for q in g.syncs[b]]
+                if not users:
+                    continue
+                self.w(f"-- The last arrival of a generation of {ir.barrier_names[b]} releases every agent blocked "
+                       "in its sync" + (f" (in CTA {c})." if ir.ctas > 1 else "."),
+                       f"procedure {self._release(bid, c)}();", "begin")
+                for g, q in users:
+                    A = f"{g.ident}[j]"
+                    self.w(f"  for j: {g.ident}_id do", f"    if {A}.at_sync & {A}.pc = {q} then",
+                           f"      {A}.at_sync := false;")
+                    self.w(*("      " + line for line in self._next_lines(g, f"{A}.pc", f"{A}.item", p=q)))
+                    self.w("    endif;", "  end;")
+                self.w("end;", "")
 
-        # reads_pending per group: simulate the program forward, ignoring waits
+        # reads_pending per group and ring: simulate the program forward, ignoring waits
         for g in ir.groups:
-            by_tag = g.reads_by_tag()
-            if not by_tag:
-                continue
-            self.w(f"-- Will this {g.label} agent still read item t at stage s? (its program run forward,",
-                   "-- waits ignored, as pipeproof's reads_pending)",
-                   f"function reads_pending_{g.ident}(pc0: 0..{g.length}; item0: 0..{g.items}; st0: stage_t; "
-                   f"t: tag_t; s: stage_t): boolean;",
-                   f"var pc: 0..{g.length}; item: 0..{g.items}; st: stage_t;", "begin",
-                   "  pc := pc0; item := item0; st := st0;",
-                   f"  while pc < {g.length} & (item <= t"
-                   + (f" | t >= {ir.tag_outside}" if set(by_tag) != {-1} else "") + ") do")
-            adv = g.moving("advance")
-            rst = g.moving("reset")
-            at = lambda pcs: any_pc_guarded("pc", "item", pcs, g.guards, " | ", "=", "&")
-            for i, (tag, pcs) in enumerate(sorted(by_tag.items())):
-                self.w(f"    {'if' if i == 0 else 'elsif'} {at(pcs)} then",
-                       f"      if {'item' if tag < 0 else tag} = t & st = s then return true; endif;")
-            if adv:
-                self.w(f"    elsif {at(adv)} then",
-                       "      if st = STAGES-1 then st := 0; else st := st + 1; endif;")
-            if rst:
-                self.w(f"    elsif {at(rst)} then", f"      st := {g.init_stage};")
-            self.w("    endif;")
-            self.w(*("    " + line for line in self._next_lines(g, "pc", "item")))
-            self.w("  end;", "  return false;", "end;", "")
+            for ring in ir.rings:
+                by_tag = g.reads_by_tag(ring.index)
+                if not by_tag:
+                    continue
+                self.w(f"-- Will this {g.label} agent still read item t at stage s"
+                       + (f" of ring {ring.name}" if ring.index else "") + "? (its program run forward,",
+                       "-- waits ignored, as pipeproof's reads_pending)",
+                       f"function reads_pending_{g.ident}{ring.suffix}(pc0: 0..{g.length}; item0: 0..{g.items}; "
+                       f"st0: stage_t; t: tag_t; s: stage_t): boolean;",
+                       f"var pc: 0..{g.length}; item: 0..{g.items}; st: stage_t;", "begin",
+                       "  pc := pc0; item := item0; st := st0;",
+                       f"  while pc < {g.length} & (item <= t"
+                       + (f" | t >= {ir.tag_outside}" if set(by_tag) != {-1} else "") + ") do")
+                adv = g.moving("advance", ring.index)
+                rst = g.moving("reset", ring.index)
+                at = lambda pcs: any_pc_guarded("pc", "item", pcs, g.guards, " | ", "=", "&")
+                for i, (tag, pcs) in enumerate(sorted(by_tag.items())):
+                    self.w(f"    {'if' if i == 0 else 'elsif'} {at(pcs)} then",
+                           f"      if {'item' if tag < 0 else tag} = t & st = s then return true; endif;")
+                if adv:
+                    self.w(f"    elsif {at(adv)} then",
+                           f"      if st = {ring.const}-1 then st := 0; else st := st + 1; endif;")
+                if rst:
+                    self.w(f"    elsif {at(rst)} then", f"      st := {g.ring_info[ring.index].init_stage};")
+                self.w("    endif;")
+                self.w(*("    " + line for line in self._next_lines(g, "pc", "item")))
+                self.w("  end;", "  return false;", "end;", "")
 
+        params = self._params()
+        if not ir.part_everywhere():
+            self.w("-- The slots of CTA c have part p of ring r (checker/program.py slot_parts).",
+                   f"function part_in({params.replace('; s: stage_t', '')}{'; ' if ir.ctas > 1 or ir.n_rings > 1 else ''}"
+                   "p: part_t): boolean;", "begin")
+            cases = []
+            for ring in ir.rings:
+                for c in range(ir.ctas):
+                    here = ir.parts_in(ring.index, c)
+                    if not here:
+                        continue
+                    where = ([f"c = {c}"] if ir.ctas > 1 else []) + ([f"r = {ring.index}"] if ir.n_rings > 1 else [])
+                    cases.append("(" + " & ".join(where + ["(" + " | ".join(f"p = {p}" for p in here) + ")"]) + ")")
+            self.w(f"  return {' | '.join(cases) or 'false'};", "end;", "")
         if ir.n_parts == 1:
             self.w("-- A write or landing stores tag t into slot s: overwrite_before_drain if a reader",
                    "-- of the old item has not read it yet.",
-                   "procedure store_tag(s: stage_t; t: tag_t);", "begin",
-                   "  if slot_tag[s] >= 0 & slot_tag[s] != t then")
-            self._overwrite_check("slot_tag[s]", "    ")
-            self.w("  endif;", "  slot_tag[s] := t;", "end;", "")
+                   f"procedure store_tag({params}; t: tag_t);", "begin",
+                   f"  if {self._slot_at('c', 'r', 's', 0)} >= 0 & {self._slot_at('c', 'r', 's', 0)} != t then")
+            self._overwrite_check(self._slot_at('c', 'r', 's', 0), "    ")
+            self.w("  endif;", f"  {self._slot_at('c', 'r', 's', 0)} := t;", "end;", "")
             return
+        here = "" if ir.part_everywhere() else \
+            f" & part_in({', '.join(i for i, _ in ir.dims('c', 'r', 's')[:-1])}{', ' if ir.ctas > 1 or ir.n_rings > 1 else ''}p)"
         self.w("-- A write or landing stores tag t into part pt of slot s (pt < 0: every part, a",
                "-- consumer-side fill): overwrite_before_drain if a reader of the item a stored-over",
                "-- part held has not read it yet.",
-               "procedure store_tag(s: stage_t; pt: -1..NPARTS-1; t: tag_t);", "begin",
-               "  for p: part_t do", "    if pt < 0 | p = pt then",
-               "      if slot_tag[s][p] >= 0 & slot_tag[s][p] != t then")
-        self._overwrite_check("slot_tag[s][p]", "        ")
-        self.w("      endif;", "      slot_tag[s][p] := t;", "    endif;", "  end;", "end;", "")
+               f"procedure store_tag({params}; pt: -1..NPARTS-1; t: tag_t);", "begin",
+               "  for p: part_t do", f"    if (pt < 0 | p = pt){here} then",
+               f"      if {self._slot_at('c', 'r', 's', 'p')} >= 0 & {self._slot_at('c', 'r', 's', 'p')} != t then")
+        self._overwrite_check(self._slot_at('c', 'r', 's', 'p'), "        ")
+        self.w("      endif;", f"      {self._slot_at('c', 'r', 's', 'p')} := t;", "    endif;", "  end;", "end;", "")
 
     def _overwrite_check(self, old: str, ind: str):
-        """error overwrite_before_drain when some agent will still read tag `old` at stage s."""
-        for g in self.ir.groups:
-            if g.reads_by_tag():
-                self.w(f"{ind}for b: {g.ident}_id do",
-                       f"{ind}  if reads_pending_{g.ident}({g.ident}[b].pc, {g.ident}[b].item, "
-                       f"{g.ident}[b].stage, {old}, s) then",
-                       f"{ind}    error \"{KIND_MESSAGES['overwrite_before_drain']}\";", f"{ind}  endif;",
-                       f"{ind}end;")
+        """error overwrite_before_drain when some agent of the slot's CTA will still read tag
+        `old` at stage s of the slot's ring."""
+        ir = self.ir
+        for g in ir.groups:
+            for ring in ir.rings:
+                if not g.reads_by_tag(ring.index):
+                    continue
+                where = ([f"c = {g.cta}"] if ir.ctas > 1 else []) + \
+                    ([f"r = {ring.index}"] if ir.n_rings > 1 else [])
+                pre = ind + "  " if where else ind
+                if where:
+                    self.w(f"{ind}if {' & '.join(where)} then")
+                self.w(f"{pre}for b: {g.ident}_id do",
+                       f"{pre}  if reads_pending_{g.ident}{ring.suffix}({g.ident}[b].pc, {g.ident}[b].item, "
+                       f"{g.ident}[b].stage{ring.suffix}, {old}, s) then",
+                       f"{pre}    error \"{KIND_MESSAGES['overwrite_before_drain']}\";", f"{pre}  endif;",
+                       f"{pre}end;")
+                if where:
+                    self.w(f"{ind}endif;")
 
     def _unit(self) -> str:
         """What an entry is divided by to leave its (kind, stage)."""
         return "EP*ENB*EV" if self.ir.n_parts > 1 else "ENB*EV"
 
-    def _slot(self, stage: str, p) -> str:
-        return f"slot_tag[{stage}][{p}]" if self.ir.n_parts > 1 else f"slot_tag[{stage}]"
-
-    def _in_window(self, g: Group, A: str, kind: int, phase_no: str) -> str:
-        """Agent `A` (of group g) is inside its phase window on its stage's signal `kind`
-        (semantics.in_phase_window): from its phase alone, or from its last passed wait."""
-        if not g.has_window:
-            return f"in_window({phase_no}, {A}.phase, {g.init_phase})"
-        w = f"[{A}.stage][{kind}]"
-        return f"in_window_at({phase_no}, intended_after({A}.wk{w}, {A}.wph{w}, {A}.phase))"
+    def _in_window(self, g: Group, A: str, kind: int, phase_no: str, r: int = 0) -> str:
+        """Agent `A` (of group g) is inside its phase window on its stage's signal `kind` of
+        ring r (semantics.in_phase_window): from its phase alone, or from its last passed wait."""
+        info = g.ring_info[r]
+        if not info.has_window:
+            return f"in_window({phase_no}, {self._f(A, 'phase', r)}, {info.init_phase})"
+        w = f"[{self._f(A, 'stage', r)}][{kind}]"
+        return (f"in_window_at({phase_no}, intended_after({self._f(A, 'wk', r)}{w}, "
+                f"{self._f(A, 'wph', r)}{w}, {self._f(A, 'phase', r)}))")
 
     def _next_lines(self, g: Group, pc: str, item: str, p: int | None = None, raw: bool = False):
         """Statements moving pc/item on after the op at `p` (or, for the simulation, any pc;
@@ -319,33 +439,47 @@ class _Murphi:
     def startstate(self):
         ir = self.ir
         names = ("phase_no", "pending", "tx")[:3 if ir.has_tx else 2]
-        self.w("startstate \"init\"", "begin", "  for s: stage_t do")
-        for sig, expected in (("full_sig[s]", "PAC"), ("empty_sig[s]", "CAC")):
-            init = signal_backend().init(sym(expected, "murphi"))  # backends.nvidia.init, printed
-            for name, value in zip(names, init):
-                self.w(*("    " + line for line in statements(f"{sig}.{name} := {{}};", value, "murphi")))
-            self.w(f"    {sig}.observed := false;")
-        self.w("    " + ("for p: part_t do slot_tag[s][p] := -1; end;" if ir.n_parts > 1
-                            else "slot_tag[s] := -1;"), "  end;")
+        self.w("startstate \"init\"", "begin")
+        loops = [(f"for {i}: {'cta_t' if size == 'CTAS' else 'stage_t'} do", i)
+                 for i, size in ir.dims("c", "r", "s") if size != "RINGS"]
+        ind = "  " * (len(loops) + 1)
+        self.w(*("  " * (k + 1) + head for k, (head, _) in enumerate(loops)))
+        for ring in ir.rings:
+            for kind in (FULL, EMPTY):
+                sig = self._sig(kind, "c", ring.index, "s")
+                init = signal_backend().init(sym(ring.expected(kind), "murphi"))  # backends.nvidia.init, printed
+                for name, value in zip(names, init):
+                    self.w(*(ind + line for line in statements(f"{sig}.{name} := {{}};", value, "murphi")))
+                self.w(f"{ind}{sig}.observed := false;")
+            slot = self._slot_at("c", ring.index, "s", "p")
+            self.w(ind + (f"for p: part_t do {slot} := -1; end;" if ir.n_parts > 1 else f"{slot} := -1;"))
+        self.w(*("  " * (k + 1) + "end;" for k in reversed(range(len(loops)))))
         if ir.inflight:
             self.w("  for j: 0..INF-1 do inflight[j] := 0; end;")
         for g in ir.groups:
+            A = f"{g.ident}[i]"
             self.w(f"  for i: {g.ident}_id do",
-                   f"    {g.ident}[i].pc := {g.init_pc}; {g.ident}[i].item := {g.init_item};",
-                   f"    {g.ident}[i].stage := {g.init_stage}; {g.ident}[i].phase := {g.init_phase};")
-            if g.has_try:
-                self.w(f"    {g.ident}[i].ready := false;")
+                   f"    {A}.pc := {g.init_pc}; {A}.item := {g.init_item};")
+            for ring, info in ir.group_rings(g):
+                self.w(f"    {self._f(A, 'stage', ring.index)} := {info.init_stage}; "
+                       f"{self._f(A, 'phase', ring.index)} := {info.init_phase};")
+                if info.has_try:
+                    self.w(f"    {self._f(A, 'ready', ring.index)} := false;")
             if g.has_sync:
-                self.w(f"    {g.ident}[i].at_sync := false;")
+                self.w(f"    {A}.at_sync := false;")
             for b in g.arrives:
-                self.w(f"    {g.ident}[i].arrived_{ir.barriers[b][0]} := 0;")
-            if g.has_window:  # (k', ph') = (-(p0 mod 2), p0): no wait passed yet
-                self.w("    for s: stage_t do for k: 0..1 do",
-                       f"      {g.ident}[i].wk[s][k] := {-(g.init_phase % 2)}; "
-                       f"{g.ident}[i].wph[s][k] := {g.init_phase};", "    end; end;")
+                self.w(f"    {A}.arrived_{ir.barriers[b][0]} := 0;")
+            for ring, info in ir.group_rings(g):
+                if info.has_window:  # (k', ph') = (-(p0 mod 2), p0): no wait passed yet
+                    self.w("    for s: stage_t do for k: 0..1 do",
+                           f"      {self._f(A, 'wk', ring.index)}[s][k] := {-(info.init_phase % 2)}; "
+                           f"{self._f(A, 'wph', ring.index)}[s][k] := {info.init_phase};", "    end; end;")
             self.w("  end;")
         for bid, _, _ in ir.barriers:
-            self.w(f"  {bid}_arr := 0; {bid}_gen := 0;")
+            if ir.ctas > 1:
+                self.w(f"  for c: cta_t do {bid}_arr[c] := 0; {bid}_gen[c] := 0; end;")
+            else:
+                self.w(f"  {bid}_arr := 0; {bid}_gen := 0;")
         self.w("end;", "")
 
     # -------------------------------------------------------------- rules
@@ -367,7 +501,7 @@ class _Murphi:
         A = f"{g.ident}[i]"
         name = op.text or op.name
         if k >= 0:  # one step of a drain
-            name = f"{op.name} (step {k + 1} of {self.ir.stages})"
+            name = f"{op.name} (step {k + 1} of {self.ir.rings[g.rings[p]].stages})"
         guard = [f"{A}.pc = {p}"]
         body: list[str] = []
         for act in step_actions(self.ir, g, p):
@@ -376,73 +510,91 @@ class _Murphi:
 
     def _act(self, g: Group, p: int, A: str, act, guard: list, body: list):
         """Print one step action of agent `A`: onto the rule's guard or its body."""
-        sig = lambda kind: f"{SIGNALS[kind][0]}_sig[{A}.stage]"
+        ir = self.ir
+        r = getattr(act, "ring", 0)
+        stage, phase, ready = (self._f(A, f, r) for f in ("stage", "phase", "ready"))
+        sig = lambda kind, cta=g.cta: self._sig(kind, cta, r, stage)
         tag = lambda t: tag_text(t, A + ".item")
+        gone = lambda dst: [f"if cta_done({dst}) then error \"{KIND_MESSAGES['inflight_at_exit']}\"; endif;"]
         if isinstance(act, AwaitSignal):
-            ready = f"parity_ready({sig(act.kind)}.phase_no, {A}.phase)"
-            guard.append(f"({A}.ready | {ready})" if act.unless else ready)
+            ok = f"parity_ready({sig(act.kind)}.phase_no, {phase})"
+            guard.append(f"({ready} | {ok})" if act.unless else ok)
         elif isinstance(act, Observe):
-            body.append(f"if !{A}.ready then {sig(act.kind)}.observed := true; endif;"
+            body.append(f"if !{ready} then {sig(act.kind)}.observed := true; endif;"
                         if act.unless else f"{sig(act.kind)}.observed := true;")
         elif isinstance(act, CheckWindow):
-            body += [f"if !{self._in_window(g, A, act.kind, sig(act.kind) + '.phase_no')} then",
+            body += [f"if !{self._in_window(g, A, act.kind, sig(act.kind) + '.phase_no', r)} then",
                      f"  error \"{KIND_MESSAGES['phase_alias']}\";", "endif;"]
         elif isinstance(act, PassWindow):
-            w = f"[{A}.stage][{act.kind}]"
-            k = f"intended_after({A}.wk{w}, {A}.wph{w}, {A}.phase)"
-            record = ([f"{A}.wk{w} := {k};", f"{A}.wph{w} := {A}.phase;"] if act.raw else
-                      [f"{A}.wk{w} := {k} - ({A}.phase - {g.init_phase});", f"{A}.wph{w} := {g.init_phase};"])
-            flag = {"always": "", "ready": f"{A}.ready", "not_ready": f"!{A}.ready"}[act.when]
+            w = f"[{stage}][{act.kind}]"
+            wk, wph = self._f(A, "wk", r) + w, self._f(A, "wph", r) + w
+            p0 = g.ring_info[r].init_phase
+            k = f"intended_after({wk}, {wph}, {phase})"
+            record = ([f"{wk} := {k};", f"{wph} := {phase};"] if act.raw else
+                      [f"{wk} := {k} - ({phase} - {p0});", f"{wph} := {p0};"])
+            flag = {"always": "", "ready": ready, "not_ready": f"!{ready}"}[act.when]
             body += [f"if {flag} then", *("  " + line for line in record), "endif;"] if flag else record
         elif isinstance(act, TryReady):
-            body += [f"if parity_ready({sig(act.kind)}.phase_no, {A}.phase) then",
-                     f"  {A}.ready := true; {sig(act.kind)}.observed := true;",
-                     "else", f"  {A}.ready := false;", "endif;"]
+            body += [f"if parity_ready({sig(act.kind)}.phase_no, {phase}) then",
+                     f"  {ready} := true; {sig(act.kind)}.observed := true;",
+                     "else", f"  {ready} := false;", "endif;"]
         elif isinstance(act, Update):
-            tx = f", {act.dtx}" if self.ir.has_tx else ""
-            body.append(f"sig_update({sig(act.kind)}, {SIGNALS[act.kind][1]}, {act.arrivals}{tx});")
+            tx = f", {act.dtx}" if ir.has_tx else ""
+            for dst in act.to or (g.cta,):
+                if dst != g.cta:
+                    body += gone(dst)  # an arrival into a gone CTA
+                body.append(f"sig_update({sig(act.kind, dst)}, {self._count(act.kind, r)}, {act.arrivals}{tx});")
         elif isinstance(act, Trap):
             body.append(f"error \"{KIND_MESSAGES[act.kind]}\";")
         elif isinstance(act, Issue):
-            body.append(f"inf_add({act.expr(A + '.stage', A + '.item', self.ir.n_parts > 1)});")
+            for dst in act.to or (g.cta,):
+                if dst != g.cta:
+                    body += gone(dst)  # a copy or commit into a gone CTA
+                body.append(f"inf_add({act.expr(ir, dst, stage, A + '.item')});")
         elif isinstance(act, Store):
-            part = f"{act.part}, " if self.ir.n_parts > 1 else ""
-            body.append(f"store_tag({A}.stage, {part}{tag(act.tag)});")
+            part = f"{act.part}, " if ir.n_parts > 1 else ""
+            body.append(f"store_tag({self._args(g.cta, r, stage)}, {part}{tag(act.tag)});")
         elif isinstance(act, CheckRead):
-            cond = read_miss_text(self.ir, act.tag, A + ".item", tag(act.tag),
-                                  lambda q: self._slot(A + ".stage", q), "murphi",
-                                  g.items if g.body_start <= p < g.body_end else None)
-            if self.ir.inflight:
-                cond = f"({cond}) | copy_in_flight({A}.stage)"
+            cond = read_miss_text(ir, act.tag, A + ".item", tag(act.tag),
+                                  lambda q: self._slot_at(g.cta, r, stage, q), "murphi",
+                                  g.items if g.body_start <= p < g.body_end else None, ring=r, cta=g.cta)
+            if ir.inflight:
+                cond = f"({cond}) | copy_in_flight({self._args(g.cta, r, stage)})"
             body += [f"if {cond} then", f"  error \"{KIND_MESSAGES['read_before_fill']}\";", "endif;"]
         elif isinstance(act, Advance):
-            body += self._advance(A)
+            body += self._advance(A, r)
         elif isinstance(act, Reset):
-            body.append(f"{A}.stage := {g.init_stage}; {A}.phase := {g.init_phase};")
+            info = g.ring_info[r]
+            body.append(f"{stage} := {info.init_stage}; {phase} := {info.init_phase};")
         elif isinstance(act, RecordArrival):
-            body.append(f"{A}.arrived_{act.barrier} := {act.barrier}_gen + 1;")
+            body.append(f"{A}.arrived_{act.barrier} := {self._bar(act.barrier, 'gen', g.cta)} + 1;")
         elif isinstance(act, BarrierArrive):
-            bid = act.barrier
-            body += [f"if {bid}_arr + 1 < {act.count} then", f"  {bid}_arr := {bid}_arr + 1;"]
+            arr, gen = self._bar(act.barrier, "arr", g.cta), self._bar(act.barrier, "gen", g.cta)
+            body += [f"if {arr} + 1 < {act.count} then", f"  {arr} := {arr} + 1;"]
             if act.blocking:
                 guard.append(f"!{A}.at_sync")
                 body.append(f"  {A}.at_sync := true;  -- blocked here until the generation completes")
-            done = [f"release_{bid}();"] if act.release else []
+            done = [f"{self._release(act.barrier, g.cta)}();"] if act.release else []
             for then in act.on_complete:
                 self._act(g, p, A, then, guard, done)
-            body += ["else", f"  {bid}_arr := 0; {bid}_gen := {bid}_gen + 1;"]
+            body += ["else", f"  {arr} := 0; {gen} := {gen} + 1;"]
             body += ["  " + line for line in done] + ["endif;"]
         elif isinstance(act, BarrierWait):
-            bid = act.barrier
-            guard.append(f"({A}.arrived_{bid} = 0 & {bid}_gen >= 1 | "
-                         f"{A}.arrived_{bid} >= 1 & {bid}_gen >= {A}.arrived_{bid})"
-                         if act.arrived else f"{bid}_gen >= 1")
+            gen, mine = self._bar(act.barrier, "gen", g.cta), f"{A}.arrived_{act.barrier}"
+            guard.append(f"({mine} = 0 & {gen} >= 1 | {mine} >= 1 & {gen} >= {mine})"
+                         if act.arrived else f"{gen} >= 1")
         elif isinstance(act, MovePc):
             body += self._next_lines(g, f"{A}.pc", f"{A}.item", p=p)
         elif isinstance(act, ExitCheck):
-            body += [f"if {A}.pc = {g.length} & inflight[0] != 0 then",
-                     f"  if all_done() then error \"{KIND_MESSAGES['inflight_at_exit']}\"; endif;",
-                     "endif;"]
+            if ir.ctas == 1:
+                body += [f"if {A}.pc = {g.length} & inflight[0] != 0 then",
+                         f"  if all_done() then error \"{KIND_MESSAGES['inflight_at_exit']}\"; endif;",
+                         "endif;"]
+            else:  # its CTA is gone now, with something in flight aimed at it
+                body += [f"if {A}.pc = {g.length} & inflight[0] != 0 then",
+                         f"  if cta_done({g.cta}) & targets_cta({g.cta}) then "
+                         f"error \"{KIND_MESSAGES['inflight_at_exit']}\"; endif;",
+                         "endif;"]
         else:  # pragma: no cover
             raise AssertionError(act)
 
@@ -451,30 +603,39 @@ class _Murphi:
         self.w(*("    " + line for line in body))
         self.w("  end;", "")
 
-    @staticmethod
-    def _advance(A: str) -> list[str]:
-        return [f"if {A}.stage = STAGES-1 then {A}.stage := 0; {A}.phase := {A}.phase + 1; "
-                f"else {A}.stage := {A}.stage + 1; endif;"]
+    def _advance(self, A: str, r: int = 0) -> list[str]:
+        stage, phase = self._f(A, "stage", r), self._f(A, "phase", r)
+        return [f"if {stage} = {self.ir.rings[r].const}-1 then {stage} := 0; {phase} := {phase} + 1; "
+                f"else {stage} := {stage} + 1; endif;"]
 
     def landing_rule(self):
         ir = self.ir
         tx = ", 0" if ir.has_tx else ""
+        coords = [(i, size) for i, size in ir.dims("c", "r", "s")]
+        decl = " ".join({"CTAS": "c: cta_t;", "RINGS": "r: ring_t;"}.get(size, "s: stage_t;")
+                        for _, size in coords)
         self.w("-- In-flight entry j lands (a copy: stores its item, then complete_tx of its bytes on",
-               "-- full) or fires (a commit: arrives n on empty), in one step.",
+               "-- full) or fires (a commit: arrives n on empty), in one step"
+               + (", in the CTA it targets." if ir.ctas > 1 else "."),
                "ruleset j: 0..INF-1 do", "  rule \"land or fire in-flight entry\"", "    inflight[j] != 0",
-               "  ==>", "  var e: entry_t; s: stage_t;" + (" pt: -1..NPARTS-1;" if ir.n_parts > 1 else ""),
+               "  ==>", f"  var e: entry_t; {decl}" + (" pt: -1..NPARTS-1;" if ir.n_parts > 1 else ""),
                "  begin", "    e := inflight[j];", "    inf_remove(j);")
         if ir.n_parts > 1:  # the entry's last digit is its part + 1: drop it, keep the part
             self.w("    pt := e % EP - 1;", "    e := e / EP;")
-        self.w("    s := (e / (ENB*EV)) % STAGES;",
-               f"    if all_done() then error \"{KIND_MESSAGES['inflight_at_exit']}\"; endif;",
-               f"    if e / (ENB*EV*STAGES) = {ENTRY_COPY} then",
-               "      store_tag(s, pt, (e / ENB) % EV - 1);" if ir.n_parts > 1 else
-               "      store_tag(s, (e / ENB) % EV - 1);")
+        unit = "ENB*EV"
+        for i, size in reversed(coords):
+            self.w(f"    {i} := (e / ({unit})) % {size};")
+            unit += f"*{size}"
+        c = "c" if ir.ctas > 1 else 0
+        r = "r" if ir.n_rings > 1 else 0
+        self.w(f"    if {self._done(c)} then error \"{KIND_MESSAGES['inflight_at_exit']}\"; endif;",
+               f"    if e / ({unit}) = {ENTRY_COPY} then")
+        part = "pt, " if ir.n_parts > 1 else ""
+        self.w(f"      store_tag({self._args(c, r, 's')}, {part}(e / ENB) % EV - 1);")
         if ir.has_tx:
-            self.w("      sig_update(full_sig[s], PAC, 0, -bytes_of(e % ENB));")
-        self.w("    else", f"      sig_update(empty_sig[s], CAC, (e / ENB) % EV{tx});", "    endif;",
-               "  end;", "end;", "")
+            self.w(f"      sig_update({self._sig(FULL, c, r, 's')}, {self._count(FULL, r)}, 0, -bytes_of(e % ENB));")
+        self.w("    else", f"      sig_update({self._sig(EMPTY, c, r, 's')}, {self._count(EMPTY, r)}, (e / ENB) % EV{tx});",
+               "    endif;", "  end;", "end;", "")
 
     # -------------------------------------------------------------- invariants
     def invariants(self):
@@ -482,11 +643,12 @@ class _Murphi:
         parts = []
         for g in ir.groups:
             conds = []
-            for p, kind, unless in ir.blocking_waits(g):
+            for p, kind, unless, r in ir.blocking_waits(g):
                 A = f"{g.ident}[i]"
-                at = f"{A}.pc = {p}" + (f" & !{A}.ready" if unless else "")
+                at = f"{A}.pc = {p}" + (f" & !{self._f(A, 'ready', r)}" if unless else "")
                 k = next(key for key, (name, _) in SIGNALS.items() if name == kind)
-                conds.append(f"(({at}) -> {self._in_window(g, A, k, f'{kind}_sig[{A}.stage].phase_no')})")
+                phase_no = f"{self._sig(k, g.cta, r, self._f(A, 'stage', r))}.phase_no"
+                conds.append(f"(({at}) -> {self._in_window(g, A, k, phase_no, r)})")
             if conds:
                 parts.append(f"(forall i: {g.ident}_id do\n     " + "\n   & ".join(conds) + "\n   end)")
         if parts:

@@ -7,6 +7,11 @@ initial signal) are printed from backends/nvidia.py (backends/printed.py), not w
 Slots of several parts (docs/rules.md "Slot parts") keep one tag per part, part p of stage s
 at slot_tag[s*NPARTS + p]; a copy's in-flight entry carries its part. Agents whose program has
 a `reset` keep the window's (k', ph') per (stage, kind) in wk[W(a, s, kind)], wph[...].
+
+In a cluster or with several rings, the signal and slot arrays are indexed by (CTA, ring,
+stage) flattened (`full_sig[(c*RINGS + r)*MAXS + s]`, only the dimensions that exist), each
+agent keeps its stage, phase, ready flag and window per ring (`stage[]`, `stage_acc[]`, ...),
+named barriers are per CTA, and an in-flight entry carries its destination CTA and ring.
 """
 from __future__ import annotations
 
@@ -21,6 +26,7 @@ from pipeproof.checker.export_steps import (
     MovePc, Observe, PassWindow, RecordArrival, Reset, Store, Trap, TryReady, Update, step_actions,
     tag_text,
 )
+from pipeproof.backends.base import EMPTY, FULL
 from pipeproof.spec.schema import Spec
 
 
@@ -60,6 +66,52 @@ class _Promela:
     def w(self, *lines):
         self.out.extend(lines)
 
+    # -------------------------------------------------------------- where things are
+    def _ix(self, cta, ring, stage) -> str:
+        """A signal's or slot's index in its flattened array (the dimensions that exist)."""
+        dims = self.ir.dims(cta, ring, stage)
+        out = dims[0][0]
+        for i, size in dims[1:]:
+            out = (out if " " not in out else f"({out})") + f"*{size} + {i}"
+        return out
+
+    def _sig(self, kind: int, cta, ring, stage) -> str:
+        return f"{SIGNALS[kind][0]}_sig[{self._ix(cta, ring, stage)}]"
+
+    def _slot_at(self, cta, ring, stage, p) -> str:
+        ix = self._ix(cta, ring, stage)
+        if self.ir.n_parts == 1:
+            return f"slot_tag[{ix}]"
+        return f"slot_tag[{ix if ' ' not in ix else f'({ix})'}*NPARTS + {p}]"
+
+    def _args(self, cta, ring, stage) -> str:
+        return ", ".join(i for i, _ in self.ir.dims(cta, ring, stage))
+
+    def _params(self) -> str:
+        return ", ".join({"CTAS": "C", "RINGS": "R"}.get(size, "S") for _, size in self.ir.dims("", "", ""))
+
+    def _f(self, name: str, r: int, who: str) -> str:
+        """Agent `who`'s per-ring field `name` (stage, phase, ready) of ring r."""
+        return f"{name}{self.ir.rings[r].suffix}[{who}]"
+
+    def _w(self, name: str, r: int, who: str, stage: str, kind) -> str:
+        """Agent `who`'s window record `name` (wk, wph) of (ring r, stage, kind)."""
+        return f"{name}{self.ir.rings[r].suffix}[W({who}, {stage}, {kind})]"
+
+    def _bar(self, bid: str, what: str, cta) -> str:
+        return f"{bid}_{what}" + (f"[{cta}]" if self.ir.ctas > 1 else "")
+
+    def _release(self, bid: str, cta) -> str:
+        return f"release_{bid}" + (f"_{cta}" if self.ir.ctas > 1 else "")
+
+    def _done(self, cta) -> str:
+        return "ALL_DONE" if self.ir.ctas == 1 else f"CTA_DONE({cta})"
+
+    def _count(self, kind: int, ring) -> str:
+        if isinstance(ring, int):
+            return self.ir.rings[ring].expected(kind)
+        return SIGNALS[kind][1] if self.ir.n_rings == 1 else f"{SIGNALS[kind][0].upper()}_COUNT({ring})"
+
     def text(self) -> str:
         ir = self.ir
         self.w("/*", *comment_lines(ir, " *"),
@@ -74,8 +126,24 @@ class _Promela:
     def declarations(self):
         ir = self.ir
         A = ir.n_agents
-        self.w(f"#define STAGES {ir.stages}", f"#define TXL {TX_LIMIT}", f"#define PAC {ir.pac}",
-               f"#define CAC {ir.cac}", f"#define NAGENTS {A}", "#define ME (_pid - 1)  /* init is pid 0 */")
+        S = ir.stage_const
+        self.w(f"#define STAGES {ir.stages}")
+        for r in ir.rings[1:]:
+            self.w(f"#define {r.const} {r.stages}  /* ring {r.name} */")
+        if ir.n_rings > 1:
+            self.w(f"#define MAXS {ir.max_stages}  /* the longest ring's stages */", f"#define RINGS {ir.n_rings}")
+        if ir.ctas > 1:
+            self.w(f"#define CTAS {ir.ctas}  /* CTAs in the cluster */")
+        self.w(f"#define TXL {TX_LIMIT}", f"#define PAC {ir.pac}", f"#define CAC {ir.cac}")
+        for r in ir.rings[1:]:
+            self.w(f"#define {r.expected(FULL)} {r.pac}", f"#define {r.expected(EMPTY)} {r.cac}")
+        if ir.n_rings > 1:
+            for kind in (FULL, EMPTY):
+                expr = ir.rings[-1].expected(kind)
+                for ring in reversed(ir.rings[:-1]):
+                    expr = f"((R) == {ring.index} -> {ring.expected(kind)} : {expr})"
+                self.w(f"#define {SIGNALS[kind][0].upper()}_COUNT(R) ({expr})")
+        self.w(f"#define NAGENTS {A}", "#define ME (_pid - 1)  /* init is pid 0 */")
         if ir.inflight:
             self.w(f"#define INF {ir.inflight}", f"#define EV {ir.ev}", f"#define ENB {ir.enb}")
         if ir.n_parts > 1:
@@ -83,40 +151,48 @@ class _Promela:
             if ir.inflight:
                 self.w(f"#define EP {ir.ep}  /* a copy entry's part + 1 */")
         if ir.has_window:
-            self.w("#define W(a, s, kind) ((((a)*STAGES + (s))*2) + (kind))  /* wk, wph */")
+            self.w(f"#define W(a, s, kind) ((((a)*{S} + (s))*2) + (kind))  /* wk, wph */")
         self.w("")
+        n_sig = "*".join(size for _, size in ir.dims("", "", ""))
         self.w("typedef Sig {", f"  {_ptype(0, ir.pn_max)} phase_no;", f"  {_ptype(0, ir.pend_max)} pending;")
         if ir.has_tx:
             self.w("  int tx;")
-        self.w("  bit observed", "}", "", "Sig full_sig[STAGES];", "Sig empty_sig[STAGES];",
-               f"{_ptype(-1, ir.max_tag + 1)} slot_tag[STAGES{'*NPARTS' if ir.n_parts > 1 else ''}];",
+        self.w("  bit observed", "}", "", f"Sig full_sig[{n_sig}];", f"Sig empty_sig[{n_sig}];",
+               f"{_ptype(-1, ir.max_tag + 1)} slot_tag[{n_sig}{'*NPARTS' if ir.n_parts > 1 else ''}];",
                f"{_ptype(0, max(g.length for g in ir.groups))} pc[NAGENTS];",
-               f"{_ptype(0, ir.max_items)} item[NAGENTS];",
-               f"{_ptype(0, ir.stages - 1)} stage[NAGENTS];",
-               f"{_ptype(0, ir.ph_max)} phase[NAGENTS];")
-        if ir.has_window:
-            ws = [g.window for g in ir.groups if g.has_window]
+               f"{_ptype(0, ir.max_items)} item[NAGENTS];")
+        for r in ir.rings:
+            self.w(f"{_ptype(0, ir.max_stages - 1)} stage{r.suffix}[NAGENTS];",
+                   f"{_ptype(0, ir.ph_max)} phase{r.suffix}[NAGENTS];")
+        for r in ir.rings:
+            ws = [g.ring_info[r.index].window for g in ir.groups if g.ring_info[r.index].has_window]
+            if not ws:
+                continue
             klo, khi = min([0] + [w[0] for w in ws]), max(w[1] for w in ws)  # others keep 0
             plo, phi = min([0] + [w[2] for w in ws]), max(w[3] for w in ws)
             self.w("/* the phase_alias window's last passed wait per (agent, stage, kind): its intended",
-                   " * phase k' and the agent's phase ph' then (agents with a reset; others keep 0) */",
-                   f"{_ptype(klo, khi)} wk[NAGENTS*STAGES*2];",
-                   f"{_ptype(plo, phi)} wph[NAGENTS*STAGES*2];")
-        if any(g.has_try for g in ir.groups):
-            self.w("bit ready[NAGENTS];")
+                   " * phase k' and the agent's phase ph' then (agents with a reset; others keep 0)"
+                   + (f" (ring {r.name})" if r.index else "") + " */",
+                   f"{_ptype(klo, khi)} wk{r.suffix}[NAGENTS*{S}*2];",
+                   f"{_ptype(plo, phi)} wph{r.suffix}[NAGENTS*{S}*2];")
+        for r in ir.rings:
+            if any(g.ring_info[r.index].has_try for g in ir.groups):
+                self.w(f"bit ready{r.suffix}[NAGENTS];")
         if any(g.has_sync for g in ir.groups):
             self.w("bit at_sync[NAGENTS];")
+        per_cta = "[CTAS]" if ir.ctas > 1 else ""
         for b, (bid, count, gmax) in enumerate(ir.barriers):
             if any(b in g.arrives for g in ir.groups):
                 self.w(f"{_ptype(0, gmax + 1)} arrived_{bid}[NAGENTS];  /* last sync_arrive generation + 1 */")
-            self.w(f"{_ptype(0, max(count - 1, 0))} {bid}_arr;  /* arrivals in the current generation */",
-                   f"{_ptype(0, gmax)} {bid}_gen;  /* completed generations */")
+            self.w(f"{_ptype(0, max(count - 1, 0))} {bid}_arr{per_cta};  /* arrivals in the current generation */",
+                   f"{_ptype(0, gmax)} {bid}_gen{per_cta};  /* completed generations */")
         if ir.inflight:
             self.w(f"{_ptype(0, ir.emax)} inflight[INF];  /* sorted, largest first; 0 = unused */")
         self.w("", "/* scratch for d_steps (not part of the state) */",
                "hidden int pn_, pd_, " + ("tx_, " if ir.has_tx else "") + "e_, rt_;",
                "hidden int rp_pc, rp_item, rp_st, b_, k_, ls_;",
                "hidden byte rp_, st_;",
+               *(["hidden int lc_, lr_;"] if ir.ctas > 1 or ir.n_rings > 1 else []),
                *(["hidden int pp_, ot_, pe_;"] if ir.n_parts > 1 else []),
                "/* assert(KIND) fails with the kind's name in SPIN's report */",
                "hidden byte read_before_fill, overwrite_before_drain, phase_alias, over_arrival,",
@@ -137,7 +213,26 @@ class _Promela:
                 expr = f"((B) == {i} -> {min(ir.bytes_vals[i], TX_LIMIT)} : {expr})"
             self.w(f"#define bytes_of(B) ({expr})")
         done = " && ".join(f"pc[{a}] == {ir.group_of(a).length}" for a in range(A))
-        self.w(f"#define ALL_DONE ({done})", "")
+        self.w(f"#define ALL_DONE ({done})")
+        if ir.ctas > 1:  # CTA c is gone: all its agents finished (a CTA without agents is)
+            for c in range(ir.ctas):
+                mine = [a for g in ir.groups_in(c) for a in g.agents]
+                self.w(f"#define CTA_DONE_{c} ("
+                       + (" && ".join(f"pc[{a}] == {ir.group_of(a).length}" for a in mine) or "1") + ")")
+            self.w("#define CTA_DONE(C) (" + " || ".join(f"(C) == {c} && CTA_DONE_{c}" for c in range(ir.ctas)) + ")")
+        if not ir.part_everywhere():
+            cases = []
+            for ring in ir.rings:
+                for c in range(ir.ctas):
+                    here = ir.parts_in(ring.index, c)
+                    if here:
+                        where = ([f"(C) == {c}"] if ir.ctas > 1 else []) + \
+                            ([f"(R) == {ring.index}"] if ir.n_rings > 1 else [])
+                        cases.append("(" + " && ".join(where + ["(" + " || ".join(f"(P) == {p}" for p in here) + ")"]) + ")")
+            args = ", ".join([n for n, ok in (("C", ir.ctas > 1), ("R", ir.n_rings > 1)) if ok] + ["P"])
+            self.w("/* the slots of CTA C have part P of ring R (checker/program.py slot_parts) */",
+                   f"#define PART_IN({args}) ({' || '.join(cases) or '0'})")
+        self.w("")
 
     def inlines(self):
         ir = self.ir
@@ -168,10 +263,17 @@ class _Promela:
                    "  :: k_ < INF - 1 -> inflight[k_] = inflight[k_+1]; k_++", "  :: else -> break", "  od;",
                    "  inflight[INF-1] = 0", "}", "",
                    "/* rp_ := some copy into slot S is in flight */",
-                   "inline copy_in_flight(S) {", "  rp_ = 0; k_ = 0;", "  do",
-                   f"  :: k_ < INF -> if :: inflight[k_] != 0 && inflight[k_] / ({self._unit()}) == {ENTRY_COPY}*STAGES + (S) -> rp_ = 1"
-                   " :: else -> skip fi; k_++",
+                   f"inline copy_in_flight({self._params()}) {{", "  rp_ = 0; k_ = 0;", "  do",
+                   f"  :: k_ < INF -> if :: inflight[k_] != 0 && inflight[k_] / ({self._unit()}) == "
+                   + ir.entry_expr({"kind": ENTRY_COPY, "cta": "(C)", "ring": "(R)", "stage": "(S)"}, upto="stage")
+                   + " -> rp_ = 1 :: else -> skip fi; k_++",
                    "  :: else -> break", "  od", "}", "")
+            if ir.ctas > 1:
+                self.w("/* rp_ := something in flight (a copy or a commit) targets CTA C */",
+                       "inline targets_cta(C) {", "  rp_ = 0; k_ = 0;", "  do",
+                       f"  :: k_ < INF -> if :: inflight[k_] != 0 && (inflight[k_] / ({ir.entry_unit('cta')})) % CTAS == (C)"
+                       " -> rp_ = 1 :: else -> skip fi; k_++",
+                       "  :: else -> break", "  od", "}", "")
         for g in ir.groups:
             if not g.guards:
                 continue
@@ -187,90 +289,109 @@ class _Promela:
                    "    :: else -> st_ = 1", "    fi", "  :: else -> break", "  od;",
                    "  skip  /* a break must land inside the d_step */", "}", "")
         for b, (bid, count, _) in enumerate(ir.barriers):
-            users = [(g, q) for g in ir.groups for q in g.syncs[b]]
-            if not users:
-                continue
-            self.w(f"/* The last arrival of a generation of {ir.barrier_names[b]} releases every agent blocked "
-                   "in its sync. */", f"inline release_{bid}() {{")
-            for g, q in users:
-                for a in g.agents:
-                    self.w(f"  if :: at_sync[{a}] && pc[{a}] == {q} -> at_sync[{a}] = 0; "
-                           + "; ".join(self._next(g, q, str(a))) + " :: else -> skip fi;")
-            self.w("  skip", "}", "")
+            for c in range(ir.ctas):
+                users = [(g, q) for g in ir.groups_in(c) for q in g.syncs[b]]
+                if not users:
+                    continue
+                self.w(f"/* The last arrival of a generation of {ir.barrier_names[b]} releases every agent blocked "
+                       "in its sync" + (f" (in CTA {c}). */" if ir.ctas > 1 else ". */"),
+                       f"inline {self._release(bid, c)}() {{")
+                for g, q in users:
+                    for a in g.agents:
+                        self.w(f"  if :: at_sync[{a}] && pc[{a}] == {q} -> at_sync[{a}] = 0; "
+                               + "; ".join(self._next(g, q, str(a))) + " :: else -> skip fi;")
+                self.w("  skip", "}", "")
         for g in ir.groups:
-            by_tag = g.reads_by_tag()
-            if not by_tag:
-                continue
-            adv = g.moving("advance")
-            rst = g.moving("reset")
-            at = lambda pcs: "(" + any_pc_guarded("rp_pc", "rp_item", pcs, g.guards, " || ", "==", "&&") + ")"
-            self.w(f"/* rp_ := agent B ({g.label}) will still read item T at stage S (its program run",
-                   " * forward, waits ignored, as pipeproof's reads_pending) */",
-                   f"inline reads_pending_{g.ident}(B, T, S) {{",
-                   "  rp_pc = pc[B]; rp_item = item[B]; rp_st = stage[B]; rp_ = 0;", "  do",
-                   f"  :: rp_ == 0 && rp_pc < {g.length} && (rp_item <= (T)"
-                   + (f" || (T) >= {ir.tag_outside}" if set(by_tag) != {-1} else "") + ") ->", "    if")
-            for tag, pcs in sorted(by_tag.items()):
-                self.w(f"    :: {at(pcs)} -> if :: {'rp_item' if tag < 0 else tag} == (T) && rp_st == (S) "
-                       "-> rp_ = 1 :: else -> skip fi")
-            if adv:
-                self.w(f"    :: {at(adv)} -> if :: rp_st == STAGES-1 -> rp_st = 0 :: else -> rp_st++ fi")
-            if rst:
-                self.w(f"    :: {at(rst)} -> rp_st = {g.init_stage}")
-            self.w("    :: else -> skip", "    fi;")
-            bs, be = g.body_start, g.body_end
-            if bs < be:
-                self.w("    if", f"    :: rp_pc == {be - 1} ->", "      rp_item++;",
-                       f"      if :: rp_item < {g.items} -> rp_pc = {bs} :: else -> rp_pc = {be} fi")
-                if g.items == 0 and bs > 0:
-                    self.w(f"    :: rp_pc == {bs - 1} -> rp_pc = {be}")
-                self.w("    :: else -> rp_pc++", "    fi")
-            else:
-                self.w("    rp_pc++")
-            self.w("  :: else -> break", "  od", "}", "")
+            for ring in ir.rings:
+                by_tag = g.reads_by_tag(ring.index)
+                if not by_tag:
+                    continue
+                adv = g.moving("advance", ring.index)
+                rst = g.moving("reset", ring.index)
+                at = lambda pcs: "(" + any_pc_guarded("rp_pc", "rp_item", pcs, g.guards, " || ", "==", "&&") + ")"
+                self.w(f"/* rp_ := agent B ({g.label}) will still read item T at stage S"
+                       + (f" of ring {ring.name}" if ring.index else "") + " (its program run",
+                       " * forward, waits ignored, as pipeproof's reads_pending) */",
+                       f"inline reads_pending_{g.ident}{ring.suffix}(B, T, S) {{",
+                       f"  rp_pc = pc[B]; rp_item = item[B]; rp_st = stage{ring.suffix}[B]; rp_ = 0;", "  do",
+                       f"  :: rp_ == 0 && rp_pc < {g.length} && (rp_item <= (T)"
+                       + (f" || (T) >= {ir.tag_outside}" if set(by_tag) != {-1} else "") + ") ->", "    if")
+                for tag, pcs in sorted(by_tag.items()):
+                    self.w(f"    :: {at(pcs)} -> if :: {'rp_item' if tag < 0 else tag} == (T) && rp_st == (S) "
+                           "-> rp_ = 1 :: else -> skip fi")
+                if adv:
+                    self.w(f"    :: {at(adv)} -> if :: rp_st == {ring.const}-1 -> rp_st = 0 :: else -> rp_st++ fi")
+                if rst:
+                    self.w(f"    :: {at(rst)} -> rp_st = {g.ring_info[ring.index].init_stage}")
+                self.w("    :: else -> skip", "    fi;")
+                bs, be = g.body_start, g.body_end
+                if bs < be:
+                    self.w("    if", f"    :: rp_pc == {be - 1} ->", "      rp_item++;",
+                           f"      if :: rp_item < {g.items} -> rp_pc = {bs} :: else -> rp_pc = {be} fi")
+                    if g.items == 0 and bs > 0:
+                        self.w(f"    :: rp_pc == {bs - 1} -> rp_pc = {be}")
+                    self.w("    :: else -> rp_pc++", "    fi")
+                else:
+                    self.w("    rp_pc++")
+                self.w("  :: else -> break", "  od", "}", "")
+        params = self._params()
         if ir.n_parts == 1:
+            slot = self._slot_at("(C)", "(R)", "(S)", 0)
             self.w("/* A write or landing stores tag T into slot S: overwrite_before_drain if a reader",
                    " * of the old item has not read it yet. */",
-                   "inline store_tag(S, T) {", "  rt_ = (T);", "  if",
-                   "  :: slot_tag[S] >= 0 && slot_tag[S] != rt_ ->")
-            self._overwrite_check("slot_tag[S]", "    ")
-            self.w("    skip", "  :: else -> skip", "  fi;", "  slot_tag[S] = rt_", "}", "")
+                   f"inline store_tag({params}, T) {{", "  rt_ = (T);", "  if",
+                   f"  :: {slot} >= 0 && {slot} != rt_ ->")
+            self._overwrite_check(slot, "    ")
+            self.w("    skip", "  :: else -> skip", "  fi;", f"  {slot} = rt_", "}", "")
             return
+        slot = self._slot_at("(C)", "(R)", "(S)", "pp_")
+        here = "" if ir.part_everywhere() else \
+            " && PART_IN(" + ", ".join([n for n, ok in (("(C)", ir.ctas > 1), ("(R)", ir.n_rings > 1)) if ok] + ["pp_"]) + ")"
         self.w("/* A write or landing stores tag T into part P of slot S (P < 0: every part, a",
                " * consumer-side fill): overwrite_before_drain if a reader of the item a stored-over",
                " * part held has not read it yet. */",
-               "inline store_tag(S, P, T) {", "  rt_ = (T); pp_ = 0;", "  do", "  :: pp_ < NPARTS ->",
-               "    if", "    :: (P) < 0 || (P) == pp_ ->", "      ot_ = slot_tag[(S)*NPARTS + pp_];",
+               f"inline store_tag({params}, P, T) {{", "  rt_ = (T); pp_ = 0;", "  do", "  :: pp_ < NPARTS ->",
+               "    if", f"    :: ((P) < 0 || (P) == pp_){here} ->", f"      ot_ = {slot};",
                "      if", "      :: ot_ >= 0 && ot_ != rt_ ->")
         self._overwrite_check("ot_", "        ")
-        self.w("        skip", "      :: else -> skip", "      fi;", "      slot_tag[(S)*NPARTS + pp_] = rt_",
+        self.w("        skip", "      :: else -> skip", "      fi;", f"      {slot} = rt_",
                "    :: else -> skip", "    fi;", "    pp_++", "  :: else -> break", "  od;",
                "  skip  /* a break must land inside the d_step */", "}", "")
 
     def _overwrite_check(self, old: str, ind: str):
-        """Assert overwrite_before_drain when some agent will still read tag `old` at stage S."""
-        for g in self.ir.groups:
-            if g.reads_by_tag():
-                self.w(f"{ind}b_ = {g.first};", f"{ind}do",
-                       f"{ind}:: b_ < {g.first + g.size} ->",
-                       f"{ind}  reads_pending_{g.ident}(b_, {old}, S);",
-                       f"{ind}  if :: rp_ -> assert(overwrite_before_drain) :: else -> skip fi;",
-                       f"{ind}  b_++", f"{ind}:: else -> break", f"{ind}od;")
+        """Assert overwrite_before_drain when some agent of the slot's CTA will still read tag
+        `old` at stage S of the slot's ring."""
+        ir = self.ir
+        for g in ir.groups:
+            for ring in ir.rings:
+                if not g.reads_by_tag(ring.index):
+                    continue
+                where = ([f"(C) == {g.cta}"] if ir.ctas > 1 else []) + \
+                    ([f"(R) == {ring.index}"] if ir.n_rings > 1 else [])
+                pre = ind + "   " if where else ind
+                if where:
+                    self.w(f"{ind}if :: {' && '.join(where)} ->")
+                self.w(f"{pre}b_ = {g.first};", f"{pre}do",
+                       f"{pre}:: b_ < {g.first + g.size} ->",
+                       f"{pre}  reads_pending_{g.ident}{ring.suffix}(b_, {old}, S);",
+                       f"{pre}  if :: rp_ -> assert(overwrite_before_drain) :: else -> skip fi;",
+                       f"{pre}  b_++", f"{pre}:: else -> break", f"{pre}od" + (";" if not where else ""))
+                if where:
+                    self.w(f"{ind}:: else -> skip fi;")
 
     def _unit(self) -> str:
         """What an entry is divided by to leave its (kind, stage)."""
         return "EP*ENB*EV" if self.ir.n_parts > 1 else "ENB*EV"
 
-    def _slot(self, stage: str, p: int) -> str:
-        return f"slot_tag[{stage}*NPARTS + {p}]" if self.ir.n_parts > 1 else f"slot_tag[{stage}]"
-
-    def _in_window(self, g: Group, a: str, kind: int, phase_no: str) -> str:
-        """Agent `a` (of group g) is inside its phase window on its stage's signal `kind`
-        (semantics.in_phase_window): from its phase alone, or from its last passed wait."""
-        if not g.has_window:
-            return f"IN_WINDOW({phase_no}, phase[{a}], {g.init_phase})"
-        w = f"W({a}, stage[{a}], {kind})"
-        return f"IN_WINDOW_AT({phase_no}, INTENDED_AFTER(wk[{w}], wph[{w}], phase[{a}]))"
+    def _in_window(self, g: Group, a: str, kind: int, phase_no: str, r: int = 0) -> str:
+        """Agent `a` (of group g) is inside its phase window on its stage's signal `kind` of
+        ring r (semantics.in_phase_window): from its phase alone, or from its last passed wait."""
+        info = g.ring_info[r]
+        if not info.has_window:
+            return f"IN_WINDOW({phase_no}, {self._f('phase', r, a)}, {info.init_phase})"
+        stage = self._f("stage", r, a)
+        return (f"IN_WINDOW_AT({phase_no}, INTENDED_AFTER({self._w('wk', r, a, stage, kind)}, "
+                f"{self._w('wph', r, a, stage, kind)}, {self._f('phase', r, a)}))")
 
     def processes(self):
         ir = self.ir
@@ -281,20 +402,28 @@ class _Promela:
             self.w(f"  :: pc[ME] == {g.length} -> break", "  od", "}", "")
         if ir.inflight:
             self.w("/* In-flight entry J lands (a copy: stores its item, then complete_tx of its bytes on",
-                   " * full) or fires (a commit: arrives n on empty), in one step. */",
+                   " * full) or fires (a commit: arrives n on empty), in one step"
+                   + (", in the CTA it targets. */" if ir.ctas > 1 else ". */"),
                    "inline land(J) {", "  e_ = inflight[J];", "  inf_remove(J);")
             if ir.n_parts > 1:  # the entry's last digit is its part + 1: drop it, keep the part
                 self.w("  pe_ = e_ % EP - 1;", "  e_ = e_ / EP;")
-            self.w("  ls_ = (e_ / (ENB*EV)) % STAGES;",
-                   "  if :: ALL_DONE -> assert(inflight_at_exit) :: else -> skip fi;", "  if",
-                   f"  :: e_ / (ENB*EV*STAGES) == {ENTRY_COPY} ->",
-                   "    store_tag(ls_, pe_, (e_ / ENB) % EV - 1);" if ir.n_parts > 1 else
-                   "    store_tag(ls_, (e_ / ENB) % EV - 1);")
+            names = {"CTAS": "lc_", "RINGS": "lr_"}
+            unit = "ENB*EV"
+            for _, size in reversed(ir.dims("", "", "")):
+                self.w(f"  {names.get(size, 'ls_')} = (e_ / ({unit})) % {size};")
+                unit += f"*{size}"
+            c = "lc_" if ir.ctas > 1 else 0
+            r = "lr_" if ir.n_rings > 1 else 0
+            part = "pe_, " if ir.n_parts > 1 else ""
+            self.w(f"  if :: {self._done(c)} -> assert(inflight_at_exit) :: else -> skip fi;", "  if",
+                   f"  :: e_ / ({unit}) == {ENTRY_COPY} ->",
+                   f"    store_tag({self._args(c, r, 'ls_')}, {part}(e_ / ENB) % EV - 1);")
             if ir.has_tx:
-                self.w("    sig_update(full_sig[ls_], PAC, 0, -bytes_of(e_ % ENB))")
+                self.w(f"    sig_update({self._sig(FULL, c, r, 'ls_')}, {self._count(FULL, r)}, 0, -bytes_of(e_ % ENB))")
             else:
                 self.w("    skip")
-            self.w("  :: else ->", "    sig_update(empty_sig[ls_], CAC, (e_ / ENB) % EV, 0)", "  fi", "}", "")
+            self.w("  :: else ->", f"    sig_update({self._sig(EMPTY, c, r, 'ls_')}, {self._count(EMPTY, r)}, "
+                   "(e_ / ENB) % EV, 0)", "  fi", "}", "")
             self.w("proctype landings() {", "end:", "  do")
             for j in range(ir.inflight):
                 self.w(f"  :: d_step {{ inflight[{j}] != 0 -> land({j}) }}")
@@ -302,25 +431,35 @@ class _Promela:
         alias = []
         for g in ir.groups:
             for a in g.agents:
-                for p, kind, unless in ir.blocking_waits(g):
-                    at = f"pc[{a}] == {p}" + (f" && !ready[{a}]" if unless else "")
+                for p, kind, unless, r in ir.blocking_waits(g):
+                    at = f"pc[{a}] == {p}" + (f" && !{self._f('ready', r, a)}" if unless else "")
                     k = next(key for key, (name, _) in SIGNALS.items() if name == kind)
-                    alias.append(f"({at} && !{self._in_window(g, str(a), k, f'{kind}_sig[stage[{a}]].phase_no')})")
+                    phase_no = f"{self._sig(k, g.cta, r, self._f('stage', r, a))}.phase_no"
+                    alias.append(f"({at} && !{self._in_window(g, str(a), k, phase_no, r)})")
         if alias:
             self.w("/* phase_alias: an agent at a blocking wait outside its phase window */",
                    "#define ALIASED (" + " || \\\n  ".join(alias) + ")",
                    "proctype monitor() {", "end:", "  do", "  :: d_step { ALIASED -> assert(phase_alias) }", "  od", "}", "")
-        self.w("init {", "  atomic {", "    d_step {", "      k_ = 0;", "      do", "      :: k_ < STAGES ->",
-               "        " + self._sig_init("full_sig[k_]", "PAC") + "; " + self._sig_init("empty_sig[k_]", "CAC")
-               + "; " + "; ".join(f"{self._slot('k_', p)} = -1" for p in range(ir.n_parts)) + "; k_++",
-               "      :: else -> break", "      od;")
+        self.w("init {", "  atomic {", "    d_step {")
+        for ring in ir.rings:
+            for c in range(ir.ctas):
+                sigs = "; ".join(self._sig_init(self._sig(kind, c, ring.index, "k_"), ring.expected(kind))
+                                 for kind in (FULL, EMPTY))
+                slots = "; ".join(f"{self._slot_at(c, ring.index, 'k_', p)} = -1" for p in range(ir.n_parts))
+                self.w("      k_ = 0;", "      do", f"      :: k_ < {ir.stage_const} ->",
+                       f"        {sigs}; {slots}; k_++", "      :: else -> break", "      od;")
         for g in ir.groups:
             for a in g.agents:
-                self.w(f"      pc[{a}] = {g.init_pc}; item[{a}] = {g.init_item}; stage[{a}] = {g.init_stage}; "
-                       f"phase[{a}] = {g.init_phase};")
-                if g.has_window:  # (k', ph') = (-(p0 mod 2), p0): no wait passed yet
-                    self.w(f"      k_ = 0; do :: k_ < STAGES*2 -> wk[{a}*STAGES*2 + k_] = {-(g.init_phase % 2)}; "
-                           f"wph[{a}*STAGES*2 + k_] = {g.init_phase}; k_++ :: else -> break od;")
+                self.w(f"      pc[{a}] = {g.init_pc}; item[{a}] = {g.init_item}; "
+                       + " ".join(f"{self._f('stage', ring.index, a)} = {info.init_stage}; "
+                                  f"{self._f('phase', ring.index, a)} = {info.init_phase};"
+                                  for ring, info in ir.group_rings(g)))
+                for ring, info in ir.group_rings(g):
+                    if info.has_window:  # (k', ph') = (-(p0 mod 2), p0): no wait passed yet
+                        sfx = ring.suffix
+                        self.w(f"      k_ = 0; do :: k_ < {ir.stage_const}*2 -> wk{sfx}[{a}*{ir.stage_const}*2 + k_] = "
+                               f"{-(info.init_phase % 2)}; wph{sfx}[{a}*{ir.stage_const}*2 + k_] = {info.init_phase}; "
+                               "k_++ :: else -> break od;")
         self.w("    };")
         for g in ir.groups:
             for a in g.agents:
@@ -348,72 +487,89 @@ class _Promela:
 
     def _act(self, g: Group, p: int, act, guard: list, body: list):
         """Print one step action: onto the d_step's guard or its body."""
-        sig = lambda kind: f"{SIGNALS[kind][0]}_sig[stage[ME]]"
+        ir = self.ir
+        r = getattr(act, "ring", 0)
+        stage, phase, ready = (self._f(f, r, "ME") for f in ("stage", "phase", "ready"))
+        sig = lambda kind, cta=g.cta: self._sig(kind, cta, r, stage)
         tag = lambda t: tag_text(t, "item[ME]")
+        gone = lambda dst: f"if :: CTA_DONE_{dst} -> assert(inflight_at_exit) :: else -> skip fi"
         if isinstance(act, AwaitSignal):
-            ready = f"PARITY_READY({sig(act.kind)}.phase_no, phase[ME])"
-            guard.append(f"(ready[ME] || {ready})" if act.unless else ready)
+            ok = f"PARITY_READY({sig(act.kind)}.phase_no, {phase})"
+            guard.append(f"({ready} || {ok})" if act.unless else ok)
         elif isinstance(act, Observe):
-            body.append(f"if :: !ready[ME] -> {sig(act.kind)}.observed = 1 :: else -> skip fi"
+            body.append(f"if :: !{ready} -> {sig(act.kind)}.observed = 1 :: else -> skip fi"
                         if act.unless else f"{sig(act.kind)}.observed = 1")
         elif isinstance(act, CheckWindow):
-            body.append(f"if :: !{self._in_window(g, 'ME', act.kind, sig(act.kind) + '.phase_no')} -> "
+            body.append(f"if :: !{self._in_window(g, 'ME', act.kind, sig(act.kind) + '.phase_no', r)} -> "
                         "assert(phase_alias) :: else -> skip fi")
         elif isinstance(act, PassWindow):
-            w = f"W(ME, stage[ME], {act.kind})"
-            k = f"INTENDED_AFTER(wk[{w}], wph[{w}], phase[ME])"
-            record = (f"wk[{w}] = {k}; wph[{w}] = phase[ME]" if act.raw else
-                      f"wk[{w}] = {k} - (phase[ME] - {g.init_phase}); wph[{w}] = {g.init_phase}")
-            flag = {"always": "", "ready": "ready[ME]", "not_ready": "!ready[ME]"}[act.when]
+            wk, wph = self._w("wk", r, "ME", stage, act.kind), self._w("wph", r, "ME", stage, act.kind)
+            p0 = g.ring_info[r].init_phase
+            k = f"INTENDED_AFTER({wk}, {wph}, {phase})"
+            record = (f"{wk} = {k}; {wph} = {phase}" if act.raw else
+                      f"{wk} = {k} - ({phase} - {p0}); {wph} = {p0}")
+            flag = {"always": "", "ready": ready, "not_ready": f"!{ready}"}[act.when]
             body.append(f"if :: {flag} -> {record} :: else -> skip fi" if flag else record)
         elif isinstance(act, TryReady):
-            body.append(f"if :: PARITY_READY({sig(act.kind)}.phase_no, phase[ME]) -> ready[ME] = 1; "
-                        f"{sig(act.kind)}.observed = 1 :: else -> ready[ME] = 0 fi")
+            body.append(f"if :: PARITY_READY({sig(act.kind)}.phase_no, {phase}) -> {ready} = 1; "
+                        f"{sig(act.kind)}.observed = 1 :: else -> {ready} = 0 fi")
         elif isinstance(act, Update):
-            body.append(f"sig_update({sig(act.kind)}, {SIGNALS[act.kind][1]}, {act.arrivals}, {act.dtx})")
+            for dst in act.to or (g.cta,):
+                if dst != g.cta:
+                    body.append(gone(dst))  # an arrival into a gone CTA
+                body.append(f"sig_update({sig(act.kind, dst)}, {self._count(act.kind, r)}, {act.arrivals}, {act.dtx})")
         elif isinstance(act, Trap):
             body.append(f"assert({act.kind})")
         elif isinstance(act, Issue):
-            body.append(f"inf_add({act.expr('stage[ME]', 'item[ME]', self.ir.n_parts > 1)})")
+            for dst in act.to or (g.cta,):
+                if dst != g.cta:
+                    body.append(gone(dst))  # a copy or commit into a gone CTA
+                body.append(f"inf_add({act.expr(ir, dst, stage, 'item[ME]')})")
         elif isinstance(act, Store):
-            part = f"{act.part}, " if self.ir.n_parts > 1 else ""
-            body.append(f"store_tag(stage[ME], {part}{tag(act.tag)})")
+            part = f"{act.part}, " if ir.n_parts > 1 else ""
+            body.append(f"store_tag({self._args(g.cta, r, stage)}, {part}{tag(act.tag)})")
         elif isinstance(act, CheckRead):
-            miss = read_miss_text(self.ir, act.tag, "item[ME]", tag(act.tag),
-                                  lambda q: self._slot("stage[ME]", q), "promela",
-                                  g.items if g.body_start <= p < g.body_end else None)
-            if self.ir.inflight:
-                body += ["copy_in_flight(stage[ME])",
+            miss = read_miss_text(ir, act.tag, "item[ME]", tag(act.tag),
+                                  lambda q: self._slot_at(g.cta, r, stage, q), "promela",
+                                  g.items if g.body_start <= p < g.body_end else None, ring=r, cta=g.cta)
+            if ir.inflight:
+                body += [f"copy_in_flight({self._args(g.cta, r, stage)})",
                          f"if :: ({miss}) || rp_ -> assert(read_before_fill) :: else -> skip fi"]
             else:
                 body.append(f"if :: {miss} -> assert(read_before_fill) :: else -> skip fi")
         elif isinstance(act, Advance):
-            body.append(self._advance())
+            body.append(self._advance(r))
         elif isinstance(act, Reset):
-            body.append(f"stage[ME] = {g.init_stage}; phase[ME] = {g.init_phase}")
+            info = g.ring_info[r]
+            body.append(f"{stage} = {info.init_stage}; {phase} = {info.init_phase}")
         elif isinstance(act, RecordArrival):
-            body.append(f"arrived_{act.barrier}[ME] = {act.barrier}_gen + 1")
+            body.append(f"arrived_{act.barrier}[ME] = {self._bar(act.barrier, 'gen', g.cta)} + 1")
         elif isinstance(act, BarrierArrive):
-            bid = act.barrier
+            arr, gen = self._bar(act.barrier, "arr", g.cta), self._bar(act.barrier, "gen", g.cta)
             if act.blocking:
                 guard.append("!at_sync[ME]")
-            done: list[str] = [f"{bid}_arr = 0; {bid}_gen++"] + ([f"release_{bid}()"] if act.release else [])
+            done: list[str] = [f"{arr} = 0; {gen}++"] + ([f"{self._release(act.barrier, g.cta)}()"]
+                                                         if act.release else [])
             for then in act.on_complete:
                 self._act(g, p, then, guard, done)
             block = "; at_sync[ME] = 1" if act.blocking else ""
-            body.append(f"if :: {bid}_arr + 1 < {act.count} -> {bid}_arr++{block} "
+            body.append(f"if :: {arr} + 1 < {act.count} -> {arr}++{block} "
                         f":: else -> {'; '.join(done)} fi")
         elif isinstance(act, BarrierWait):
-            bid = act.barrier
-            guard.append(f"(arrived_{bid}[ME] == 0 && {bid}_gen >= 1 || "
-                         f"arrived_{bid}[ME] >= 1 && {bid}_gen >= arrived_{bid}[ME])"
-                         if act.arrived else f"{bid}_gen >= 1")
+            gen, mine = self._bar(act.barrier, "gen", g.cta), f"arrived_{act.barrier}[ME]"
+            guard.append(f"({mine} == 0 && {gen} >= 1 || {mine} >= 1 && {gen} >= {mine})"
+                         if act.arrived else f"{gen} >= 1")
             body.append("skip")
         elif isinstance(act, MovePc):
             body += self._next(g, p, "ME")
         elif isinstance(act, ExitCheck):
-            body.append(f"if :: pc[ME] == {g.length} && inflight[0] != 0 && ALL_DONE -> "
-                        "assert(inflight_at_exit) :: else -> skip fi")
+            if ir.ctas == 1:
+                body.append(f"if :: pc[ME] == {g.length} && inflight[0] != 0 && ALL_DONE -> "
+                            "assert(inflight_at_exit) :: else -> skip fi")
+            else:  # its CTA is gone now, with something in flight aimed at it
+                body += [f"if :: pc[ME] == {g.length} && inflight[0] != 0 && CTA_DONE_{g.cta} -> "
+                         f"targets_cta({g.cta}); if :: rp_ -> assert(inflight_at_exit) :: else -> skip fi "
+                         ":: else -> skip fi"]
         else:  # pragma: no cover
             raise AssertionError(act)
 
@@ -434,7 +590,7 @@ class _Promela:
         self.w(*("       " + line + ";" for line in body[:-1]))
         self.w("       " + body[-1], "     }")
 
-    @staticmethod
-    def _advance() -> str:
-        return ("if :: stage[ME] == STAGES-1 -> stage[ME] = 0; phase[ME]++ "
-                ":: else -> stage[ME]++ fi")
+    def _advance(self, r: int = 0) -> str:
+        stage, phase = self._f("stage", r, "ME"), self._f("phase", r, "ME")
+        return (f"if :: {stage} == {self.ir.rings[r].const}-1 -> {stage} = 0; {phase}++ "
+                f":: else -> {stage}++ fi")

@@ -18,12 +18,14 @@ condition, the rest its body):
   (a `reset` of the ring in its program): the wait passed, record (k, ph) (`raw`, a reset may
   lie ahead) or (k - (ph - p0), p0) (semantics.window_passed); `when` is "always", "ready" (a
   try that found the phase complete) or "not_ready" (a wait that `unless=ready` did not skip).
-- `Update(kind, arrivals, dtx)`: one mbarrier update of `kind` at my stage (the target; one
-  CTA), `arrivals` arrivals and tx += dtx. An `updates` with no `issues`.
+- `Update(kind, arrivals, dtx, ring, to)`: one mbarrier update of `kind` at my stage of
+  `ring`, `arrivals` arrivals and tx += dtx, in my CTA or, with `to`, in each of those CTAs
+  (inflight_at_exit first where one is gone). An `updates` with no `issues`.
 - `Trap(kind)`: the step fails with `kind` (a byte count above the tx limit).
-- `Issue(entry, kind, tag, arrivals, bytes_index)`: an in-flight entry that acts later, when it
-  lands (a copy: stores `tag` into its `part`, then updates by -bytes) or fires (a commit:
-  `arrivals`).
+- `Issue(entry, kind, tag, arrivals, bytes_index, part, ring, to)`: an in-flight entry that
+  acts later, when it lands (a copy: stores `tag` into its `part`, then updates by -bytes) or
+  fires (a commit: `arrivals`); one per destination CTA with `to` (a multicast), each landing
+  on its own (inflight_at_exit where the destination is gone).
 - `Store(tag, part)`: part `part` of the slot at my stage takes `tag` (-1: every part, a
   consumer-side fill). `CheckRead(tag)`: read_before_fill when a part the program fills for
   `tag` holds another (export_ir.read_miss_text) or a copy into the slot is in flight.
@@ -52,22 +54,26 @@ ENTRIES = {"copy": ENTRY_COPY, "commit": ENTRY_COMMIT}  # Effects.issues -> in-f
 class AwaitSignal:
     kind: int
     unless: bool
+    ring: int = 0          # the ring's index (Spec.all_rings order)
 
 
 @dataclass(frozen=True)
 class Observe:
     kind: int
     unless: bool
+    ring: int = 0          # the ring's index (Spec.all_rings order)
 
 
 @dataclass(frozen=True)
 class CheckWindow:
     kind: int
+    ring: int = 0          # the ring's index (Spec.all_rings order)
 
 
 @dataclass(frozen=True)
 class TryReady:
     kind: int
+    ring: int = 0          # the ring's index (Spec.all_rings order)
 
 
 @dataclass(frozen=True)
@@ -75,6 +81,7 @@ class PassWindow:
     kind: int
     when: str             # "always" | "ready" | "not_ready": the flag that says the wait passed
     raw: bool             # record (k, ph); else (k - (ph - p0), p0): no reset lies ahead
+    ring: int = 0          # the ring's index (Spec.all_rings order)
 
 
 @dataclass(frozen=True)
@@ -82,6 +89,8 @@ class Update:
     kind: int
     arrivals: int
     dtx: int
+    ring: int = 0
+    to: tuple = ()          # the CTAs it updates, where not only the agent's own (a `to=` target)
 
 
 @dataclass(frozen=True)
@@ -97,38 +106,41 @@ class Issue:
     arrivals: int         # arrivals when it fires (a commit)
     bytes_index: int | None  # index into IR.bytes_vals of the bytes it completes, None: no tx
     part: int = 0         # the slot part a landing stores into (-1: every part)
+    ring: int = 0
+    to: tuple = ()          # the CTAs it lands on, one entry each, where not only the agent's own
 
-    def expr(self, stage: str, item: str, parts: bool = False) -> str:
-        """The entry as an expression (the same in both languages): ((kind * STAGES + stage) * EV
-        + value) * ENB + bytes index, the value a copy's tag + 1 or a commit's arrivals; with
-        `parts` (slots of several parts), * EP + the part + 1 (0: every part, or a commit)."""
+    def expr(self, ir, cta, stage: str, item: str) -> str:
+        """The entry into CTA `cta` as an expression (the same in both languages, IR.entry_expr):
+        ((((kind * CTAS + cta) * RINGS + ring) * STAGES + stage) * EV + value) * ENB + bytes
+        index, the value a copy's tag + 1 or a commit's arrivals; with slots of several parts,
+        * EP + the part + 1 (0: every part, or a commit)."""
         value = f"{tag_text(self.tag, item)} + 1" if self.tag is not None else f"{self.arrivals}"
-        nb = f" + {self.bytes_index}" if self.bytes_index is not None else ""
-        out = f"(({self.entry}*STAGES + {stage})*EV + {value})*ENB{nb}"
-        if parts:
-            out = f"({out})*EP + {self.part + 1 if self.tag is not None else 0}"
-        return out
+        return ir.entry_expr({"kind": self.entry, "cta": cta, "ring": self.ring, "stage": stage,
+                              "value": value, "bytes": self.bytes_index or 0,
+                              "part": self.part + 1 if self.tag is not None else 0})
 
 
 @dataclass(frozen=True)
 class Store:
     tag: int              # -1: the agent's item
     part: int = 0         # -1: every part (a consumer-side fill)
+    ring: int = 0          # the ring's index (Spec.all_rings order)
 
 
 @dataclass(frozen=True)
 class CheckRead:
     tag: int              # -1: the agent's item
+    ring: int = 0          # the ring's index (Spec.all_rings order)
 
 
 @dataclass(frozen=True)
 class Advance:
-    pass
+    ring: int = 0
 
 
 @dataclass(frozen=True)
 class Reset:
-    pass
+    ring: int = 0
 
 
 @dataclass(frozen=True)
@@ -171,43 +183,48 @@ def tag_text(tag: int, item: str) -> str:
 
 def step_actions(ir, g, p: int) -> list:
     """The actions of the op at pc `p` of group `g` (an `IR.groups` entry), read off its effects.
-    The ops check_exportable refuses (async reads) have no step here."""
+    The ops check_exportable refuses (async reads) have no step here. Every action on a ring
+    names it; an update or issue names its destination CTAs (`to`) where they are not just the
+    agent's own (spec.schema `targets`, in Group.targets)."""
     op, _ = g.ops[p]
     e = OP_EFFECTS[op.name]
     if e.issues not in ("", *ENTRIES) or (e.blocks and e.observes < 0 and not e.barrier):
         raise AssertionError(f"{op.name}: refused by check_exportable")  # pragma: no cover
+    r = g.rings[p]
+    to = g.targets[p] if g.targets and g.targets[p] != (g.cta,) else ()
     acts: list = []
     if e.observes >= 0:
         if e.blocks:
-            unless = op.unless_ready and g.has_try
-            acts += [AwaitSignal(e.observes, unless), Observe(e.observes, unless)]
+            unless = op.unless_ready and g.ring_info[r].has_try
+            acts += [AwaitSignal(e.observes, unless, r), Observe(e.observes, unless, r)]
             when = "not_ready" if unless else "always"
         else:
-            acts += [CheckWindow(e.observes), TryReady(e.observes)]
+            acts += [CheckWindow(e.observes, r), TryReady(e.observes, r)]
             when = "ready"
-        if g.has_window:
-            acts.append(PassWindow(e.observes, when, g.records_raw(p)))
+        if g.ring_info[r].has_window:
+            acts.append(PassWindow(e.observes, when, g.records_raw(p, r), r))
     if e.tx and op.n > TX_LIMIT:
         acts.append(Trap("tx_range"))  # the bytes trap before anything is updated or issued
     elif e.issues:
         acts.append(Issue(ENTRIES[e.issues], e.updates, g.tags[p] if e.stores else None,
                           op.n if e.units == -1 else e.units,
                           ir.bytes_vals.index(op.n) if e.tx else None,
-                          g.parts[p] if e.stores else 0))
+                          g.parts[p] if e.stores else 0, r, to))
     else:
         if e.updates >= 0:
-            acts.append(Update(e.updates, op.n if e.units == -1 else e.units, e.tx * op.n))
+            acts.append(Update(e.updates, op.n if e.units == -1 else e.units, e.tx * op.n, r, to))
         if e.stores:
-            acts.append(Store(g.tags[p], g.parts[p]))
+            acts.append(Store(g.tags[p], g.parts[p], r))
     if e.checks_read:
-        acts.append(CheckRead(g.tags[p]))
+        acts.append(CheckRead(g.tags[p], r))
     if e.move:
-        acts.append(MOVES[e.move]())
+        acts.append(MOVES[e.move](r))
     moved = False
     if e.barrier:
         b = ir.barrier_names.index(op.barrier)
-        bid, count, _ = ir.barriers[b]
-        release = any(h.syncs[b] for h in ir.groups)
+        bid = ir.barriers[b][0]
+        count = ir.bar_counts[b][g.cta]  # its count in the agent's CTA
+        release = any(h.syncs[b] for h in ir.groups if h.cta == g.cta)
         if e.barrier == "wait":
             acts.append(BarrierWait(bid, b in g.arrives))
         else:
