@@ -7,22 +7,36 @@ from the compiled `checker.model.Model`, so they take the very programs pipeproo
 one atomic step (a Promela `d_step`, a Murphi rule), and so is every landing of an in-flight
 copy and every firing of an in-flight commit.
 
-The subset exported (anything else is a `SpecError` naming the feature, one line):
-the nvidia backend in one CTA (`cluster_size = 1`, where every `to=` target is the CTA
-itself) on the main ring; roles with counts, `items`, `initial_stage`, `initial_phase`,
-prologue/body/epilogue and `@leader`; the ops wait_full, wait_empty (`unless=ready`),
-try_full, try_empty, arrive_full, arrive_empty (with a count), expect_tx, copy (lands later,
-stores its item and completes its bytes), write, read, commit_empty (fires later), advance,
-reset, drain, and the named barriers of `[barrier.NAME]` with sync, sync_arrive and sync_wait;
-`every=` / `at=` on body ops. Not exported: the amd backend, clusters (`cluster_size > 1`,
-`ctas`), `[ring.NAME]` and `ring=`, read_async / read_wait.
+The subset exported (anything else is a `SpecError` naming the feature, one line): the
+nvidia backend; clusters (`cluster_size = K`, roles limited to some CTAs with `ctas`, and the
+`to=` targets self, leader, peer and all) and several rings (`[ring.NAME]`, `ring=` on any
+ring op, `initial_phase` per ring); roles with counts, `items`, `initial_stage`,
+`initial_phase`, prologue/body/epilogue and `@leader`; the ops wait_full, wait_empty
+(`unless=ready`), try_full, try_empty, arrive_full, arrive_empty (with a count), expect_tx,
+copy (lands later, stores its item and completes its bytes), write, read, commit_empty (fires
+later), advance, reset, drain, and the named barriers of `[barrier.NAME]` with sync,
+sync_arrive and sync_wait; `every=` / `at=` on body ops. Not exported: the amd backend and
+async reads (read_async / read_wait).
 
-The Murphi state is pipeproof's state vector field for field (agents' pc, item, stage,
-phase, ready, at_sync and sync_arrive generation, and for an agent whose program has a
-`reset` its phase window's (k', ph') per stage and signal; each signal's phase_no, pending, tx
-and `observed` flag; slot tags, one per slot part; each named barrier's arrivals and
-generation; the in-flight entries as a sorted array, i.e. a canonical multiset, a copy's
-entry naming its part), so Rumur without symmetry reduction stores exactly as many states as
+Clusters and rings (issue 18) are the explicit engine's: each CTA has its own signals, slots
+(with their slot parts, only the parts its CTA has) and named barriers, per ring; an agent
+keeps stage, phase, `ready` and its phase_alias window per ring. Where an op lands is
+spec.schema `targets` (semantics.targets_mask compiled): an arrival or expect_tx to another CTA
+takes effect at once, a `to=all` copy is one in-flight landing per destination CTA, a commit
+fires in the CTA it targets. A CTA is gone when all its agents finished (one with no agents
+is gone from the start); an arrival, copy or commit aimed at a gone CTA, a landing or firing
+into one, and the step that makes a CTA gone while something in flight targets it are
+`inflight_at_exit` (semantics.step, fire_entry). Groups never span CTAs: with
+`symmetry=True`, agents interchangeable within one CTA are a scalarset; CTAs themselves are
+not permuted.
+
+The Murphi state is pipeproof's state vector field for field (agents' pc, item, at_sync and
+sync_arrive generation, per ring stage, phase and ready, and for an agent whose program has a
+`reset` of a ring its phase window's (k', ph') per stage and signal; per CTA, ring and stage
+each signal's phase_no, pending, tx and `observed` flag and the slot tags, one per slot part;
+each named barrier's arrivals and generation per CTA; the in-flight entries as a sorted array,
+i.e. a canonical multiset, an entry naming its destination CTA, ring and stage, a copy's its
+part), so Rumur without symmetry reduction stores exactly as many states as
 pipeproof on a spec that holds. Fields that never change in a spec (tx without copies,
 `ready` without a try, window records without a reset) are left out; that changes no count.
 With `symmetry=True` each group of two or more interchangeable agents (same role, same
@@ -42,7 +56,7 @@ Properties, as far as each language states them:
 | read_before_fill, overwrite_before_drain | `error` in the step | `assert` in the step |
 | phase_alias | `invariant` (waiters) and `error` in a try | a monitor process (waiters) and `assert` in a try |
 | over_arrival, tx_range | `error` in the update (traps, and a phase nobody observed) | `assert` in the update |
-| inflight_at_exit | `error` when the last agent finishes with something in flight, or something lands after | `assert`, the same |
+| inflight_at_exit | `error` when a CTA's last agent finishes with something in flight aimed at it, or when an arrival, copy, commit or landing targets a gone CTA | `assert`, the same |
 
 The Murphi error strings and the Promela assertion expressions begin with the kind's name,
 so the first word of a tool's report is the kind. A model also reports running out of its
