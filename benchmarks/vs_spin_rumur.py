@@ -36,6 +36,15 @@ of time.
 
     python benchmarks/vs_spin_rumur.py --cells 2,1,8 4,2,8 8,2,16 --timeout 120
     python benchmarks/vs_spin_rumur.py --timeout 120 --csv grid.csv       # the whole grid
+
+`--production` runs the production cells of benchmarks/production.py instead (the library
+templates at the configurations they ship, clusters and several rings included; items 8 and 64
+by default, `--items`): pipeproof `verify` with its defaults, SPIN, and Rumur with symmetry
+(scalarsets over the agents interchangeable within one CTA), each with `--timeout` seconds. A
+spec the exports cannot express (async reads: read_async/read_wait) shows "refused" for SPIN
+and Rumur; a tool out of time at one item count is not run at a larger one ("skip").
+
+    python benchmarks/vs_spin_rumur.py --production --timeout 60
 """
 from __future__ import annotations
 
@@ -60,6 +69,7 @@ from pipeproof.checker.export_models import (  # noqa: E402
     to_murphi, to_promela, _pipeline,
 )
 from pipeproof.spec.load import load_spec_text  # noqa: E402
+from pipeproof.spec.schema import SpecError  # noqa: E402
 
 GRID = [(n, c, i) for n in (2, 4, 8) for c in range(1, 9) for i in (8, 16, 32)]
 COLUMNS = ["N", "C", "I",
@@ -260,6 +270,110 @@ def warm_pipeproof():
                  env=dict(PIPEPROOF_ENV, PIPEPROOF_JIT="1"))  # a tiny spec would skip numba
 
 
+# ---------------------------------------------------------------------- --production
+
+def _refused(tool: str, why: str) -> ToolRun:
+    return ToolRun(tool, "refused", None, None, 0.0, 0.0, 0, 0, why)
+
+
+def run_production_cell(template: str, params: dict, items: int, timeout: float, threads: int,
+                        memlim_mb: int, workroot: Path, skip=frozenset()) -> dict:
+    """One production cell: pipeproof (defaults), SPIN and Rumur (symmetry) on one spec."""
+    from benchmarks.production import spec_text
+    config = " ".join(f"{k}={v}" for k, v in params.items())
+    work = workroot / f"{template}_{'_'.join(f'{k}{v}' for k, v in params.items())}_I{items}"
+    for sub in ("spin", "rumur"):
+        (work / sub).mkdir(parents=True, exist_ok=True)
+    spec_file = work / "spec.toml"
+    spec_file.write_text(spec_text(template, params, items))
+    spec = load_spec_text(spec_file.read_text(), str(spec_file))
+    refused = ""
+    try:
+        (work / "spin" / "model.pml").write_text(to_promela(spec))
+        (work / "rumur" / "model.m").write_text(to_murphi(spec, symmetry=True))
+    except SpecError as err:
+        refused = str(err).split(": ", 1)[1]
+    pp = _skipped("pipeproof", None, timeout) if "pipeproof" in skip else run_pipeproof(spec_file, timeout)
+    if refused:
+        spin, rumur = _refused("spin", refused), _refused("rumur", refused)
+    else:
+        spin = _skipped("spin", None, timeout) if "spin" in skip else \
+            _pipeline("spin", spin_steps("model.pml", search_depth(spec), memlim_mb=memlim_mb),
+                      str(work / "spin"), timeout, parse_spin)
+        rumur = _skipped("rumur", None, timeout) if "rumur" in skip else \
+            _pipeline("rumur", rumur_steps("model.m", symmetry=True, threads=threads),
+                      str(work / "rumur"), timeout, parse_rumur)
+    shutil.rmtree(work, ignore_errors=True)
+    done = lambda r: r.verdict in ("ok", "violation")
+
+    def ratio(other: ToolRun) -> str:
+        """pipeproof's seconds / the tool's: < where the tool ran out of time, > where pipeproof did."""
+        late = ("timeout", "skipped")
+        if done(pp) and done(other):
+            return f"{pp.seconds / other.seconds:.3f}"
+        if done(pp) and other.verdict in late:
+            return f"<{pp.seconds / other.seconds:.3f}"
+        if pp.verdict in late and done(other):
+            return f">{pp.seconds / other.seconds:.2f}"
+        return "n/a"
+    spin_ratio, rumur_ratio = ratio(spin), ratio(rumur)
+    finished = [r.verdict for r in (pp, spin, rumur) if done(r)]
+    return {"template": template, "config": config, "items": items, "_runs": (pp, spin, rumur),
+            "pp_over_spin": spin_ratio, "pp_over_rumur": rumur_ratio,
+            "same": ("yes" if len(finished) == 3 and len(set(finished)) == 1 else
+                     "no" if len(set(finished)) > 1 else "n/a")}
+
+
+PRODUCTION_HEADER = (f"{'template':18} {'configuration':36} {'items':>5} | {'pipeproof':<9} {'states':>10} "
+                     f"{'s':>7} | {'SPIN':<9} {'states':>11} {'s':>7} | {'Rumur sym':<9} {'states':>11} "
+                     f"{'s':>7} | {'pp/SPIN':>8} {'pp/Rumur':>8} same")
+
+
+def fmt_production(row: dict) -> str:
+    pp, spin, rumur = row["_runs"]
+
+    def tool(r: ToolRun, w: int) -> str:
+        states = f"{r.states:,}" if r.states is not None else ""
+        return f"{_short(r.verdict + (' ' + r.kind if r.kind else '')):<9} {states:>{w}} {r.seconds:>7.2f}"
+    return (f"{row['template']:18} {row['config']:36} {row['items']:>5} | {tool(pp, 10)} | {tool(spin, 11)} | "
+            f"{tool(rumur, 11)} | {row['pp_over_spin']:>8} {row['pp_over_rumur']:>8} {row['same']}")
+
+
+def production(args, memlim: int) -> int:
+    from benchmarks.production import CONFIGS
+    print(f"pipeproof vs SPIN vs Rumur, production cells (benchmarks/production.py CONFIGS), items "
+          f"{' '.join(map(str, args.items))}: {args.timeout:g} s per tool per cell; {os.cpu_count()} CPUs, load "
+          f"average {os.getloadavg()[0]:.1f} at the start; {time.strftime('%Y-%m-%d %H:%M')}", flush=True)
+    print(f"tools: {tool_versions()}", flush=True)
+    print(f"pipeproof: verify --json (defaults: symmetry and partial-order reduction); SPIN: cc -O2 "
+          f"-DMEMLIM={memlim}, ./pan -m<depth> (POR on); Rumur: symmetry heuristic (scalarsets within a CTA), "
+          f"--threads {args.rumur_threads}, cc -std=c11 -O2; seconds include the C compiles", flush=True)
+    warm_pipeproof()
+    print(PRODUCTION_HEADER, flush=True)
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="vs_spin_rumur_prod_") as root:
+        for template, params in CONFIGS:
+            out_of_time: set = set()
+            for items in sorted(args.items):
+                row = run_production_cell(template, params, items, args.timeout, args.rumur_threads,
+                                          memlim, Path(root), frozenset(out_of_time))
+                out_of_time |= {r.tool for r in row["_runs"] if r.verdict in ("timeout", "skipped")}
+                rows.append(row)
+                print(fmt_production(row), flush=True)
+    print()
+    runs = lambda k, v: sum(r["_runs"][k].verdict in v for r in rows)
+    for k, name in ((0, "pipeproof"), (1, "SPIN"), (2, "Rumur")):
+        print(f"{name}: finished {runs(k, ('ok', 'violation'))} of {len(rows)} cells, out of time "
+              f"{runs(k, ('timeout', 'skipped'))}, refused {runs(k, ('refused',))}, failed {runs(k, ('failed',))}")
+    diff = [r for r in rows if r["same"] == "no"]
+    print(f"same verdict: {sum(r['same'] == 'yes' for r in rows)} cells all three agree, {len(diff)} disagree"
+          + (f" ({', '.join(r['template'] + ' ' + r['config'] + ' I=' + str(r['items']) for r in diff)})" if diff else ""))
+    print("skip = not run, out of time at a smaller item count; refused = not in the exported subset "
+          "(the reason: " + "; ".join(sorted({r['_runs'][1].output for r in rows if r['_runs'][1].verdict == 'refused'}))
+          + ")")
+    return 0 if not diff else 1
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--cells", nargs="+", metavar="N,C,I", help="run only these cells")
@@ -272,6 +386,10 @@ def main(argv=None) -> int:
                     help="also run `verify --engine laps` (relative laps: states independent of I)")
     ap.add_argument("--memlim-mb", type=int, default=None,
                     help="SPIN -DMEMLIM (default: 80%% of physical memory)")
+    ap.add_argument("--production", action="store_true",
+                    help="run the production cells of benchmarks/production.py instead of the grid")
+    ap.add_argument("--items", nargs="+", type=int, default=[8, 64],
+                    help="--production: item counts per cell (default 8 64)")
     args = ap.parse_args(argv)
 
     def parse(text):
@@ -286,6 +404,8 @@ def main(argv=None) -> int:
         print(f"missing {', '.join(missing)} (apt-get install -y spin rumur gcc)", file=sys.stderr)
         return 2
     memlim = args.memlim_mb or int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") * 0.8 / 2**20)
+    if args.production:
+        return production(args, memlim)
     cells = [parse(t) for t in args.cells] if args.cells else GRID
     print(f"pipeproof vs SPIN vs Rumur, standard pipeline: {len(cells)} cells, {args.timeout:g} s per tool "
           f"per cell; {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at the start; "
