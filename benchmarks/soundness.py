@@ -341,7 +341,7 @@ def _compare_prove(spec, out, max_states):
 
 
 def check_one(args):
-    seed, i, bmc_every, prove_every, laps_every, max_states, only = args
+    seed, i, bmc_every, prove_every, laps_every, max_states, only, clusters = args
     name, mutation, text = generate(seed, i)
     rec = {"i": i, "base": name, "mutation": mutation}
     if only and not set(mutation.split("+")) & set(only):
@@ -351,6 +351,9 @@ def check_one(args):
         spec = load_spec_text(text, f"gen{i}.toml")
     except SpecError:
         rec["invalid"] = True
+        return rec
+    if clusters and spec.cluster_size == 1:
+        rec["filtered"] = True
         return rec
     agents = agents_of(spec)
     rec["parts"] = any(len(p) > 1 for p in slot_parts(spec, agents))
@@ -431,14 +434,15 @@ def _smaller(d):
 # ------------------------------------------------------------------------------ the run
 
 def run(specs: int, seed: int, jobs: int, bmc_every: int, prove_every: int, laps_every: int,
-        max_states: int, shrink_dir=None, quiet=False, only=()) -> dict:
-    """Check specs 0..specs-1 of `seed` (`only`: just those with one of these mutations)."""
+        max_states: int, shrink_dir=None, quiet=False, only=(), clusters=False) -> dict:
+    """Check specs 0..specs-1 of `seed` (`only`: just those with one of these mutations;
+    `clusters`: just those of more than one CTA)."""
     started = time.monotonic()
     tally = Counter()
     verdicts = Counter()
     mutations = Counter()
     found = []
-    work = [(seed, i, bmc_every, prove_every, laps_every, max_states, tuple(only))
+    work = [(seed, i, bmc_every, prove_every, laps_every, max_states, tuple(only), clusters)
             for i in range(specs)]
     if jobs > 1:
         pool = multiprocessing.get_context("fork").Pool(jobs)
@@ -494,17 +498,20 @@ def main():
     ap.add_argument("--laps-every", type=int, default=25)
     ap.add_argument("--max-states", type=int, default=MAX_STATES)
     ap.add_argument("--shrink-dir")
+    ap.add_argument("--clusters", action="store_true",
+                    help="compare only the generated specs of more than one CTA")
     args = ap.parse_args()
     from pipeproof.checker.verify import warm_up
     warm_up()  # compile (or load) the engines once, before the workers fork
     from pipeproof.checker.prove import warm_up_prove
     warm_up_prove()
     out = run(args.specs, args.seed, args.jobs, args.bmc_every, args.prove_every,
-              args.laps_every, args.max_states, args.shrink_dir)
+              args.laps_every, args.max_states, args.shrink_dir, clusters=args.clusters)
     t = out["tally"]
     print(f"\ncommand: python benchmarks/soundness.py --specs {args.specs} --seed {args.seed} "
           f"--jobs {args.jobs} --bmc-every {args.bmc_every} --prove-every {args.prove_every} "
-          f"--laps-every {args.laps_every} --max-states {args.max_states}")
+          f"--laps-every {args.laps_every} --max-states {args.max_states}"
+          + (" --clusters" if args.clusters else ""))
     print(f"specs generated {t.get('generated', 0)}, loaded {t.get('loaded', 0)}, "
           f"invalid (spec errors) {t.get('invalid', 0)}, over the state limit {t.get('limit', 0)}")
     print(f"verdicts of the compared specs (unreduced search): {out['verdicts']}")

@@ -78,8 +78,8 @@ def _write_graph(spec, target: str, max_states) -> int:
 @click.option("--no-symmetry", "no_symmetry", is_flag=True,
               help="Store every state, without reducing interchangeable agents (to compare).")
 @click.option("--no-por", "no_por", is_flag=True,
-              help="Store every interleaving of local steps (advance, reset, skipped waits) "
-                   "instead of taking them at once (to compare; explicit engine only).")
+              help="Store every interleaving instead of taking the steps no other step can "
+                   "tell the time of at once (to compare; explicit and laps engines).")
 @click.option("--engine", type=click.Choice(["explicit", "bmc", "laps"]), default="explicit",
               show_default=True,
               help="explicit: breadth-first search of every state; bmc: Z3 bounded model checking; "
@@ -95,8 +95,8 @@ def verify(specs, as_json, trace_file, max_states, timeout, graph_file, no_prech
         raise UsageFailure("--depth applies only to --engine bmc")
     if no_symmetry and engine == "laps":
         raise UsageFailure("--no-symmetry does not apply to --engine laps (it always reduces interchangeable agents)")
-    if no_por and engine != "explicit":
-        raise UsageFailure("--no-por applies only to --engine explicit")
+    if no_por and engine == "bmc":
+        raise UsageFailure("--no-por applies only to --engine explicit and --engine laps")
     if max_states is not None and engine == "bmc":
         raise UsageFailure("--max-states applies only to --engine explicit (bmc stores no states; use --depth)")
     check_trace_name(trace_file)
@@ -131,7 +131,7 @@ def verify(specs, as_json, trace_file, max_states, timeout, graph_file, no_prech
             return verify_bmc(spec, depth=depth, timeout=timeout, symmetry=not no_symmetry)
         if engine == "laps":
             from pipeproof.checker.lap_verify import verify_laps
-            return verify_laps(spec, max_states=max_states, timeout=timeout)
+            return verify_laps(spec, max_states=max_states, timeout=timeout, por=not no_por)
         return explicit(spec, max_states=max_states, timeout=timeout, progress=progress,
                         symmetry=not no_symmetry, por=not no_por)
 

@@ -31,18 +31,19 @@ def own_count(spec: Spec) -> int:
     return next(r.items // coef[r.name] for r in spec.roles if coef[r.name])
 
 
-def verify_laps(spec: Spec, max_states: int | None = None, timeout: float | None = None) -> Result:
+def verify_laps(spec: Spec, max_states: int | None = None, timeout: float | None = None,
+                por: bool = True) -> Result:
     warm_up_prove()
     started = time.monotonic()
     deadline = started + timeout if timeout else None
 
     def explicit() -> Result:
         left = None if deadline is None else max(deadline - time.monotonic(), 0.001)
-        return verify(spec, max_states=max_states, timeout=left)
+        return verify(spec, max_states=max_states, timeout=left, por=por)
     try:
         lap = LapAbstraction(spec, MAX_R)
         search, found = search_laps(lap, max_states or MAX_ABSTRACT_STATES, deadline,
-                                    only_n=own_count(spec))
+                                    only_n=own_count(spec), por=por)
     except CannotAbstract:
         return explicit()
     except Unknown as err:

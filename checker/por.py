@@ -16,7 +16,8 @@ two accesses to one slot conflict unless both read. A new op without a row fails
 A step qualifies as a candidate when it is
 - local (`S.local_step`): advance, reset, a wait skipped by `unless=ready` (no footprint);
 - or one access with no in-flight effect: an arrive (of the ring's uniform count, to its own
-  CTA), a synchronous read, or a blocking wait that is ready now and inside its phase window;
+  CTA or to others, which then must not be able to go while a stands still), a synchronous
+  read, or a blocking wait that is ready now and inside its phase window;
 and never when it finishes its agent (that can make a CTA gone, which others observe).
 It is then persistent when no in-flight entry and no step the other agents can still take
 while a stands still conflicts with it. What the others can do is over-approximated twice:
@@ -51,10 +52,15 @@ MAX_ROWS = 1 << 21  # bigger programs get local steps only (tables > 80 MB, seco
 # the agent's stage on that ring, pos the agent's position in its unrolled program; agents
 # with the same program (and CTA) share their rows.
 # uniform[ring, kind]: the count every arrive update of that kind has, or -1 (mixed, or tx).
-# cfg[0]: 1 when the tables exist (else only local steps are merged).
+# cfg[0]: 1 when the tables exist (else only local steps are merged); cfg[1]: 1 when rows are
+# per op (pc) rather than per unrolled position (`any_count_tables`, for the lap abstraction).
 # work: scratch space of `frozen_touch` (the engine allocates nothing in its loop).
 # eff: S.effects_table(), the ops' footprints.
-FutureTables = namedtuple("FutureTables", ["cfg", "off", "mask", "uniform", "work", "eff"])
+# limit[agent]: the walk answers "touched" once it would move that agent to this item or
+# beyond (the lap abstraction's MANY states: past it, the item count matters; else HUGE).
+FutureTables = namedtuple("FutureTables", ["cfg", "off", "mask", "uniform", "work", "eff",
+                                           "limit"])
+NO_LIMIT = 1 << 40
 EFFECTS = S.effects_table()
 
 
@@ -150,11 +156,15 @@ def _record_len(rings):
     return W_RING0 + 2 * rings
 
 
+def _no_limit(model) -> np.ndarray:
+    return np.full(len(model.agents), NO_LIMIT, dtype=np.int64)
+
+
 def no_future_tables(model) -> FutureTables:
     """Tables that allow local steps only."""
-    return FutureTables(np.zeros(1, dtype=np.int64), np.zeros((1, 1), dtype=np.int64),
+    return FutureTables(np.zeros(2, dtype=np.int64), np.zeros((1, 1), dtype=np.int64),
                         np.zeros((1, N_CLASSES), dtype=np.int64), _uniform(model),
-                        np.zeros(1, dtype=np.int64), EFFECTS)
+                        np.zeros(1, dtype=np.int64), EFFECTS, _no_limit(model))
 
 
 def _program_key(agent):
@@ -216,13 +226,58 @@ def future_tables(model) -> FutureTables:
     keys = [_program_key(a) for a in model.agents]
     off = np.array([[start[k] + r * ring_rows[k] for r in range(model.rings)] for k in keys],
                    dtype=np.int64)
-    return FutureTables(np.ones(1, dtype=np.int64), off, mask, _uniform(model), _work(model),
-                        EFFECTS)
+    return FutureTables(np.array([1, 0], dtype=np.int64), off, mask, _uniform(model),
+                        _work(model), EFFECTS, _no_limit(model))
+
+
+def any_count_tables(model) -> FutureTables:
+    """Future tables that hold for every item count, for the lap abstraction (whose states
+    run with an item count that is exact, or never ends): one row block per op (pc) and
+    stage, each row the union of every access of every op from pc to the end of the program,
+    with the body repeated, at every stage. A superset of what the agent's remaining program
+    accesses whatever the count, so "not touched" is never wrong; the walk is the precise
+    part. A finished agent (pc = len) has an all-zero block."""
+    ms = model.max_stages
+    if model.ctas * ms > 62:
+        return no_future_tables(model)
+    programs, keys = {}, []
+    for agent in model.agents:
+        key = _program_key(agent)[:4] + (agent.cta,)
+        keys.append(key)
+        programs.setdefault(key, agent)
+    start, base, blocks = {}, 0, []
+    for key, agent in programs.items():
+        start[key] = base
+        n_ops = len(agent.ops)
+        for r, ring in enumerate(model.ring_specs):
+            all_stages = (1 << ring.stages) - 1
+            acc = np.zeros((n_ops + 1, N_CLASSES), dtype=np.int64)
+            for pc, (op, _) in enumerate(agent.ops):
+                if op.ring == ring.name:
+                    for cls, ctas in _classes(model, agent, op):
+                        for c in ctas:
+                            acc[pc, cls] |= all_stages << (c * ms)
+            repeated = np.bitwise_or.reduce(acc[agent.body_start:n_ops], axis=0)
+            rows = np.zeros((n_ops + 1, N_CLASSES), dtype=np.int64)
+            for pc in range(n_ops - 1, -1, -1):
+                rows[pc] = acc[pc] | rows[pc + 1]
+                if pc < agent.body_end:
+                    rows[pc] |= repeated
+            blocks.append(np.repeat(rows, ms, axis=0))
+        base += (n_ops + 1) * ms * model.rings
+    mask = np.concatenate(blocks) if blocks else np.zeros((1, N_CLASSES), dtype=np.int64)
+    off = np.array([[start[k] + r * (len(model.agents[i].ops) + 1) * ms
+                     for r in range(model.rings)] for i, k in enumerate(keys)], dtype=np.int64)
+    return FutureTables(np.array([1, 1], dtype=np.int64), off, mask, _uniform(model),
+                        _work(model), EFFECTS, _no_limit(model))
 
 
 @jit
-def position(T, a, pc, item):
-    """Index of (pc, item) in the agent's unrolled program (`Agent.unrolled()`)."""
+def position(T, F, a, pc, item):
+    """Index of (pc, item) in the agent's unrolled program (`Agent.unrolled()`), or pc in
+    tables by op (`any_count_tables`)."""
+    if F.cfg[1] == 1:
+        return min(pc, T.agent[a, S.A_LEN])
     bs = T.agent[a, S.A_BODY_START]
     be = T.agent[a, S.A_BODY_END]
     if pc < bs:
@@ -233,18 +288,19 @@ def position(T, a, pc, item):
 
 
 @jit
-def others_touch(T, F, st, a, r, classes, bit):
-    """Will any agent but `a` still access signal or slot `bit` of ring r in one of the access
-    classes of the mask `classes`, by the future tables (a superset: waits are ignored)?"""
+def others_touch(T, F, st, a, r, classes, bits):
+    """Will any agent but `a` still access a signal or slot of ring r among `bits` (bit
+    cta * max_stages + stage) in one of the access classes of the mask `classes`, by the
+    future tables (a superset: waits are ignored)?"""
     ms = T.cfg[S.C_MAXS]
     for b in range(T.cfg[S.C_AGENTS]):
         if b == a:
             continue
         base = S.agent_base(T, b)
-        pos = position(T, b, st[base + S.F_PC], st[base + S.F_ITEM])
+        pos = position(T, F, b, st[base + S.F_PC], st[base + S.F_ITEM])
         row = F.off[b, r] + pos * ms + st[S.ring_base(T, b, r)]
         for c in range(N_CLASSES):
-            if classes & (1 << c) and F.mask[row, c] & (1 << bit):
+            if classes & (1 << c) and F.mask[row, c] & bits:
                 return True
     return False
 
@@ -252,7 +308,7 @@ def others_touch(T, F, st, a, r, classes, bit):
 # ------------------------------------------------------------------ what can happen while a waits
 
 @jit
-def entries_conflict(T, F, st, r, bit, t_kind, t_sig_acc, t_slot_acc):
+def entries_conflict(T, F, st, r, bits, t_kind, t_sig_acc, t_slot_acc):
     """Does an in-flight entry conflict with the access? A copy lands (writes its slot and
     updates its full signal's tx), a commit arrives on its empty signal, an async read reads."""
     off = T.cfg[S.C_OFF_INF]
@@ -263,7 +319,7 @@ def entries_conflict(T, F, st, r, bit, t_kind, t_sig_acc, t_slot_acc):
             break
         if S.entry_field(T, e, S.E_RING) != r:
             continue
-        if S.entry_field(T, e, S.E_CTA) * ms + S.entry_field(T, e, S.E_STAGE) != bit:
+        if (bits >> (S.entry_field(T, e, S.E_CTA) * ms + S.entry_field(T, e, S.E_STAGE))) & 1 == 0:
             continue
         kind = S.entry_field(T, e, S.E_KIND)
         if kind == S.ENTRY_COPY:
@@ -304,10 +360,11 @@ def could_be_ready(T, st, sig, phase, budget):
 
 
 @jit
-def frozen_touch(T, F, st, a, r, bit, t_kind, t_sig_acc, t_slot_acc, sig_t):
+def frozen_touch(T, F, st, a, r, bits, t_kind, t_sig_acc, t_slot_acc, window, gone):
     """Can a step of another agent conflict with the access while agent a stands still?
 
-    The access is to signal (`t_kind`, a signal kind or -1) and slot `bit` of ring r. Every
+    The access is to signal (`t_kind`, a signal kind or -1) and slot of ring r at every
+    (CTA, stage) of the mask `bits` (bit cta * max_stages + stage). Every
     other agent's program is walked forward from where it is: an update adds its units to its
     signal's budget (in-flight commits start it), and a blocking wait passes only if the
     budget could complete its phase (`could_be_ready`); else the agent is stuck there until a
@@ -315,9 +372,13 @@ def frozen_touch(T, F, st, a, r, bit, t_kind, t_sig_acc, t_slot_acc, sig_t):
     others can reach while a stands still is then walked (a superset: waits are judged
     generously, syncs and read_waits always pass). Each op's accesses come from EFFECTS: a
     try always observes, a blocking wait observes when it can pass.
-    `sig_t` >= 0 (a's step updates it): an agent stuck at a wait on it must be inside its
-    phase window, or the state before the update could show a phase_alias the state after it
-    does not."""
+    `window` (a's step updates the signals): an agent stuck at a wait on one of them must be
+    inside its phase window, or the state before the update could show a phase_alias the
+    state after it does not.
+    `gone`: CTAs (not a's own) the step arrives in. An arrival in a gone CTA is a violation,
+    so if the walk lets every agent of one of them finish, that is "touched" too.
+    An agent the walk would move to item F.limit[agent] or beyond answers "touched" (past it
+    a lap-abstraction state's item count would matter)."""
     ms = T.cfg[S.C_MAXS]
     rings = T.cfg[S.C_RINGS]
     n_agents = T.cfg[S.C_AGENTS]
@@ -368,7 +429,7 @@ def frozen_touch(T, F, st, a, r, bit, t_kind, t_sig_acc, t_slot_acc, sig_t):
                 rr = T.prog[row, S.P_RING]
                 sb = rec + W_RING0 + 2 * rr
                 stage = W[sb]
-                here = rr == r and cta * ms + stage == bit
+                here = rr == r and (bits >> (cta * ms + stage)) & 1 == 1
                 obs = E[op, S.EF_OBS]
                 if obs >= 0:
                     sig = S.sig_index(T, cta, rr, stage, obs)
@@ -378,8 +439,9 @@ def frozen_touch(T, F, st, a, r, bit, t_kind, t_sig_acc, t_slot_acc, sig_t):
                     else:
                         # An agent with a reset keeps its window as of its last passed wait,
                         # which the walk does not update: count its stuck wait as touching.
-                        if sig == sig_t and (S.window_field(T, b, rr, stage, obs) >= 0 or
-                                             not S.in_phase_window(T, st, b, rr, sig, W[sb + 1])):
+                        if window and here and obs == t_kind and (
+                                S.window_field(T, b, rr, stage, obs) >= 0 or
+                                not S.in_phase_window(T, st, b, rr, sig, W[sb + 1])):
                             return True
                         if T.prog[row, S.P_UNLESS] != 1:
                             break  # stuck; an unless=ready wait may be skipped: walk on
@@ -392,7 +454,7 @@ def frozen_touch(T, F, st, a, r, bit, t_kind, t_sig_acc, t_slot_acc, sig_t):
                     for dst in range(T.cfg[S.C_CTAS]):
                         if mask & (1 << dst) == 0:
                             continue
-                        at = rr == r and dst * ms + stage == bit
+                        at = rr == r and (bits >> (dst * ms + stage)) & 1 == 1
                         if upd >= 0:
                             if at and upd == t_kind and signal_conflict(t_sig_acc, ACC_UPD, commuting):
                                 return True
@@ -408,21 +470,32 @@ def frozen_touch(T, F, st, a, r, bit, t_kind, t_sig_acc, t_slot_acc, sig_t):
                     W[sb + 1] = T.agent[b, S.A_RING0 + 2 * rr + 1]
                 # syncs and read_waits touch no signal or slot: walked over (they may pass)
                 W[rec + W_PC], W[rec + W_ITEM] = S.next_pc(T, b, pc, W[rec + W_ITEM])
+                if W[rec + W_ITEM] >= F.limit[b]:
+                    return True
                 moved = True
+    if gone:
+        for dst in range(T.cfg[S.C_CTAS]):
+            if gone & (1 << dst):
+                alive = False
+                for b in range(n_agents):
+                    if T.agent[b, S.A_CTA] == dst and W[b * rl + W_OUT] == 0:
+                        alive = True
+                if not alive:
+                    return True
     return False
 
 
 @jit
-def touched_while_frozen(T, F, st, a, r, bit, t_kind, t_sig_acc, t_slot_acc, sig_t):
+def touched_while_frozen(T, F, st, a, r, bits, t_kind, t_sig_acc, t_slot_acc, window, gone):
     """In-flight entries first; then the tables' quick answer (nobody will ever access it in a
-    conflicting way); then the walk."""
-    if entries_conflict(T, F, st, r, bit, t_kind, t_sig_acc, t_slot_acc):
+    conflicting way, and no CTA it arrives in can go); then the walk."""
+    if entries_conflict(T, F, st, r, bits, t_kind, t_sig_acc, t_slot_acc):
         return True
     commuting = t_kind >= 0 and commuting_arrivals(T, F, r, t_kind)
     classes = conflict_classes(t_kind, t_sig_acc, t_slot_acc, commuting)
-    if not others_touch(T, F, st, a, r, classes, bit):
+    if gone == 0 and not others_touch(T, F, st, a, r, classes, bits):
         return False
-    return frozen_touch(T, F, st, a, r, bit, t_kind, t_sig_acc, t_slot_acc, sig_t)
+    return frozen_touch(T, F, st, a, r, bits, t_kind, t_sig_acc, t_slot_acc, window, gone)
 
 
 @jit
@@ -449,15 +522,19 @@ def independent_step(T, F, st, a):
     bit = cta * T.cfg[S.C_MAXS] + stage
     obs = E[op, S.EF_OBS]
     upd = E[op, S.EF_UPD]
-    if upd >= 0 and obs < 0 and not E[op, S.EF_READS]:  # an arrive
-        if T.cfg[S.C_CTAS] > 1 and T.prog[row, S.P_TARGET] != S.T_SELF:
-            return False
+    ms = T.cfg[S.C_MAXS]
+    if upd >= 0 and obs < 0 and not E[op, S.EF_READS]:  # an arrive, to one CTA or several
         if not commuting_arrivals(T, F, r, upd):
             return False
-        sig = S.sig_index(T, cta, r, stage, upd)
-        return not touched_while_frozen(T, F, st, a, r, bit, upd, ACC_UPD, 0, sig)
+        dsts = S.targets_mask(T, a, T.prog[row, S.P_TARGET])
+        at = 0
+        for dst in range(T.cfg[S.C_CTAS]):
+            if dsts & (1 << dst):
+                at |= 1 << (dst * ms + stage)
+        return not touched_while_frozen(T, F, st, a, r, at, upd, ACC_UPD, 0, True,
+                                        dsts & ~(1 << cta))
     if E[op, S.EF_READS] and obs < 0 and upd < 0:  # a synchronous read
-        return not touched_while_frozen(T, F, st, a, r, bit, -1, 0, ACC_READ, -1)
+        return not touched_while_frozen(T, F, st, a, r, 1 << bit, -1, 0, ACC_READ, False, 0)
     if obs >= 0 and E[op, S.EF_BLOCKS] and upd < 0 and not E[op, S.EF_READS]:  # a wait
         if T.prog[row, S.P_UNLESS] == 1 and st[rb + 2] == 1:
             return False  # skipped: a local step, not an observation
@@ -466,7 +543,7 @@ def independent_step(T, F, st, a):
             return False
         if not S.in_phase_window(T, st, a, r, sig, st[rb + 1]):
             return False
-        return not touched_while_frozen(T, F, st, a, r, bit, obs, ACC_OBS, 0, -1)
+        return not touched_while_frozen(T, F, st, a, r, 1 << bit, obs, ACC_OBS, 0, False, 0)
     return False
 
 

@@ -39,8 +39,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from pipeproof.backends.base import njit
+from pipeproof.checker import por as POR
 from pipeproof.checker import semantics as S
-from pipeproof.checker.explore import (ENGINE, StateStore, find_or_insert,
+from pipeproof.checker.explore import (ENGINE, StateStore, find_or_insert, merge_steps,
                              unpack)
 from pipeproof.checker.laps import (G_COEF, G_LEN, HUGE, M_AGENTS, M_AGF, MANY, CannotAbstract,
                           LapAbstraction, canonical_fast, canonical_into, lap_tables,
@@ -73,15 +74,39 @@ class ProofResult:
 
 
 @njit(**ENGINE)
-def expand(T, L, st, succ, bits, moved, far, far_items, det, done, tmp):
+def set_counts(T, F, L, n_rel, R):
+    """Set the item counts of an abstract state's n_rel (laps.tables_for) into T, and the
+    partial-order reduction's walk limit into F: in a MANY state (every count >= R) the walk
+    answers "touched" before it moves an agent to item coef * R, past which the count would
+    matter (docs/reductions.md)."""
+    for g in range(L.misc[M_AGENTS]):
+        c = L.agent[g, G_COEF]
+        T.agent[g, S.A_ITEMS] = c * (HUGE if n_rel == MANY else n_rel)
+        F.limit[g] = c * R if (n_rel == MANY and c > 0) else POR.NO_LIMIT
+
+
+@njit(**ENGINE)
+def successor(T, F, por, st, a, out, scratch, det):
+    """Action a's concrete successor of `st` into `out`, then (with `por`) every step the
+    partial-order reduction takes at once after it (explore.merge_steps); the step's bits."""
+    b = S.step(T, st, a, out, det)
+    if b == 0 and por:
+        merge_steps(T, F, out, scratch, det)
+    return b
+
+
+@njit(**ENGINE)
+def expand(T, L, F, por, st, succ, bits, moved, far, far_items, det, done, tmp, scratch):
     """Every action's canonical successor of `st`: succ[a], its step result bits[a], the items
     it moved (moved[a]) and whether an agent got within reach of the end (far[a]); returns
-    the state's own violation bits. `det`, `done`, `tmp` are scratch (canonical_into)."""
+    the state's own violation bits. With `por` each successor first takes the steps the
+    partial-order reduction merges (`successor`). `det`, `done`, `tmp`, `scratch` are
+    scratch (canonical_into, merge_steps)."""
     n_enabled = 0
     agf = L.misc[M_AGF]
     for a in range(succ.shape[0]):
         det[:] = -1
-        b = S.step(T, st, a, succ[a], det)
+        b = successor(T, F, por, st, a, succ[a], scratch, det)
         bits[a] = b
         if b < 0:
             continue
@@ -175,8 +200,8 @@ def _store_one(PK, store, n_stored, table, parent, via, vec, n_rel, i, a, key, l
 
 
 @njit(**ENGINE)
-def _bfs(T, L, PK, store, n_stored, table, parent, via, lo, hi, R, limit, found,
-         st, succ, bits, moved, far, key, det, done, tmp):
+def _bfs(T, L, F, por, PK, store, n_stored, table, parent, via, lo, hi, R, limit, found,
+         st, succ, bits, moved, far, key, det, done, tmp, scratch):
     """Expand stored states lo..hi-1 in order; returns (status, next index, n_stored).
     B_FOUND: found[:] = (state index, action or -1, bits). st .. det: scratch (_Search)."""
     n_actions = T.cfg[S.C_AGENTS] + T.cfg[S.C_INFLIGHT]
@@ -188,9 +213,9 @@ def _bfs(T, L, PK, store, n_stored, table, parent, via, lo, hi, R, limit, found,
             return B_NEED_ROOM, i, n_stored
         unpack(PK, store[i, :words], st)
         n_rel = store[i, words]
-        for g in range(n_agents):  # the item counts of this n_rel (laps.tables_for)
-            T.agent[g, S.A_ITEMS] = L.agent[g, G_COEF] * (HUGE if n_rel == MANY else n_rel)
-        state_bits = expand(T, L, st, succ, bits, moved, far, R - 1, det, done, tmp)
+        set_counts(T, F, L, n_rel, R)
+        state_bits = expand(T, L, F, por, st, succ, bits, moved, far, R - 1, det, done, tmp,
+                            scratch)
         if state_bits & KIND_MASK:
             found[0], found[1], found[2] = i, -1, state_bits
             return B_FOUND, i, n_stored
@@ -248,6 +273,14 @@ def _raw_packing(n_fields: int):
                    arr([-(1 << 61)] * n_fields), arr(f)), n_fields
 
 
+def future_for(lap: LapAbstraction, por: bool):
+    """The partial-order reduction's tables for the abstract search: ones that hold for every
+    item count (por.any_count_tables), with their own walk limits (set per state)."""
+    model = lap.model
+    F = POR.any_count_tables(model) if por else POR.no_future_tables(model)
+    return F._replace(limit=F.limit.copy())
+
+
 class _Search(StateStore):
     """BFS over abstract states (vector, n_rel); n_rel is exact (1..R-1) or MANY (>= R).
     The loop is `_bfs`, run a chunk at a time so the deadline is checked and the arrays grown
@@ -256,11 +289,13 @@ class _Search(StateStore):
     CHUNK = 8192
 
     def __init__(self, lap: LapAbstraction, R: int, max_states: int, deadline: float | None,
-                 raw: bool = False):
+                 raw: bool = False, por: bool = True):
         self.lap, self.R = lap, R
         self.max_states, self.deadline = max_states, deadline
         self.fast = lap_tables(lap)
         model = lap.model
+        self.por = por
+        self.future = future_for(lap, por)
         self.packing, self.words = (_raw_packing(model.n_fields) if raw
                                     else _lap_packing(model))
         self.raw = raw
@@ -287,7 +322,8 @@ class _Search(StateStore):
                    np.empty(n_actions, dtype=np.int64), np.zeros(n_actions, dtype=np.int64),
                    np.zeros(n_actions, dtype=np.int64), key,
                    np.empty(S.N_KINDS * S.DET_W, dtype=np.int64),
-                   np.zeros(lap.n_agents, dtype=np.bool_), np.empty(model.agf, dtype=np.int64))
+                   np.zeros(lap.n_agents, dtype=np.bool_), np.empty(model.agf, dtype=np.int64),
+                   np.empty(n_fields, dtype=np.int64))
         for n_rel in start_counts(R, only_n):
             if 2 * (self.n_stored + 1) > self.table.shape[0] or self.n_stored >= self.store.shape[0]:
                 self.grow(self.n_stored + 1)
@@ -300,7 +336,7 @@ class _Search(StateStore):
             if self.deadline and time.monotonic() > self.deadline:
                 raise _Limit("the time limit")
             status, i, self.n_stored = _bfs(
-                self.tables, self.fast, self.packing, self.store, self.n_stored, self.table,
+                self.tables, self.fast, self.future, self.por, self.packing, self.store, self.n_stored, self.table,
                 self.parent, self.via, i, min(self.n_stored, i + self.CHUNK), R,
                 self.max_states, found, *scratch)
             if status == B_NEED_ROOM:
@@ -340,9 +376,12 @@ def _item_count_of(search, i: int) -> int:
     moved = 0
     for prev, cur in zip(path, path[1:]):
         st, n_rel = search.state(prev)
-        out = np.empty_like(st)
+        out, scratch = np.empty_like(st), np.empty_like(st)
         det = np.full(S.N_KINDS * S.DET_W, -1, dtype=np.int64)
-        S.step(lap.tables_for(n_rel), st, int(search.via[cur]), out, det)
+        T = lap.tables_for(n_rel)
+        T = T._replace(agent=T.agent.copy())
+        set_counts(T, search.future, search.fast, n_rel, search.R)
+        successor(T, search.future, search.por, st, int(search.via[cur]), out, scratch, det)
         moved += canonical_fast(search.fast, out)
         if search.state(cur)[1] != MANY:
             return moved + search.state(cur)[1]
@@ -367,8 +406,9 @@ def warm_up_prove() -> None:
         from pipeproof.checker.jitcache import compile_notice  # (warm_up waited for the shared build)
         with compile_notice("lap abstraction (prove, --engine laps)"):
             lap = LapAbstraction(tiny_spec(), 8)
-            _Search(lap, 4, 10_000, None).run()
-            _Search(lap, 4, 10_000, None, raw=True).run()
+            for por in (True, False):
+                _Search(lap, 4, 10_000, None, por=por).run()
+                _Search(lap, 4, 10_000, None, raw=True, por=por).run()
         _warm = True
 
 
@@ -382,15 +422,15 @@ class Unknown(Exception):
 
 
 def search_laps(lap: LapAbstraction, max_states: int, deadline: float | None,
-                only_n: int | None = None, searcher=None):
+                only_n: int | None = None, searcher=None, por: bool = True):
     """Search the lap abstraction exhaustively (from every item count, or only `only_n`),
     doubling R until no MANY state comes near the end of the run; returns (search, found)
     where found is None or (state index, action or -1, bits). Raises Unknown at a limit."""
     R = 2 * lap.item_step
     raw = False
     while True:
-        search = (searcher(lap, R, max_states, deadline) if searcher is not None
-                  else _Search(lap, R, max_states, deadline, raw=raw))
+        search = (searcher(lap, R, max_states, deadline, por=por) if searcher is not None
+                  else _Search(lap, R, max_states, deadline, raw=raw, por=por))
         try:
             return search, search.run(only_n)
         except _NoFit:
@@ -405,8 +445,10 @@ def search_laps(lap: LapAbstraction, max_states: int, deadline: float | None,
 
 
 def prove(spec: Spec, timeout: float | None = None, max_states: int = MAX_ABSTRACT_STATES,
-          searcher=None) -> ProofResult:
-    """Prove `spec` safe and deadlock-free for every item count, refute it, or say unknown."""
+          searcher=None, por: bool = True) -> ProofResult:
+    """Prove `spec` safe and deadlock-free for every item count, refute it, or say unknown.
+    With `por` the abstract search takes the partial-order reduction's merged steps, as
+    `verify` does (docs/reductions.md says why that keeps every violation)."""
     warm_up_prove()
     started = time.monotonic()
     deadline = started + timeout if timeout else None
@@ -416,7 +458,7 @@ def prove(spec: Spec, timeout: float | None = None, max_states: int = MAX_ABSTRA
 
     # A quick look at the spec's own item count: most bugs show there, with a short trace.
     # Bounded, since the abstraction below covers this count too.
-    own = verify(spec, timeout=timeout, max_states=min(max_states, QUICK_LOOK_STATES))
+    own = verify(spec, timeout=timeout, max_states=min(max_states, QUICK_LOOK_STATES), por=por)
     if own.verdict == "violation":
         return done(status="violated", items=spec.items, result=own,
                     reason=f"violated at its own item count ({spec.items})")
@@ -426,7 +468,7 @@ def prove(spec: Spec, timeout: float | None = None, max_states: int = MAX_ABSTRA
         return done(status="unknown", reason=f"outside the lap abstraction: {err}")
     parameter = describe_parameter(spec, lap)
     try:
-        search, found = search_laps(lap, max_states, deadline, searcher=searcher)
+        search, found = search_laps(lap, max_states, deadline, searcher=searcher, por=por)
     except Unknown as err:
         return done(status="unknown", parameter=parameter, abstract_states=err.states,
                     reason=str(err))

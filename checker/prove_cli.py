@@ -46,7 +46,9 @@ def proof_text(proof) -> str:
 @click.option("--timeout", type=click.FloatRange(min=0, min_open=True), help="Give up (unknown) after this many seconds.")
 @click.option("--max-states", type=click.IntRange(min=1), help="Give up (unknown) after this many abstract states.")
 @click.option("--trace", "trace_file", metavar="F", help="Write a refutation's trace (*.itf.json or *.trace.json).")
-def prove(specs, as_json, timeout, max_states, trace_file):
+@click.option("--no-por", "no_por", is_flag=True,
+              help="Search every interleaving, without partial-order reduction (to compare).")
+def prove(specs, as_json, timeout, max_states, trace_file, no_por):
     """Prove each SPEC safe and deadlock-free for every item count, or refute it."""
     from pipeproof.checker.command import InputLoop, check_trace_name, engines_late, output_path
     from pipeproof.checker.result import PROOF_VERDICTS, VERDICT_EXIT
@@ -64,7 +66,8 @@ def prove(specs, as_json, timeout, max_states, trace_file):
         spec = load_spec(path)
         if late:
             return ProofResult(spec=spec, seconds=timeout, status="unknown", reason=late)
-        return run_prove(spec, timeout=timeout, max_states=max_states or MAX_ABSTRACT_STATES)
+        return run_prove(spec, timeout=timeout, max_states=max_states or MAX_ABSTRACT_STATES,
+                         por=not no_por)
 
     for path in specs:
         proof = loop.attempt(path, lambda: run_one(path))

@@ -51,6 +51,8 @@ def first_line(result: Result) -> str:
         line += f": {reason}"
     if len(result.kinds) > 1:
         line += f" (also: {', '.join(result.kinds[1:])})"
+    if result.limit:
+        line += f" (not shown to be the shortest: {result.limit} without partial-order reduction)"
     return line
 
 

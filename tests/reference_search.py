@@ -13,15 +13,17 @@ import numpy as np
 from pipeproof.checker import semantics as S
 from pipeproof.checker.laps import MANY, LapAbstraction, canonical_fast, lap_tables
 from pipeproof.checker.prove import (KIND_MASK, _item_count_of, _Limit, _NeedLargerR, expand,
-                                     start_counts)
+                                     future_for, set_counts, start_counts)
 
 
 class ReferenceSearch:
     """The search in plain Python (a dict of bytes keys), kept as the reference `_Search`
     must agree with state for state (tests/test_prove.py) and for before/after timings."""
 
-    def __init__(self, lap: LapAbstraction, R: int, max_states: int, deadline: float | None):
+    def __init__(self, lap: LapAbstraction, R: int, max_states: int, deadline: float | None,
+                 por: bool = True):
         self.lap, self.R = lap, R
+        self.por, self.future = por, future_for(lap, por)
         self.max_states, self.deadline = max_states, deadline
         self.index: dict = {}
         self.parent: list[int] = []
@@ -61,13 +63,17 @@ class ReferenceSearch:
         far = np.zeros(n_actions, dtype=np.int64)
         det = np.empty(S.N_KINDS * S.DET_W, dtype=np.int64)
         done, tmp = np.zeros(lap.n_agents, dtype=np.bool_), np.empty(model.agf, dtype=np.int64)
+        scratch = np.empty(model.n_fields, dtype=np.int64)
         i = 0
         while i < len(self.keys):  # keys are stored in BFS order: the list is the queue
             if self.deadline and i % 2048 == 0 and time.monotonic() > self.deadline:
                 raise _Limit("the time limit")
             st, n_rel = self.state(i)
-            state_bits = expand(lap.tables_for(n_rel), self.fast, st, succ, bits, moved, far, R - 1,
-                                det, done, tmp)
+            T = lap.tables_for(n_rel)
+            T = T._replace(agent=T.agent.copy())
+            set_counts(T, self.future, self.fast, n_rel, R)
+            state_bits = expand(T, self.fast, self.future, self.por, st, succ, bits, moved, far,
+                                R - 1, det, done, tmp, scratch)
             if state_bits & KIND_MASK:
                 return i, -1, int(state_bits)
             for a in range(n_actions):

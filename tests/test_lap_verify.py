@@ -34,7 +34,8 @@ def test_below_the_lap_bound_it_is_that_one_count():
     """n < R: the start state carries the exact count, so the search is n's own run with
     relative numbers: here exactly as many states as the explicit engine's (symmetry on)."""
     spec = std(2)
-    assert verify_laps(spec).states == verify(spec, por=False).states
+    assert verify_laps(spec, por=False).states == verify(spec, por=False).states
+    assert verify_laps(spec).states < verify_laps(spec, por=False).states
 
 
 @pytest.mark.parametrize("name", ["bug_release_before_read", "bug_consumer_count_too_few",
@@ -60,8 +61,10 @@ def test_role_ratios_give_the_parameter(example_spec):
 
 
 def test_a_limit_is_inconclusive_never_ok():
-    result = verify_laps(std(32, stages=4, consumers=3), max_states=1000)
+    result = verify_laps(std(32, stages=4, consumers=3), max_states=1000, por=False)
     assert result.verdict == "inconclusive" and "1,000 abstract states" in result.limit
+    result = verify_laps(std(32, stages=4, consumers=3), max_states=5)
+    assert result.verdict == "inconclusive" and "5 abstract states" in result.limit
 
 
 def test_cli(examples_dir):

@@ -17,10 +17,10 @@ from pipeproof.checker.prove import MAX_R, prove
 from pipeproof.checker.verify import verify
 from pipeproof.spec.load import load_spec, load_spec_text
 from tests.paths import EXAMPLE_PATHS, example_path, load_example
-from tests.pins import LARGE_PROVED, PROVED
+from tests.pins import LARGE_PROVED_NO_POR, PROVED, PROVED_NO_POR
 from tests.specs import standard_toml
 
-# Correct examples whose abstract state space is large: proved, or unknown within the bound.
+# Correct examples whose abstract state space without partial-order reduction is large.
 LARGE_OK = ["cutlass_tma_async_cluster2", "x_mojo_sm100_matmul", "mojo_input_tile_cluster2_k2"]
 # Correct examples with fills outside the body: the lap abstraction does not take them, so
 # prove says unknown (tests/test_prologue_fills.py pins the reason).
@@ -29,7 +29,8 @@ OUTSIDE_ABSTRACTION = {"x_fa3_q_once_per_tile", "x_prologue_tile_ok"}
 
 def test_every_example_is_classified():
     ok = {p.stem for p in EXAMPLE_PATHS if load_spec(p).expect == "ok"}
-    assert ok == set(PROVED) | set(LARGE_OK) | OUTSIDE_ABSTRACTION
+    assert ok == set(PROVED) | OUTSIDE_ABSTRACTION
+    assert set(PROVED) == set(PROVED_NO_POR) | set(LARGE_OK)
 
 
 @pytest.mark.parametrize("name", sorted(PROVED))
@@ -39,18 +40,27 @@ def test_correct_example_is_proved_for_every_item_count(name):
     assert proof.abstract_states == PROVED[name]
 
 
+@pytest.mark.parametrize("name", sorted(PROVED_NO_POR))
+def test_correct_example_is_proved_without_partial_order_reduction(name):
+    """The lap abstraction alone, pinned; the reduced search stores fewer abstract states."""
+    proof = prove(load_example(name), por=False)
+    assert proof.status == "proved", proof.reason
+    assert proof.abstract_states == PROVED_NO_POR[name]
+    assert PROVED[name] < PROVED_NO_POR[name]
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("name", LARGE_OK)
-def test_large_correct_example_is_proved(name):
-    proof = prove(load_example(name))
+def test_large_correct_example_is_proved_without_partial_order_reduction(name):
+    proof = prove(load_example(name), por=False)
     assert proof.status == "proved", proof.reason
-    assert proof.abstract_states == LARGE_PROVED[name]
+    assert proof.abstract_states == LARGE_PROVED_NO_POR[name]
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", LARGE_OK)
 def test_large_correct_example_is_never_refuted(name):
-    proof = prove(load_example(name), max_states=300_000)
+    proof = prove(load_example(name), max_states=300_000, por=False)
     assert proof.status in ("proved", "unknown")
     if proof.status == "unknown":
         assert "300,000 abstract states" in proof.reason
@@ -233,8 +243,10 @@ def test_interchangeable_agents_are_stored_once():
     assert a.tolist() == b.tolist()
 
 
-@pytest.mark.parametrize("name", ["mojo_pcp_amd", "x_persistent_tiles_ok", "x_async_read_ok"])
-def test_compiled_search_stores_the_reference_search_states_in_its_order(name):
+@pytest.mark.parametrize("por", [True, False])
+@pytest.mark.parametrize("name", ["mojo_pcp_amd", "x_persistent_tiles_ok", "x_async_read_ok",
+                                  "x_cluster_ctas_ok"])
+def test_compiled_search_stores_the_reference_search_states_in_its_order(name, por):
     """The numba search (`_Search`) and the plain Python one it replaced (`ReferenceSearch`)
     store the same abstract states, in the same BFS order, with the same parents."""
     from pipeproof.checker.prove import _Search
@@ -243,7 +255,8 @@ def test_compiled_search_stores_the_reference_search_states_in_its_order(name):
     R = 2 * lap.item_step
     from pipeproof.checker.prove import _NeedLargerR
     while True:
-        new, ref = _Search(lap, R, 500_000, None), ReferenceSearch(lap, R, 500_000, None)
+        new, ref = (_Search(lap, R, 500_000, None, por=por),
+                    ReferenceSearch(lap, R, 500_000, None, por=por))
         try:
             found = new.run()
         except _NeedLargerR:
