@@ -65,7 +65,7 @@ sys.path.insert(0, str(REPO))
 
 from benchmarks.standard_pipeline import make_toml  # noqa: E402
 from pipeproof.checker.export_models import (  # noqa: E402
-    ToolRun, measured, parse_rumur, parse_spin, rumur_steps, search_depth, spin_steps,
+    ToolRun, measured, parse_rumur, parse_spin, rumur_steps, search_depth, spin_steps, spin_vectorsz,
     to_murphi, to_promela, _pipeline,
 )
 from pipeproof.spec.load import load_spec_text  # noqa: E402
@@ -298,7 +298,8 @@ def run_production_cell(template: str, params: dict, items: int, timeout: float,
         spin, rumur = _refused("spin", refused), _refused("rumur", refused)
     else:
         spin = _skipped("spin", None, timeout) if "spin" in skip else \
-            _pipeline("spin", spin_steps("model.pml", search_depth(spec), memlim_mb=memlim_mb),
+            _pipeline("spin", spin_steps("model.pml", search_depth(spec), memlim_mb=memlim_mb,
+                                         vectorsz=spin_vectorsz(spec)),
                       str(work / "spin"), timeout, parse_spin)
         rumur = _skipped("rumur", None, timeout) if "rumur" in skip else \
             _pipeline("rumur", rumur_steps("model.m", symmetry=True, threads=threads),
@@ -353,6 +354,9 @@ def production(args, memlim: int) -> int:
     rows = []
     with tempfile.TemporaryDirectory(prefix="vs_spin_rumur_prod_") as root:
         for template, params in CONFIGS:
+            label = f"{template} " + " ".join(f"{k}={v}" for k, v in params.items())
+            if args.matching and not any(m in label for m in args.matching):
+                continue
             out_of_time: set = set()
             for items in sorted(args.items):
                 row = run_production_cell(template, params, items, args.timeout, args.rumur_threads,
@@ -390,6 +394,8 @@ def main(argv=None) -> int:
                     help="run the production cells of benchmarks/production.py instead of the grid")
     ap.add_argument("--items", nargs="+", type=int, default=[8, 64],
                     help="--production: item counts per cell (default 8 64)")
+    ap.add_argument("--matching", nargs="+", metavar="TEXT",
+                    help="--production: only the cells whose 'template k=v ...' contains one of these")
     args = ap.parse_args(argv)
 
     def parse(text):

@@ -62,7 +62,8 @@ The Murphi error strings and the Promela assertion expressions begin with the ki
 so the first word of a tool's report is the kind. A model also reports running out of its
 in-flight capacity (pipeproof's "inconclusive") as `inflight_capacity`.
 
-Run them as: `spin -a model.pml && cc -O2 -o pan pan.c && ./pan -m100000`, and
+Run them as: `spin -a model.pml && cc -O2 [-DVECTORSZ=N] -o pan pan.c && ./pan -m100000`
+(a cluster's state vector may outgrow pan's default 1024 bytes: export_run.spin_vectorsz), and
 `rumur --deadlock-detection stuck [--symmetry-reduction heuristic] model.m -o m.c &&
 cc -O2 -o m m.c -lpthread && ./m`.
 
@@ -82,7 +83,7 @@ from pipeproof.checker.export_murphi import to_murphi
 from pipeproof.checker.export_promela import to_promela
 from pipeproof.checker.export_run import (
     KINDS, ToolRun, _pipeline, measured, parse_rumur, parse_spin, rumur_steps, run_rumur, run_spin,
-    search_depth, spin_steps,
+    search_depth, spin_steps, spin_vectorsz,
 )
 from pipeproof.spec.schema import Spec
 
@@ -91,7 +92,7 @@ from pipeproof.spec.schema import Spec
 __all__ = ["ENTRY_COMMIT", "ENTRY_COPY", "FORMATS", "IR", "KINDS", "KIND_MESSAGES", "SUBSET",
            "UNSUPPORTED_OPS", "Group", "ToolRun", "check_exportable", "export", "measured",
            "parse_rumur", "parse_spin", "rumur_steps", "run_rumur", "run_spin", "search_depth",
-           "spin_steps", "to_murphi", "to_promela", "_pipeline"]
+           "spin_steps", "spin_vectorsz", "to_murphi", "to_promela", "_pipeline"]
 
 
 def export(spec: Spec, fmt: str, symmetry: bool = False) -> str:

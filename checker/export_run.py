@@ -154,8 +154,11 @@ def parse_rumur(code, out):
 
 
 def spin_steps(model_file: str, depth: int = 100000, cc: str = "cc", memlim_mb: int | None = None,
-               extra_cflags=(), opt: str = "-O2"):
-    flags = [opt] + ([f"-DMEMLIM={memlim_mb}"] if memlim_mb else []) + list(extra_cflags)
+               extra_cflags=(), opt: str = "-O2", vectorsz: int | None = None):
+    """`vectorsz`: pan's -DVECTORSZ (the largest state vector in bytes; pan's default is 1024,
+    which a cluster's model outgrows: spin_vectorsz)."""
+    flags = ([opt] + ([f"-DMEMLIM={memlim_mb}"] if memlim_mb else [])
+             + ([f"-DVECTORSZ={vectorsz}"] if vectorsz and vectorsz > 1024 else []) + list(extra_cflags))
     return [["spin", "-a", model_file], [cc, *flags, "-w", "-o", "pan", "pan.c"], ["./pan", f"-m{depth}"]]
 
 
@@ -178,9 +181,18 @@ def search_depth(spec: Spec) -> int:
     return 2 * ir.total_steps + 4 * ir.n_agents + 1000
 
 
+def spin_vectorsz(spec: Spec) -> int:
+    """An upper bound on the bytes of the Promela model's state vector: at most 4 bytes per
+    field of pipeproof's state vector (the Promela globals are the same fields, most of them
+    bytes), the processes' own fields and pan's overhead."""
+    ir = IR(spec, "promela")
+    return 4 * ir.model.n_fields + 16 * (ir.n_agents + 3) + 1024
+
+
 def run_spin(spec: Spec, workdir, timeout: float | None = None, **kw) -> ToolRun:
     """Export `spec` to Promela in `workdir`, then spin -a, cc -O2 and ./pan (one budget)."""
     Path(workdir, "model.pml").write_text(to_promela(spec))
+    kw.setdefault("vectorsz", spin_vectorsz(spec))
     return _pipeline("spin", spin_steps("model.pml", search_depth(spec), **kw), str(workdir), timeout,
                      parse_spin)
 
