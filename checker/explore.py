@@ -174,18 +174,31 @@ def record(vrec, bits, depth, state_idx, action, det, vdet):
 
 @njit(**ENGINE)
 def merge_steps(T, F, st, tmp, det):
-    """Take every step `por.mergeable` allows now, agent by agent, until none is left (a step
-    that would report a violation is left to the search)."""
+    """Take every step `por.mergeable` allows now, agent by agent, then the first landing
+    `por.independent_landing` allows, until none is left (a step that would report a
+    violation is left to the search). por.merged_steps is the same loop in Python."""
+    n_agents = T.cfg[S.C_AGENTS]
+    off = T.cfg[S.C_OFF_INF]
     moved = True
     while moved:
         moved = False
-        for a in range(T.cfg[S.C_AGENTS]):
+        for a in range(n_agents):
             if POR.mergeable(T, F, st, a):
                 if S.step(T, st, a, tmp, det) != 0:
                     det[:] = -1
                     continue
                 S.copy_state(T, tmp, st)
                 moved = True
+        for j in range(T.cfg[S.C_INFLIGHT]):
+            if st[off + j] == 0:
+                break
+            if POR.independent_landing(T, F, st, j):
+                if S.step(T, st, n_agents + j, tmp, det) != 0:
+                    det[:] = -1
+                    continue
+                S.copy_state(T, tmp, st)
+                moved = True
+                break  # the entries moved up
 
 
 @njit(**ENGINE)

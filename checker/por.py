@@ -19,6 +19,10 @@ A step qualifies as a candidate when it is
   CTA or to others, which then must not be able to go while a stands still), a synchronous
   read, or a blocking wait that is ready now and inside its phase window;
 and never when it finishes its agent (that can make a CTA gone, which others observe).
+A copy's landing (an in-flight action) qualifies too, when every copy into its ring has one
+byte count and it stores into one part (`independent_landing`); the walk then runs with every
+agent walking, and bounds whether a full signal's tx can reach 0 by the bytes that can still
+land or be expected (`could_be_ready`).
 It is then persistent when no in-flight entry and no step the other agents can still take
 while a stands still conflicts with it. What the others can do is over-approximated twice:
 `others_touch` reads the future tables (`FutureTables`: for every agent, program position and
@@ -46,6 +50,7 @@ N_CLASSES = 6
 # Accesses: to a signal (observe, update) and to a slot (read, write); 0 = none.
 ACC_OBS, ACC_UPD = 1, 2
 ACC_READ, ACC_WRITE = 1, 2
+COPY_BYTES = 2  # uniform[ring, COPY_BYTES]
 MAX_ROWS = 1 << 21  # bigger programs get local steps only (tables > 80 MB, seconds to build)
 
 # mask[row, class]: bit cta * max_stages + stage. row = off[agent, ring] + pos * max_stages +
@@ -133,8 +138,9 @@ def _classes(model, agent, op) -> list[tuple[int, list[int]]]:
 
 def _uniform(model) -> np.ndarray:
     """Per ring and signal kind: the one count of every arrive update, or -1 when the counts
-    differ or a tx-count op (expect_tx, copy) updates that kind."""
-    out = np.full((model.rings, 2), -1, dtype=np.int64)
+    differ or a tx-count op (expect_tx, copy) updates that kind; column COPY_BYTES: the one
+    byte count of every copy into the ring, or -1 (none, or several)."""
+    out = np.full((model.rings, 3), -1, dtype=np.int64)
     for r, ring in enumerate(model.ring_names):
         for kind in (FULL, EMPTY):
             rows = [(op, EFFECTS[S.OP_CODES[op.name]]) for a in model.agents for op, _ in a.ops
@@ -143,13 +149,19 @@ def _uniform(model) -> np.ndarray:
             counts = {op.n for op, row in updates if row[S.EF_UNITS] == -1}
             if len(counts) == 1 and all(row[S.EF_UNITS] == -1 for _, row in updates):
                 out[r, kind] = counts.pop()
+        sizes = {op.n for a in model.agents for op, _ in a.ops
+                 if op.ring == ring and OP_EFFECTS[op.name].issues == "copy"}
+        if len(sizes) == 1:
+            out[r, COPY_BYTES] = sizes.pop()
     return out
 
 
 def _work(model) -> np.ndarray:
-    """Scratch of `frozen_touch`: a record per agent, then an arrival budget per signal."""
+    """Scratch of `frozen_touch`: a record per agent, then per signal an arrival budget, the
+    bytes that can still land on it and the bytes that can still be expected on it."""
     n_signals = model.ctas * model.rings * model.max_stages * 2
-    return np.zeros(len(model.agents) * _record_len(model.rings) + n_signals, dtype=np.int64)
+    return np.zeros(len(model.agents) * _record_len(model.rings) + 3 * n_signals,
+                    dtype=np.int64)
 
 
 def _record_len(rings):
@@ -308,21 +320,28 @@ def others_touch(T, F, st, a, r, classes, bits):
 # ------------------------------------------------------------------ what can happen while a waits
 
 @jit
-def entries_conflict(T, F, st, r, bits, t_kind, t_sig_acc, t_slot_acc):
-    """Does an in-flight entry conflict with the access? A copy lands (writes its slot and
-    updates its full signal's tx), a commit arrives on its empty signal, an async read reads."""
+def entries_conflict(T, F, st, r, bits, t_kind, t_sig_acc, t_slot_acc, t_part, skip):
+    """Does an in-flight entry (but entry `skip`) conflict with the access? A copy lands
+    (writes its slot part and updates its full signal's tx), a commit arrives on its empty
+    signal, an async read reads. `t_part` >= -1: the access is a landing into that part (-1
+    every part), which commutes with another landing of the ring's one byte count into
+    another part (`landings_commute`)."""
     off = T.cfg[S.C_OFF_INF]
     ms = T.cfg[S.C_MAXS]
     for j in range(T.cfg[S.C_INFLIGHT]):
         e = st[off + j]
         if e == 0:
             break
-        if S.entry_field(T, e, S.E_RING) != r:
+        if j == skip or S.entry_field(T, e, S.E_RING) != r:
             continue
         if (bits >> (S.entry_field(T, e, S.E_CTA) * ms + S.entry_field(T, e, S.E_STAGE))) & 1 == 0:
             continue
         kind = S.entry_field(T, e, S.E_KIND)
         if kind == S.ENTRY_COPY:
+            if t_part >= -1:
+                if not landings_commute(T, F, r, t_part, entry_part_of(T, e)):
+                    return True
+                continue
             if t_kind == FULL and signal_conflict(t_sig_acc, ACC_UPD, False):
                 return True
             if slot_conflict(t_slot_acc, ACC_WRITE):
@@ -336,6 +355,22 @@ def entries_conflict(T, F, st, r, bits, t_kind, t_sig_acc, t_slot_acc):
     return False
 
 
+@jit
+def entry_part_of(T, e):
+    """The part a copy entry stores into (-1: every part)."""
+    if T.cfg[S.C_MAXP] > 1:
+        return S.entry_field(T, e, S.E_PART) - 1
+    return 0
+
+
+@jit
+def landings_commute(T, F, r, part, other):
+    """Two landings on one slot and full signal commute when every copy into the ring has one
+    byte count (then the signal goes through the same tx values in either order, and completes
+    at the same one) and they store into different parts (-1: every part)."""
+    return F.uniform[r, COPY_BYTES] >= 0 and part >= 0 and other >= 0 and part != other
+
+
 # frozen_touch's record of each agent in F.work: program position, whether it is out of the
 # walk (finished, or the agent that stands still), then (stage, phase) per ring. An agent
 # stuck at a wait keeps its position there and is looked at again in the next sweep.
@@ -346,21 +381,34 @@ WALK_LIMIT = 4096
 
 
 @jit
-def could_be_ready(T, st, sig, phase, budget):
-    """Could a wait at `phase` on `sig` pass once at most `budget` more arrival units reach it?
-    A copy landing adds no arrivals and tx is assumed to balance, so this over-approximates:
-    no phase can complete before `pending` more units arrived (nvidia), and a counter only
-    grows by the units that reach it (amd)."""
+def could_be_ready(T, st, sig, phase, budget, landing, expected):
+    """Could a wait at `phase` on `sig` pass once at most `budget` more arrival units reach it,
+    at most `landing` more bytes land on it and at most `expected` more bytes are expected on
+    it? This over-approximates: no phase can complete before `pending` more units arrived and
+    tx is 0 (nvidia), and a counter only grows by the units that reach it (amd)."""
     b = S.sig_base(T, sig)
     if T.cfg[S.C_BACKEND] == AMD:
         return S.counter_ready(T, sig, st[b] + budget, phase)  # ready: counter >= a threshold
+    if nvidia.ready(st[b], phase):
+        return True
     if st[b + 1] == 0 or budget >= st[b + 1]:
-        return True  # one phase can complete: both parities are possible
-    return nvidia.ready(st[b], phase)
+        return tx_could_be_zero(st[b + 2], landing, expected)  # then both parities are possible
+    return False
 
 
 @jit
-def frozen_touch(T, F, st, a, r, bits, t_kind, t_sig_acc, t_slot_acc, window, gone):
+def tx_could_be_zero(tx, landing, expected):
+    """Could the tx count reach 0, when at most `landing` bytes can still be subtracted and at
+    most `expected` bytes added? Only subtractions left: 0 <= tx <= landing (a superset of
+    the subset sums); any addition left: assume yes."""
+    if expected > 0:
+        return True
+    return 0 <= tx <= landing
+
+
+@jit
+def frozen_touch(T, F, st, a, r, bits, t_kind, t_sig_acc, t_slot_acc, window, gone, t_part,
+                 skip):
     """Can a step of another agent conflict with the access while agent a stands still?
 
     The access is to signal (`t_kind`, a signal kind or -1) and slot of ring r at every
@@ -378,7 +426,11 @@ def frozen_touch(T, F, st, a, r, bits, t_kind, t_sig_acc, t_slot_acc, window, go
     `gone`: CTAs (not a's own) the step arrives in. An arrival in a gone CTA is a violation,
     so if the walk lets every agent of one of them finish, that is "touched" too.
     An agent the walk would move to item F.limit[agent] or beyond answers "touched" (past it
-    a lap-abstraction state's item count would matter)."""
+    a lap-abstraction state's item count would matter).
+    `a` = -1 and `t_part` >= -1: the step is the landing of in-flight entry `skip` into that
+    part; every agent walks, and a copy another agent issues commutes with it when
+    `landings_commute`. Bytes of copies in flight (but `skip`'s) or issued on the walk, and
+    bytes expected on it, bound whether a full signal's tx can reach 0 (`could_be_ready`)."""
     ms = T.cfg[S.C_MAXS]
     rings = T.cfg[S.C_RINGS]
     n_agents = T.cfg[S.C_AGENTS]
@@ -386,8 +438,10 @@ def frozen_touch(T, F, st, a, r, bits, t_kind, t_sig_acc, t_slot_acc, window, go
     W = F.work
     E = F.eff
     bo = n_agents * rl
+    n_sig = T.cfg[S.C_CTAS] * rings * ms * 2
+    lo, ex = bo + n_sig, bo + 2 * n_sig  # bytes that can land, bytes that can be expected
     commuting = t_kind >= 0 and commuting_arrivals(T, F, r, t_kind)
-    for i in range(T.cfg[S.C_CTAS] * rings * ms * 2):
+    for i in range(3 * n_sig):
         W[bo + i] = 0
     for b in range(n_agents):
         rec = b * rl
@@ -407,6 +461,10 @@ def frozen_touch(T, F, st, a, r, bits, t_kind, t_sig_acc, t_slot_acc, window, go
             sig = S.sig_index(T, S.entry_field(T, e, S.E_CTA), S.entry_field(T, e, S.E_RING),
                               S.entry_field(T, e, S.E_STAGE), EMPTY)
             W[bo + sig] += S.entry_field(T, e, S.E_VAL)
+        elif S.entry_field(T, e, S.E_KIND) == S.ENTRY_COPY and j != skip:
+            sig = S.sig_index(T, S.entry_field(T, e, S.E_CTA), S.entry_field(T, e, S.E_RING),
+                              S.entry_field(T, e, S.E_STAGE), FULL)
+            W[lo + sig] += T.bytes_vals[S.entry_field(T, e, S.E_BIDX)]
     budget = WALK_LIMIT
     moved = True
     while moved:
@@ -433,7 +491,8 @@ def frozen_touch(T, F, st, a, r, bits, t_kind, t_sig_acc, t_slot_acc, window, go
                 obs = E[op, S.EF_OBS]
                 if obs >= 0:
                     sig = S.sig_index(T, cta, rr, stage, obs)
-                    if E[op, S.EF_BLOCKS] == 0 or could_be_ready(T, st, sig, W[sb + 1], W[bo + sig]):
+                    if E[op, S.EF_BLOCKS] == 0 or could_be_ready(T, st, sig, W[sb + 1], W[bo + sig],
+                                                                 W[lo + sig], W[ex + sig]):
                         if here and obs == t_kind and signal_conflict(t_sig_acc, ACC_OBS, commuting):
                             return True
                     else:
@@ -451,15 +510,25 @@ def frozen_touch(T, F, st, a, r, bits, t_kind, t_sig_acc, t_slot_acc, window, go
                     if units < 0:
                         units = T.prog[row, S.P_N]
                     mask = S.targets_mask(T, b, T.prog[row, S.P_TARGET])
+                    # a copy beside a landing: they commute in different parts (landings_commute)
+                    beside = (t_part >= -1 and E[op, S.EF_ASYNC] == S.ENTRY_COPY and
+                              landings_commute(T, F, rr, t_part, T.prog[row, S.P_PART]))
                     for dst in range(T.cfg[S.C_CTAS]):
                         if mask & (1 << dst) == 0:
                             continue
                         at = rr == r and (bits >> (dst * ms + stage)) & 1 == 1
                         if upd >= 0:
-                            if at and upd == t_kind and signal_conflict(t_sig_acc, ACC_UPD, commuting):
+                            if (at and upd == t_kind and not beside and
+                                    signal_conflict(t_sig_acc, ACC_UPD, commuting)):
                                 return True
-                            W[bo + S.sig_index(T, dst, rr, stage, upd)] += units
-                        if E[op, S.EF_WRITES] and at and slot_conflict(t_slot_acc, ACC_WRITE):
+                            sig = S.sig_index(T, dst, rr, stage, upd)
+                            W[bo + sig] += units
+                            if E[op, S.EF_TX] < 0:
+                                W[lo + sig] += T.prog[row, S.P_N]
+                            elif E[op, S.EF_TX] > 0:
+                                W[ex + sig] += T.prog[row, S.P_N]
+                        if (E[op, S.EF_WRITES] and at and not beside and
+                                slot_conflict(t_slot_acc, ACC_WRITE)):
                             return True
                 if E[op, S.EF_READS] and here and slot_conflict(t_slot_acc, ACC_READ):
                     return True
@@ -489,13 +558,39 @@ def frozen_touch(T, F, st, a, r, bits, t_kind, t_sig_acc, t_slot_acc, window, go
 def touched_while_frozen(T, F, st, a, r, bits, t_kind, t_sig_acc, t_slot_acc, window, gone):
     """In-flight entries first; then the tables' quick answer (nobody will ever access it in a
     conflicting way, and no CTA it arrives in can go); then the walk."""
-    if entries_conflict(T, F, st, r, bits, t_kind, t_sig_acc, t_slot_acc):
+    if entries_conflict(T, F, st, r, bits, t_kind, t_sig_acc, t_slot_acc, -2, -1):
         return True
     commuting = t_kind >= 0 and commuting_arrivals(T, F, r, t_kind)
     classes = conflict_classes(t_kind, t_sig_acc, t_slot_acc, commuting)
     if gone == 0 and not others_touch(T, F, st, a, r, classes, bits):
         return False
-    return frozen_touch(T, F, st, a, r, bits, t_kind, t_sig_acc, t_slot_acc, window, gone)
+    return frozen_touch(T, F, st, a, r, bits, t_kind, t_sig_acc, t_slot_acc, window, gone,
+                        -2, -1)
+
+
+@jit
+def independent_landing(T, F, st, j):
+    """Is {in-flight entry j's landing} persistent: a copy of the ring's one byte count (so
+    landings commute with each other), with no other entry conflicting, and no agent able to
+    observe its full signal, update it otherwise, read its slot or store into its part, or
+    let its CTA go, before it lands (the walk, with every agent walking)?"""
+    if F.cfg[0] == 0:
+        return False
+    e = st[T.cfg[S.C_OFF_INF] + j]
+    if e == 0 or S.entry_field(T, e, S.E_KIND) != S.ENTRY_COPY:
+        return False
+    r = S.entry_field(T, e, S.E_RING)
+    if F.uniform[r, COPY_BYTES] < 0:
+        return False
+    part = entry_part_of(T, e)
+    if part < 0:
+        return False
+    cta = S.entry_field(T, e, S.E_CTA)
+    bits = 1 << (cta * T.cfg[S.C_MAXS] + S.entry_field(T, e, S.E_STAGE))
+    if entries_conflict(T, F, st, r, bits, FULL, ACC_UPD, ACC_WRITE, part, j):
+        return False
+    return not frozen_touch(T, F, st, -1, r, bits, FULL, ACC_UPD, ACC_WRITE, True, 1 << cta,
+                            part, j)
 
 
 @jit
@@ -556,10 +651,12 @@ def merged_steps(model, F, state):
     """(codes, state after them) of the steps the engine takes at once after a step: the
     same loop as explore.merge_steps, through `mergeable`."""
     codes = []
+    n_agents = len(model.agents)
+    off = model.tables.cfg[S.C_OFF_INF]
     moved = True
     while moved:
         moved = False
-        for a in range(len(model.agents)):
+        for a in range(n_agents):
             if mergeable(model.tables, F, np.array(state, dtype=np.int64), a):
                 nxt, bits, _ = model.apply(state, a)
                 if bits != 0:
@@ -567,5 +664,16 @@ def merged_steps(model, F, state):
                 state = nxt
                 codes.append(a)
                 moved = True
+        for j in range(model.tables.cfg[S.C_INFLIGHT]):
+            if state[off + j] == 0:
+                break
+            if independent_landing(model.tables, F, np.array(state, dtype=np.int64), j):
+                nxt, bits, _ = model.apply(state, n_agents + j)
+                if bits != 0:
+                    continue
+                state = nxt
+                codes.append(n_agents + j)
+                moved = True
+                break
     return codes, state
 

@@ -39,24 +39,24 @@ PINNED_STATES = {
 }
 
 # The same with partial-order reduction as well (the default, checker/por.py): the reduced
-# graph's states. tests/test_por.py checks this graph against a plain Python search.
+# graph's states (issue 18: arrivals into other CTAs and copy landings are merged too). tests/test_por.py checks this graph against a plain Python search.
 PINNED_STATES_POR = {
-    "x_fa3_q_once_per_tile.toml": 34,
+    "x_fa3_q_once_per_tile.toml": 15,
     "x_prologue_tile_ok.toml": 35,
-    "x_async_read_ok.toml": 506,
-    "x_cluster_ctas_ok.toml": 105,  # (187 before arrivals into other CTAs were merged)
+    "x_async_read_ok.toml": 450,
+    "x_cluster_ctas_ok.toml": 22,
     "x_cutlass_pingpong.toml": 11,
-    "x_mojo_sm100_matmul.toml": 406,
-    "x_named_split_ok.toml": 107,
+    "x_mojo_sm100_matmul.toml": 306,
+    "x_named_split_ok.toml": 70,
     "x_persistent_tiles_ok.toml": 96,
     "x_persistent_reset_ok.toml": 126,
-    "x_rings_scales_ok.toml": 60,
-    "cutlass_tma_async_cluster2.toml": 2907,  # (3611 before, as x_cluster_ctas_ok)
-    "mojo_input_tile_cluster2_k2.toml": 10586,
-    "mojo_input_tile_nvidia.toml": 67,
+    "x_rings_scales_ok.toml": 33,
+    "cutlass_tma_async_cluster2.toml": 305,
+    "mojo_input_tile_cluster2_k2.toml": 2793,
+    "mojo_input_tile_nvidia.toml": 47,
     "mojo_pcp_amd.toml": 11,
     "mojo_pcp_nvidia.toml": 11,
-    "named_barrier_release_ok.toml": 79,
+    "named_barrier_release_ok.toml": 54,
     "sm90_ring_nvidia.toml": 31,
     "try_full_prefetch_ok.toml": 775,
 }
@@ -152,11 +152,11 @@ LARGE_PROVED_NO_POR = {"cutlass_tma_async_cluster2": 1197054, "x_mojo_sm100_matm
 # `pipeproof prove` as shipped, with partial-order reduction in the abstract search (issue
 # 18): every correct example inside the abstraction, the three large ones included.
 PROVED = {
-    "mojo_pcp_nvidia": 82, "mojo_pcp_amd": 82, "mojo_input_tile_nvidia": 553,
-    "sm90_ring_nvidia": 244, "named_barrier_release_ok": 898, "x_cutlass_pingpong": 33,
-    "x_named_split_ok": 2674, "x_persistent_tiles_ok": 1485, "try_full_prefetch_ok": 6467,
-    "x_persistent_reset_ok": 645, "x_async_read_ok": 5482, "x_rings_scales_ok": 1933,
-    "x_cluster_ctas_ok": 1331,
-    "cutlass_tma_async_cluster2": 38021, "x_mojo_sm100_matmul": 16357,
-    "mojo_input_tile_cluster2_k2": 330597,
+    "mojo_pcp_nvidia": 82, "mojo_pcp_amd": 82, "mojo_input_tile_nvidia": 389,
+    "sm90_ring_nvidia": 244, "named_barrier_release_ok": 610, "x_cutlass_pingpong": 33,
+    "x_named_split_ok": 1740, "x_persistent_tiles_ok": 1485, "try_full_prefetch_ok": 6467,
+    "x_persistent_reset_ok": 645, "x_async_read_ok": 4817, "x_rings_scales_ok": 925,
+    "x_cluster_ctas_ok": 219,
+    "cutlass_tma_async_cluster2": 5749, "x_mojo_sm100_matmul": 11656,
+    "mojo_input_tile_cluster2_k2": 114625,
 }

@@ -287,7 +287,7 @@ def _slot0_touched(model, state, a=1):
     T, st = model.tables, _vec(state)
     bit = 0  # CTA 0, stage 0
     return (bool(POR.others_touch(T, F, st, a, 0, 1 << POR.WRITE_SLOT, 1 << bit)),
-            bool(POR.frozen_touch(T, F, st, a, 0, 1 << bit, -1, 0, POR.ACC_READ, False, 0)))
+            bool(POR.frozen_touch(T, F, st, a, 0, 1 << bit, -1, 0, POR.ACC_READ, False, 0, -2, -1)))
 
 
 def test_a_first_lap_read_is_independent_of_the_next_fill():
@@ -318,9 +318,9 @@ def test_a_walk_past_its_limit_answers_touched(monkeypatch):
     state = _first_read(model)
     F = POR.future_tables(model)
     walk = POR.frozen_touch.py_func
-    assert not walk(model.tables, F, _vec(state), 1, 0, 1, -1, 0, POR.ACC_READ, False, 0)
+    assert not walk(model.tables, F, _vec(state), 1, 0, 1, -1, 0, POR.ACC_READ, False, 0, -2, -1)
     monkeypatch.setattr(POR, "WALK_LIMIT", 3)
-    assert walk(model.tables, F, _vec(state), 1, 0, 1, -1, 0, POR.ACC_READ, False, 0)
+    assert walk(model.tables, F, _vec(state), 1, 0, 1, -1, 0, POR.ACC_READ, False, 0, -2, -1)
 
 
 def test_the_standard_pipeline_grows_linearly_with_the_work():
