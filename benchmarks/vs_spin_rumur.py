@@ -372,9 +372,9 @@ def production(args, memlim: int) -> int:
     diff = [r for r in rows if r["same"] == "no"]
     print(f"same verdict: {sum(r['same'] == 'yes' for r in rows)} cells all three agree, {len(diff)} disagree"
           + (f" ({', '.join(r['template'] + ' ' + r['config'] + ' I=' + str(r['items']) for r in diff)})" if diff else ""))
-    print("skip = not run, out of time at a smaller item count; refused = not in the exported subset "
-          "(the reason: " + "; ".join(sorted({r['_runs'][1].output for r in rows if r['_runs'][1].verdict == 'refused'}))
-          + ")")
+    reasons = sorted({r["_runs"][1].output for r in rows if r["_runs"][1].verdict == "refused"})
+    print("skip = not run, out of time at a smaller item count"
+          + ("; refused = not in the exported subset (" + "; ".join(reasons) + ")" if reasons else ""))
     return 0 if not diff else 1
 
 
