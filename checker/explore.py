@@ -238,7 +238,7 @@ def expand(T, PK, SY, F, store, n_stored, table, parent, via, lo, hi, depth, vre
                 if bits & S.TRAP:
                     counters[2] += 1
                     continue
-            if por:
+            if por and bits == 0:  # after a violating step: the state as it is (its trace ends there)
                 merge_steps(T, F, out, local, det)
             SYM.canonicalise_successor(T, SY, st, out, perm, tmp)
             repack(PK, st, store[i], out, key)

@@ -122,7 +122,8 @@ def concrete_codes(model: Model, search: Search, k: int) -> list[int]:
             nxt, bits, _ = model.apply(state, code)
             if nxt is None or bits & (S.TRAP | S.INFLIGHT_FULL):
                 continue
-            local = POR.merged_steps(model, search.future, nxt) if search.por else ([], nxt)
+            local = (POR.merged_steps(model, search.future, nxt) if search.por and bits == 0
+                     else ([], nxt))
             if np.array_equal(search.key_of(local[1]), target):
                 break
         else:

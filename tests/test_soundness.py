@@ -37,7 +37,8 @@ from tests.paths import FIXTURES_DIR
 FIXTURES = FIXTURES_DIR / "soundness"
 # (fixture, kinds at the minimal depth, that depth)
 ISSUE_SPECS = {"por_hid_a_deadlock.toml": (("deadlock",), 5),
-               "depth_of_a_state_alias.toml": (("phase_alias",), 1)}
+               "depth_of_a_state_alias.toml": (("phase_alias",), 1),
+               "reduced_trace_after_a_violating_step.toml": (("phase_alias", "over_arrival"), 22)}
 
 
 def _orders(path):
@@ -67,7 +68,7 @@ def test_issue_specs_bmc_prove_and_laps(name):
     bmc = verify_bmc(spec)
     assert (bmc.verdict, bmc.kinds, bmc.depth) == ("violation", kinds, depth)
     proof = prove(spec)
-    assert proof.status == "violated" and proof.items == spec.items == 1
+    assert proof.status == "violated" and proof.items == spec.items
     assert (proof.result.kinds, proof.result.depth) == (kinds, depth)
     laps = verify_laps(spec)
     assert (laps.verdict, laps.kinds, laps.depth) == ("violation", kinds, depth)
@@ -204,3 +205,14 @@ def test_every_op_has_a_footprint():
     for op in (S.ARRIVE_FULL, S.ARRIVE_EMPTY, S.EXPECT_TX, S.COPY, S.COMMIT_EMPTY):
         assert table[op, S.EF_UPD] >= 0
     assert np.array_equal(POR.EFFECTS, table)
+
+
+def test_a_reduced_trace_ends_at_its_violating_step():
+    """When the minimal-depth search stops at a limit, the reduced search's traces are
+    reported; a state violation reached by a violating step is that step's state, with no
+    merged steps after it (the trace builder refused such a trace before)."""
+    spec = load_spec(FIXTURES / "reduced_trace_after_a_violating_step.toml")
+    result = verify(spec, max_states=20_000)
+    assert result.verdict == "violation" and result.limit == "max-states 20000"
+    assert set(result.kinds) >= {"phase_alias"}
+    G.check_result(spec, result)
