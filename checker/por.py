@@ -22,7 +22,7 @@ and never when it finishes its agent (that can make a CTA gone, which others obs
 A copy's landing (an in-flight action) qualifies too, when every copy into its ring has one
 byte count and it stores into one part (`independent_landing`); the walk then runs with every
 agent walking, and bounds whether a full signal's tx can reach 0 by the bytes that can still
-land or be expected (`could_be_ready`).
+land or be expected (`could_pass`).
 It is then persistent when no in-flight entry and no step the other agents can still take
 while a stands still conflicts with it. What the others can do is over-approximated twice:
 `others_touch` reads the future tables (`FutureTables`: for every agent, program position and
@@ -158,9 +158,10 @@ def _uniform(model) -> np.ndarray:
 
 def _work(model) -> np.ndarray:
     """Scratch of `frozen_touch`: a record per agent, then per signal an arrival budget, the
-    bytes that can still land on it and the bytes that can still be expected on it."""
+    bytes that can still land on it and the bytes that can still be expected on it, then per
+    agent and signal the least phase_no it has seen pass (-1: none yet)."""
     n_signals = model.ctas * model.rings * model.max_stages * 2
-    return np.zeros(len(model.agents) * _record_len(model.rings) + 3 * n_signals,
+    return np.zeros(len(model.agents) * (_record_len(model.rings) + n_signals) + 3 * n_signals,
                     dtype=np.int64)
 
 
@@ -381,19 +382,60 @@ WALK_LIMIT = 4096
 
 
 @jit
-def could_be_ready(T, st, sig, phase, budget, landing, expected):
-    """Could a wait at `phase` on `sig` pass once at most `budget` more arrival units reach it,
-    at most `landing` more bytes land on it and at most `expected` more bytes are expected on
-    it? This over-approximates: no phase can complete before `pending` more units arrived and
-    tx is 0 (nvidia), and a counter only grows by the units that reach it (amd)."""
+def max_completions(T, st, sig, budget, landing, expected):
+    """(nvidia) At most how many phases of `sig` can still complete, once at most `budget` more
+    arrival units reach it, at most `landing` more bytes land on it and at most `expected`
+    more bytes are expected on it? None before `pending` more units arrived and tx is 0; then
+    one per `expected count` units more (units of one phase never count for another)."""
     b = S.sig_base(T, sig)
+    if budget < st[b + 1] or not tx_could_be_zero(st[b + 2], landing, expected):
+        return 0
+    return 1 + (budget - st[b + 1]) // S.expected_of(T, sig)
+
+
+@jit
+def first_ready(low, high, phase):
+    """The smallest signal phase_no in low..high at which a wait at `phase` passes (its parity
+    differs from the phase's), or -1."""
+    for v in range(low, min(high, low + 1) + 1):
+        if nvidia.parity(v) != nvidia.parity(phase):
+            return v
+    return -1
+
+
+@jit
+def could_complete_with_every_arrival(T, st, sig, budget, landing, expected):
+    """(nvidia) Could the phase of `sig` complete if no arrival may find it with pending 0?
+    It needs exactly the `budget` arrivals still possible (fewer leave it pending, more
+    would over-arrive), so every expect_tx among them adds its bytes: tx = t + expected -
+    (some of the `landing` bytes) must be 0. The caller checks `budget` <= pending."""
+    b = S.sig_base(T, sig)
+    if budget < st[b + 1]:
+        return False
+    left = st[b + 2] + expected
+    return 0 <= left <= landing
+
+
+@jit
+def could_pass(T, F, st, W, seen_at, sig, phase, budget, landing, expected, every_arrival):
+    """Could a walked wait at `phase` on `sig` pass? phase_no is at least what this agent saw
+    pass there before (W[seen_at + sig]: it only grows) and at most the current one plus the
+    completions still possible (`max_completions`; for a landing's own signal, none unless
+    `could_complete_with_every_arrival`); a wait passes at a phase_no of the other parity.
+    When it can, the least such phase_no is what this agent has seen. amd: a counter only
+    grows by the units that reach it."""
     if T.cfg[S.C_BACKEND] == AMD:
-        return S.counter_ready(T, sig, st[b] + budget, phase)  # ready: counter >= a threshold
-    if nvidia.ready(st[b], phase):
-        return True
-    if st[b + 1] == 0 or budget >= st[b + 1]:
-        return tx_could_be_zero(st[b + 2], landing, expected)  # then both parities are possible
-    return False
+        return S.counter_ready(T, sig, st[S.sig_base(T, sig)] + budget, phase)
+    now = st[S.sig_base(T, sig)]
+    c = max_completions(T, st, sig, budget, landing, expected)
+    if every_arrival and c > 0 and not could_complete_with_every_arrival(T, st, sig, budget,
+                                                                         landing, expected):
+        c = 0
+    v = first_ready(max(now, W[seen_at + sig]), now + c, phase)
+    if v < 0:
+        return False
+    W[seen_at + sig] = v
+    return True
 
 
 @jit
@@ -415,7 +457,7 @@ def frozen_touch(T, F, st, a, r, bits, t_kind, t_sig_acc, t_slot_acc, window, go
     (CTA, stage) of the mask `bits` (bit cta * max_stages + stage). Every
     other agent's program is walked forward from where it is: an update adds its units to its
     signal's budget (in-flight commits start it), and a blocking wait passes only if the
-    budget could complete its phase (`could_be_ready`); else the agent is stuck there until a
+    budget could complete its phase (`could_pass`); else the agent is stuck there until a
     later sweep finds a bigger budget. The sweeps stop when no agent moves; every position the
     others can reach while a stands still is then walked (a superset: waits are judged
     generously, syncs and read_waits always pass). Each op's accesses come from EFFECTS: a
@@ -430,7 +472,7 @@ def frozen_touch(T, F, st, a, r, bits, t_kind, t_sig_acc, t_slot_acc, window, go
     `a` = -1 and `t_part` >= -1: the step is the landing of in-flight entry `skip` into that
     part; every agent walks, and a copy another agent issues commutes with it when
     `landings_commute`. Bytes of copies in flight (but `skip`'s) or issued on the walk, and
-    bytes expected on it, bound whether a full signal's tx can reach 0 (`could_be_ready`)."""
+    bytes expected on it, bound whether a full signal's tx can reach 0 (`could_pass`)."""
     ms = T.cfg[S.C_MAXS]
     rings = T.cfg[S.C_RINGS]
     n_agents = T.cfg[S.C_AGENTS]
@@ -440,9 +482,19 @@ def frozen_touch(T, F, st, a, r, bits, t_kind, t_sig_acc, t_slot_acc, window, go
     bo = n_agents * rl
     n_sig = T.cfg[S.C_CTAS] * rings * ms * 2
     lo, ex = bo + n_sig, bo + 2 * n_sig  # bytes that can land, bytes that can be expected
+    seen = bo + 3 * n_sig  # seen[agent * n_sig + sig]: phase_no is at least this there
     commuting = t_kind >= 0 and commuting_arrivals(T, F, r, t_kind)
     for i in range(3 * n_sig):
         W[bo + i] = 0
+    for i in range(n_agents * n_sig):
+        W[seen + i] = -1
+    # A landing's own full signal: arrivals on it are judged at the end (`arrived`).
+    sig_l = -1
+    arrived = False
+    if t_part >= -1:
+        e = st[T.cfg[S.C_OFF_INF] + skip]
+        sig_l = S.sig_index(T, S.entry_field(T, e, S.E_CTA), r, S.entry_field(T, e, S.E_STAGE),
+                            FULL)
     for b in range(n_agents):
         rec = b * rl
         base = S.agent_base(T, b)
@@ -491,8 +543,11 @@ def frozen_touch(T, F, st, a, r, bits, t_kind, t_sig_acc, t_slot_acc, window, go
                 obs = E[op, S.EF_OBS]
                 if obs >= 0:
                     sig = S.sig_index(T, cta, rr, stage, obs)
-                    if E[op, S.EF_BLOCKS] == 0 or could_be_ready(T, st, sig, W[sb + 1], W[bo + sig],
-                                                                 W[lo + sig], W[ex + sig]):
+                    passes = E[op, S.EF_BLOCKS] == 0
+                    if not passes:
+                        passes = could_pass(T, F, st, W, seen + b * n_sig, sig, W[sb + 1],
+                                            W[bo + sig], W[lo + sig], W[ex + sig], sig == sig_l)
+                    if passes:
                         if here and obs == t_kind and signal_conflict(t_sig_acc, ACC_OBS, commuting):
                             return True
                     else:
@@ -518,10 +573,12 @@ def frozen_touch(T, F, st, a, r, bits, t_kind, t_sig_acc, t_slot_acc, window, go
                             continue
                         at = rr == r and (bits >> (dst * ms + stage)) & 1 == 1
                         if upd >= 0:
+                            sig = S.sig_index(T, dst, rr, stage, upd)
                             if (at and upd == t_kind and not beside and
                                     signal_conflict(t_sig_acc, ACC_UPD, commuting)):
-                                return True
-                            sig = S.sig_index(T, dst, rr, stage, upd)
+                                if sig != sig_l or units <= 0 or E[op, S.EF_TX] < 0:
+                                    return True
+                                arrived = True  # an arrival beside a landing: judged at the end
                             W[bo + sig] += units
                             if E[op, S.EF_TX] < 0:
                                 W[lo + sig] += T.prog[row, S.P_N]
@@ -542,6 +599,13 @@ def frozen_touch(T, F, st, a, r, bits, t_kind, t_sig_acc, t_slot_acc, window, go
                 if W[rec + W_ITEM] >= F.limit[b]:
                     return True
                 moved = True
+    if arrived:
+        # An arrival and a landing commute when the phase cannot complete without the landing
+        # and no arrival finds pending 0 (docs/reductions.md "Copy landings").
+        b = S.sig_base(T, sig_l)
+        if W[bo + sig_l] > st[b + 1] or could_complete_with_every_arrival(
+                T, st, sig_l, W[bo + sig_l], W[lo + sig_l], W[ex + sig_l]):
+            return True
     if gone:
         for dst in range(T.cfg[S.C_CTAS]):
             if gone & (1 << dst):
@@ -574,7 +638,7 @@ def independent_landing(T, F, st, j):
     landings commute with each other), with no other entry conflicting, and no agent able to
     observe its full signal, update it otherwise, read its slot or store into its part, or
     let its CTA go, before it lands (the walk, with every agent walking)?"""
-    if F.cfg[0] == 0:
+    if F.cfg[0] == 0 or T.cfg[S.C_BACKEND] == AMD:
         return False
     e = st[T.cfg[S.C_OFF_INF] + j]
     if e == 0 or S.entry_field(T, e, S.E_KIND) != S.ENTRY_COPY:
