@@ -174,9 +174,9 @@ def record(vrec, bits, depth, state_idx, action, det, vdet):
 
 @njit(**ENGINE)
 def merge_steps(T, F, st, tmp, det):
-    """Take every step `por.mergeable` allows now, agent by agent, then the first landing
-    `por.independent_landing` allows, until none is left (a step that would report a
-    violation is left to the search). por.merged_steps is the same loop in Python."""
+    """Take every step `por.mergeable` allows now, agent by agent, then the first in-flight
+    landing or commit `por.independent_entry` allows, until none is left (a step that would
+    report a violation is left to the search). por.merged_steps is the same loop in Python."""
     n_agents = T.cfg[S.C_AGENTS]
     off = T.cfg[S.C_OFF_INF]
     moved = True
@@ -192,7 +192,7 @@ def merge_steps(T, F, st, tmp, det):
         for j in range(T.cfg[S.C_INFLIGHT]):
             if st[off + j] == 0:
                 break
-            if POR.independent_landing(T, F, st, j):
+            if POR.independent_entry(T, F, st, j):
                 if S.step(T, st, n_agents + j, tmp, det) != 0:
                     det[:] = -1
                     continue

@@ -20,7 +20,8 @@ A step qualifies as a candidate when it is
   read, or a blocking wait that is ready now and inside its phase window;
 and never when it finishes its agent (that can make a CTA gone, which others observe).
 A copy's landing (an in-flight action) qualifies too, when every copy into its ring has one
-byte count and it stores into one part (`independent_landing`); the walk then runs with every
+byte count and it stores into one part (`independent_landing`), and so does a commit's firing,
+an arrival like an arrive's (`independent_commit`); the walk then runs with every
 agent walking, and bounds whether a full signal's tx can reach 0 by the bytes that can still
 land or be expected (`could_pass`).
 It is then persistent when no in-flight entry and no step the other agents can still take
@@ -49,7 +50,7 @@ OBS_FULL, OBS_EMPTY, UPD_FULL, UPD_EMPTY, WRITE_SLOT, READ_SLOT = 0, 1, 2, 3, 4,
 N_CLASSES = 6
 # Accesses: to a signal (observe, update) and to a slot (read, write); 0 = none.
 ACC_OBS, ACC_UPD = 1, 2
-ACC_READ, ACC_WRITE = 1, 2
+ACC_READ, ACC_WRITE, ACC_ISSUE = 1, 2, 3
 COPY_BYTES = 2  # uniform[ring, COPY_BYTES]
 MAX_ROWS = 1 << 21  # bigger programs get local steps only (tables > 80 MB, seconds to build)
 
@@ -88,9 +89,12 @@ def signal_conflict(t_acc, u_acc, commuting_arrivals):
 
 @jit
 def slot_conflict(t_acc, u_acc):
-    """Reads of one slot commute; a write conflicts with every other access to it."""
+    """Reads of one slot commute; a write conflicts with every other access to it. Issuing a
+    copy into it (ACC_ISSUE) is seen only by a read (a copy in flight is a read_before_fill)."""
     if t_acc == 0 or u_acc == 0:
         return False
+    if t_acc == ACC_ISSUE or u_acc == ACC_ISSUE:
+        return t_acc == ACC_READ or u_acc == ACC_READ
     return not (t_acc == ACC_READ and u_acc == ACC_READ)
 
 
@@ -509,7 +513,7 @@ def frozen_touch(T, F, st, a, r, bits, t_kind, t_sig_acc, t_slot_acc, window, go
         e = st[off + j]
         if e == 0:
             break
-        if S.entry_field(T, e, S.E_KIND) == S.ENTRY_COMMIT:
+        if S.entry_field(T, e, S.E_KIND) == S.ENTRY_COMMIT and j != skip:
             sig = S.sig_index(T, S.entry_field(T, e, S.E_CTA), S.entry_field(T, e, S.E_RING),
                               S.entry_field(T, e, S.E_STAGE), EMPTY)
             W[bo + sig] += S.entry_field(T, e, S.E_VAL)
@@ -633,6 +637,42 @@ def touched_while_frozen(T, F, st, a, r, bits, t_kind, t_sig_acc, t_slot_acc, wi
 
 
 @jit
+def independent_entry(T, F, st, j):
+    """Is {in-flight entry j's action} persistent: a copy's landing (`independent_landing`) or
+    a commit's firing (`independent_commit`)?"""
+    e = st[T.cfg[S.C_OFF_INF] + j]
+    if e == 0 or F.cfg[0] == 0:
+        return False
+    kind = S.entry_field(T, e, S.E_KIND)
+    if kind == S.ENTRY_COPY:
+        return independent_landing(T, F, st, j)
+    if kind == S.ENTRY_COMMIT:
+        return independent_commit(T, F, st, j)
+    return False
+
+
+@jit
+def independent_commit(T, F, st, j):
+    """Is {in-flight commit j's firing} persistent? It is an arrival of its count on its empty
+    signal (tcgen05.commit, multicast: one entry per CTA), so it qualifies as an arrive does:
+    the ring's empty arrivals all have one count, no other entry conflicts, and the walk (every
+    agent walking, this commit's units left out of the budgets) meets no passing observation
+    or non-commuting update of the signal, no stuck waiter outside its window, and cannot let
+    the CTA go. A commit still waiting for its agent's async reads is not enabled."""
+    e = st[T.cfg[S.C_OFF_INF] + j]
+    if S.entry_field(T, e, S.E_SEQ) != 0:
+        return False
+    r = S.entry_field(T, e, S.E_RING)
+    if not commuting_arrivals(T, F, r, EMPTY):
+        return False
+    cta = S.entry_field(T, e, S.E_CTA)
+    bits = 1 << (cta * T.cfg[S.C_MAXS] + S.entry_field(T, e, S.E_STAGE))
+    if entries_conflict(T, F, st, r, bits, EMPTY, ACC_UPD, 0, -2, j):
+        return False
+    return not frozen_touch(T, F, st, -1, r, bits, EMPTY, ACC_UPD, 0, True, 1 << cta, -2, j)
+
+
+@jit
 def independent_landing(T, F, st, j):
     """Is {in-flight entry j's landing} persistent: a copy of the ring's one byte count (so
     landings commute with each other), with no other entry conflicting, and no agent able to
@@ -672,13 +712,26 @@ def independent_step(T, F, st, a):
     row = S.op_row(T, a, pc)
     op = T.prog[row, S.P_CODE]
     E = F.eff
-    if E[op, S.EF_ASYNC] or E[op, S.EF_BARRIER] or E[op, S.EF_STAGE] or E[op, S.EF_WRITES]:
-        return False
     r = T.prog[row, S.P_RING]
     rb = S.ring_base(T, a, r)
     stage = st[rb]
     cta = T.agent[a, S.A_CTA]
     bit = cta * T.cfg[S.C_MAXS] + stage
+    issued = E[op, S.EF_ASYNC]
+    if (issued == S.ENTRY_COPY or issued == S.ENTRY_COMMIT) and not E[op, S.EF_BARRIER] \
+            and not E[op, S.EF_STAGE]:
+        # Issuing a copy or a commit changes no signal or slot: it adds in-flight entries,
+        # which only a read of the slot (a copy in flight) and the exit of their CTA observe.
+        dsts = S.targets_mask(T, a, T.prog[row, S.P_TARGET])
+        at = 0
+        for dst in range(T.cfg[S.C_CTAS]):
+            if dsts & (1 << dst):
+                at |= 1 << (dst * T.cfg[S.C_MAXS] + stage)
+        slot = ACC_ISSUE if issued == S.ENTRY_COPY else 0
+        return not touched_while_frozen(T, F, st, a, r, at, -1, 0, slot, False,
+                                        dsts & ~(1 << cta))
+    if issued or E[op, S.EF_BARRIER] or E[op, S.EF_STAGE] or E[op, S.EF_WRITES]:
+        return False
     obs = E[op, S.EF_OBS]
     upd = E[op, S.EF_UPD]
     ms = T.cfg[S.C_MAXS]
@@ -731,7 +784,7 @@ def merged_steps(model, F, state):
         for j in range(model.tables.cfg[S.C_INFLIGHT]):
             if state[off + j] == 0:
                 break
-            if independent_landing(model.tables, F, np.array(state, dtype=np.int64), j):
+            if independent_entry(model.tables, F, np.array(state, dtype=np.int64), j):
                 nxt, bits, _ = model.apply(state, n_agents + j)
                 if bits != 0:
                     continue

@@ -21,6 +21,7 @@ from pipeproof.spec.load import load_spec_text
 from pipeproof.spec.schema import SpecError
 from tests.replay import replay
 from tests.specs import standard_toml
+from tests.test_por import entry_code, same_action
 
 CLUSTER_RELEASE = """
 [pipeline]
@@ -212,25 +213,9 @@ def test_prove_with_and_without_the_reduction_on_generated_specs():
 # ------------------------------------------------------------------ copy landings
 
 
-def _entry_code(model, state, e):
-    """The action code of in-flight entry `e` (by value: entries move as others come and go)."""
-    off = model.tables.cfg[S.C_OFF_INF]
-    for j in range(model.tables.cfg[S.C_INFLIGHT]):
-        if state[off + j] == e:
-            return len(model.agents) + j
-    return None
-
-
-def _same_action(model, before, after, u):
-    """Action u of state `before`, as a code of state `after` (an entry by its value)."""
-    if u < len(model.agents):
-        return u
-    return _entry_code(model, after, before[model.tables.cfg[S.C_OFF_INF] + u - len(model.agents)])
-
-
-def check_independent_landings(model, limit=250, horizon=30):
-    """For each reachable state and each landing `independent_landing` allows (and that is
-    clean there): explore up to `horizon` states of everything else moving while it stays in
+def check_independent_entries(model, limit=250, horizon=30):
+    """For each reachable state and each landing or commit `independent_entry` allows (and
+    that is clean there): explore up to `horizon` states of everything else moving while it stays in
     flight, and require at each that it commutes with every other enabled step (both orders
     reach the same state and find the same violations; it disables nothing) and that the state
     before it shows no state property the state after it lacks. Returns the pairs checked."""
@@ -242,14 +227,14 @@ def check_independent_landings(model, limit=250, horizon=30):
             e = state[off + j]
             if e == 0:
                 break
-            if not POR.independent_landing(model.tables, F, _vec(state), j):
+            if not POR.independent_entry(model.tables, F, _vec(state), j):
                 continue
             if model.apply(state, len(model.agents) + j)[1] != 0:
                 continue  # a violating landing is left to the search
             seen, todo = {state}, [state]
             while todo and len(seen) < horizon:
                 now = todo.pop(0)
-                a = _entry_code(model, now, e)
+                a = entry_code(model, now, e)
                 after, bits, _ = model.apply(now, a)
                 assert model.state_violation_bits(now)[0] & ~model.state_violation_bits(after)[0] \
                     & STATE_BITS == 0
@@ -259,14 +244,14 @@ def check_independent_landings(model, limit=250, horizon=30):
                     u_first, u_bits, _ = model.apply(now, u)
                     if u_first is None:
                         continue
-                    u2 = _same_action(model, now, after, u)
+                    u2 = same_action(model, now, after, u)
                     assert u2 is not None
                     u_after, u_bits_after, _ = model.apply(after, u2)
                     assert u_after is not None, model.format_action(now, u)
                     if u_bits & S.TRAP:
                         assert u_bits_after & KIND_BITS
                         continue
-                    both, t_bits, _ = model.apply(u_first, _entry_code(model, u_first, e))
+                    both, t_bits, _ = model.apply(u_first, entry_code(model, u_first, e))
                     assert u_bits | t_bits == bits | u_bits_after, model.format_action(now, u)
                     if not u_bits_after & S.TRAP:
                         assert both == u_after, model.format_action(now, u)
@@ -286,25 +271,27 @@ KIND_BITS = (1 << S.N_KINDS) - 1
     CLUSTER_RELEASE.replace("items = 3", "items = 2").replace("cluster_size = 2", "cluster_size = 1"),
     "[pipeline]\ntemplate = \"mojo_input_tile\"\nbackend = \"nvidia\"\ncluster_size = 2\n"
     "k_group_size = 2\nstages = 2\nitems = 2\n",
+    "[pipeline]\ntemplate = \"mojo_sm100_matmul\"\nbackend = \"nvidia\"\nconsumers = 1\n"
+    "stages = 2\nitems = 2\n",
 ])
-def test_landings_taken_at_once_commute_with_everything_else(text):
+def test_entries_taken_at_once_commute_with_everything_else(text):
     model = compile_model(load_spec_text(text, "l.toml"))
-    assert check_independent_landings(model) > 0
+    assert check_independent_entries(model) > 0
 
 
-def test_landings_on_generated_specs_commute():
-    """The harness's generated specs with copies (seed 23): every landing taken at once
-    commutes with every other step on every state checked."""
+def test_landings_and_commits_on_generated_specs_commute():
+    """The harness's generated specs with copies or commits (seed 23): every landing and commit
+    taken at once commutes with every other step on every state checked."""
     checked = specs = 0
     for i in range(160):
         _, _, text = H.generate(23, i)
-        if "copy" not in text:
+        if "copy" not in text and "commit_empty" not in text:
             continue
         try:
             model = compile_model(load_spec_text(text, f"gen{i}.toml"))
         except SpecError:
             continue
-        checked += check_independent_landings(model, limit=100, horizon=12)
+        checked += check_independent_entries(model, limit=100, horizon=12)
         specs += 1
     assert specs >= 10 and checked > 0
 
