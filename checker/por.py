@@ -52,6 +52,8 @@ N_CLASSES = 6
 ACC_OBS, ACC_UPD = 1, 2
 ACC_READ, ACC_WRITE, ACC_ISSUE = 1, 2, 3
 COPY_BYTES = 2  # uniform[ring, COPY_BYTES]
+# frozen_touch's t_part when the step is an expect_tx (landings beside it are judged at the end)
+EXPECT = -3
 MAX_ROWS = 1 << 21  # bigger programs get local steps only (tables > 80 MB, seconds to build)
 
 # mask[row, class]: bit cta * max_stages + stage. row = off[agent, ring] + pos * max_stages +
@@ -347,6 +349,8 @@ def entries_conflict(T, F, st, r, bits, t_kind, t_sig_acc, t_slot_acc, t_part, s
                 if not landings_commute(T, F, r, t_part, entry_part_of(T, e)):
                     return True
                 continue
+            if t_part == EXPECT:
+                continue  # its bytes count in the walk's landing budget, judged at the end
             if t_kind == FULL and signal_conflict(t_sig_acc, ACC_UPD, False):
                 return True
             if slot_conflict(t_slot_acc, ACC_WRITE):
@@ -499,6 +503,11 @@ def frozen_touch(T, F, st, a, r, bits, t_kind, t_sig_acc, t_slot_acc, window, go
         e = st[T.cfg[S.C_OFF_INF] + skip]
         sig_l = S.sig_index(T, S.entry_field(T, e, S.E_CTA), r, S.entry_field(T, e, S.E_STAGE),
                             FULL)
+    sig_x = -1  # an expect_tx's signal (one CTA): landings on it are judged at the end
+    if t_part == EXPECT:
+        for i in range(T.cfg[S.C_CTAS] * ms):
+            if (bits >> i) & 1:
+                sig_x = S.sig_index(T, i // ms, r, i % ms, FULL)
     for b in range(n_agents):
         rec = b * rl
         base = S.agent_base(T, b)
@@ -579,6 +588,7 @@ def frozen_touch(T, F, st, a, r, bits, t_kind, t_sig_acc, t_slot_acc, window, go
                         if upd >= 0:
                             sig = S.sig_index(T, dst, rr, stage, upd)
                             if (at and upd == t_kind and not beside and
+                                    not (sig == sig_x and E[op, S.EF_ASYNC] == S.ENTRY_COPY) and
                                     signal_conflict(t_sig_acc, ACC_UPD, commuting)):
                                 if sig != sig_l or units <= 0 or E[op, S.EF_TX] < 0:
                                     return True
@@ -603,6 +613,12 @@ def frozen_touch(T, F, st, a, r, bits, t_kind, t_sig_acc, t_slot_acc, window, go
                 if W[rec + W_ITEM] >= F.limit[b]:
                     return True
                 moved = True
+    if sig_x >= 0:
+        # An expect_tx and the landings beside it commute when they cannot take tx below
+        # minus its bytes (docs/reductions.md "Copy landings")
+        row = S.op_row(T, a, st[S.agent_base(T, a) + S.F_PC])
+        if W[lo + sig_x] > st[S.sig_base(T, sig_x) + 2] + T.prog[row, S.P_N]:
+            return True
     if arrived:
         # An arrival and a landing commute when the phase cannot complete without the landing
         # and no arrival finds pending 0 (docs/reductions.md "Copy landings").
@@ -730,11 +746,27 @@ def independent_step(T, F, st, a):
         slot = ACC_ISSUE if issued == S.ENTRY_COPY else 0
         return not touched_while_frozen(T, F, st, a, r, at, -1, 0, slot, False,
                                         dsts & ~(1 << cta))
-    if issued or E[op, S.EF_BARRIER] or E[op, S.EF_STAGE] or E[op, S.EF_WRITES]:
+    # A wait that also moves its own stage (one step of `drain`) is a wait: the move is local.
+    waits_and_moves = (E[op, S.EF_STAGE] == S.STAGE_ADVANCE and E[op, S.EF_OBS] >= 0 and
+                       E[op, S.EF_BLOCKS] and E[op, S.EF_UPD] < 0 and not E[op, S.EF_READS])
+    if issued or E[op, S.EF_BARRIER] or (E[op, S.EF_STAGE] and not waits_and_moves) \
+            or E[op, S.EF_WRITES]:
         return False
     obs = E[op, S.EF_OBS]
     upd = E[op, S.EF_UPD]
     ms = T.cfg[S.C_MAXS]
+    if upd == FULL and E[op, S.EF_TX] > 0 and obs < 0 and not E[op, S.EF_READS]:  # expect_tx
+        dsts = S.targets_mask(T, a, T.prog[row, S.P_TARGET])
+        if dsts & (dsts - 1):
+            return False  # to several CTAs: not judged here
+        dst = 0
+        while (dsts >> dst) & 1 == 0:
+            dst += 1
+        at = 1 << (dst * ms + stage)
+        if entries_conflict(T, F, st, r, at, FULL, ACC_UPD, 0, EXPECT, -1):
+            return False
+        return not frozen_touch(T, F, st, a, r, at, FULL, ACC_UPD, 0, True, dsts & ~(1 << cta),
+                                EXPECT, -1)
     if upd >= 0 and obs < 0 and not E[op, S.EF_READS]:  # an arrive, to one CTA or several
         if not commuting_arrivals(T, F, r, upd):
             return False

@@ -41,24 +41,24 @@ PINNED_STATES = {
 # The same with partial-order reduction as well (the default, checker/por.py): the reduced
 # graph's states (issue 18: arrivals into other CTAs and copy landings are merged too). tests/test_por.py checks this graph against a plain Python search.
 PINNED_STATES_POR = {
-    "x_fa3_q_once_per_tile.toml": 11,
-    "x_prologue_tile_ok.toml": 26,
-    "x_async_read_ok.toml": 157,
-    "x_cluster_ctas_ok.toml": 16,
+    "x_fa3_q_once_per_tile.toml": 5,
+    "x_prologue_tile_ok.toml": 14,
+    "x_async_read_ok.toml": 107,
+    "x_cluster_ctas_ok.toml": 12,
     "x_cutlass_pingpong.toml": 11,
-    "x_mojo_sm100_matmul.toml": 101,
-    "x_named_split_ok.toml": 53,
-    "x_persistent_tiles_ok.toml": 65,
-    "x_persistent_reset_ok.toml": 97,
-    "x_rings_scales_ok.toml": 25,
-    "cutlass_tma_async_cluster2.toml": 74,
-    "mojo_input_tile_cluster2_k2.toml": 84,
-    "mojo_input_tile_nvidia.toml": 11,
+    "x_mojo_sm100_matmul.toml": 55,
+    "x_named_split_ok.toml": 36,
+    "x_persistent_tiles_ok.toml": 40,
+    "x_persistent_reset_ok.toml": 90,
+    "x_rings_scales_ok.toml": 12,
+    "cutlass_tma_async_cluster2.toml": 19,
+    "mojo_input_tile_cluster2_k2.toml": 32,
+    "mojo_input_tile_nvidia.toml": 5,
     "mojo_pcp_amd.toml": 11,
     "mojo_pcp_nvidia.toml": 11,
-    "named_barrier_release_ok.toml": 41,
+    "named_barrier_release_ok.toml": 28,
     "sm90_ring_nvidia.toml": 24,
-    "try_full_prefetch_ok.toml": 775,
+    "try_full_prefetch_ok.toml": 773,
 }
 
 # The same without symmetry reduction (`verify(spec, symmetry=False)`, `--no-symmetry`): every
@@ -152,11 +152,11 @@ LARGE_PROVED_NO_POR = {"cutlass_tma_async_cluster2": 1197054, "x_mojo_sm100_matm
 # `pipeproof prove` as shipped, with partial-order reduction in the abstract search (issue
 # 18): every correct example inside the abstraction, the three large ones included.
 PROVED = {
-    "mojo_pcp_nvidia": 82, "mojo_pcp_amd": 82, "mojo_input_tile_nvidia": 83,
-    "sm90_ring_nvidia": 188, "named_barrier_release_ok": 442, "x_cutlass_pingpong": 33,
-    "x_named_split_ok": 1183, "x_persistent_tiles_ok": 977, "try_full_prefetch_ok": 6467,
-    "x_persistent_reset_ok": 499, "x_async_read_ok": 1546, "x_rings_scales_ok": 625,
-    "x_cluster_ctas_ok": 131,
-    "cutlass_tma_async_cluster2": 685, "x_mojo_sm100_matmul": 1489,
-    "mojo_input_tile_cluster2_k2": 9245,
+    "mojo_pcp_nvidia": 82, "mojo_pcp_amd": 82, "mojo_input_tile_nvidia": 49,
+    "sm90_ring_nvidia": 188, "named_barrier_release_ok": 288, "x_cutlass_pingpong": 33,
+    "x_named_split_ok": 626, "x_persistent_tiles_ok": 594, "try_full_prefetch_ok": 6451,
+    "x_persistent_reset_ok": 460, "x_async_read_ok": 1182, "x_rings_scales_ok": 240,
+    "x_cluster_ctas_ok": 102,
+    "cutlass_tma_async_cluster2": 156, "x_mojo_sm100_matmul": 761,
+    "mojo_input_tile_cluster2_k2": 4716,
 }
