@@ -793,6 +793,12 @@ def independent_step(T, F, st, a):
 
 @jit
 def mergeable(T, F, st, a):
+    """May agent a's next step be taken at once? Not when it moves a to item F.limit[a] or
+    beyond (a lap-abstraction MANY state: past it the item count matters)."""
+    base = S.agent_base(T, a)
+    pc = st[base + S.F_PC]
+    if pc < T.agent[a, S.A_LEN] and S.next_pc(T, a, pc, st[base + S.F_ITEM])[1] >= F.limit[a]:
+        return False
     return S.local_step(T, st, a) or independent_step(T, F, st, a)
 
 

@@ -76,13 +76,14 @@ class ProofResult:
 @njit(**ENGINE)
 def set_counts(T, F, L, n_rel, R):
     """Set the item counts of an abstract state's n_rel (laps.tables_for) into T, and the
-    partial-order reduction's walk limit into F: in a MANY state (every count >= R) the walk
-    answers "touched" before it moves an agent to item coef * R, past which the count would
-    matter (docs/reductions.md)."""
+    partial-order reduction's limit into F: in a MANY state (every count >= R) the walk
+    answers "touched" before it moves an agent to item coef * (R - 1), and no step that moves
+    an agent there is merged, so merged runs stay where every count >= R runs alike
+    (docs/reductions.md)."""
     for g in range(L.misc[M_AGENTS]):
         c = L.agent[g, G_COEF]
         T.agent[g, S.A_ITEMS] = c * (HUGE if n_rel == MANY else n_rel)
-        F.limit[g] = c * R if (n_rel == MANY and c > 0) else POR.NO_LIMIT
+        F.limit[g] = c * (R - 1) if (n_rel == MANY and c > 0) else POR.NO_LIMIT
 
 
 @njit(**ENGINE)
@@ -113,8 +114,16 @@ def expand(T, L, F, por, st, succ, bits, moved, far, far_items, det, done, tmp, 
         n_enabled += 1
         if b != 0:
             continue
-        moved[a] = canonical_into(L, succ[a], done, tmp)
+        # Before the shift: merged steps may move an agent many items in one transition, and a
+        # MANY state's endless body is every count's only up to item coef * R (the successor's
+        # exact counts R - d .. R - 1 hold only then, too); after it: no agent within reach of
+        # the end of the run for the next step.
         far[a] = 0
+        for g in range(L.misc[M_AGENTS]):
+            if (L.agent[g, G_COEF] > 0 and succ[a, g * agf + S.F_PC] < L.agent[g, G_LEN]
+                    and succ[a, g * agf + S.F_ITEM] >= (far_items + 1) * L.agent[g, G_COEF]):
+                far[a] = 1
+        moved[a] = canonical_into(L, succ[a], done, tmp)
         for g in range(L.misc[M_AGENTS]):
             if (L.agent[g, G_COEF] > 0 and succ[a, g * agf + S.F_PC] < L.agent[g, G_LEN]
                     and succ[a, g * agf + S.F_ITEM] >= far_items * L.agent[g, G_COEF]):

@@ -316,3 +316,18 @@ def test_a_landing_is_not_taken_while_its_slot_can_be_read_without_it():
     assert in_flight > 0 and taken < in_flight
     result = verify(spec)
     assert result.verdict == "violation" and result.kind == "read_before_fill" and result.depth == 6
+
+
+def test_merged_runs_in_a_many_state_stay_below_the_lap_bound():
+    """CUTLASS's one-CTA pipeline: every step merges, so one abstract transition could run the
+    whole pipeline on in a MANY state, past the items where the item count matters. Merging
+    stops at item coef * (R - 1) (and the far test looks at the successor before its shift),
+    so the proof holds with and without the reduction; before, the abstraction met a
+    deadlock no item count has, and answered unknown."""
+    for stages in (4, 7):
+        text = ("[pipeline]\ntemplate = \"cutlass_tma_async\"\nbackend = \"nvidia\"\n"
+                f"cluster_size = 1\nconsumers = 2\nstages = {stages}\nitems = 8\n")
+        spec = load_spec_text(text, "c.toml")
+        reduced, full = prove(spec), prove(spec, por=False)
+        assert (reduced.status, full.status) == ("proved", "proved"), reduced.reason
+        assert reduced.abstract_states < full.abstract_states
