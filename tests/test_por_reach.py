@@ -21,7 +21,7 @@ from pipeproof.spec.load import load_spec_text
 from pipeproof.spec.schema import SpecError
 from tests.replay import replay
 from tests.specs import standard_toml
-from tests.test_por import entry_code, same_action
+from tests.test_por import _reachable, entry_code, same_action
 
 CLUSTER_RELEASE = """
 [pipeline]
@@ -65,26 +65,12 @@ def _vec(state):
     return np.array(state, dtype=np.int64)
 
 
-def _reachable(model, limit=5000):
-    """Reachable states of the unreduced graph, breadth first."""
-    start = model.initial_state()
-    seen, todo = {start}, [start]
-    while todo and len(seen) < limit:
-        state = todo.pop(0)
-        for code in range(model.n_actions()):
-            nxt, bits, _ = model.apply(state, code)
-            if nxt is not None and not bits & S.TRAP and nxt not in seen:
-                seen.add(nxt)
-                todo.append(nxt)
-    return seen
-
-
 def test_a_release_into_every_cta_of_the_cluster_is_merged():
     """CUTLASS's consumer releases the slot in every CTA (arrive_empty to=all). No producer can
     pass its wait on that empty barrier without it, so no CTA can go: the arrival qualifies."""
     model = compile_model(load_spec_text(CLUSTER_RELEASE, "c.toml"))
     F = POR.future_tables(model)
-    merged = [(s, a) for s in _reachable(model) for a in range(len(model.agents))
+    merged = [(s, a) for s in _reachable(model, 5000) for a in range(len(model.agents))
               if model.format_action(s, a).split("(")[0].endswith("arrive_empty")
               and "to=all" in model.format_action(s, a)
               and POR.independent_step(model.tables, F, _vec(s), a)]
