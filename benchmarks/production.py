@@ -8,7 +8,8 @@ Each cell runs in a fresh process (`python -m benchmarks.production --cell ...`)
 resident memory (the child's own `ru_maxrss`) is the whole process's, numba's
 compiled engines included (loaded from the cache: run `pipeproof verify` once after an install
 so no cell pays the compile). Goals (issue 18): verify <= 10 s and prove <= 30 s per cell, at
-most 2 GB. `--unreduced` adds `verify --no-por --no-symmetry` per cell, for the verdict
+most 2 GB. B/state: bytes of one stored (packed) state, abstract for `prove` (the store adds 4
+bytes of parent, 2 of action and 8 to 16 of hash table per state). `--unreduced` adds `verify --no-por --no-symmetry` per cell, for the verdict
 comparison where it finishes. Prints one row per cell and run.
 """
 from __future__ import annotations
@@ -49,12 +50,25 @@ def run_cell(text: str, what: str, timeout: float) -> dict:
         from pipeproof.checker.prove import prove
         proof = prove(spec, timeout=timeout)
         return {"status": proof.status, "states": proof.abstract_states,
-                "seconds": time.monotonic() - started, "reason": proof.reason}
+                "seconds": time.monotonic() - started, "reason": proof.reason,
+                "state_bytes": _abstract_state_bytes(spec)}
+    from pipeproof.checker.model import compile_model
     from pipeproof.checker.verify import verify
     kw = {"por": False, "symmetry": False} if what == "unreduced" else {}
     result = verify(spec, timeout=timeout, **kw)
     return {"status": result.verdict, "states": result.states, "kinds": list(result.kinds),
-            "seconds": time.monotonic() - started, "reason": result.limit}
+            "seconds": time.monotonic() - started, "reason": result.limit,
+            "state_bytes": 8 * compile_model(spec).words}
+
+
+def _abstract_state_bytes(spec) -> int:
+    """Bytes of one stored abstract state: the lap packing's words and n_rel (checker/prove.py)."""
+    from pipeproof.checker.laps import CannotAbstract, LapAbstraction
+    from pipeproof.checker.prove import MAX_R, _lap_packing
+    try:
+        return 8 * (_lap_packing(LapAbstraction(spec, MAX_R).model)[1] + 1)
+    except CannotAbstract:
+        return 0
 
 
 def measure(text: str, what: str, timeout: float) -> dict:
@@ -93,7 +107,7 @@ def main(argv=None) -> int:
         return _child(args.cell[0], float(args.cell[1]))
     runs = ["verify"] + (["unreduced"] if args.unreduced else []) + ([] if args.no_prove else ["prove"])
     print(f"{'template':18} {'configuration':42} {'items':>5} {'run':9} {'status':12} "
-          f"{'states':>12} {'seconds':>8} {'peak MB':>8}", flush=True)
+          f"{'states':>12} {'seconds':>8} {'peak MB':>8} {'B/state':>7}", flush=True)
     for template, params in CONFIGS:
         if args.only and template not in args.only:
             continue
@@ -105,8 +119,8 @@ def main(argv=None) -> int:
                 timeout = args.prove_timeout if what == "prove" else args.verify_timeout
                 o = measure(spec_text(template, params, items), what, timeout)
                 print(f"{template:18} {config:42} {items:>5} {what:9} {o['status']:12} "
-                      f"{o['states']:>12,} {o['seconds']:>8.2f} {o['peak_mb']:>8.0f}  "
-                      f"{o.get('reason') or ''}", flush=True)
+                      f"{o['states']:>12,} {o['seconds']:>8.2f} {o['peak_mb']:>8.0f} "
+                      f"{o.get('state_bytes', 0):>7}  {o.get('reason') or ''}", flush=True)
     return 0
 
 

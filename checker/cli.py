@@ -77,6 +77,9 @@ def _write_graph(spec, target: str, max_states) -> int:
               help="After a violation, search for the smallest verified change of the spec's numbers.")
 @click.option("--no-symmetry", "no_symmetry", is_flag=True,
               help="Store every state, without reducing interchangeable agents (to compare).")
+@click.option("--no-cta-symmetry", "no_cta_symmetry", is_flag=True,
+              help="Keep the CTAs of a cluster apart even where they run the same programs "
+                   "(to compare; explicit and laps engines).")
 @click.option("--no-por", "no_por", is_flag=True,
               help="Store every interleaving instead of taking the steps no other step can "
                    "tell the time of at once (to compare; explicit and laps engines).")
@@ -89,7 +92,7 @@ def _write_graph(spec, target: str, max_states) -> int:
 @click.option("--quiet", "-q", is_flag=True,
               help="Print only the verdict line of each spec (and the summary of several).")
 def verify(specs, as_json, trace_file, max_states, timeout, graph_file, no_precheck, suggest_fix,
-           no_symmetry, no_por, engine, depth, quiet):
+           no_symmetry, no_cta_symmetry, no_por, engine, depth, quiet):
     """Explore every interleaving of each SPEC; print a verdict per spec."""
     if depth is not None and engine != "bmc":
         raise UsageFailure("--depth applies only to --engine bmc")
@@ -102,7 +105,8 @@ def verify(specs, as_json, trace_file, max_states, timeout, graph_file, no_prech
     check_trace_name(trace_file)
     settled = {}  # results of the plain-Python first try, by the spec's index (checker/tier.py)
     if _as_command and tier.available(engine, suggest_fix, graph_file):
-        settled = tier.first_try(specs, max_states, timeout, not no_symmetry, not no_por)
+        settled = tier.first_try(specs, max_states, timeout, not no_symmetry, not no_por,
+                                 not no_cta_symmetry)
         if settled is None:
             tier.run_compiled()
     from pipeproof.checker.explore import INTERRUPTED
@@ -131,9 +135,11 @@ def verify(specs, as_json, trace_file, max_states, timeout, graph_file, no_prech
             return verify_bmc(spec, depth=depth, timeout=timeout, symmetry=not no_symmetry)
         if engine == "laps":
             from pipeproof.checker.lap_verify import verify_laps
-            return verify_laps(spec, max_states=max_states, timeout=timeout, por=not no_por)
+            return verify_laps(spec, max_states=max_states, timeout=timeout, por=not no_por,
+                               cta_symmetry=not no_cta_symmetry)
         return explicit(spec, max_states=max_states, timeout=timeout, progress=progress,
-                        symmetry=not no_symmetry, por=not no_por)
+                        symmetry=not no_symmetry, por=not no_por,
+                        cta_symmetry=not no_cta_symmetry and not no_symmetry)
 
     for index, path in enumerate(specs):
         spec = loop.attempt(path, lambda: load_spec(path))

@@ -206,8 +206,8 @@ def expand(T, PK, SY, F, store, n_stored, table, parent, via, lo, hi, depth, vre
            check_only, max_states, counters, scratch, por):
     """Expand states lo..hi-1 (all at `depth`). Returns (status, next index, n_stored).
 
-    Each successor is put into its canonical form under the symmetry classes `SY` (none: an
-    empty array) before it is looked up, so one state per orbit is stored. `scratch` is
+    Each successor is put into its canonical form under the `Symmetry` SY (agent classes and
+    CTA renamings; checker/symmetry.py) before it is looked up, so one state per orbit is stored. `scratch` is
     `scratch_arrays(model)` (nothing is allocated here: see ENGINE)."""
     n_agents = T.cfg[S.C_AGENTS]
     n_actions = n_agents + T.cfg[S.C_INFLIGHT]
@@ -330,13 +330,17 @@ class Search(StateStore):
     """The explored state graph of one model, as far as the last `run` took it."""
 
     def __init__(self, model: Model, max_states: int | None = None, timeout: float | None = None,
-                 progress: bool = False, symmetry: bool = True, por: bool = False):
+                 progress: bool = False, symmetry: bool = True, por: bool = False,
+                 cta_symmetry: bool | None = None):
+        """`cta_symmetry` (default: `symmetry`) also renames the CTAs of a cluster that run
+        the same programs (checker/symmetry.py)."""
         super().__init__(model.words)
         self.model = model
         self.por = por
         self.future = POR.future_tables(model) if por else POR.no_future_tables(model)
         self.symmetry = symmetry
-        self.classes = SYM.classes(model) if symmetry else SYM.NO_CLASSES
+        self.sym = (SYM.symmetry(model, cta=symmetry if cta_symmetry is None else cta_symmetry)
+                    if symmetry else SYM.no_symmetry(model))
         self.max_states = max_states or (1 << 62)
         self.timeout = timeout
         self.progress = progress
@@ -348,7 +352,7 @@ class Search(StateStore):
         self.limit = ""
         self.max_depth = 0
         key = np.zeros(words, dtype=np.int64)
-        pack(model.packing, SYM.canonical(model, self.classes, model.initial_vector()), key)
+        pack(model.packing, SYM.canonical(model, self.sym, model.initial_vector()), key)
         self.n_stored = find_or_insert(self.store, 0, self.table, key, 1)[0] + 1
 
     @property
@@ -375,7 +379,7 @@ class Search(StateStore):
         while i < hi:
             try:
                 status, i, self.n_stored = expand(
-                    m.tables, m.packing, self.classes, self.future, self.store, self.n_stored,
+                    m.tables, m.packing, self.sym, self.future, self.store, self.n_stored,
                     self.table, self.parent, self.via, i, min(hi, i + chunk), depth, self.vrec,
                     self.vdet, check_only, self.max_states, self.counters, self.scratch, self.por)
             except KeyboardInterrupt:  # Ctrl-C: a limit like any other, with the counts so far
@@ -446,7 +450,7 @@ class Search(StateStore):
     def key_of(self, state) -> np.ndarray:
         """The packed key the search stores for a concrete state (its canonical form)."""
         key = np.zeros(self.model.words, dtype=np.int64)
-        pack(self.model.packing, SYM.canonical(self.model, self.classes, state), key)
+        pack(self.model.packing, SYM.canonical(self.model, self.sym, state), key)
         return key
 
     def counterexample(self, k: int) -> list[int]:

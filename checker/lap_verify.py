@@ -32,16 +32,16 @@ def own_count(spec: Spec) -> int:
 
 
 def verify_laps(spec: Spec, max_states: int | None = None, timeout: float | None = None,
-                por: bool = True) -> Result:
+                por: bool = True, cta_symmetry: bool = True) -> Result:
     warm_up_prove()
     started = time.monotonic()
     deadline = started + timeout if timeout else None
 
     def explicit() -> Result:
         left = None if deadline is None else max(deadline - time.monotonic(), 0.001)
-        return verify(spec, max_states=max_states, timeout=left, por=por)
+        return verify(spec, max_states=max_states, timeout=left, por=por, cta_symmetry=cta_symmetry)
     try:
-        lap = LapAbstraction(spec, MAX_R)
+        lap = LapAbstraction(spec, MAX_R, cta_symmetry=cta_symmetry)
         search, found = search_laps(lap, max_states or MAX_ABSTRACT_STATES, deadline,
                                     only_n=own_count(spec), por=por)
     except CannotAbstract:

@@ -50,6 +50,7 @@ import numpy as np
 
 from pipeproof.backends.base import AMD, njit
 from pipeproof.checker import semantics as S
+from pipeproof.checker import symmetry as SYM
 from dataclasses import replace
 
 from pipeproof.checker.explore import ENGINE
@@ -87,11 +88,16 @@ def scaled_spec(spec: Spec, n: int) -> Spec:
 
 
 class LapAbstraction:
-    def __init__(self, spec: Spec, max_n: int):
+    def __init__(self, spec: Spec, max_n: int, cta_symmetry: bool = True):
         """`max_n`: the largest n the search may meet; the in-flight entries get room for
-        tags that large (their field widths follow the item counts)."""
+        tags that large (their field widths follow the item counts). `cta_symmetry`: also
+        rename the CTAs of a cluster that run the same programs (checker/symmetry.py)."""
         coef = role_coefficients(spec)
         self.model = m = compile_model(scaled_spec(spec, max_n))
+        # The lap shifts below are computed from every agent, signal and barrier alike (per
+        # CTA for barriers), so they commute with a CTA renaming: renaming after them gives a
+        # canonical form of the orbit (checker/symmetry.py).
+        self.sym = SYM.symmetry(m, cta=cta_symmetry, classes=SYM.NO_CLASSES)
         self.n_agents = len(m.agents)
         self.coef = np.array([coef[a.role] for a in m.agents], dtype=np.int64)
         # Items move by multiples of every K an agent's ops use, scaled by its coefficient.
@@ -180,11 +186,24 @@ class LapAbstraction:
         self._shift_laps(st, done)
         self._shift_generations(st, done)
         d = self._shift_items(st, done)
+        self._sort_records(st)
+        if SYM.renames_ctas(self.sym):
+            images = [st.copy()]
+            for k in range(self.sym.fmap.shape[0]):
+                img = np.zeros_like(st)
+                SYM.permute_ctas(m.tables.ent, m.off_inf, m.inflight, m.max_parts, self.sym.fmap[k],
+                                 self.sym.cmap[k], self.sym.pmap[k], self.sym.amap[k], st, img)
+                self._sort_records(img)
+                images.append(img)
+            st[:] = min(images, key=lambda v: v.tolist())
+        return d
+
+    def _sort_records(self, st):
+        agf = self.model.agf
         for members in self.classes:
             records = sorted(tuple(st[a * agf:(a + 1) * agf].tolist()) for a in members)
             for a, rec in zip(members, records):
                 st[a * agf:(a + 1) * agf] = rec
-        return d
 
     def _shift_items(self, st, done) -> int:
         m = self.model
@@ -344,11 +363,11 @@ class LapAbstraction:
 # reference.
 
 LapTables = namedtuple("LapTables", ["misc", "agent", "ring_users", "reset_until", "sig", "sig_mult",
-                                     "classes", "p0", "observes", "stages"])
+                                     "classes", "p0", "observes", "stages", "ent", "sym"])
 # misc columns
 (M_AGF, M_AGENTS, M_OFF_SLOT, M_OFF_BAR, M_OFF_INF, M_INFLIGHT, M_TAG_COEF, M_ITEM_STEP, M_AMD,
  M_NBAR, M_CTAS, M_FIRST_ARRIVED, M_KIND_SH, M_KIND_MASK, M_VAL_SH, M_VAL_MASK, M_WIN,
- M_MAXS) = range(18)
+ M_MAXS, M_MAXP, M_FIELDS) = range(20)
 # agent columns
 G_LEN, G_COEF, G_BODY, G_READER, G_CTA = range(5)
 
@@ -360,7 +379,7 @@ def lap_tables(lap: LapAbstraction) -> LapTables:
     misc = np.array([m.agf, lap.n_agents, m.off_slot, m.off_bar, m.off_inf, m.inflight,
                      lap.tag_coef, lap.item_step, int(lap.amd), len(m.barrier_names), m.ctas,
                      S.F_RING0 + S.RING_FIELDS * m.rings, kind_sh, kind_mask, val_sh, val_mask,
-                     m.win, m.max_stages], dtype=np.int64)
+                     m.win, m.max_stages, m.max_parts, m.n_fields], dtype=np.int64)
     agent = np.array([[len(a.ops), lap.coef[i], int(lap.has_body[i]), int(i in lap.readers), a.cta]
                       for i, a in enumerate(m.agents)], dtype=np.int64)
     users = np.zeros((m.rings, lap.n_agents), dtype=np.int64)
@@ -381,7 +400,8 @@ def lap_tables(lap: LapAbstraction) -> LapTables:
         classes[k, :len(members)] = members
     p0 = np.array([a.initial_phases for a in m.agents], dtype=np.int64).reshape(len(m.agents), m.rings)
     stages = np.array([r.stages for r in m.ring_specs], dtype=np.int64)
-    return LapTables(misc, agent, users, lap.reset_until, sig, mult, classes, p0, lap.observes, stages)
+    return LapTables(misc, agent, users, lap.reset_until, sig, mult, classes, p0, lap.observes, stages,
+                     m.tables.ent, lap.sym)
 
 
 @njit(**ENGINE)
@@ -603,4 +623,28 @@ def canonical_into(L, st, done, tmp):
             if not done[a]:
                 st[a * agf + S.F_ITEM] -= d * L.agent[a, G_COEF]
     _sort_classes(L, st, tmp)
+    _cta_least(L, st, tmp)
     return d
+
+
+@njit(**ENGINE)
+def _cta_least(L, st, tmp):
+    """symmetry.cta_least for the lap abstraction: the least CTA renaming of `st`, each
+    image with its classes sorted."""
+    SY = L.sym
+    g = SY.fmap.shape[0]
+    if g == 0:
+        return
+    n = L.misc[M_FIELDS]
+    img, best = SY.img, SY.best
+    for i in range(n):
+        best[i] = st[i]
+    for k in range(g):
+        SYM.permute_ctas(L.ent, L.misc[M_OFF_INF], L.misc[M_INFLIGHT], L.misc[M_MAXP],
+                         SY.fmap[k], SY.cmap[k], SY.pmap[k], SY.amap[k], st, img)
+        _sort_classes(L, img, tmp)
+        if SYM.vector_less(img, best, n):
+            for i in range(n):
+                best[i] = img[i]
+    for i in range(n):
+        st[i] = best[i]

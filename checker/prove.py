@@ -454,10 +454,11 @@ def search_laps(lap: LapAbstraction, max_states: int, deadline: float | None,
 
 
 def prove(spec: Spec, timeout: float | None = None, max_states: int = MAX_ABSTRACT_STATES,
-          searcher=None, por: bool = True) -> ProofResult:
+          searcher=None, por: bool = True, cta_symmetry: bool = True) -> ProofResult:
     """Prove `spec` safe and deadlock-free for every item count, refute it, or say unknown.
     With `por` the abstract search takes the partial-order reduction's merged steps, as
-    `verify` does (docs/reductions.md says why that keeps every violation)."""
+    `verify` does (docs/reductions.md says why that keeps every violation); with
+    `cta_symmetry`, one abstract state per renaming of interchangeable CTAs."""
     warm_up_prove()
     started = time.monotonic()
     deadline = started + timeout if timeout else None
@@ -467,12 +468,13 @@ def prove(spec: Spec, timeout: float | None = None, max_states: int = MAX_ABSTRA
 
     # A quick look at the spec's own item count: most bugs show there, with a short trace.
     # Bounded, since the abstraction below covers this count too.
-    own = verify(spec, timeout=timeout, max_states=min(max_states, QUICK_LOOK_STATES), por=por)
+    own = verify(spec, timeout=timeout, max_states=min(max_states, QUICK_LOOK_STATES), por=por,
+                 cta_symmetry=cta_symmetry)
     if own.verdict == "violation":
         return done(status="violated", items=spec.items, result=own,
                     reason=f"violated at its own item count ({spec.items})")
     try:
-        lap = LapAbstraction(spec, MAX_R)
+        lap = LapAbstraction(spec, MAX_R, cta_symmetry=cta_symmetry)
     except CannotAbstract as err:
         return done(status="unknown", reason=f"outside the lap abstraction: {err}")
     parameter = describe_parameter(spec, lap)

@@ -48,7 +48,9 @@ def proof_text(proof) -> str:
 @click.option("--trace", "trace_file", metavar="F", help="Write a refutation's trace (*.itf.json or *.trace.json).")
 @click.option("--no-por", "no_por", is_flag=True,
               help="Search every interleaving, without partial-order reduction (to compare).")
-def prove(specs, as_json, timeout, max_states, trace_file, no_por):
+@click.option("--no-cta-symmetry", "no_cta_symmetry", is_flag=True,
+              help="Keep the CTAs of a cluster apart even where they run the same programs (to compare).")
+def prove(specs, as_json, timeout, max_states, trace_file, no_por, no_cta_symmetry):
     """Prove each SPEC safe and deadlock-free for every item count, or refute it."""
     from pipeproof.checker.command import InputLoop, check_trace_name, engines_late, output_path
     from pipeproof.checker.result import PROOF_VERDICTS, VERDICT_EXIT
@@ -67,7 +69,7 @@ def prove(specs, as_json, timeout, max_states, trace_file, no_por):
         if late:
             return ProofResult(spec=spec, seconds=timeout, status="unknown", reason=late)
         return run_prove(spec, timeout=timeout, max_states=max_states or MAX_ABSTRACT_STATES,
-                         por=not no_por)
+                         por=not no_por, cta_symmetry=not no_cta_symmetry)
 
     for path in specs:
         proof = loop.attempt(path, lambda: run_one(path))

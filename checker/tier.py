@@ -45,24 +45,27 @@ def available(engine: str, suggest_fix: bool, graph_file) -> bool:
             and ENV not in os.environ and "pipeproof.backends.base" not in sys.modules)
 
 
-def first_try(specs, max_states, timeout, symmetry: bool, por: bool) -> dict | None:
+def first_try(specs, max_states, timeout, symmetry: bool, por: bool,
+              cta_symmetry: bool = True) -> dict | None:
     """Run every spec as plain Python; {index: Result} if each one finished within the budget
     (specs that do not load are left to the caller), else None."""
     os.environ[ENV] = "0"
     from pipeproof.checker import explore, jitcache
     build = None if jitcache.ready() else jitcache.start_build()
     if build is None or build is False:
-        return _first_try(specs, max_states, timeout, symmetry, por, time.monotonic() + budget())
+        return _first_try(specs, max_states, timeout, symmetry, por, cta_symmetry,
+                          time.monotonic() + budget())
     watcher = _BuildWatcher(build)
     explore.HAND_OVER = watcher.done
     try:
-        return _first_try(specs, max_states, timeout, symmetry, por, float("inf"), watcher.done)
+        return _first_try(specs, max_states, timeout, symmetry, por, cta_symmetry, float("inf"),
+                          watcher.done)
     finally:
         explore.HAND_OVER = None
         watcher.stop()
 
 
-def _first_try(specs, max_states, timeout, symmetry, por, deadline, built=None):
+def _first_try(specs, max_states, timeout, symmetry, por, cta_symmetry, deadline, built=None):
     from pipeproof.checker.explore import INTERRUPTED
     from pipeproof.checker.verify import verify
     from pipeproof.spec.load import load_spec
@@ -80,6 +83,7 @@ def _first_try(specs, max_states, timeout, symmetry, por, deadline, built=None):
         try:
             limits = [x for x in (left, timeout) if x is not None and x != float("inf")]
             result = verify(spec, max_states=max_states, symmetry=symmetry, por=por,
+                            cta_symmetry=cta_symmetry and symmetry,
                             timeout=min(limits) if limits else None)
         except Exception:  # let the compiled run meet (and report) it
             return None

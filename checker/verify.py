@@ -18,6 +18,7 @@ import numpy as np
 from pipeproof.backends.base import JIT
 from pipeproof.checker import por as POR
 from pipeproof.checker import semantics as S
+from pipeproof.checker import symmetry as SYM
 from pipeproof.checker.explore import INTERRUPTED, Search
 from pipeproof.checker.model import Model, compile_model
 from pipeproof.checker.result import KINDS, Result
@@ -55,10 +56,12 @@ MINIMAL_DEPTH_STATES = 1_000_000
 
 
 def verify(spec: Spec, max_states: int | None = None, timeout: float | None = None,
-           progress: bool = False, symmetry: bool = True, por: bool = True) -> Result:
+           progress: bool = False, symmetry: bool = True, por: bool = True,
+           cta_symmetry: bool | None = None) -> Result:
     """Explore `spec` exhaustively (or to a limit) and report what holds; `seconds` excludes
     the one-time loading of the compiled engine. With `symmetry`, interchangeable agents
-    (checker/symmetry.py) are reduced: `states` counts one state per orbit. With `por`, steps
+    (checker/symmetry.py) are reduced, and with `cta_symmetry` (default: `symmetry`) so are
+    CTAs that run the same programs: `states` counts one state per orbit. With `por`, steps
     no other step can tell the time of are taken at once (partial-order reduction, por.py):
     `states` counts the reduced graph. That graph has a violation exactly when the full one
     has, but not always at the same depth; so a violation found there is looked for again
@@ -68,7 +71,7 @@ def verify(spec: Spec, max_states: int | None = None, timeout: float | None = No
     started = time.monotonic()
     model = compile_model(spec)
     search = Search(model, max_states=max_states, timeout=timeout, progress=progress,
-                    symmetry=symmetry, por=por)
+                    symmetry=symmetry, por=por, cta_symmetry=cta_symmetry)
     kinds, depth = _run(search)
     if kinds and por and search.limit != INTERRUPTED:
         left = None if timeout is None else max(timeout - (time.monotonic() - started), 1e-3)
@@ -76,7 +79,7 @@ def verify(spec: Spec, max_states: int | None = None, timeout: float | None = No
         # of a big spec keeps the reduced search's real trace rather than stall on the full one.
         budget = max(MINIMAL_DEPTH_STATES, 8 * search.n_stored)
         full = Search(model, max_states=min(budget, max_states or budget), timeout=left,
-                      progress=progress, symmetry=symmetry)
+                      progress=progress, symmetry=symmetry, cta_symmetry=cta_symmetry)
         full_kinds, full_depth = full.run()
         if full_kinds:
             search, kinds, depth = full, full_kinds, full_depth
@@ -111,7 +114,7 @@ def _run(search: Search):
 def concrete_codes(model: Model, search: Search, k: int) -> list[int]:
     """Action codes of a real interleaving that reaches violation kind k at the minimal depth
     (after a partial-order reduced search: at the depth that search found it)."""
-    if search.classes.shape[0] == 0 and not search.por:
+    if search.sym.classes.shape[0] == 0 and not SYM.renames_ctas(search.sym) and not search.por:
         return search.counterexample(k)  # the stored states are the concrete ones
     bit = 1 << k
     state = model.initial_state()

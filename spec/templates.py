@@ -118,12 +118,20 @@ def expand(pipeline: dict, roles: list[dict], path) -> tuple[dict, list[dict]]:
     return {**pipeline_defaults, **pipeline}, _merge_roles(template_roles, roles)
 
 
+SM90_EXIT_RING = "exit"  # sm90_ring's end-of-kernel cluster sync (cluster_size > 1)
+
+
 def template_rings(pipeline: dict) -> dict:
     """The `[ring.NAME]` tables a template brings (the user's own tables override them key by
     key): the rings beside the main one that the modelled kernel composes."""
+    consumers = pipeline.get("consumers", DEFAULT_CONSUMERS)
+    if pipeline.get("template") == "sm90_ring" and pipeline.get("cluster_size", 1) > 1:
+        # The kernel's cluster_sync before exit (_sm90_ring): every agent of every CTA
+        # arrives on every CTA's barrier, so each receives (1 + consumers) x K arrivals.
+        return {SM90_EXIT_RING: {"stages": 1, "consumer_arrive_count": 1,
+                                 "producer_arrive_count": (1 + consumers) * pipeline["cluster_size"]}}
     if pipeline.get("template") != "mojo_sm100_matmul":
         return {}
-    consumers = pipeline.get("consumers", DEFAULT_CONSUMERS)
     # docs/model.md "Templates": accumulator ring of 2 stages, full = 1 MMA
     # commit, empty = every epilogue agent; CLC throttle ring of 2 stages, 1 / 1 (one warp each).
     return {"acc": {"stages": 2, "producer_arrive_count": 1, "consumer_arrive_count": consumers},
@@ -201,6 +209,16 @@ def _sm90_ring(pipeline: dict, path) -> tuple[dict, list[dict]]:
          "prologue": pre_arrival,
          "body": ["wait_full", "read", "arrive_empty to=all", "advance"]},
     ]
+    if p.cluster_size > 1:
+        # HopperMatmulSM90Kernel.finalize_kernel: `cluster_sync()` when the cluster has more
+        # than one CTA, "to ensure shared memory isn't deallocated while other blocks are still
+        # using it" (modular/modular max/kernels/src/linalg/matmul/gpu/sm90/matmul_kernels.mojo,
+        # 037ca32f). Without it a consumer's release reaches a peer CTA that already exited
+        # (inflight_at_exit). barrier.cluster arrive + wait = each agent arrives on every CTA's
+        # one-stage ring `exit` and waits on its own CTA's.
+        sync = [f"arrive_full ring={SM90_EXIT_RING} to=all", f"wait_full ring={SM90_EXIT_RING}"]
+        for role in roles:
+            role["epilogue"] = sync
     return defaults, roles
 
 

@@ -28,8 +28,8 @@ PINNED_STATES = {
     "x_persistent_tiles_ok.toml": 974,
     "x_persistent_reset_ok.toml": 1848,
     "x_rings_scales_ok.toml": 2430,
-    "cutlass_tma_async_cluster2.toml": 34517,
-    "mojo_input_tile_cluster2_k2.toml": 67141,
+    "cutlass_tma_async_cluster2.toml": 17383,  # CTA symmetry: 34517 without (CTA_SYMMETRY)
+    "mojo_input_tile_cluster2_k2.toml": 33690,  # 67141 without
     "mojo_input_tile_nvidia.toml": 271,
     "mojo_pcp_amd.toml": 457,
     "mojo_pcp_nvidia.toml": 457,
@@ -51,8 +51,8 @@ PINNED_STATES_POR = {
     "x_persistent_tiles_ok.toml": 40,
     "x_persistent_reset_ok.toml": 90,
     "x_rings_scales_ok.toml": 12,
-    "cutlass_tma_async_cluster2.toml": 19,
-    "mojo_input_tile_cluster2_k2.toml": 32,
+    "cutlass_tma_async_cluster2.toml": 13,  # CTA symmetry: 19 without
+    "mojo_input_tile_cluster2_k2.toml": 19,  # 32 without
     "mojo_input_tile_nvidia.toml": 5,
     "mojo_pcp_amd.toml": 11,
     "mojo_pcp_nvidia.toml": 11,
@@ -127,8 +127,8 @@ PINNED_TRACE_LENGTH = {
     "bug_stale_try_full.toml": 11,
 }
 
-# `pipeproof prove --no-por` on the correct examples (tests/test_prove.py): exact abstract
-# state counts of the lap abstraction alone (deterministic; they change only when the
+# `pipeproof prove --no-por --no-cta-symmetry` on the correct examples (tests/test_prove.py):
+# exact abstract state counts of the lap abstraction alone (deterministic; they change only when the
 # abstraction does).
 PROVED_NO_POR = {
     "mojo_pcp_nvidia": 8511, "mojo_pcp_amd": 8511, "mojo_input_tile_nvidia": 4813,
@@ -157,6 +157,14 @@ PROVED = {
     "x_named_split_ok": 626, "x_persistent_tiles_ok": 594, "try_full_prefetch_ok": 6451,
     "x_persistent_reset_ok": 460, "x_async_read_ok": 1595, "x_rings_scales_ok": 240,
     "x_cluster_ctas_ok": 102,
-    "cutlass_tma_async_cluster2": 156, "x_mojo_sm100_matmul": 761,
-    "mojo_input_tile_cluster2_k2": 10300,
+    # the two clusters with CTA symmetry (156 and 10300 without: PROVED_NO_CTA_SYMMETRY)
+    "cutlass_tma_async_cluster2": 111, "x_mojo_sm100_matmul": 761,
+    "mojo_input_tile_cluster2_k2": 5264,
 }
+
+# Issue 18, CTA symmetry (checker/symmetry.py): the cluster examples whose CTAs run the same
+# programs, with the renaming of CTAs turned off (`--no-cta-symmetry`); x_cluster_ctas_ok has
+# no such renaming (the scheduler runs in CTA 0 only, releases go to=leader).
+STATES_NO_CTA_SYMMETRY = {"cutlass_tma_async_cluster2.toml": 34517, "mojo_input_tile_cluster2_k2.toml": 67141}
+STATES_POR_NO_CTA_SYMMETRY = {"cutlass_tma_async_cluster2.toml": 19, "mojo_input_tile_cluster2_k2.toml": 32}
+PROVED_NO_CTA_SYMMETRY = {"cutlass_tma_async_cluster2": 156, "mojo_input_tile_cluster2_k2": 10300}

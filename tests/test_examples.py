@@ -31,6 +31,7 @@ from tests.example_results import (TIMEOUT_S, expected_kinds, result_of, spec_of
                                    symmetric_result_of, unreduced_result_of)
 from tests.paths import EXAMPLE_NAMES
 from tests.pins import (PINNED_STATES, PINNED_STATES_NO_SYMMETRY, PINNED_STATES_POR,
+                        STATES_NO_CTA_SYMMETRY, STATES_POR_NO_CTA_SYMMETRY,
                         PINNED_TRACE_LENGTH, PINNED_TRANSITIONS, PINNED_TRANSITIONS_NO_SYMMETRY)
 from tests.replay import replay
 
@@ -127,6 +128,19 @@ def test_pinned_state_count_without_symmetry(name):
     assert result.states >= PINNED_STATES[name]
     if name in PINNED_TRANSITIONS_NO_SYMMETRY:
         assert result.transitions == PINNED_TRANSITIONS_NO_SYMMETRY[name]
+
+
+@pytest.mark.parametrize("name", sorted(STATES_NO_CTA_SYMMETRY))
+def test_cta_symmetry_is_switchable(name):
+    """`--no-cta-symmetry`: the cluster examples whose CTAs run the same programs store their
+    counts of before the renaming of CTAs (about twice as many: two CTAs), with the same
+    verdict, with partial-order reduction and without."""
+    spec = spec_of(name)
+    off = verify(spec, por=False, cta_symmetry=False)
+    off_por = verify(spec, cta_symmetry=False)
+    assert off.verdict == off_por.verdict == "ok"
+    assert off.states == STATES_NO_CTA_SYMMETRY[name] > PINNED_STATES[name]
+    assert off_por.states == STATES_POR_NO_CTA_SYMMETRY[name] > PINNED_STATES_POR[name]
 
 
 def test_symmetry_reduces_some_examples():

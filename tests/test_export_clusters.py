@@ -47,6 +47,17 @@ def _template(name: str, **params) -> str:
     return "\n".join(lines + [f"{k} = {v}" for k, v in params.items()]) + "\n"
 
 
+# The sm90_ring template without its end-of-kernel cluster sync (each role's epilogue emptied).
+NO_EXIT_SYNC = """
+[[role]]
+name = "producer"
+epilogue = []
+
+[[role]]
+name = "consumer"
+epilogue = []
+"""
+
 THREE_CTAS = """
 [pipeline]
 name = "three CTAs: CTA 0 schedules, every CTA works"
@@ -159,8 +170,10 @@ GENERATED = [
      _template("cutlass_tma_async", cluster_size=2, consumers=2, stages=1, items=2), ("ok",), 13705),
     ("mojo_input_tile_K2_k1_N2_I2",
      _template("mojo_input_tile", cluster_size=2, k_group_size=1, stages=2, items=2), ("ok",), 24989),
-    ("sm90_ring_K2_C1_N2_I2",  # a pre-arrival into the peer CTA after it exited
-     _template("sm90_ring", cluster_size=2, consumers=1, stages=2, items=2),
+    ("sm90_ring_K2_C1_N2_I2",  # with the kernel's cluster sync before exit (ring `exit`)
+     _template("sm90_ring", cluster_size=2, consumers=1, stages=2, items=2), ("ok",), 16410),
+    ("sm90_ring_K2_C1_N2_I2_no_exit_sync",  # a release into the peer CTA after it exited
+     _template("sm90_ring", cluster_size=2, consumers=1, stages=2, items=2) + NO_EXIT_SYNC,
      ("violation", "inflight_at_exit"), None),
     ("three_ctas", THREE_CTAS, ("ok",), 1483),
     ("peer_release", _peer(drain=True), ("ok",), 71229),

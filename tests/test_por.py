@@ -363,11 +363,11 @@ def test_the_standard_pipeline_grows_linearly_with_the_work():
 def python_reduced_states(model, symmetry=True):
     """The reduced graph, by a plain breadth-first search over `model.apply`: after every
     step the local steps are taken (`model.local_steps`), then the canonical form is stored."""
-    classes = SYM.classes(model) if symmetry else SYM.NO_CLASSES
+    sym = SYM.symmetry(model) if symmetry else SYM.no_symmetry(model)
     F = POR.future_tables(model)
 
     def canon(state):
-        return tuple(SYM.canonical(model, classes, _vec(state)).tolist())
+        return tuple(SYM.canonical(model, sym, _vec(state)).tolist())
 
     start = canon(model.initial_state())
     seen, todo = {start}, [start]

@@ -17,7 +17,7 @@ from pipeproof.checker.prove import MAX_R, prove
 from pipeproof.checker.verify import verify
 from pipeproof.spec.load import load_spec, load_spec_text
 from tests.paths import EXAMPLE_PATHS, example_path, load_example
-from tests.pins import LARGE_PROVED_NO_POR, PROVED, PROVED_NO_POR
+from tests.pins import LARGE_PROVED_NO_POR, PROVED, PROVED_NO_CTA_SYMMETRY, PROVED_NO_POR
 from tests.specs import standard_toml
 
 # Correct examples whose abstract state space without partial-order reduction is large.
@@ -40,10 +40,20 @@ def test_correct_example_is_proved_for_every_item_count(name):
     assert proof.abstract_states == PROVED[name]
 
 
+@pytest.mark.parametrize("name", sorted(PROVED_NO_CTA_SYMMETRY))
+def test_cluster_example_is_proved_without_cta_symmetry(name):
+    """Renaming interchangeable CTAs is switchable (`--no-cta-symmetry`) and stores fewer
+    abstract states than the same search without it."""
+    proof = prove(load_example(name), cta_symmetry=False)
+    assert proof.status == "proved", proof.reason
+    assert proof.abstract_states == PROVED_NO_CTA_SYMMETRY[name]
+    assert PROVED[name] < PROVED_NO_CTA_SYMMETRY[name]
+
+
 @pytest.mark.parametrize("name", sorted(PROVED_NO_POR))
 def test_correct_example_is_proved_without_partial_order_reduction(name):
     """The lap abstraction alone, pinned; the reduced search stores fewer abstract states."""
-    proof = prove(load_example(name), por=False)
+    proof = prove(load_example(name), por=False, cta_symmetry=False)
     assert proof.status == "proved", proof.reason
     assert proof.abstract_states == PROVED_NO_POR[name]
     assert PROVED[name] < PROVED_NO_POR[name]
@@ -52,7 +62,7 @@ def test_correct_example_is_proved_without_partial_order_reduction(name):
 @pytest.mark.slow
 @pytest.mark.parametrize("name", LARGE_OK)
 def test_large_correct_example_is_proved_without_partial_order_reduction(name):
-    proof = prove(load_example(name), por=False)
+    proof = prove(load_example(name), por=False, cta_symmetry=False)
     assert proof.status == "proved", proof.reason
     assert proof.abstract_states == LARGE_PROVED_NO_POR[name]
 
@@ -60,7 +70,7 @@ def test_large_correct_example_is_proved_without_partial_order_reduction(name):
 @pytest.mark.slow
 @pytest.mark.parametrize("name", LARGE_OK)
 def test_large_correct_example_is_never_refuted(name):
-    proof = prove(load_example(name), max_states=300_000, por=False)
+    proof = prove(load_example(name), max_states=300_000, por=False, cta_symmetry=False)
     assert proof.status in ("proved", "unknown")
     if proof.status == "unknown":
         assert "300,000 abstract states" in proof.reason
@@ -109,8 +119,8 @@ def test_a_broken_invariant_makes_the_proof_fail():
     original = P.LapAbstraction
 
     class Broken(original):
-        def __init__(self, *args):
-            super().__init__(*args)
+        def __init__(self, *args, **kw):
+            super().__init__(*args, **kw)
             self.item_step = 1
     P.LapAbstraction = Broken
     try:
