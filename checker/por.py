@@ -458,7 +458,7 @@ def tx_could_be_zero(tx, landing, expected):
 
 @jit
 def frozen_touch(T, F, st, a, r, bits, t_kind, t_sig_acc, t_slot_acc, window, gone, t_part,
-                 skip):
+                 skip, twin=0):
     """Can a step of another agent conflict with the access while agent a stands still?
 
     The access is to signal (`t_kind`, a signal kind or -1) and slot of ring r at every
@@ -480,7 +480,11 @@ def frozen_touch(T, F, st, a, r, bits, t_kind, t_sig_acc, t_slot_acc, window, go
     `a` = -1 and `t_part` >= -1: the step is the landing of in-flight entry `skip` into that
     part; every agent walks, and a copy another agent issues commutes with it when
     `landings_commute`. Bytes of copies in flight (but `skip`'s) or issued on the walk, and
-    bytes expected on it, bound whether a full signal's tx can reach 0 (`could_pass`)."""
+    bytes expected on it, bound whether a full signal's tx can reach 0 (`could_pass`).
+    `twin` != 0: the step is the firing of a commit entry of that value. Every entry of the
+    same value fires the same step (entries are a multiset of values), so a run without that
+    step fires none of them: in-flight entries equal to it, and commits the walk issues that
+    equal it, add nothing to its signal's budget (docs/reductions.md "Commit firings")."""
     ms = T.cfg[S.C_MAXS]
     rings = T.cfg[S.C_RINGS]
     n_agents = T.cfg[S.C_AGENTS]
@@ -522,7 +526,7 @@ def frozen_touch(T, F, st, a, r, bits, t_kind, t_sig_acc, t_slot_acc, window, go
         e = st[off + j]
         if e == 0:
             break
-        if S.entry_field(T, e, S.E_KIND) == S.ENTRY_COMMIT and j != skip:
+        if S.entry_field(T, e, S.E_KIND) == S.ENTRY_COMMIT and j != skip and e != twin:
             sig = S.sig_index(T, S.entry_field(T, e, S.E_CTA), S.entry_field(T, e, S.E_RING),
                               S.entry_field(T, e, S.E_STAGE), EMPTY)
             W[bo + sig] += S.entry_field(T, e, S.E_VAL)
@@ -530,6 +534,13 @@ def frozen_touch(T, F, st, a, r, bits, t_kind, t_sig_acc, t_slot_acc, window, go
             sig = S.sig_index(T, S.entry_field(T, e, S.E_CTA), S.entry_field(T, e, S.E_RING),
                               S.entry_field(T, e, S.E_STAGE), FULL)
             W[lo + sig] += T.bytes_vals[S.entry_field(T, e, S.E_BIDX)]
+    # The twin's signal and count, when a commit the walk issues is an entry of its value:
+    # only when entries carry no agent and seq (no async reads), else a value may differ.
+    sig_w, units_w = -1, 0
+    if twin != 0 and T.ent[S.E_SEQ, 1] == 0 and T.ent[S.E_AGENT, 1] == 0:
+        sig_w = S.sig_index(T, S.entry_field(T, twin, S.E_CTA), S.entry_field(T, twin, S.E_RING),
+                            S.entry_field(T, twin, S.E_STAGE), EMPTY)
+        units_w = S.entry_field(T, twin, S.E_VAL)
     budget = WALK_LIMIT
     moved = True
     while moved:
@@ -593,7 +604,9 @@ def frozen_touch(T, F, st, a, r, bits, t_kind, t_sig_acc, t_slot_acc, window, go
                                 if sig != sig_l or units <= 0 or E[op, S.EF_TX] < 0:
                                     return True
                                 arrived = True  # an arrival beside a landing: judged at the end
-                            W[bo + sig] += units
+                            if not (sig == sig_w and units == units_w and
+                                    E[op, S.EF_ASYNC] == S.ENTRY_COMMIT):
+                                W[bo + sig] += units  # (a twin's firing is the frozen step)
                             if E[op, S.EF_TX] < 0:
                                 W[lo + sig] += T.prog[row, S.P_N]
                             elif E[op, S.EF_TX] > 0:
@@ -672,9 +685,10 @@ def independent_commit(T, F, st, j):
     """Is {in-flight commit j's firing} persistent? It is an arrival of its count on its empty
     signal (tcgen05.commit, multicast: one entry per CTA), so it qualifies as an arrive does:
     the ring's empty arrivals all have one count, no other entry conflicts, and the walk (every
-    agent walking, this commit's units left out of the budgets) meets no passing observation
-    or non-commuting update of the signal, no stuck waiter outside its window, and cannot let
-    the CTA go. A commit still waiting for its agent's async reads is not enabled."""
+    agent walking, this commit's units left out of the budgets, and those of its twins: entries
+    of its value, in flight or issued on the walk, fire the same step) meets no passing
+    observation or non-commuting update of the signal, no stuck waiter outside its window, and
+    cannot let the CTA go. A commit still waiting for its agent's async reads is not enabled."""
     e = st[T.cfg[S.C_OFF_INF] + j]
     if S.entry_field(T, e, S.E_SEQ) != 0:
         return False
@@ -685,7 +699,7 @@ def independent_commit(T, F, st, j):
     bits = 1 << (cta * T.cfg[S.C_MAXS] + S.entry_field(T, e, S.E_STAGE))
     if entries_conflict(T, F, st, r, bits, EMPTY, ACC_UPD, 0, -2, j):
         return False
-    return not frozen_touch(T, F, st, -1, r, bits, EMPTY, ACC_UPD, 0, True, 1 << cta, -2, j)
+    return not frozen_touch(T, F, st, -1, r, bits, EMPTY, ACC_UPD, 0, True, 1 << cta, -2, j, e)
 
 
 @jit

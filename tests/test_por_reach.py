@@ -259,6 +259,9 @@ KIND_BITS = (1 << S.N_KINDS) - 1
     "k_group_size = 2\nstages = 2\nitems = 2\n",
     "[pipeline]\ntemplate = \"mojo_sm100_matmul\"\nbackend = \"nvidia\"\nconsumers = 1\n"
     "stages = 2\nitems = 2\n",
+    # laps of a 2-CTA ring whose commits have twins (the other CTA's commit to the same barrier)
+    "[pipeline]\ntemplate = \"mojo_input_tile\"\nbackend = \"nvidia\"\ncluster_size = 2\n"
+    "k_group_size = 1\nstages = 2\nitems = 5\n",
 ])
 def test_entries_taken_at_once_commute_with_everything_else(text):
     model = compile_model(load_spec_text(text, "l.toml"))
@@ -317,3 +320,23 @@ def test_merged_runs_in_a_many_state_stay_below_the_lap_bound():
         reduced, full = prove(spec), prove(spec, por=False)
         assert (reduced.status, full.status) == ("proved", "proved"), reduced.reason
         assert reduced.abstract_states < full.abstract_states
+
+
+@pytest.mark.parametrize("stages, items", [(2, 5), (3, 7)])
+def test_commit_twins_keep_the_answer_and_cut_the_states(stages, items):
+    """Mojo's InputTilePipeline in 2 CTAs: each CTA's commits multicast to both CTAs' empty
+    barriers, so a commit has twins (docs/reductions.md "Commit firings"). With them every
+    commit is taken at once: a few states per item, the same `ok` as the unreduced search,
+    and the same with a bug planted (one commit too few per stage: a deadlock at the same
+    minimal depth)."""
+    base = ("[pipeline]\ntemplate = \"mojo_input_tile\"\nbackend = \"nvidia\"\ncluster_size = 2\n"
+            f"k_group_size = 1\nstages = {stages}\nitems = {items}\n")
+    for text, verdict in ((base, "ok"), (base + "consumer_arrive_count = 3\n", "violation")):
+        spec = load_spec_text(text, "twins.toml")
+        reduced = verify(spec)
+        full = verify(spec, por=False, symmetry=False)
+        assert not reduced.limit and not full.limit
+        assert (reduced.verdict, reduced.kinds, reduced.depth) == (full.verdict, full.kinds, full.depth)
+        assert reduced.verdict == verdict
+        if verdict == "ok":
+            assert reduced.states * 20 < full.states
