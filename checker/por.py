@@ -576,11 +576,16 @@ def frozen_touch(T, F, st, a, r, bits, t_kind, t_sig_acc, t_slot_acc, window, go
                             return True
                     else:
                         # An agent with a reset keeps its window as of its last passed wait,
-                        # which the walk does not update: count its stuck wait as touching.
-                        if window and here and obs == t_kind and (
-                                S.window_field(T, b, rr, stage, obs) >= 0 or
-                                not S.in_phase_window(T, st, b, rr, sig, W[sb + 1])):
-                            return True
+                        # which the walk does not update: its stuck wait counts as touching,
+                        # unless the walk never moved it (stuck where it is, its record is the
+                        # state's own and stays so in every run without the step).
+                        if window and here and obs == t_kind:
+                            base = S.agent_base(T, b)
+                            moved_b = (W[rec + W_PC] != st[base + S.F_PC] or
+                                       W[rec + W_ITEM] != st[base + S.F_ITEM])
+                            if ((moved_b and S.window_field(T, b, rr, stage, obs) >= 0) or
+                                    not S.in_phase_window(T, st, b, rr, sig, W[sb + 1])):
+                                return True
                         if T.prog[row, S.P_UNLESS] != 1:
                             break  # stuck; an unless=ready wait may be skipped: walk on
                 upd = E[op, S.EF_UPD]

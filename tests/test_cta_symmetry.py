@@ -30,6 +30,7 @@ from pipeproof.spec.load import load_spec_text
 from pipeproof.spec.schema import SpecError
 from tests import generators as G
 from tests.paths import example_path
+from tests.specs import standard_toml
 
 
 def _template(name: str, **params) -> str:
@@ -39,27 +40,9 @@ def _template(name: str, **params) -> str:
 
 def _three_ctas(target: str) -> str:
     """Three CTAs, one producer and one consumer each; the consumer also releases `target`."""
-    return f"""
-[pipeline]
-backend = "nvidia"
-cluster_size = 3
-stages = 1
-producer_arrive_count = 1
-consumer_arrive_count = 2
-items = 2
-
-[[role]]
-name = "producer"
-side = "producer"
-count = 1
-body = ["wait_empty", "write", "arrive_full", "advance"]
-
-[[role]]
-name = "consumer"
-side = "consumer"
-count = 1
-body = ["wait_full", "read", "arrive_empty", "arrive_empty to={target}", "advance"]
-"""
+    body = ["wait_full", "read", "arrive_empty", f"arrive_empty to={target}", "advance"]
+    return standard_toml(stages=1, items=2, consumer_count=2, consumer_body=body).replace(
+        "[pipeline]\n", "[pipeline]\ncluster_size = 3\n")
 
 
 def _model(text):

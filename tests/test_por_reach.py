@@ -340,3 +340,25 @@ def test_commit_twins_keep_the_answer_and_cut_the_states(stages, items):
         assert reduced.verdict == verdict
         if verdict == "ok":
             assert reduced.states * 20 < full.states
+
+
+@pytest.mark.parametrize("planted, verdict", [
+    ("", "ok"),
+    ("consumer_arrive_count = 3\n", "violation"),   # one release too few per phase
+    ("\n[[role]]\nname = \"consumer\"\nprologue = [\"arrive_empty to=all\", \"advance\", \"advance\"]\n",
+     "violation"),                                  # pre-arrival on one stage only, no reset
+])
+def test_landings_beside_unmoved_waiters_with_window_records(planted, verdict):
+    """The SM90 ring's consumers carry phase-window records (they pre-arrive, then reset); a
+    landing is taken at once when they wait for it where they are (docs/reductions.md "Slot
+    parts and window records"). Same verdict, kinds and minimal depth as the unreduced search,
+    with fewer states."""
+    text = ("[pipeline]\ntemplate = \"sm90_ring\"\nbackend = \"nvidia\"\ncluster_size = 2\n"
+            "consumers = 1\nstages = 2\nitems = 4\n" + planted)
+    spec = load_spec_text(text, "sm90.toml")
+    reduced = verify(spec)
+    full = verify(spec, por=False, symmetry=False)
+    assert not reduced.limit and not full.limit
+    assert (reduced.verdict, reduced.kinds, reduced.depth) == (full.verdict, full.kinds, full.depth)
+    assert reduced.verdict == verdict
+    assert reduced.states < full.states
