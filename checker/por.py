@@ -577,13 +577,10 @@ def frozen_touch(T, F, st, a, r, bits, t_kind, t_sig_acc, t_slot_acc, window, go
                     else:
                         # An agent with a reset keeps its window as of its last passed wait,
                         # which the walk does not update: its stuck wait counts as touching,
-                        # unless the walk never moved it (stuck where it is, its record is the
-                        # state's own and stays so in every run without the step).
+                        # unless the state's record still gives its window exactly (`stale_ok`).
                         if window and here and obs == t_kind:
-                            base = S.agent_base(T, b)
-                            moved_b = (W[rec + W_PC] != st[base + S.F_PC] or
-                                       W[rec + W_ITEM] != st[base + S.F_ITEM])
-                            if ((moved_b and S.window_field(T, b, rr, stage, obs) >= 0) or
+                            if ((S.window_field(T, b, rr, stage, obs) >= 0 and
+                                 not stale_ok(T, st, W, rec, b, rr, stage, obs)) or
                                     not S.in_phase_window(T, st, b, rr, sig, W[sb + 1])):
                                 return True
                         if T.prog[row, S.P_UNLESS] != 1:
@@ -654,6 +651,21 @@ def frozen_touch(T, F, st, a, r, bits, t_kind, t_sig_acc, t_slot_acc, window, go
                 if not alive:
                     return True
     return False
+
+
+@jit
+def stale_ok(T, st, W, rec, b, r, stage, kind):
+    """Does agent b's window record (k', ph') of signal (r, stage, kind) in the state give its
+    window at the walk's position exactly, though the walk did not update it? Yes when the walk
+    never moved b (the record is the state's own in every run without the step), and when no
+    reset of the ring lies ahead of b and ph' <= its phase: passing waits then only rewrites the
+    record along k = k' + (ph - ph'), which the stale record gives too (semantics.intended)."""
+    base = S.agent_base(T, b)
+    if W[rec + W_PC] == st[base + S.F_PC] and W[rec + W_ITEM] == st[base + S.F_ITEM]:
+        return True
+    w = S.window_field(T, b, r, stage, kind)
+    return (st[base + S.F_PC] > S.reset_until(T, b, r)
+            and st[w + 1] <= st[S.ring_field(T.cfg[S.C_AGF], b, r, S.RF_PHASE)])
 
 
 @jit

@@ -153,7 +153,7 @@ LARGE_PROVED_NO_POR = {"cutlass_tma_async_cluster2": 1197054, "x_mojo_sm100_matm
 # 18): every correct example inside the abstraction, the three large ones included.
 PROVED = {
     "mojo_pcp_nvidia": 82, "mojo_pcp_amd": 82, "mojo_input_tile_nvidia": 64,
-    "sm90_ring_nvidia": 66, "named_barrier_release_ok": 358, "x_cutlass_pingpong": 51,
+    "sm90_ring_nvidia": 78, "named_barrier_release_ok": 358, "x_cutlass_pingpong": 51,
     "x_named_split_ok": 626, "x_persistent_tiles_ok": 594, "try_full_prefetch_ok": 6451,
     "x_persistent_reset_ok": 109, "x_async_read_ok": 1595, "x_rings_scales_ok": 240,
     "x_cluster_ctas_ok": 102,

@@ -20,6 +20,7 @@ from pipeproof.checker.verify import verify
 from pipeproof.spec.load import load_spec_text
 from pipeproof.spec.schema import SpecError
 from tests.replay import replay
+from tests.paths import example_path
 from tests.specs import standard_toml
 from tests.test_por import _reachable, entry_code, same_action
 
@@ -362,3 +363,45 @@ def test_landings_beside_unmoved_waiters_with_window_records(planted, verdict):
     assert (reduced.verdict, reduced.kinds, reduced.depth) == (full.verdict, full.kinds, full.depth)
     assert reduced.verdict == verdict
     assert reduced.states < full.states
+
+
+@pytest.mark.parametrize("text", [
+    "[pipeline]\ntemplate = \"sm90_ring\"\nbackend = \"nvidia\"\ncluster_size = 2\nconsumers = 1\n"
+    "stages = 2\nitems = 6\n",
+    open(example_path("x_persistent_reset_ok.toml")).read(),
+])
+def test_a_stale_window_record_gives_the_window_when_stale_ok_says_so(text):
+    """por.stale_ok: where an agent's record (k', ph') qualifies (no reset ahead, ph' <= its
+    phase), the window it gives at every later phase of that agent, on random runs, is the one
+    the agent's own later record gives (the walk reads stale records only then)."""
+    model = compile_model(load_spec_text(text, "w.toml"))
+    T = model.tables
+    rnd = random.Random(17)
+    checked = 0
+    for _ in range(40):
+        state = model.initial_state()
+        kept = {}  # (agent, ring, stage, kind) -> the state whose record qualified first
+        while True:
+            st = np.array(state, dtype=np.int64)
+            for b in range(len(model.agents)):
+                for r in range(model.rings):
+                    for s in range(model.ring_specs[r].stages):
+                        for kind in range(2):
+                            w = S.window_field(T, b, r, s, kind)
+                            if w < 0:
+                                continue
+                            sig = S.sig_index(T, model.agents[b].cta, r, s, kind)
+                            phase = st[S.ring_field(model.agf, b, r, S.RF_PHASE)]
+                            key = (b, r, s, kind)
+                            if key in kept:
+                                old = kept[key]
+                                assert S.intended(T, old, b, r, sig, phase) == S.intended(T, st, b, r, sig, phase)
+                                checked += 1
+                            elif st[b * model.agf + S.F_PC] > S.reset_until(T, b, r) and st[w + 1] <= phase:
+                                kept[key] = st.copy()
+            moves = [c for c in range(model.n_actions())
+                     if (n := model.apply(state, c))[0] is not None and not n[1] & S.TRAP]
+            if not moves:
+                break
+            state = model.apply(state, rnd.choice(moves))[0]
+    assert checked > 100
