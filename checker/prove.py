@@ -430,12 +430,26 @@ class Unknown(Exception):
         self.drift = drift  # agents drift apart without bound (not a limit: the abstraction)
 
 
+def first_bound(lap: LapAbstraction, por: bool) -> int:
+    """The first lap bound R to search with: 2 x the item step; with partial-order reduction,
+    doubled while R <= 2 x stages. In a MANY state the reduction's walk answers "touched" once
+    it would move an agent to relative item R - 1 (set_counts), so below that a walk of one lap
+    ahead of agents a lap apart is cut short and few steps are merged (mojo_input_tile
+    cluster_size=2 stages=4: 99,580 abstract states at R = 8, 3,953 at R = 16). Any R is
+    sound (a multiple of the item step: MANY stands for every count >= R); R only trades exact
+    counts below it for merged steps above it."""
+    R = 2 * lap.item_step
+    while por and R <= 2 * lap.model.max_stages:
+        R *= 2
+    return R
+
+
 def search_laps(lap: LapAbstraction, max_states: int, deadline: float | None,
                 only_n: int | None = None, searcher=None, por: bool = True):
     """Search the lap abstraction exhaustively (from every item count, or only `only_n`),
     doubling R until no MANY state comes near the end of the run; returns (search, found)
     where found is None or (state index, action or -1, bits). Raises Unknown at a limit."""
-    R = 2 * lap.item_step
+    R = first_bound(lap, por)
     raw = False
     while True:
         search = (searcher(lap, R, max_states, deadline, por=por) if searcher is not None
