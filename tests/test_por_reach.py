@@ -333,14 +333,21 @@ def test_commit_twins_keep_the_answer_and_cut_the_states(stages, items):
     base = ("[pipeline]\ntemplate = \"mojo_input_tile\"\nbackend = \"nvidia\"\ncluster_size = 2\n"
             f"k_group_size = 1\nstages = {stages}\nitems = {items}\n")
     for text, verdict in ((base, "ok"), (base + "consumer_arrive_count = 3\n", "violation")):
-        spec = load_spec_text(text, "twins.toml")
-        reduced = verify(spec)
-        full = verify(spec, por=False, symmetry=False)
-        assert not reduced.limit and not full.limit
-        assert (reduced.verdict, reduced.kinds, reduced.depth) == (full.verdict, full.kinds, full.depth)
-        assert reduced.verdict == verdict
+        reduced, full = _against_unreduced(text, verdict)
         if verdict == "ok":
             assert reduced.states * 20 < full.states
+
+
+def _against_unreduced(text, verdict):
+    """verify with and without the reductions: the same verdict (the one given), kinds and
+    minimal depth, and no more states reduced; both results."""
+    spec = load_spec_text(text, "s.toml")
+    reduced = verify(spec)
+    full = verify(spec, por=False, symmetry=False)
+    assert not reduced.limit and not full.limit
+    assert (reduced.verdict, reduced.kinds, reduced.depth) == (full.verdict, full.kinds, full.depth)
+    assert reduced.verdict == verdict and reduced.states <= full.states
+    return reduced, full
 
 
 @pytest.mark.parametrize("planted, verdict", [
@@ -356,12 +363,7 @@ def test_landings_beside_unmoved_waiters_with_window_records(planted, verdict):
     with fewer states."""
     text = ("[pipeline]\ntemplate = \"sm90_ring\"\nbackend = \"nvidia\"\ncluster_size = 2\n"
             "consumers = 1\nstages = 2\nitems = 4\n" + planted)
-    spec = load_spec_text(text, "sm90.toml")
-    reduced = verify(spec)
-    full = verify(spec, por=False, symmetry=False)
-    assert not reduced.limit and not full.limit
-    assert (reduced.verdict, reduced.kinds, reduced.depth) == (full.verdict, full.kinds, full.depth)
-    assert reduced.verdict == verdict
+    reduced, full = _against_unreduced(text, verdict)
     assert reduced.states < full.states
 
 
