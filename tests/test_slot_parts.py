@@ -96,7 +96,7 @@ EXPECTED = {
     # the same in one warp: copy, write, arrive_full
     "mixed_onewarp_ok": (2, "ok", (), None, (14, 175)),
     # a multicast from two CTAs: each CTA's full must expect both halves
-    "multicast_ok": (2, "ok", (), None, (18, 11477)),
+    "multicast_ok": (2, "ok", (), None, (12, 11477)),  # 12: the two CTAs renamed (18 before)
     "multicast_half": (2, "violation", ("read_before_fill",), 6, None),
     # an epilogue write (consumer side: every part) into the input slot while the other
     # consumer warp has not read its last item; with a named barrier before it, correct
