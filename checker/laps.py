@@ -97,7 +97,7 @@ class LapAbstraction:
         # The lap shifts below are computed from every agent, signal and barrier alike (per
         # CTA for barriers), so they commute with a CTA renaming: renaming after them gives a
         # canonical form of the orbit (checker/symmetry.py).
-        self.sym = SYM.symmetry(m, cta=cta_symmetry, classes=SYM.NO_CLASSES)
+        self.sym = SYM.symmetry(m, cta=cta_symmetry, agent_classes=SYM.NO_CLASSES)
         self.n_agents = len(m.agents)
         self.coef = np.array([coef[a.role] for a in m.agents], dtype=np.int64)
         # Items move by multiples of every K an agent's ops use, scaled by its coefficient.

@@ -205,7 +205,7 @@ def canonical(model, SY, state) -> np.ndarray:
     """The canonical form of a state (tuple or vector) as a new int64 vector. `SY`: a
     `Symmetry`, or agent classes alone (no renaming of CTAs)."""
     if not isinstance(SY, Symmetry):
-        SY = symmetry(model, cta=False, classes=SY)
+        SY = symmetry(model, cta=False, agent_classes=SY)
     st = np.array(state, dtype=np.int64)
     n = len(model.agents)
     canonicalise(model.tables, SY, st, np.empty(n, dtype=np.int64),
@@ -304,8 +304,9 @@ def record_less(st, rec, base, agf, rec_first):
 Symmetry = namedtuple("Symmetry", ["classes", "fmap", "cmap", "pmap", "amap", "img", "best"])
 
 
-def symmetry(model, cta: bool = True, classes=None) -> Symmetry:
-    """The symmetry the search reduces by: interchangeable agents (`classes`) and, with `cta`,
+def symmetry(model, cta: bool = True, agent_classes=None) -> Symmetry:
+    """The symmetry the search reduces by: interchangeable agents (`agent_classes`, default
+    `classes(model)`) and, with `cta`,
     the CTA renamings that map the model onto itself (`cta_automorphisms`)."""
     rows = cta_automorphisms(model) if cta else []
     g, n_fix = len(rows), model.off_inf
@@ -316,15 +317,12 @@ def symmetry(model, cta: bool = True, classes=None) -> Symmetry:
     for k, (pi, agents, parts) in enumerate(rows):
         cmap[k], pmap[k], amap[k] = pi, parts, agents
         fmap[k] = _field_map(model, pi, agents, parts)
-    return Symmetry(SYM_classes(model) if classes is None else classes, fmap, cmap, pmap, amap,
+    return Symmetry(classes(model) if agent_classes is None else agent_classes, fmap, cmap, pmap, amap,
                     np.zeros(model.n_fields, dtype=np.int64), np.zeros(model.n_fields, dtype=np.int64))
 
 
-SYM_classes = classes
-
-
 def no_symmetry(model) -> Symmetry:
-    return symmetry(model, cta=False, classes=NO_CLASSES)
+    return symmetry(model, cta=False, agent_classes=NO_CLASSES)
 
 
 def renames_ctas(SY) -> bool:
@@ -494,10 +492,10 @@ def vector_less(x, y, n):
 @njit(cache=True, _nrt=False)  # as checker/explore.ENGINE: no refcounting in the hot loop
 def cta_least(T, SY, st, perm, tmp):
     """Replace `st` (its agent classes sorted) by the least of its CTA renamings, each with its
-    agent classes sorted. Returns True when it changed."""
+    agent classes sorted."""
     g = SY.fmap.shape[0]
     if g == 0:
-        return False
+        return
     n = T.cfg[S.C_FIELDS]
     img, best = SY.img, SY.best
     for i in range(n):
@@ -509,8 +507,5 @@ def cta_least(T, SY, st, perm, tmp):
         if vector_less(img, best, n):
             for i in range(n):
                 best[i] = img[i]
-    if not vector_less(best, st, n):
-        return False
     for i in range(n):
         st[i] = best[i]
-    return True
