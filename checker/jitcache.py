@@ -48,10 +48,22 @@ def state_dir() -> Path:
     return user_wide() / "pipeproof"
 
 
+def numba_release() -> str:
+    """Which numba is installed, without importing it: its generated `_version.py` names the
+    release (read in a fraction of a millisecond; importlib.metadata costs ~10 ms of every
+    command's start)."""
+    import importlib.util
+    spec = importlib.util.find_spec("numba")
+    try:
+        return (Path(spec.origin).parent / "_version.py").read_text()
+    except (AttributeError, TypeError, OSError):
+        from importlib.metadata import version
+        return version("numba")
+
+
 @functools.lru_cache(maxsize=None)  # the sources do not change under a running command
 def ready_marker() -> Path:
-    from importlib.metadata import version
-    h = hashlib.sha256(f"{ROOT}\0{sys.version}\0{version('numba')}\0{engine_digest()}".encode())
+    h = hashlib.sha256(f"{ROOT}\0{sys.version}\0{numba_release()}\0{engine_digest()}".encode())
     return state_dir() / f"engines-{h.hexdigest()[:20]}.ready"
 
 

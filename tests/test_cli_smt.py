@@ -38,6 +38,33 @@ def test_precheck_is_silent_on_a_correct_spec_and_in_json():
     assert [(f["signal"], f["kind"]) for f in bad["precheck"]] == [("full[s]", "deadlock")]
 
 
+def test_an_ok_verdict_does_not_start_z3():
+    """After an exhaustive `ok` the pre-check's findings are provably none (it raises no false
+    alarms), so the command skips it and Z3's import; an inconclusive result still runs it."""
+    import subprocess
+    import sys
+    probe = ("import sys; from pipeproof.checker.cli import main\n"
+             "try: main.main(sys.argv[1:], standalone_mode=False)\n"
+             "except SystemExit: pass\n"
+             "print('Z3' if 'pipeproof.checker.smt.precheck' in sys.modules else 'NO-Z3')")
+    def modules(*args):
+        out = subprocess.run([sys.executable, "-c", probe, "verify", *args], capture_output=True,
+                             text=True, env={**__import__("os").environ, "PIPEPROOF_JIT": "0"})
+        return out.stdout.splitlines()[-1]
+    assert modules(example("mojo_pcp_nvidia")) == "NO-Z3"
+    assert modules("--max-states", "3", example("mojo_pcp_nvidia")) == "Z3"
+    assert modules(example("bug_consumer_count_too_many")) == "Z3"
+
+
+def test_the_ready_marker_names_the_installed_numba_without_importing_it():
+    import subprocess
+    import sys
+    code = ("import sys; from pipeproof.checker.jitcache import numba_release; r = numba_release(); "
+            "print('numba' in sys.modules); import numba; print(numba.__version__ in r)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.stdout.split() == ["False", "True"]
+
+
 def test_suggest_fix_prints_a_verified_toml_diff():
     out = run("verify", "--suggest-fix", "--json", example("bug_consumer_count_too_few"))
     assert out.exit_code == 1  # the spec as written is still violated
