@@ -205,7 +205,8 @@ def _register_commands():
     """Commands that live beside the engines they drive (each imports its engine lazily)."""
     from pipeproof.checker.export_cli import export
     from pipeproof.checker.prove_cli import prove
-    for command in (prove, export):
+    from pipeproof.checker.triton_cli import triton
+    for command in (prove, export, triton):
         main.add_command(command)
 
 

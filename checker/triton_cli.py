@@ -1,0 +1,199 @@
+"""`pipeproof triton TARGET`: check a Triton or Gluon kernel's synchronisation (docs/triton.md).
+
+TARGET is a TTGIR file (`compiled.asm["ttgir"]`, or an MLIR_ENABLE_DUMP dump) or
+`KERNEL.py::NAME`, a kernel the user names: the file's `KERNELS[NAME]` entry (fn, signature,
+constexprs, target, options; tests/triton_kernels/*.py are examples) is compiled with the
+installed Triton, on the CPU. The extracted spec (spec/ttgir/) is printed or written
+(`--emit-spec`), then checked by `verify` (or `prove` with --prove); every step of a
+counterexample names the partition, the IR op and the kernel line it came from.
+Exit codes as `verify`.
+"""
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+
+def _kv(values) -> dict:
+    out = {}
+    for text in values:
+        name, sep, val = text.partition("=")
+        try:
+            out[name.strip()] = int(val, 0)
+        except ValueError:
+            sep = ""
+        if not sep or not name.strip():
+            raise click.BadParameter(f"{text!r}: expected NAME=INTEGER", param_hint="--arg")
+    return out
+
+
+def ttgir_of(target: str) -> tuple[str, str, str | None]:
+    """(TTGIR text, the path messages name, function name or None)."""
+    from pipeproof.spec.schema import SpecError
+    if "::" in target:
+        path, name = target.rsplit("::", 1)
+        return compile_kernel(Path(path), name), f"{path}::{name}", None
+    try:
+        return Path(target).read_text(), target, None
+    except OSError as err:
+        raise SpecError(f"{target}: cannot read it ({err.strerror})") from None
+    except UnicodeDecodeError:
+        raise SpecError(f"{target}: not a text file (expected TTGIR)") from None
+
+
+def compile_kernel(path: Path, name: str) -> str:
+    """Compile KERNELS[name] of the user's file with the installed Triton, on the CPU."""
+    import importlib.util
+
+    from pipeproof.spec.schema import SpecError
+    try:
+        import triton  # noqa: F401
+    except ImportError:
+        raise SpecError(f"{path}::{name}: compiling a kernel needs Triton "
+                        f"(pip install 'pipeproof[triton]'); a .ttgir file needs nothing") from None
+    if not path.is_file():
+        raise SpecError(f"{path}: no such file")
+    spec = importlib.util.spec_from_file_location(f"pipeproof_kernel_{path.stem}", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # Triton's jit reads the source through the module
+    spec.loader.exec_module(module)  # the user named this file: running it is asked for
+    kernels = getattr(module, "KERNELS", {})
+    if name not in kernels:
+        raise SpecError(f"{path}: no KERNELS[{name!r}] (have: {', '.join(kernels) or 'none'}); "
+                        f"docs/triton.md says what an entry holds")
+    entry = kernels[name]
+    from triton.backends.compiler import GPUTarget
+    if entry.get("gluon"):
+        from triton.experimental.gluon._runtime import GluonASTSource as Source
+    else:
+        from triton.compiler import ASTSource as Source
+    backend, arch = entry["target"]
+    src = Source(fn=entry["fn"], signature=entry["signature"], constexprs=entry["constexprs"],
+                 attrs=entry.get("attrs"))
+    try:
+        compiled = triton.compile(src, target=GPUTarget(backend, arch, 32),
+                                  options=dict(entry.get("options", {})))
+    except Exception as err:  # Triton's own compile error, in one line
+        last = (str(err).strip().splitlines() or [type(err).__name__])[-1]
+        raise SpecError(f"{path}::{name}: Triton could not compile it: {last}") from None
+    return compiled.asm["ttgir"]
+
+
+def extract(text: str, where: str, func: str | None, args: dict):
+    """(TOML text, SourceMap) of the kernel's synchronisation."""
+    from pipeproof.spec.ttgir.build import Builder
+    from pipeproof.spec.ttgir.parse import parse_ttgir
+    from pipeproof.spec.ttgir.run import Runner
+    module = parse_ttgir(text, where)
+    parts = Runner(module, func, args).run()
+    name = Path(where.split("::")[0]).stem + ("::" + where.split("::")[1] if "::" in where else "")
+    return Builder(module, parts, name, module.where).toml()
+
+
+def source_lines(result, source) -> list[dict]:
+    """Per agent step of the counterexample: partition, IR op and kernel line."""
+    out = []
+    trace = result.traces.get(result.kind) if result.verdict == "violation" else None
+    if trace is None:
+        return out
+    from pipeproof.checker.model import compile_model
+    agents = {a.name: a for a in compile_model(result.spec).agents}
+    def where(name, pc):
+        agent = agents.get(name)
+        if agent is None:
+            return None
+        section = agent.section_of(pc)
+        index = pc - (0 if section == "prologue" else
+                      agent.body_start if section == "body" else agent.body_end)
+        return source.at(agent.role, section, index)
+
+    for step in trace.steps:
+        got = where(step.actor, step.event.pc) if step.event.kind == "agent" else None
+        if got:
+            out.append({"step": step.index, "partition": got[0], "op": got[1], "line": got[2]})
+    # where every unfinished agent stands at the end (a deadlock's stuck waits)
+    last = trace.steps[-1].state if trace.steps else trace.initial
+    for name, view in sorted(last.get("agents", {}).items()):
+        got = None if view.get("done") or view.get("op") is None else where(name, view["pc"])
+        if got:
+            out.append({"step": "end", "partition": got[0], "op": got[1], "line": got[2]})
+    return out
+
+
+@click.command()
+@click.argument("target")
+@click.option("--arg", "args", multiple=True, metavar="NAME=V",
+              help="A kernel argument's value (loop bounds and indices need them).")
+@click.option("--function", "func", metavar="FN", help="The tt.func to check (a file with several).")
+@click.option("--emit-spec", "emit", metavar="F.toml", help="Write the extracted spec here (else print it).")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout.")
+@click.option("--trace", "trace_file", metavar="F", help="Write the counterexample (*.itf.json or *.trace.json).")
+@click.option("--prove", "do_prove", is_flag=True, help="Prove the extracted spec for every item count.")
+@click.option("--max-states", type=click.IntRange(min=1), help="Stop (inconclusive) after this many states.")
+@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), help="Stop (inconclusive) after this many seconds.")
+def triton(target, args, func, emit, as_json, trace_file, do_prove, max_states, timeout):
+    """Extract the synchronisation of a Triton/Gluon kernel (TTGIR or KERNEL.py::NAME) and check it."""
+    from pipeproof.checker.command import check_trace_name
+    from pipeproof.checker.result import EXIT_USAGE, VERDICT_EXIT
+    from pipeproof.spec.load import load_spec
+    from pipeproof.spec.schema import SpecError
+
+    check_trace_name(trace_file)
+    try:
+        text, where, _ = ttgir_of(target)
+        toml_text, source = extract(text, where, func, _kv(args))
+        spec_path = Path(emit) if emit else None
+        if spec_path is None:
+            import tempfile
+            tmp = tempfile.NamedTemporaryFile("w", suffix=".toml", delete=False)
+            spec_path = Path(tmp.name)
+            tmp.close()
+        spec_path.write_text(toml_text)
+        spec = load_spec(str(spec_path))
+    except SpecError as err:
+        click.echo(str(err), err=True)
+        sys.exit(EXIT_USAGE)
+    out = (lambda s: click.echo(s, err=True)) if as_json else click.echo
+    if emit:
+        out(f"{target}: spec written to {emit}")
+    elif not as_json:
+        out(toml_text)
+    if do_prove:
+        from pipeproof.checker.prove import prove
+        from pipeproof.checker.prove_cli import proof_text, proof_to_json
+        from pipeproof.checker.prove import MAX_ABSTRACT_STATES
+        proof = prove(spec, timeout=timeout, max_states=max_states or MAX_ABSTRACT_STATES)
+        out(proof_text(proof))
+        result = proof.result
+        if as_json:
+            click.echo(json.dumps({"target": target, "proof": proof_to_json(proof),
+                                   "source": source_lines(result, source) if result else []}, indent=2))
+        code = {"proved": 0, "violated": 1}.get(proof.status, 3)
+    else:
+        from pipeproof.checker.report import format_text, to_json
+        from pipeproof.checker.verify import verify
+        result = verify(spec, max_states=max_states, timeout=timeout)
+        out(format_text(result).rstrip("\n"))
+        code = VERDICT_EXIT[result.verdict]
+        if as_json:
+            doc = to_json([result])
+            doc["target"] = target
+            doc["source"] = source_lines(result, source)
+            click.echo(json.dumps(doc, indent=2))
+    if result is not None and result.verdict == "violation":
+        lines = source_lines(result, source)
+        if lines:
+            out("in the kernel:")
+            for s in lines:
+                out(f"  step {s['step']:>3}  {s['partition']:<12} {s['op']:<40} {s['line']}"
+                    + ("  (where it stands at the end)" if s["step"] == "end" else ""))
+        if trace_file:
+            from pipeproof.checker.export import write_trace
+            write_trace(result.traces[result.kind], trace_file)
+            out(f"{target}: {result.kind} trace written to {trace_file}")
+    if not emit:
+        spec_path.unlink(missing_ok=True)
+    sys.exit(code)

@@ -1,0 +1,380 @@
+"""From what each partition did (spec/ttgir/run.py) to a pipeproof spec in TOML, whose ops
+carry the kernel line they came from (`SourceMap`).
+
+Rings. Every barrier array (`ttg.local_alloc` of Nx1xi64) is a ring of N stages of its own;
+arrays whose barriers TMA copies complete (expect_tx, copy) use the ring's `full` signal, arrays
+that tcgen05 commits arrive on use its `empty` signal, others `full`. Its arrive count is the
+`ttng.init_barrier` count (the same for every barrier of the array, else an error). A buffer
+array that TMA copies fill is the slot of the ring whose barrier the copy completes, at the
+same index (a copy into buffer j completing barrier i != j is an error: not expressible yet).
+The main ring is the first ring that copies fill.
+
+Agents. Each partition (the default one, which also runs the code before
+`ttg.warp_specialize`, and each `partitionN`) is one role of one agent: docs/triton.md gives,
+per op, how many arrivals one execution makes (one, by an elected thread, for every op the
+front end reads).
+
+Stage and phase. The IR computes a barrier's index and wait phase itself; the model's agent
+has a stage and phase per ring that only `advance` moves (docs/model.md). Before each op the
+agent is advanced to the stage the IR indexes and, for a wait, to the parity it waits for:
+d >= 0 advances, the fewest that reach both (an arrive or copy needs the stage only). When
+the IR follows the ring idiom this is one `advance` per ring per item and the spec reads
+like a hand-written one; when it does not, the extra advances are what the IR does (a flipped
+phase is a lap more, an index off by one a stage more). Nothing is approximated: on the
+hardware a wait sees only the parity, and the model's wait is ready on parity too.
+
+Items. The item loop of a partition is the innermost `scf.for` around its ring data ops (else
+around its barrier ops); its iterations, counted across enclosing loops, are the role's items
+(the tag a fill stores, the item a read expects). Ops before the first item are the prologue,
+after the last the epilogue; ops between two items (an outer loop's) belong to the item before.
+Each item's op list is the same for items P apart (P smallest); the body lists items 0..P-1
+with `every=P at=j` (no guard when P = 1).
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from pipeproof.spec.schema import SpecError
+from pipeproof.spec.ttgir.run import Event, Partition
+
+FULL, EMPTY = "full", "empty"
+DATA_KINDS = ("copy", "read", "read_async")
+
+
+@dataclass(eq=False)
+class Ring:
+    name: str
+    stages: int
+    kind: str
+    count: int
+    array: object
+
+
+@dataclass
+class SourceMap:
+    """(role, section, op index) -> (partition, IR op name, kernel source line)."""
+    entries: dict = field(default_factory=dict)
+
+    def at(self, role: str, section: str, index: int):
+        return self.entries.get((role, section, index))
+
+
+def _ident(name: str) -> str:
+    s = re.sub(r"\W", "_", name)
+    return s if s and not s[0].isdigit() else f"b_{s}"
+
+
+class Builder:
+    def __init__(self, module, partitions: list[Partition], name: str, where):
+        self.m = module
+        self.parts = partitions
+        self.name = name
+        self.where = where  # op -> "file:line"
+        self.rings: dict = {}        # barrier Array -> Ring
+        self.owner: dict = {}        # buffer Array -> barrier Array
+        self.main = None
+        self.source = SourceMap()
+
+    def fail(self, ev: Event, what: str):
+        raise SpecError(f"{self.where(ev.op)} ({self.m.path}:{ev.op.line}, {ev.op.name}): {what}")
+
+    # ---------------------------------------------------------------- rings
+    def _rings(self):
+        inits, kinds, order = {}, {}, []
+        for p in self.parts:
+            for ev in p.events:
+                b = ev.barrier
+                if b is None:
+                    continue
+                arr = b.array
+                if arr not in order:
+                    order.append(arr)
+                if ev.kind == "init":
+                    inits.setdefault(arr, {})[b.index] = (ev.value, ev)
+                elif ev.kind in ("expect", "copy"):
+                    kinds.setdefault(arr, set()).add(FULL)
+                elif ev.kind == "commit":
+                    kinds.setdefault(arr, set()).add(EMPTY)
+        for p in self.parts:
+            for ev in p.events:
+                if ev.kind == "copy":
+                    if ev.buffer.index != ev.barrier.index:
+                        self.fail(ev, f"the copy fills {ev.buffer.array.name}[{ev.buffer.index}] and "
+                                      f"completes {ev.barrier.array.name}[{ev.barrier.index}]: a buffer "
+                                      f"index other than its barrier's is not expressible yet")
+                    have = self.owner.setdefault(ev.buffer.array, ev.barrier.array)
+                    if have != ev.barrier.array:
+                        self.fail(ev, f"{ev.buffer.array.name} is filled under two barrier arrays "
+                                      f"({have.name}, {ev.barrier.array.name}): not expressible yet")
+        names = set()
+        for arr in order:
+            used = inits.get(arr, {})
+            if len(used) != arr.slots or len({c for c, _ in used.values()}) != 1:
+                ev = next(iter(used.values()))[1] if used else None
+                counts = sorted({c for c, _ in used.values()})
+                msg = (f"barrier array {arr.name} ({arr.slots} barriers): "
+                       + ("never initialised (ttng.init_barrier)" if not used else
+                          f"{len(used)} of {arr.slots} initialised" if len(used) != arr.slots else
+                          f"initialised with different counts {counts}; a ring has one count"))
+                if ev is None:
+                    raise SpecError(f"{self.m.path}: {msg}")
+                self.fail(ev, msg)
+            k = kinds.get(arr, {FULL})
+            if len(k) > 1:
+                raise SpecError(f"{self.m.path}: barrier array {arr.name} is both completed by TMA "
+                                f"copies and arrived on by tcgen05 commits: not expressible yet")
+            name = _ident(arr.name)
+            while name in names or name == "main":
+                name += "_"
+            names.add(name)
+            self.rings[arr] = Ring(name, arr.slots, next(iter(k)), next(iter(used.values()))[0], arr)
+        filled = [arr for arr in order if arr in set(self.owner.values())]
+        if not self.rings:
+            raise SpecError(f"{self.m.path}: the kernel uses no mbarrier: nothing to check")
+        self.main = self.rings[(filled or order)[0]]
+
+    def _ring_arg(self, ring: Ring) -> str:
+        return "" if ring is self.main else f" ring={ring.name}"
+
+    # ---------------------------------------------------------------- ops of one partition
+    def _ops(self, ev: Event):
+        """[(ring, stage, phase or None, op text)] for one event (reads may be several)."""
+        if ev.kind in ("wait", "arrive", "expect", "copy", "commit"):
+            ring = self.rings[ev.barrier.array]
+            s, kind = ev.barrier.index, ring.kind
+            if ev.kind == "wait":
+                return [(ring, s, ev.value, f"wait_{kind}")]
+            if ev.kind == "arrive":
+                return [(ring, s, None, f"arrive_{kind}" + (f" {ev.value}" if ev.value != 1 else ""))]
+            if ev.kind == "expect":
+                return [(ring, s, None, f"expect_tx {ev.value}")]
+            if ev.kind == "copy":
+                return [(ring, s, None, f"copy {ev.value}")]
+            if kind != EMPTY:
+                self.fail(ev, "a commit onto a barrier array TMA copies complete")
+            return [(ring, s, None, "commit_empty")]
+        if ev.kind == "read_wait":
+            return [(None, None, None, f"read_wait {ev.value}")]
+        bufs = [ev.buffer] if ev.kind == "read" else list(ev.extra)
+        out, seen = [], set()
+        for b in bufs:
+            arr = self.owner.get(b.array)
+            if arr is None:
+                continue  # not ring data (a buffer no TMA copy fills)
+            key = (arr, b.index)
+            if key not in seen:
+                seen.add(key)
+                out.append((self.rings[arr], b.index, None, ev.kind))
+        if ev.kind == "read_async" and not out:
+            return []
+        return out
+
+    def _item_loop(self, p: Partition):
+        """The innermost loop around the partition's ring data ops (else its barrier ops)."""
+        for kinds in (DATA_KINDS, None):
+            best = None
+            for ev in p.events:
+                if ev.kind == "init" or (kinds and ev.kind not in kinds) or not ev.iters:
+                    continue
+                if best is None or len(ev.iters) > len(best):
+                    best = ev.iters
+            if best is not None:
+                return best[-1][0]
+        return None
+
+    def _sections(self, p: Partition):
+        """(prologue events, [events of each item], epilogue events) by run order: item k is
+        everything from the start of the k-th iteration of the item loop (counted over every
+        run of it) to the next one's; the epilogue what follows the loop's last run."""
+        events = [ev for ev in p.events if ev.kind != "init"]
+        loop = self._item_loop(p)
+        if loop is None:
+            return events, [], []
+        starts, end = p.starts[loop], p.ends[loop][-1]
+        pro = [ev for ev in events if ev.seq < starts[0]]
+        epi = [ev for ev in events if ev.seq > end]
+        items = []
+        for k, st in enumerate(starts):
+            nxt = starts[k + 1] if k + 1 < len(starts) else end
+            items.append([ev for ev in events if st < ev.seq < nxt])
+        return pro, items, epi
+
+    def _check_one_side(self, p: Partition):
+        """A partition that both fills a ring (TMA copies) and reads it is software
+        pipelining in one partition: its fills run ahead of the item that reads them, and the
+        model tags a fill with the item it is issued in. Refused, not approximated."""
+        fills = {self.rings[ev.barrier.array].name: ev for ev in p.events if ev.kind == "copy"}
+        for ev in p.events:
+            if ev.kind in DATA_KINDS and ev.kind != "copy":
+                for ring, _, _, _ in self._ops(ev):
+                    if ring is not None and ring.name in fills:
+                        self.fail(ev, f"partition {p.name} both fills ring {ring.name} (TMA copy at "
+                                      f"{self.where(fills[ring.name].op)}) and reads it: software "
+                                      f"pipelining within one partition is not expressible yet "
+                                      f"(warp-specialised kernels are)")
+
+    def _role(self, p: Partition):
+        self._check_one_side(p)
+        pro, items, epi = self._sections(p)
+        phases = self._first_phases(p)
+        state = {ring.name: [0, ph, ph] for ring, ph in phases.items()}  # stage, phase, initial
+        last = {}  # ring name -> the entry after which its next advances go
+        pro_e = self._place_all(pro, state, last, p)
+        item_e = [self._place_all(evs, state, last, p) for evs in items]
+        period = self._period(item_e)
+        if item_e:  # the last item gets the trailing advances of its period: executed, so the
+            tail = item_e[len(item_e) - 1 - period] if len(item_e) > period else None
+            if tail is not None:  # state after the body is what the model has
+                self._complete(item_e[-1], tail, state)
+        last.clear()  # the epilogue's advances go before its own ops, never into the body
+        epi_e = self._place_all(epi, state, last, p)
+        texts, srcs = {}, {}
+        for section, entries in (("prologue", pro_e), ("epilogue", epi_e)):
+            texts[section], srcs[section] = self._render(entries, None, None)
+        body, body_src = [], []
+        for j in range(min(period, len(item_e))):
+            t, s_ = self._render(item_e[j], period if period > 1 else None, j)
+            body += t
+            body_src += s_
+        return {"name": _ident(p.name), "items": len(item_e), "prologue": texts["prologue"],
+                "body": body, "epilogue": texts["epilogue"], "srcs": {
+                    "prologue": srcs["prologue"], "body": body_src, "epilogue": srcs["epilogue"]},
+                "initial_phase": {r.name: ph for r, ph in phases.items()}, "period": period}
+
+    def _first_phases(self, p: Partition) -> dict:
+        """Per ring the role touches: the phase its first wait waits for, as the initial
+        phase (the stages before it are reached without a wrap from stage 0)."""
+        out, seen = {}, []
+        for ev in p.events:
+            if ev.kind == "init":
+                continue
+            for ring, s, ph, _ in self._ops(ev):
+                if ring is None:
+                    continue
+                if ring not in seen:
+                    seen.append(ring)
+                if ph is not None and ring not in out:
+                    out[ring] = ph
+        return {ring: out.get(ring, 0) for ring in seen}
+
+    def _place_all(self, events, state, last, p):
+        """Entries [text, (partition, op, line), [advances after it]] for the events."""
+        entries = []
+        for ev in events:
+            for ring, s, ph, text in self._ops(ev):
+                entry = [text + (self._ring_arg(ring) if ring is not None else ""),
+                         (p.name, ev.op.name, self.where(ev.op)), []]
+                if ring is not None:
+                    cur = state.setdefault(ring.name, [0, 0, 0])
+                    d = (s - cur[0]) % ring.stages
+                    where = (p.name, "advance", self.where(ev.op))
+                    adv = []
+                    if ph is not None and (cur[1] + (cur[0] + d) // ring.stages) % 2 != ph:
+                        # The parity the IR waits for is a lap further than the index: the IR
+                        # does not follow the ring here. Back to stage 0 and the initial phase
+                        # (`reset`: the phase_alias window then follows the last passed wait,
+                        # docs/rules.md), then forward to the stage and parity it names.
+                        adv = [("reset" + self._ring_arg(ring), (p.name, "reset", where[2]))]
+                        cur[0], cur[1] = 0, cur[2]
+                        d = s + (ring.stages if (cur[1] % 2) != ph else 0)
+                    adv += [("advance" + self._ring_arg(ring), where)] * d
+                    for _ in range(d):
+                        cur[1] += (cur[0] + 1) // ring.stages
+                        cur[0] = (cur[0] + 1) % ring.stages
+                    if ring.name in last:
+                        last[ring.name][2].extend(adv)
+                    else:
+                        entries += [[t, src, []] for t, src in adv]
+                    last[ring.name] = entry
+                entries.append(entry)
+        return entries
+
+    @staticmethod
+    def _same(a, b, last: bool) -> bool:
+        """Item lists a and b alike; b the last item, whose advances toward a next use that
+        never comes are missing (each of its after-lists a prefix of a's)."""
+        if len(a) != len(b) or any(x[0] != y[0] for x, y in zip(a, b)):
+            return False
+        if not last:
+            return all([t for t, _ in x[2]] == [t for t, _ in y[2]] for x, y in zip(a, b))
+        return all([t for t, _ in x[2]][:len(y[2])] == [t for t, _ in y[2]] for x, y in zip(a, b))
+
+    def _period(self, item_e) -> int:
+        """Smallest P with item k == item k+P for every k."""
+        n = len(item_e)
+        for period in range(1, n + 1):
+            if all(self._same(item_e[k], item_e[k + period], k + period == n - 1)
+                   for k in range(n - period)):
+                return period
+        return max(n, 1)
+
+    def _complete(self, entries, model, state):
+        """Give the last item the advances its period has after each op (and apply them)."""
+        for mine, theirs in zip(entries, model):
+            for text, src in theirs[2][len(mine[2]):]:
+                mine[2].append((text, (mine[1][0], src[1], mine[1][2])))
+                name = text.split("ring=")[1] if "ring=" in text else self.main.name
+                cur = state[name]
+                stages = next(r.stages for r in self.rings.values() if r.name == name)
+                if text.startswith("reset"):
+                    cur[0], cur[1] = 0, cur[2]
+                else:
+                    cur[1] += (cur[0] + 1) // stages
+                    cur[0] = (cur[0] + 1) % stages
+
+    @staticmethod
+    def _render(entries, period, j):
+        guard = f" every={period} at={j}" if period else ""
+        texts, srcs = [], []
+        for text, src, after in entries:
+            texts.append(text + guard)
+            srcs.append(src)
+            for t, s in after:
+                texts.append(t + guard)
+                srcs.append(s)
+        return texts, srcs
+
+    # ---------------------------------------------------------------- the spec
+    def toml(self) -> tuple[str, SourceMap]:
+        self._rings()
+        roles = [self._role(p) for p in self.parts]
+        roles = [r for r in roles if r["prologue"] or r["body"] or r["epilogue"]]
+        main = self.main
+        pac = main.count if main.kind == FULL else 1
+        cac = main.count if main.kind == EMPTY else 1
+        lines = [f"# Extracted by `pipeproof triton` from {self.m.path}",
+                 "# Rings are the kernel's mbarrier arrays; roles its warp_specialize partitions,",
+                 "# one agent each. Each op's kernel line is in the comment after it.",
+                 "[pipeline]", f'name = "{self.name}"', 'backend = "nvidia"',
+                 f"stages = {main.stages}", f"producer_arrive_count = {pac}",
+                 f"consumer_arrive_count = {cac}",
+                 f"items = {max((r['items'] for r in roles), default=0)}", ""]
+        for ring in self.rings.values():
+            if ring is main:
+                continue
+            lines += [f"[ring.{ring.name}]", f"stages = {ring.stages}",
+                      f"producer_arrive_count = {ring.count if ring.kind == FULL else 1}",
+                      f"consumer_arrive_count = {ring.count if ring.kind == EMPTY else 1}", ""]
+        for r in roles:
+            phases = ", ".join(f"{'main' if n == main.name else n} = {ph}"
+                               for n, ph in r["initial_phase"].items())
+            side = "producer" if any(t.startswith("copy") for t in r["body"] + r["prologue"]) \
+                else "consumer"
+            lines += ["[[role]]", f'name = "{r["name"]}"', f'side = "{side}"', "count = 1",
+                      f"items = {r['items']}"]
+            if phases:
+                lines.append(f"initial_phase = {{ {phases} }}")
+            for section in ("prologue", "body", "epilogue"):
+                ops = r[section]
+                if not ops:
+                    continue
+                lines.append(f"{section} = [")
+                for i, (op, src) in enumerate(zip(ops, r["srcs"][section])):
+                    self.source.entries[(r["name"], section, i)] = src
+                    note = ("to the stage/phase the IR uses" if src[1] in ("advance", "reset")
+                            else src[1])
+                    lines.append(f'  "{op}",  # {note} {src[2]}')
+                lines.append("]")
+            lines.append("")
+        return "\n".join(lines), self.source
