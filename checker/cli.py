@@ -205,8 +205,9 @@ def _register_commands():
     """Commands that live beside the engines they drive (each imports its engine lazily)."""
     from pipeproof.checker.export_cli import export
     from pipeproof.checker.prove_cli import prove
+    from pipeproof.checker.sweep_cli import sweep
     from pipeproof.checker.triton_cli import triton
-    for command in (prove, export, triton):
+    for command in (prove, export, triton, sweep):
         main.add_command(command)
 
 
