@@ -308,7 +308,8 @@ def summary(result) -> str:
             if verdict == "violation":
                 text += " (" + ", ".join(f"{k} {n}" for k, n in sorted(kinds.items(), key=lambda kv: str(kv[0]))) + ")"
             parts.append(text)
-    line = f"{len(result.records)} points: {', '.join(parts) or 'none'}"
+    n = len(result.records)
+    line = f"{n} point{'' if n == 1 else 's'}: {', '.join(parts) or 'none'}"
     if result.cached:
         line += f"; {result.cached} from the cache"
     if result.ran:

@@ -335,7 +335,7 @@ class LocalPool:
     def __init__(self, options: dict, jobs: int):
         self.options = options
         self.workers = jobs
-        self.name = f"{jobs} local worker processes"
+        self.name = f"{jobs} local worker process{'' if jobs == 1 else 'es'}"
         self._pool = None
 
     def start(self) -> float:
