@@ -65,6 +65,7 @@ def kind(doc):
     ("gluon_ring_rowsum_sm100", ["--arg", "n_tiles=5"], "ok", 5),
     ("gluon_ring_rowsum_sm90", ["--arg", "n_tiles=5"], "ok", 5),
     ("gluon_ring_matmul_sm90", ["--arg", "K=512"], "ok", 38),
+    ("gluon_ring_matmul_drained_sm100", ["--arg", "K=512"], "ok", 34),
 ])
 def test_correct_kernels_are_ok(ttgir, name, args, verdict, states):
     doc = check(ttgir[name], *args)
@@ -74,10 +75,12 @@ def test_correct_kernels_are_ok(ttgir, name, args, verdict, states):
 @pytest.mark.parametrize("name,args", [
     ("gluon_ring_matmul_sm100", ["--arg", "K=512"]),
     ("ws_matmul_sm100", ["--arg", "M=256", "--arg", "N=128", "--arg", "K=256"]),
+    ("ws_attention_sm100", ["--arg", "N_CTX=512"]),
 ])
 def test_tcgen05_kernels_exit_with_mma_arrivals_in_flight(ttgir, name, args):
-    """Neither kernel waits for the empty-barrier arrivals of its last MMAs before the CTA
-    ends: DESIGN's inflight_at_exit (PTX: a CTA outlives what targets its shared memory)."""
+    """None of these waits for the empty-barrier arrivals of its last MMAs before the CTA
+    ends: DESIGN's inflight_at_exit (PTX: a CTA outlives what targets its shared memory). The
+    same Gluon ring with a producer tail (gluon_ring_matmul_drained_sm100) is ok."""
     doc = check(ttgir[name], *args)
     assert kind(doc) == "inflight_at_exit"
     assert doc["exit"] == 1
@@ -107,11 +110,30 @@ def test_the_extracted_spec_is_written_and_reads_like_a_ring(ttgir, tmp_path):
     assert "gluon_mbarrier.py:" in text  # each op names its kernel line
 
 
+def test_code_before_warp_specialize_happens_before_the_workers(ttgir, tmp_path):
+    """The attention kernel loads Q before ttg.warp_specialize and the MMA partition reads it:
+    the workers start at the op (named barrier ws_start) and the code after it runs at the
+    join (ws_end); without them the model would let the MMA read Q before it landed."""
+    target = tmp_path / "att.toml"
+    out = CliRunner().invoke(main, ["triton", str(ttgir["ws_attention_sm100"]), "--arg",
+                                    "N_CTX=512", "--emit-spec", str(target)])
+    assert out.exit_code == 1, out.output
+    text = target.read_text()
+    assert "[barrier.ws_start]" in text and "[barrier.ws_end]" in text
+    assert "read_before_fill" not in out.output and "phase_alias" not in out.output
+    plain = re.sub(r'\s*"sync ws_(start|end)",[^\n]*', "", text)
+    plain = re.sub(r"\[barrier\.ws_(start|end)\]\nroles = \[[^\]]*\]\n", "", plain)
+    (tmp_path / "att_unsynced.toml").write_text(plain)
+    bare = CliRunner().invoke(main, ["verify", "--json", str(tmp_path / "att_unsynced.toml")])
+    assert json.loads(bare.stdout)["violation"]["kind"] == "read_before_fill"
+
+
 def test_prove_the_extracted_ring_for_every_trip_count(ttgir):
-    out = CliRunner().invoke(main, ["triton", str(ttgir["gluon_ring_rowsum_sm100"]),
-                                    "--arg", "n_tiles=6", "--prove"])
-    assert out.exit_code == 0, out.output
-    assert "proved for every item count" in out.output
+    for name, args in (("gluon_ring_rowsum_sm100", ["--arg", "n_tiles=6"]),
+                       ("gluon_ring_rowsum_sm90", ["--arg", "n_tiles=4"])):
+        out = CliRunner().invoke(main, ["triton", str(ttgir[name]), *args, "--prove"])
+        assert out.exit_code == 0, out.output
+        assert "proved for every item count" in out.output
 
 
 # ------------------------------------------------------------------ mutations

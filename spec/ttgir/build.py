@@ -39,6 +39,8 @@ from pipeproof.spec.schema import SpecError
 from pipeproof.spec.ttgir.run import Event, Partition
 
 FULL, EMPTY = "full", "empty"
+WS_START = "ws_start"  # the named barrier standing for the workers' start
+WS_END = "ws_end"      # and the one for the join at the op's end
 DATA_KINDS = ("copy", "read", "read_async")
 
 
@@ -232,6 +234,26 @@ class Builder:
         texts, srcs = {}, {}
         for section, entries in (("prologue", pro_e), ("epilogue", epi_e)):
             texts[section], srcs[section] = self._render(entries, None, None)
+        if self.start_sync:  # Triton starts the worker partitions at ttg.warp_specialize
+            ws = ("default", "ttg.warp_specialize", self.ws_where)
+            if p.ws_start is not None:  # the default warps: after what they ran before it
+                n = sum(1 for ev in pro if ev.seq < p.ws_start)
+                cut = self._prefix_len(pro_e, n)
+                texts["prologue"].insert(cut, "sync " + WS_START)
+                srcs["prologue"].insert(cut, ws)
+            else:
+                texts["prologue"].insert(0, "sync " + WS_START)
+                srcs["prologue"].insert(0, (p.name,) + ws[1:])
+        if self.end_sync:
+            ws = (p.name, "ttg.warp_specialize (end)", self.end_where)
+            if p.ws_end is not None:  # the default: before what runs after the join
+                n = sum(1 for ev in epi if ev.seq < p.ws_end)
+                cut = self._prefix_len(epi_e, n)
+                texts["epilogue"].insert(cut, "sync " + WS_END)
+                srcs["epilogue"].insert(cut, ws)
+            else:
+                texts["epilogue"].append("sync " + WS_END)
+                srcs["epilogue"].append(ws)
         body, body_src = [], []
         for j in range(min(period, len(item_e))):
             t, s_ = self._render(item_e[j], period if period > 1 else None, j)
@@ -270,7 +292,18 @@ class Builder:
                     d = (s - cur[0]) % ring.stages
                     where = (p.name, "advance", self.where(ev.op))
                     adv = []
-                    if ph is not None and (cur[1] + (cur[0] + d) // ring.stages) % 2 != ph:
+                    after_join = p.ws_end is not None and ev.seq >= p.ws_end
+                    if ph is not None and after_join and (ring.name, s) in self.final:
+                        # After the partitions' join every arrival on the barrier is done: the
+                        # wait means its last completion F (window {F-1, F}), on the parity it
+                        # names. L = phase * stages + stage counts advances.
+                        target = self._after_join_phase(ring, s, ph, cur)
+                        d = target * ring.stages + s - (cur[1] * ring.stages + cur[0])
+                        if d < 0:
+                            adv = [("reset" + self._ring_arg(ring), (p.name, "reset", where[2]))]
+                            cur[0], cur[1] = 0, cur[2]
+                            d = target * ring.stages + s - cur[1] * ring.stages
+                    elif ph is not None and (cur[1] + (cur[0] + d) // ring.stages) % 2 != ph:
                         # The parity the IR waits for is a lap further than the index: the IR
                         # does not follow the ring here. Back to stage 0 and the initial phase
                         # (`reset`: the phase_alias window then follows the last passed wait,
@@ -289,6 +322,28 @@ class Builder:
                     last[ring.name] = entry
                 entries.append(entry)
         return entries
+
+    def _after_join_phase(self, ring, s, parity, cur) -> int:
+        """The agent's phase for a wait after the join on (ring, s): the smallest, from its
+        initial phase up, with the wait's parity whose intended phase (nvidia.intended_phase)
+        is at least F - 1, F the barrier's completions over the whole kernel."""
+        from pipeproof.backends import nvidia
+        final, ph = self.final[ring.name, s], cur[2]
+        while ph % 2 != parity or nvidia.intended_phase(ph, cur[2]) < final - 1:
+            ph += 1
+        return ph
+
+    def _completions(self):
+        """(ring, stage) -> the phases each barrier completes over the kernel (arrivals / count)."""
+        arrivals = {}
+        for p in self.parts:
+            for ev in p.events:
+                if ev.kind in ("arrive", "expect", "commit"):
+                    ring = self.rings[ev.barrier.array]
+                    key = (ring.name, ev.barrier.index)
+                    arrivals[key] = arrivals.get(key, 0) + (ev.value if ev.kind == "arrive" else 1)
+        return {k: n // next(r.count for r in self.rings.values() if r.name == k[0])
+                for k, n in arrivals.items()}
 
     @staticmethod
     def _same(a, b, last: bool) -> bool:
@@ -324,6 +379,18 @@ class Builder:
                     cur[0] = (cur[0] + 1) % stages
 
     @staticmethod
+    def _prefix_len(entries, n_events):
+        """Rendered length of the entries placed for the first n events of a section."""
+        count, seen = 0, 0
+        for text, src, after in entries:
+            if seen >= n_events and src[1] not in ("advance", "reset"):
+                break
+            count += 1 + len(after)
+            if src[1] not in ("advance", "reset"):
+                seen += 1
+        return count
+
+    @staticmethod
     def _render(entries, period, j):
         guard = f" every={period} at={j}" if period else ""
         texts, srcs = [], []
@@ -338,6 +405,19 @@ class Builder:
     # ---------------------------------------------------------------- the spec
     def toml(self) -> tuple[str, SourceMap]:
         self._rings()
+        default = self.parts[0]
+        pre = [ev for ev in default.events
+               if ev.kind != "init" and default.ws_start is not None and ev.seq < default.ws_start]
+        # Code before ttg.warp_specialize runs on the default warps before any worker starts
+        # (Triton's lowering holds the workers until then): a named barrier of every role.
+        self.start_sync = bool(pre) and len(self.parts) > 1
+        self.ws_where = self.where(pre[-1].op) if pre else ""
+        post = [ev for ev in default.events
+                if ev.kind != "init" and default.ws_end is not None and ev.seq >= default.ws_end]
+        # Code after it runs once every partition has returned (the op's join).
+        self.end_sync = bool(post) and len(self.parts) > 1
+        self.end_where = self.where(post[0].op) if post else ""
+        self.final = self._completions()
         roles = [self._role(p) for p in self.parts]
         roles = [r for r in roles if r["prologue"] or r["body"] or r["epilogue"]]
         main = self.main
@@ -356,6 +436,10 @@ class Builder:
             lines += [f"[ring.{ring.name}]", f"stages = {ring.stages}",
                       f"producer_arrive_count = {ring.count if ring.kind == FULL else 1}",
                       f"consumer_arrive_count = {ring.count if ring.kind == EMPTY else 1}", ""]
+        names = ", ".join(f'"{r["name"]}"' for r in roles)
+        for flag, barrier in ((self.start_sync, WS_START), (self.end_sync, WS_END)):
+            if flag:
+                lines += [f"[barrier.{barrier}]", f"roles = [{names}]", ""]
         for r in roles:
             phases = ", ".join(f"{'main' if n == main.name else n} = {ph}"
                                for n, ph in r["initial_phase"].items())

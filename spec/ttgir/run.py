@@ -78,6 +78,8 @@ class Partition:
     warps: int
     events: list = field(default_factory=list)
     loops: dict = field(default_factory=dict)  # loop op id -> Op
+    ws_start: int | None = None  # default: seq at ttg.warp_specialize (workers start there)
+    ws_end: int | None = None    # default: seq after it (every partition has returned)
     starts: dict = field(default_factory=dict)  # loop op id -> [seq of each iteration's start]
     ends: dict = field(default_factory=dict)    # loop op id -> [seq after each run of it]
     seq: int = 0
@@ -312,6 +314,7 @@ class Runner:
         if self.ws_seen:
             self.fail(op, "a second ttg.warp_specialize in one kernel is not supported")
         self.ws_seen = True
+        self.pre.ws_start = self.pre.seq  # the default warps' events before it come first
         captured = [env.get(v, OPAQUE) for v in op.operands]
         for region in op.regions:
             name = region.header.split()[0] if region.header else "default"
@@ -326,8 +329,11 @@ class Runner:
             inner = dict(env) if name == "default" else {}
             for a, v in zip(region.args, captured):
                 inner[a] = v
-            self._region(region, inner, ())
+            got = self._region(region, inner, ())
+            if name == "default":  # ttg.warp_yield's values are the op's results
+                self._set(env, op, list(got or []))
         self.current = self.pre
+        self.pre.ws_end = self.pre.seq  # what the default warps run after it follows the join
         return None
 
     # ------------------------------------------------------------------ barrier ops
@@ -372,11 +378,11 @@ class Runner:
             buf_name, bar_name, pred = ops[-3], ops[-2], ops[-1]
             if not self._pred(env, op, pred):
                 return
-            buf = self._ref(env, op, buf_name, "buffer")
+            buf = _whole(self._ref(env, op, buf_name, "buffer"))
             bar = self._ref(env, op, bar_name, "barrier")
             ev("copy", barrier=bar, buffer=buf, value=buf.array.slot_bytes())
         elif n == "ttg.local_load":
-            v = env.get(ops[0], OPAQUE)
+            v = _whole(env.get(ops[0], OPAQUE))
             if isinstance(v, Ref) and v.array.memory == "smem" and v.index is not None:
                 ev("read", buffer=v)
             self._set(env, op, [OPAQUE] * len(op.results))
@@ -387,7 +393,7 @@ class Runner:
                 return
             ev("commit", barrier=self._ref(env, op, ops[0], "barrier"))
         elif n == "ttng.warp_group_dot":
-            reads = tuple(v for v in (env.get(x, OPAQUE) for x in ops[:2])
+            reads = tuple(v for v in (_whole(env.get(x, OPAQUE)) for x in ops[:2])
                           if isinstance(v, Ref) and v.array.memory == "smem" and v.index is not None)
             if op.attrs.get("isAsync"):
                 ev("read_async", extra=reads)
@@ -413,7 +419,7 @@ class Runner:
         pred_name = op.operands[4] if len(op.operands) > 4 else None
         if pred_name and not self._pred(env, op, pred_name):
             return
-        reads = tuple(v for v in (env.get(x, OPAQUE) for x in op.operands[:2])
+        reads = tuple(v for v in (_whole(env.get(x, OPAQUE)) for x in op.operands[:2])
                       if isinstance(v, Ref) and v.array.memory == "smem" and v.index is not None)
         bars = []
         for bname, bpred in re.findall(r"(%[\w.$-]+(?:#\d+)?)\[(%[\w.$-]+(?:#\d+)?)\]", text):
@@ -422,6 +428,14 @@ class Runner:
         self._emit(Event("read_async", op, iters=iters, extra=reads))
         for b in bars:
             self._emit(Event("commit", op, barrier=b, iters=iters))
+
+
+def _whole(v):
+    """A buffer used without memdesc_index is one slot (index 0) of its own."""
+    if isinstance(v, Ref) and v.index is None and not v.array.is_barrier:
+        return Ref(Array(v.array.name, (1,) + v.array.shape, v.array.element, v.array.memory,
+                         v.array.line), 0)
+    return v
 
 
 def _tdiv(a, b):

@@ -75,7 +75,8 @@ def gluon_ring_rowsum(x_desc, out_ptr, n_tiles, STAGES: gl.constexpr):
 
 # ---------------------------------------------------------------- ring matmul (sm100, tcgen05)
 @gluon.jit
-def _mm_loader(a_desc, b_desc, a_bufs, b_bufs, ready, empty, off_m, off_n, k_tiles, STAGES: gl.constexpr):
+def _mm_loader(a_desc, b_desc, a_bufs, b_bufs, ready, empty, off_m, off_n, k_tiles, STAGES: gl.constexpr,
+               DRAIN: gl.constexpr):
     BLOCK_K: gl.constexpr = a_desc.block_type.shape[1]
     for k in range(k_tiles):
         s = k % STAGES
@@ -84,6 +85,9 @@ def _mm_loader(a_desc, b_desc, a_bufs, b_bufs, ready, empty, off_m, off_n, k_til
         mbarrier.expect(ready.index(s), a_desc.block_type.nbytes + b_desc.block_type.nbytes)
         tma.async_load(a_desc, [off_m, k * BLOCK_K], ready.index(s), a_bufs.index(s))
         tma.async_load(b_desc, [off_n, k * BLOCK_K], ready.index(s), b_bufs.index(s))
+    if DRAIN:  # producer tail (CUTLASS producer_tail, Mojo drain): every slot released again
+        for k in range(k_tiles, k_tiles + STAGES):
+            mbarrier.wait(empty.index(k % STAGES), ((k // STAGES) & 1) ^ 1)
 
 
 @gluon.jit
@@ -109,7 +113,7 @@ def _mm_consumer(c_desc, a_bufs, b_bufs, ready, empty, acc_bar, acc_tmem, off_m,
 
 
 @gluon.jit
-def gluon_ring_matmul(a_desc, b_desc, c_desc, K, STAGES: gl.constexpr):
+def gluon_ring_matmul(a_desc, b_desc, c_desc, K, STAGES: gl.constexpr, DRAIN: gl.constexpr):
     BLOCK_M: gl.constexpr = a_desc.block_type.shape[0]
     BLOCK_K: gl.constexpr = a_desc.block_type.shape[1]
     BLOCK_N: gl.constexpr = b_desc.block_type.shape[0]
@@ -128,7 +132,7 @@ def gluon_ring_matmul(a_desc, b_desc, c_desc, K, STAGES: gl.constexpr):
     acc_tmem = allocate_tensor_memory(gl.float32, [BLOCK_M, BLOCK_N], TensorMemoryLayout([BLOCK_M, BLOCK_N], col_stride=1))
     gl.warp_specialize([
         (_mm_consumer, (c_desc, a_bufs, b_bufs, ready, empty, acc_bar, acc_tmem, off_m, off_n, k_tiles, STAGES)),
-        (_mm_loader, (a_desc, b_desc, a_bufs, b_bufs, ready, empty, off_m, off_n, k_tiles, STAGES)),
+        (_mm_loader, (a_desc, b_desc, a_bufs, b_bufs, ready, empty, off_m, off_n, k_tiles, STAGES, DRAIN)),
     ], [1], [24])
     for s in gl.static_range(STAGES):
         mbarrier.invalidate(ready.index(s))
@@ -177,7 +181,7 @@ def gluon_ring_matmul_sm90(a_desc, b_desc, c_desc, K, STAGES: gl.constexpr):
         mbarrier.init(empty.index(s), count=1)
     gl.warp_specialize([
         (_mm90_consumer, (c_desc, a_bufs, b_bufs, ready, empty, off_m, off_n, k_tiles, STAGES)),
-        (_mm_loader, (a_desc, b_desc, a_bufs, b_bufs, ready, empty, off_m, off_n, k_tiles, STAGES)),
+        (_mm_loader, (a_desc, b_desc, a_bufs, b_bufs, ready, empty, off_m, off_n, k_tiles, STAGES, False)),
     ], [1], [24])
     for s in gl.static_range(STAGES):
         mbarrier.invalidate(ready.index(s))
@@ -227,8 +231,19 @@ KERNELS = {
     "gluon_ring_matmul_sm100": dict(
         fn=gluon_ring_matmul,
         signature={"a_desc": _desc("fp16", [128, 64]), "b_desc": _desc("fp16", [128, 64]),
-                   "c_desc": _desc("fp16", [128, 128]), "K": "i32", "STAGES": "constexpr"},
-        constexprs={"STAGES": 3},
+                   "c_desc": _desc("fp16", [128, 128]), "K": "i32", "STAGES": "constexpr",
+                   "DRAIN": "constexpr"},
+        constexprs={"STAGES": 3, "DRAIN": False},
+        target=("cuda", 100),
+        options={"num_warps": 4},
+        gluon=True,
+    ),
+    "gluon_ring_matmul_drained_sm100": dict(
+        fn=gluon_ring_matmul,
+        signature={"a_desc": _desc("fp16", [128, 64]), "b_desc": _desc("fp16", [128, 64]),
+                   "c_desc": _desc("fp16", [128, 128]), "K": "i32", "STAGES": "constexpr",
+                   "DRAIN": "constexpr"},
+        constexprs={"STAGES": 3, "DRAIN": True},
         target=("cuda", 100),
         options={"num_warps": 4},
         gluon=True,
