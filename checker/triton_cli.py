@@ -30,12 +30,12 @@ def _kv(values) -> dict:
     return out
 
 
-def ttgir_of(target: str) -> tuple[str, str, str | None]:
+def ttgir_of(target: str, options: dict | None = None) -> tuple[str, str, str | None]:
     """(TTGIR text, the path messages name, function name or None)."""
     from pipeproof.spec.schema import SpecError
     if "::" in target:
         path, name = target.rsplit("::", 1)
-        return compile_kernel(Path(path), name), f"{path}::{name}", None
+        return compile_kernel(Path(path), name, options or {}), f"{path}::{name}", None
     try:
         return Path(target).read_text(), target, None
     except OSError as err:
@@ -44,8 +44,45 @@ def ttgir_of(target: str) -> tuple[str, str, str | None]:
         raise SpecError(f"{target}: not a text file (expected TTGIR)") from None
 
 
-def compile_kernel(path: Path, name: str) -> str:
-    """Compile KERNELS[name] of the user's file with the installed Triton, on the CPU."""
+def _entry_from_options(fn, name: str, options: dict) -> dict:
+    """A KERNELS-style entry for a plain jit function from --target/--signature/--constexpr."""
+    from pipeproof.spec.schema import SpecError
+    signature, constexprs = {}, {}
+    for text in options.get("signature", ()):
+        key, sep, typ = text.partition("=")
+        if not sep or not key.strip() or not typ.strip():
+            raise SpecError(f"--signature {text!r}: expected NAME=TYPE (e.g. K=i32, x_ptr=*fp16)")
+        signature[key.strip()] = typ.strip()
+    for text in options.get("constexprs", ()):
+        key, sep, val = text.partition("=")
+        val = val.strip()
+        if not sep or not key.strip():
+            raise SpecError(f"--constexpr {text!r}: expected NAME=VALUE")
+        if val in ("True", "False", "true", "false"):
+            constexprs[key.strip()] = val.lower() == "true"
+        else:
+            try:
+                constexprs[key.strip()] = int(val, 0)
+            except ValueError:
+                raise SpecError(f"--constexpr {text!r}: the value must be an integer or "
+                                f"True/False") from None
+        signature[key.strip()] = "constexpr"
+    params = list(getattr(fn, "arg_names", []) or [])
+    missing = [p for p in params if p not in signature]
+    if missing:
+        raise SpecError(f"{name}: parameters without --signature or --constexpr: "
+                        f"{', '.join(missing)}")
+    gluon = "gluon" in type(fn).__module__
+    arch = {"sm90": 90, "sm100": 100}[options.get("gpu", "sm100")]
+    return dict(fn=fn, signature={p: signature[p] for p in params}, constexprs=constexprs,
+                target=("cuda", arch), gluon=gluon,
+                options={"num_warps": options.get("num_warps", 4),
+                         "num_stages": options.get("num_stages", 3)})
+
+
+def compile_kernel(path: Path, name: str, options: dict | None = None) -> str:
+    """Compile KERNELS[name] of the user's file, or its jit function `name` with the
+    --target/--signature/--constexpr options, with the installed Triton, on the CPU."""
     import importlib.util
 
     from pipeproof.spec.schema import SpecError
@@ -61,10 +98,13 @@ def compile_kernel(path: Path, name: str) -> str:
     sys.modules[spec.name] = module  # Triton's jit reads the source through the module
     spec.loader.exec_module(module)  # the user named this file: running it is asked for
     kernels = getattr(module, "KERNELS", {})
-    if name not in kernels:
-        raise SpecError(f"{path}: no KERNELS[{name!r}] (have: {', '.join(kernels) or 'none'}); "
-                        f"docs/triton.md says what an entry holds")
-    entry = kernels[name]
+    if name in kernels:
+        entry = kernels[name]
+    elif hasattr(getattr(module, name, None), "arg_names"):
+        entry = _entry_from_options(getattr(module, name), f"{path}::{name}", options or {})
+    else:
+        raise SpecError(f"{path}: no jit function or KERNELS entry {name!r} (KERNELS has: "
+                        f"{', '.join(kernels) or 'none'}); docs/triton.md says what an entry holds")
     from triton.backends.compiler import GPUTarget
     if entry.get("gluon"):
         from triton.experimental.gluon._runtime import GluonASTSource as Source
@@ -82,13 +122,13 @@ def compile_kernel(path: Path, name: str) -> str:
     return compiled.asm["ttgir"]
 
 
-def extract(text: str, where: str, func: str | None, args: dict):
+def extract(text: str, where: str, func: str | None, args: dict, trip_count: int | None = None):
     """(TOML text, SourceMap) of the kernel's synchronisation."""
     from pipeproof.spec.ttgir.build import Builder
     from pipeproof.spec.ttgir.parse import parse_ttgir
     from pipeproof.spec.ttgir.run import Runner
     module = parse_ttgir(text, where)
-    parts = Runner(module, func, args).run()
+    parts = Runner(module, func, args, trip_count).run()
     name = Path(where.split("::")[0]).stem + ("::" + where.split("::")[1] if "::" in where else "")
     return Builder(module, parts, name, module.where).toml()
 
@@ -127,14 +167,25 @@ def source_lines(result, source) -> list[dict]:
 @click.argument("target")
 @click.option("--arg", "args", multiple=True, metavar="NAME=V",
               help="A kernel argument's value (loop bounds and indices need them).")
+@click.option("--trip-count", type=click.IntRange(min=0), metavar="N",
+              help="Run every loop whose bounds are not known from --arg N times.")
 @click.option("--function", "func", metavar="FN", help="The tt.func to check (a file with several).")
+@click.option("--target", "gpu", type=click.Choice(["sm90", "sm100"]), default="sm100", show_default=True,
+              help="KERNEL.py::FN of a plain @triton.jit or @gluon.jit function: the GPU to compile for.")
+@click.option("--signature", "signature", multiple=True, metavar="NAME=TYPE",
+              help="KERNEL.py::FN: a parameter's Triton type (i32, *fp16, tensordesc<fp16[128, 64]>).")
+@click.option("--constexpr", "constexprs", multiple=True, metavar="NAME=V",
+              help="KERNEL.py::FN: a constexpr parameter's value.")
+@click.option("--num-warps", type=click.IntRange(min=1), default=4, show_default=True)
+@click.option("--num-stages", type=click.IntRange(min=1), default=3, show_default=True)
 @click.option("--emit-spec", "emit", metavar="F.toml", help="Write the extracted spec here (else print it).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout.")
 @click.option("--trace", "trace_file", metavar="F", help="Write the counterexample (*.itf.json or *.trace.json).")
 @click.option("--prove", "do_prove", is_flag=True, help="Prove the extracted spec for every item count.")
 @click.option("--max-states", type=click.IntRange(min=1), help="Stop (inconclusive) after this many states.")
 @click.option("--timeout", type=click.FloatRange(min=0, min_open=True), help="Stop (inconclusive) after this many seconds.")
-def triton(target, args, func, emit, as_json, trace_file, do_prove, max_states, timeout):
+def triton(target, args, trip_count, func, gpu, signature, constexprs, num_warps, num_stages, emit,
+           as_json, trace_file, do_prove, max_states, timeout):
     """Extract the synchronisation of a Triton/Gluon kernel (TTGIR or KERNEL.py::NAME) and check it."""
     from pipeproof.checker.command import check_trace_name
     from pipeproof.checker.result import EXIT_USAGE, VERDICT_EXIT
@@ -143,8 +194,10 @@ def triton(target, args, func, emit, as_json, trace_file, do_prove, max_states, 
 
     check_trace_name(trace_file)
     try:
-        text, where, _ = ttgir_of(target)
-        toml_text, source = extract(text, where, func, _kv(args))
+        options = dict(gpu=gpu, signature=signature, constexprs=constexprs, num_warps=num_warps,
+                       num_stages=num_stages)
+        text, where, _ = ttgir_of(target, options)
+        toml_text, source = extract(text, where, func, _kv(args), trip_count)
         spec_path = Path(emit) if emit else None
         if spec_path is None:
             import tempfile

@@ -251,3 +251,65 @@ def test_an_unsupported_barrier_op_names_the_op_and_line(ttgir, tmp_path):
     doc = check(path, *ROWSUM[1])
     assert doc["exit"] == 2 and "ttng.async_copy_mbarrier_arrive" in doc["error"]
     assert "not supported" in doc["error"]
+
+
+# ------------------------------------------------------------------ the command line's forms
+
+ROWSUM_DESC = ("x_desc=tensordesc<fp16[64, 64],NVMMASharedLayout(swizzle_byte_width=128, "
+               "element_bitwidth=16, rank=2, transposed=False, fp4_padded=False, cga_layout=[])>")
+
+
+def test_a_plain_gluon_function_compiles_from_the_command_line_with_a_trip_count():
+    from pathlib import Path
+    kernel = Path(__file__).parent / "triton_kernels" / "gluon_mbarrier.py"
+    out = CliRunner().invoke(main, [
+        "triton", f"{kernel}::gluon_ring_rowsum", "--target", "sm100", "--json",
+        "--signature", ROWSUM_DESC, "--signature", "out_ptr=*fp32", "--signature", "n_tiles=i32",
+        "--constexpr", "STAGES=3", "--trip-count", "7"])
+    assert out.exit_code == 0, out.output
+    doc = json.loads(out.stdout)
+    assert (doc["verdict"], doc["states"]) == ("ok", 5)
+    missing = CliRunner().invoke(main, ["triton", f"{kernel}::gluon_ring_rowsum"])
+    assert missing.exit_code == 2 and "without --signature or --constexpr" in missing.output
+    unknown = CliRunner().invoke(main, ["triton", f"{kernel}::no_such_kernel"])
+    assert unknown.exit_code == 2 and "no jit function or KERNELS entry" in unknown.output
+
+
+def test_trip_count_sets_the_items(ttgir, tmp_path):
+    for n in (1, 4, 7):
+        target = tmp_path / f"rowsum{n}.toml"
+        out = CliRunner().invoke(main, ["triton", str(ttgir["gluon_ring_rowsum_sm100"]),
+                                        "--trip-count", str(n), "--emit-spec", str(target)])
+        assert out.exit_code == 0, out.output
+        assert re.search(rf"^items = {n}$", target.read_text(), re.M)
+
+
+# ------------------------------------------------------------------ mutations of compiler output
+
+GENERIC = [
+    ("ws_matmul_sm100", ["--arg", "M=128", "--arg", "N=128", "--arg", "K=256"]),
+    ("gluon_ring_matmul_sm90", ["--arg", "K=512"]),
+    ("gluon_ring_matmul_drained_sm100", ["--arg", "K=512"]),
+]
+
+
+@pytest.mark.parametrize("name,args", GENERIC)
+def test_every_arrive_count_plus_one_is_caught(ttgir, tmp_path, name, args):
+    """Each arrive_barrier / barrier_expect site's barriers initialised with one more
+    arrival: some wait never completes."""
+    text = ttgir[name].read_text()
+    # the barrier arrays the first barrier_expect targets: every init of that array +1
+    path = _mutate(ttgir[name], tmp_path, lambda t: re.sub(
+        r"(ttng\.init_barrier %\S+), 1 ", r"\1, 2 ", t))
+    doc, base = check(path, *args), check(ttgir[name], *args)
+    assert doc["exit"] == 1 and kind(doc) == "deadlock" != kind(base)
+    assert text != path.read_text()
+
+
+@pytest.mark.parametrize("name,args", GENERIC)
+def test_a_removed_expect_is_caught(ttgir, tmp_path, name, args):
+    def drop(t):
+        return re.sub(r"\n\s*ttng\.barrier_expect [^\n]*", "", t, count=1)
+    path = _mutate(ttgir[name], tmp_path, drop)
+    doc, base = check(path, *args), check(ttgir[name], *args)
+    assert doc["exit"] == 1 and kind(doc) == "deadlock" != kind(base)

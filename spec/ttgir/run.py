@@ -100,7 +100,7 @@ def _memdesc(type_text: str):
 
 
 class Runner:
-    def __init__(self, module: Module, func: str | None, args: dict):
+    def __init__(self, module: Module, func: str | None, args: dict, trip_count: int | None = None):
         if func is None:
             if len(module.funcs) != 1:
                 raise SpecError(f"{module.path}: {len(module.funcs)} functions; name one with ::FN")
@@ -110,6 +110,7 @@ class Runner:
         self.m = module
         self.fn = module.funcs[func]
         self.args = dict(args)
+        self.trip_count = trip_count  # iterations of a loop whose bounds are not known
         self.partitions: list[Partition] = []
 
     # ------------------------------------------------------------------ errors
@@ -122,7 +123,7 @@ class Runner:
             origin = self.origins.get(name)
             via = f" (it comes from {origin})" if origin else ""
             self.fail(op, f"cannot evaluate {what} {name}{via}; give kernel arguments with "
-                          f"--arg NAME=VALUE or a constexpr")
+                          f"--arg NAME=VALUE (or --trip-count N for loop bounds)")
         return v
 
     # ------------------------------------------------------------------ driver
@@ -283,9 +284,14 @@ class Runner:
         if not m:
             self.fail(op, "cannot read this scf.for")
         iv, lb, ub, st = m.groups()
-        lo = self.need(env, op, lb, "the loop's lower bound")
-        hi = self.need(env, op, ub, "the loop's upper bound")
-        step = self.need(env, op, st, "the loop's step")
+        known = all(env.get(v, OPAQUE) not in (OPAQUE, None) for v in (lb, ub, st))
+        if not known and self.trip_count is not None:  # --trip-count: N iterations from 0
+            lo, step = 0, 1
+            hi = self.trip_count
+        else:
+            lo = self.need(env, op, lb, "the loop's lower bound")
+            hi = self.need(env, op, ub, "the loop's upper bound")
+            step = self.need(env, op, st, "the loop's step")
         if step <= 0:
             self.fail(op, f"loop step {step}: only positive steps are supported")
         ia = re.search(r"iter_args\((.*?)\)\s*(->|:|\{)", op.text)
