@@ -44,6 +44,14 @@ def ttgir_of(target: str, options: dict | None = None) -> tuple[str, str, str | 
         raise SpecError(f"{target}: not a text file (expected TTGIR)") from None
 
 
+def _installed_triton() -> str | None:
+    try:
+        from importlib.metadata import version
+        return version("triton")
+    except Exception:  # not installed: the newest lowering pipeproof knows
+        return None
+
+
 def _entry_from_options(fn, name: str, options: dict) -> dict:
     """A KERNELS-style entry for a plain jit function from --target/--signature/--constexpr."""
     from pipeproof.spec.schema import SpecError
@@ -122,7 +130,8 @@ def compile_kernel(path: Path, name: str, options: dict | None = None) -> str:
     return compiled.asm["ttgir"]
 
 
-def extract(text: str, where: str, func: str | None, args: dict, trip_count: int | None = None):
+def extract(text: str, where: str, func: str | None, args: dict, trip_count: int | None = None,
+            lowering=None):
     """(TOML text, SourceMap) of the kernel's synchronisation."""
     from pipeproof.spec.ttgir.build import Builder
     from pipeproof.spec.ttgir.parse import parse_ttgir
@@ -130,7 +139,7 @@ def extract(text: str, where: str, func: str | None, args: dict, trip_count: int
     module = parse_ttgir(text, where)
     parts = Runner(module, func, args, trip_count).run()
     name = Path(where.split("::")[0]).stem + ("::" + where.split("::")[1] if "::" in where else "")
-    return Builder(module, parts, name, module.where).toml()
+    return Builder(module, parts, name, module.where, lowering).toml()
 
 
 def source_lines(result, source) -> list[dict]:
@@ -169,6 +178,11 @@ def source_lines(result, source) -> list[dict]:
               help="A kernel argument's value (loop bounds and indices need them).")
 @click.option("--trip-count", type=click.IntRange(min=0), metavar="N",
               help="Run every loop whose bounds are not known from --arg N times.")
+@click.option("--warps", "per_warp", is_flag=True,
+              help="One agent per warp of each partition, with the barrier lowering of --lowering.")
+@click.option("--lowering", metavar="VERSION",
+              help="With --warps: the Triton release whose lowering to model (default: the "
+                   "installed Triton's, else the newest known).")
 @click.option("--function", "func", metavar="FN", help="The tt.func to check (a file with several).")
 @click.option("--target", "gpu", type=click.Choice(["sm90", "sm100"]), default="sm100", show_default=True,
               help="KERNEL.py::FN of a plain @triton.jit or @gluon.jit function: the GPU to compile for.")
@@ -184,8 +198,8 @@ def source_lines(result, source) -> list[dict]:
 @click.option("--prove", "do_prove", is_flag=True, help="Prove the extracted spec for every item count.")
 @click.option("--max-states", type=click.IntRange(min=1), help="Stop (inconclusive) after this many states.")
 @click.option("--timeout", type=click.FloatRange(min=0, min_open=True), help="Stop (inconclusive) after this many seconds.")
-def triton(target, args, trip_count, func, gpu, signature, constexprs, num_warps, num_stages, emit,
-           as_json, trace_file, do_prove, max_states, timeout):
+def triton(target, args, trip_count, per_warp, lowering, func, gpu, signature, constexprs, num_warps,
+           num_stages, emit, as_json, trace_file, do_prove, max_states, timeout):
     """Extract the synchronisation of a Triton/Gluon kernel (TTGIR or KERNEL.py::NAME) and check it."""
     from pipeproof.checker.command import check_trace_name
     from pipeproof.checker.result import EXIT_USAGE, VERDICT_EXIT
@@ -197,7 +211,9 @@ def triton(target, args, trip_count, func, gpu, signature, constexprs, num_warps
         options = dict(gpu=gpu, signature=signature, constexprs=constexprs, num_warps=num_warps,
                        num_stages=num_stages)
         text, where, _ = ttgir_of(target, options)
-        toml_text, source = extract(text, where, func, _kv(args), trip_count)
+        from pipeproof.spec.ttgir.build import lowering_of
+        low = lowering_of(lowering or _installed_triton()) if per_warp else None
+        toml_text, source = extract(text, where, func, _kv(args), trip_count, low)
         spec_path = Path(emit) if emit else None
         if spec_path is None:
             import tempfile

@@ -313,3 +313,27 @@ def test_a_removed_expect_is_caught(ttgir, tmp_path, name, args):
     path = _mutate(ttgir[name], tmp_path, drop)
     doc, base = check(path, *args), check(ttgir[name], *args)
     assert doc["exit"] == 1 and kind(doc) == "deadlock" != kind(base)
+
+
+# ------------------------------------------------------------------ one agent per warp
+
+def test_per_warp_agents_follow_the_lowering_of_the_release(ttgir):
+    """With --warps each warp is an agent: waits and reads by every warp, the arrive by the
+    leader. Triton 3.9's lowering puts a partition bar.sync before the arrive (triton#10035):
+    ok. The older lowering (bar.sync before the wait only) lets the leader release the slot
+    while the other warps have not read it: the refill overwrites it."""
+    path = ttgir["gluon_ring_rowsum_sm100"]
+    new = check(path, "--arg", "n_tiles=5", "--warps", "--lowering", "3.9.0")
+    assert (kind(new), new["states"]) == ("ok", 137)
+    old = check(path, "--arg", "n_tiles=5", "--warps", "--lowering", "3.6.0")
+    assert kind(old) == "overwrite_before_drain"
+    arrive_line = _line_of(path.read_text(), r"ttng\.arrive_barrier %9")
+    assert arrive_line in [s["line"] for s in old["source"]]
+    one = check(path, "--arg", "n_tiles=5")
+    assert (kind(one), one["states"]) == ("ok", 5)  # one agent per partition: no such race
+
+
+def test_a_bad_lowering_version_is_one_line(ttgir):
+    doc = check(ttgir["gluon_ring_rowsum_sm100"], "--arg", "n_tiles=5", "--warps",
+                "--lowering", "latest")
+    assert doc["exit"] == 2 and "--lowering 'latest'" in doc["error"]

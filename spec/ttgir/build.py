@@ -44,6 +44,32 @@ WS_END = "ws_end"      # and the one for the join at the op's end
 DATA_KINDS = ("copy", "read", "read_async")
 
 
+@dataclass(frozen=True)
+class Lowering:
+    """How a Triton release lowers the barrier ops, where it matters with one agent per warp:
+    whether a partition-wide bar.sync precedes each mbarrier arrive (and each wait)."""
+    version: str
+    sync_before_arrive: bool
+    sync_before_wait: bool
+
+
+# The first release whose lowering puts a partition bar.sync before every mbarrier arrive
+# (triton-lang/triton#10035; docs/triton_versions.md has the PTX of each release).
+SYNC_BEFORE_ARRIVE_FROM = (3, 8)
+KNOWN_NEWEST = "3.9.0"
+
+
+def lowering_of(version: str | None) -> Lowering:
+    """The barrier lowering of a Triton release (None: the newest pipeproof knows)."""
+    version = version or KNOWN_NEWEST
+    try:
+        key = tuple(int(x) for x in version.split("+")[0].split(".")[:2])
+    except ValueError:
+        raise SpecError(f"--lowering {version!r}: expected a Triton release like 3.9.0") from None
+    return Lowering(version, sync_before_arrive=key >= SYNC_BEFORE_ARRIVE_FROM,
+                    sync_before_wait=key < SYNC_BEFORE_ARRIVE_FROM)
+
+
 @dataclass(eq=False)
 class Ring:
     name: str
@@ -68,7 +94,8 @@ def _ident(name: str) -> str:
 
 
 class Builder:
-    def __init__(self, module, partitions: list[Partition], name: str, where):
+    def __init__(self, module, partitions: list[Partition], name: str, where, lowering=None):
+        self.lowering = lowering  # None: one agent per partition; else a Lowering (warps)
         self.m = module
         self.parts = partitions
         self.name = name
@@ -259,7 +286,8 @@ class Builder:
             t, s_ = self._render(item_e[j], period if period > 1 else None, j)
             body += t
             body_src += s_
-        return {"name": _ident(p.name), "items": len(item_e), "prologue": texts["prologue"],
+        return {"name": _ident(p.name), "count": self._warps(p), "items": len(item_e),
+                "prologue": texts["prologue"],
                 "body": body, "epilogue": texts["epilogue"], "srcs": {
                     "prologue": srcs["prologue"], "body": body_src, "epilogue": srcs["epilogue"]},
                 "initial_phase": {r.name: ph for r, ph in phases.items()}, "period": period}
@@ -280,13 +308,42 @@ class Builder:
                     out[ring] = ph
         return {ring: out.get(ring, 0) for ring in seen}
 
+    def _warps(self, p: Partition) -> int:
+        return p.warps if self.lowering is not None else 1
+
+    def _per_warp(self, ev: Event, text: str, p: Partition):
+        """(op text, sync before it?) when each warp of the partition is an agent: waits and
+        reads by every warp; arrivals, expects, commits and MMA issues by one thread of the
+        partition (the leader warp); a TMA copy by one lane of every warp, each its share of
+        the bytes (docs/triton_lowering.md). The lowering says where a partition bar.sync
+        comes first."""
+        w = self._warps(p)
+        if w == 1:
+            return text, False
+        low = self.lowering
+        if ev.kind == "copy":
+            n = ev.value
+            return (f"copy {n // w}" + text[len(f"copy {n}"):], False) if n % w == 0 else \
+                (text + " @leader", False)
+        if ev.kind in ("arrive", "expect", "commit"):
+            return text + " @leader", low.sync_before_arrive
+        if ev.kind == "read_async":
+            return text + " @leader", False
+        if ev.kind == "wait":
+            return text, low.sync_before_wait
+        return text, False
+
     def _place_all(self, events, state, last, p):
         """Entries [text, (partition, op, line), [advances after it]] for the events."""
         entries = []
         for ev in events:
             for ring, s, ph, text in self._ops(ev):
-                entry = [text + (self._ring_arg(ring) if ring is not None else ""),
-                         (p.name, ev.op.name, self.where(ev.op)), []]
+                text, sync = self._per_warp(ev, text + (self._ring_arg(ring) if ring is not None
+                                                        else ""), p)
+                if sync:
+                    entries.append([f"sync {self._part_barrier(p)}",
+                                    (p.name, "bar.sync (partition)", self.where(ev.op)), []])
+                entry = [text, (p.name, ev.op.name, self.where(ev.op)), []]
                 if ring is not None:
                     cur = state.setdefault(ring.name, [0, 0, 0])
                     d = (s - cur[0]) % ring.stages
@@ -345,6 +402,11 @@ class Builder:
         return {k: n // next(r.count for r in self.rings.values() if r.name == k[0])
                 for k, n in arrivals.items()}
 
+    def _part_barrier(self, p: Partition) -> str:
+        name = "part_" + _ident(p.name)
+        self.part_barriers[name] = _ident(p.name)
+        return name
+
     @staticmethod
     def _same(a, b, last: bool) -> bool:
         """Item lists a and b alike; b the last item, whose advances toward a next use that
@@ -383,10 +445,10 @@ class Builder:
         """Rendered length of the entries placed for the first n events of a section."""
         count, seen = 0, 0
         for text, src, after in entries:
-            if seen >= n_events and src[1] not in ("advance", "reset"):
+            if seen >= n_events and src[1] not in ("advance", "reset", "bar.sync (partition)"):
                 break
             count += 1 + len(after)
-            if src[1] not in ("advance", "reset"):
+            if src[1] not in ("advance", "reset", "bar.sync (partition)"):
                 seen += 1
         return count
 
@@ -418,6 +480,7 @@ class Builder:
         self.end_sync = bool(post) and len(self.parts) > 1
         self.end_where = self.where(post[0].op) if post else ""
         self.final = self._completions()
+        self.part_barriers = {}
         roles = [self._role(p) for p in self.parts]
         roles = [r for r in roles if r["prologue"] or r["body"] or r["epilogue"]]
         main = self.main
@@ -440,12 +503,14 @@ class Builder:
         for flag, barrier in ((self.start_sync, WS_START), (self.end_sync, WS_END)):
             if flag:
                 lines += [f"[barrier.{barrier}]", f"roles = [{names}]", ""]
+        for barrier, role in self.part_barriers.items():
+            lines += [f"[barrier.{barrier}]", f'roles = ["{role}"]', ""]
         for r in roles:
             phases = ", ".join(f"{'main' if n == main.name else n} = {ph}"
                                for n, ph in r["initial_phase"].items())
             side = "producer" if any(t.startswith("copy") for t in r["body"] + r["prologue"]) \
                 else "consumer"
-            lines += ["[[role]]", f'name = "{r["name"]}"', f'side = "{side}"', "count = 1",
+            lines += ["[[role]]", f'name = "{r["name"]}"', f'side = "{side}"', f"count = {r['count']}",
                       f"items = {r['items']}"]
             if phases:
                 lines.append(f"initial_phase = {{ {phases} }}")
