@@ -92,6 +92,11 @@ def check_point(text: str, where: str, options: dict) -> dict:
     return record
 
 
+def check_points(batch, options: dict) -> list:
+    """[(index, record)] of a batch of (index, text, where): one task of a cluster."""
+    return [(index, check_point(text, where, options)) for index, text, where in batch]
+
+
 def _empty_record() -> dict:
     return {"verdict": ERROR, "kind": None, "kinds": [], "depth": None, "states": 0,
             "transitions": 0, "seconds": 0.0, "limit": None, "as_expected": None,
@@ -420,16 +425,20 @@ class DaskCluster:
         import uuid
         from distributed import as_completed
         token = uuid.uuid4().hex[:12]
-        futures = {}
-        for index, text, where in tasks:
-            future = self.client.submit(check_point, text, where, self.options, pure=False,
-                                        key=f"pipeproof-sweep-{token}-{index}")
-            futures[future] = index
+        # a few points per task: the scheduler's cost per task (about a millisecond, more on a
+        # busy machine) is paid once per batch, while every worker still gets several batches
+        size = max(1, min(16, len(tasks) // (max(self.workers, 1) * 8)))
+        futures = []
+        for start in range(0, len(tasks), size):
+            batch = tasks[start:start + size]
+            futures.append(self.client.submit(check_points, batch, self.options, pure=False,
+                                              key=f"pipeproof-sweep-{token}-{start}"))
         try:
-            for future in as_completed(list(futures), loop=self.client.loop):
-                done(futures[future], future.result())
+            for future in as_completed(futures, loop=self.client.loop):
+                for index, record in future.result():
+                    done(index, record)
         except KeyboardInterrupt:
-            self.client.cancel(list(futures))
+            self.client.cancel(futures)
             raise
 
     def close(self) -> None:
