@@ -141,20 +141,14 @@ def parse_ttgir(text: str, path: str = "<ttgir>") -> Module:
             if owner is not None and loc and owner.loc is None:
                 owner.loc = loc
             if rest_code.endswith("{") and owner is not None:  # `} else {`, `partition1(...) {`
-                region = _open_region(rest_code[:-1].strip())
-                owner.regions.append(region)
-                stack.append(region)
-                owners.append(owner)
+                _push(owner, _open_region(rest_code[:-1].strip()), stack, owners)
             continue
         code, loc = _split_loc(line)
         if code == "default {" or re.match(r"^partition\d+\(.*\{$", code):
             owner = stack[-1].ops[-1] if stack[-1].ops else None
             if owner is None or owner.name != "ttg.warp_specialize":
                 raise SpecError(f"{path}:{i}: a warp_specialize region outside its op")
-            region = _open_region(code[:-1].strip())
-            owner.regions.append(region)
-            stack.append(region)
-            owners.append(owner)
+            _push(owner, _open_region(code[:-1].strip()), stack, owners)
             continue
         results, rest = _results(code)
         m = _OPNAME.match(rest)
@@ -176,18 +170,18 @@ def parse_ttgir(text: str, path: str = "<ttgir>") -> Module:
             op.attrs["args"] = re.findall(r"(%[\w.$-]+)\s*:", fm.group(2)) if fm else []
             funcs[op.attrs["name"]] = op
         if opens:
-            header = ""
-            if name == "ttg.warp_specialize":
-                header = "warp_specialize"
-            region = Region(header, [])
-            op.regions.append(region)
-            stack.append(region)
-            owners.append(op)
-        elif code.endswith("{") and name == "ttg.warp_specialize":
-            pass
+            _push(op, Region("warp_specialize" if name == "ttg.warp_specialize" else "", []),
+                  stack, owners)
     if not funcs:
         raise SpecError(f"{path}: no tt.func in the file (is it TTGIR from compiled.asm['ttgir']?)")
     return Module(path=path, funcs=funcs, locs=locs, attrs=module_attrs)
+
+
+def _push(owner: Op, region: Region, stack: list, owners: list) -> None:
+    """Open the owner's next region: ops go there until its closing brace."""
+    owner.regions.append(region)
+    stack.append(region)
+    owners.append(owner)
 
 
 def _open_region(header: str) -> Region:

@@ -225,38 +225,21 @@ _rowsum = dict(
     gluon=True,
 )
 
+def _matmul(fn, arch, **flags):
+    """A ring-matmul entry: 128x64 fp16 A and B tiles, 3 stages, constexpr flags as given."""
+    signature = {"a_desc": _desc("fp16", [128, 64]), "b_desc": _desc("fp16", [128, 64]),
+                 "c_desc": _desc("fp16", [128, 128]), "K": "i32", "STAGES": "constexpr"}
+    signature.update({name: "constexpr" for name in flags})
+    return dict(fn=fn, signature=signature, constexprs={"STAGES": 3, **flags},
+                target=("cuda", arch), options={"num_warps": 4}, gluon=True)
+
+
 KERNELS = {
     "gluon_ring_rowsum_sm90": dict(_rowsum, target=("cuda", 90)),
     "gluon_ring_rowsum_sm100": dict(_rowsum, target=("cuda", 100)),
-    "gluon_ring_matmul_sm100": dict(
-        fn=gluon_ring_matmul,
-        signature={"a_desc": _desc("fp16", [128, 64]), "b_desc": _desc("fp16", [128, 64]),
-                   "c_desc": _desc("fp16", [128, 128]), "K": "i32", "STAGES": "constexpr",
-                   "DRAIN": "constexpr"},
-        constexprs={"STAGES": 3, "DRAIN": False},
-        target=("cuda", 100),
-        options={"num_warps": 4},
-        gluon=True,
-    ),
-    "gluon_ring_matmul_drained_sm100": dict(
-        fn=gluon_ring_matmul,
-        signature={"a_desc": _desc("fp16", [128, 64]), "b_desc": _desc("fp16", [128, 64]),
-                   "c_desc": _desc("fp16", [128, 128]), "K": "i32", "STAGES": "constexpr",
-                   "DRAIN": "constexpr"},
-        constexprs={"STAGES": 3, "DRAIN": True},
-        target=("cuda", 100),
-        options={"num_warps": 4},
-        gluon=True,
-    ),
-    "gluon_ring_matmul_sm90": dict(
-        fn=gluon_ring_matmul_sm90,
-        signature={"a_desc": _desc("fp16", [128, 64]), "b_desc": _desc("fp16", [128, 64]),
-                   "c_desc": _desc("fp16", [128, 128]), "K": "i32", "STAGES": "constexpr"},
-        constexprs={"STAGES": 3},
-        target=("cuda", 90),
-        options={"num_warps": 4},
-        gluon=True,
-    ),
+    "gluon_ring_matmul_sm100": _matmul(gluon_ring_matmul, 100, DRAIN=False),
+    "gluon_ring_matmul_drained_sm100": _matmul(gluon_ring_matmul, 100, DRAIN=True),
+    "gluon_ring_matmul_sm90": _matmul(gluon_ring_matmul_sm90, 90),
     "gluon_cpasync_arrive_sm90": dict(
         fn=gluon_cpasync_arrive,
         signature={"x_ptr": "*fp16", "out_ptr": "*fp16", "ROWS": "constexpr", "COLS": "constexpr"},
