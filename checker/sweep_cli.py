@@ -153,6 +153,10 @@ def _run(points, params, console, err_console, o) -> int:
         return R.EXIT_USAGE
 
     _write_traces(result, o["trace_dir"], err_console)
+    for record in result.records:  # a bug of ours: the traceback, as every command gives it
+        if record.get("traceback"):
+            click.echo(f"{record['spec']}: internal error (please report):\n{record['traceback']}",
+                       err=True)
     _table(console, result, o["table_mode"], o["do_prove"])
     console.print(summary(result), markup=False)
     if o["json_out"]:

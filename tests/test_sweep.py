@@ -188,6 +188,28 @@ def test_prove_each_point_and_the_worse_answer_is_the_verdict(standard):
     assert all(r["verdict"] == "violation" and r["proof"]["status"] == "violated" for r in bad)
 
 
+def test_an_internal_error_is_the_points_record_with_exit_4_and_the_sweep_goes_on(standard, monkeypatch,
+                                                                                tmp_path):
+    import pipeproof.checker.verify as V
+    real = V.verify
+
+    def flaky(spec, **kw):
+        if spec.stages == 2:
+            raise RuntimeError("boom")
+        return real(spec, **kw)
+
+    monkeypatch.setattr(V, "verify", flaky)
+    cache = R.Cache(tmp_path / "c", R.default_options())
+    result = run_sweep(points_of_spec(standard, ["stages=1,2,3"]), cache=cache, jobs=1)
+    one, two, three = result.records
+    assert (one["verdict"], three["verdict"]) == ("ok", "ok")
+    assert (two["verdict"], two["exit_code"]) == ("error", 4)
+    assert two["message"] == f"{standard}[stages=2]: internal error (please report): RuntimeError: boom"
+    assert "Traceback" in two["traceback"]
+    assert result.exit_code == 4
+    assert len(list((tmp_path / "c").rglob("*.json"))) == 2  # the internal error is not cached
+
+
 def test_limits_give_inconclusive_never_ok(standard):
     result = run_sweep(points_of_spec(standard, ["stages=1,2"]), {"max_states": 2}, jobs=1)
     assert [(r["verdict"], r["exit_code"]) for r in result.records] == [("inconclusive", 3)] * 2
