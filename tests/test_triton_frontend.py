@@ -157,79 +157,62 @@ def _line_of(text, pattern):
     raise AssertionError(pattern)
 
 
-def _consumer_block(text):
-    """The default partition's text (the consumer of the row-sum ring)."""
-    start = text.index("default {")
-    return start, text.index("partition0(", start)
+def _load_mutations():
+    import importlib.util
+    from pathlib import Path
+    path = Path(__file__).parent / "triton_kernels" / "mutations.py"
+    import sys
+    spec = importlib.util.spec_from_file_location("pipeproof_ttgir_mutations", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
 
 
-def _in_consumer(text, old, new, count=1):
-    a, b = _consumer_block(text)
-    return text[:a] + text[a:b].replace(old, new, count) + text[b:]
+MUT = _load_mutations()
+BY_NAME = {m.name: m for m in MUT.MUTATIONS}
+ROWSUM = (MUT.ROWSUM, list(MUT.ROWSUM_ARGS))
 
 
-ROWSUM = ("gluon_ring_rowsum_sm100", ["--arg", "n_tiles=5"])
+def run_mutation(ttgir, tmp_path, name):
+    m = BY_NAME[name]
+    path = _mutate(ttgir[m.kernel], tmp_path, m.transform)
+    line = _line_of(path.read_text(), m.line_of) if m.line_of else None
+    return check(path, *m.args), line
 
 
 def test_mutation_init_count_plus_one_deadlocks(ttgir, tmp_path):
-    path = _mutate(ttgir[ROWSUM[0]], tmp_path, lambda t: re.sub(
-        r"(ttng\.init_barrier %[135]), 1 ", r"\1, 2 ", t))  # every empty[s]: count 2
-    doc = check(path, *ROWSUM[1])
+    doc, _ = run_mutation(ttgir, tmp_path, "init_count_plus_one")
     assert kind(doc) == "deadlock"
 
 
 def test_mutation_phase_xor_flipped_is_caught_at_the_wait(ttgir, tmp_path):
-    def flip(t):  # the loader's `phase ^ 1` becomes `phase ^ 0`
-        return re.sub(r"(arith\.xori %phase_\d+, )%c1_i32_0", r"\1%c0_i32_1", t, count=1)
-    path = _mutate(ttgir[ROWSUM[0]], tmp_path, flip)
-    doc = check(path, *ROWSUM[1])
+    doc, wait_line = run_mutation(ttgir, tmp_path, "phase_xor_flipped")
     assert kind(doc) == "deadlock"
-    wait_line = _line_of(path.read_text(), r"ttng\.wait_barrier %6, %7")
     stuck = [s for s in doc["source"] if s["step"] == "end"]
     assert (stuck[-1]["partition"], stuck[-1]["line"]) == ("partition0", wait_line)
 
 
 def test_mutation_expect_bytes_changed(ttgir, tmp_path):
-    path = _mutate(ttgir[ROWSUM[0]], tmp_path,
-                   lambda t: t.replace("ttng.barrier_expect %8, 8192", "ttng.barrier_expect %8, 4096"))
-    doc = check(path, *ROWSUM[1])
+    doc, _ = run_mutation(ttgir, tmp_path, "expect_bytes_halved")
     assert kind(doc) in ("deadlock", "read_before_fill")
     assert doc["exit"] == 1
 
 
 def test_mutation_arrive_removed_deadlocks(ttgir, tmp_path):
-    path = _mutate(ttgir[ROWSUM[0]], tmp_path,
-                   lambda t: re.sub(r"\n\s*ttng\.arrive_barrier %9, 1, %true[^\n]*", "", t))
-    doc = check(path, *ROWSUM[1])
+    doc, _ = run_mutation(ttgir, tmp_path, "arrive_removed")
     assert kind(doc) == "deadlock"
 
 
 def test_mutation_stage_index_off_by_one_reads_another_slot(ttgir, tmp_path):
-    def shift(t):  # the consumer waits on ready[(s + 1) % 3] instead of ready[s]
-        return _in_consumer(t, "%8 = ttg.memdesc_index %ready[%s]",
-                            "%s_p1 = arith.addi %s, %c1_i32 : i32\n        "
-                            "%s_off = arith.remsi %s_p1, %c3_i32 : i32\n        "
-                            "%8 = ttg.memdesc_index %ready[%s_off]")
-    path = _mutate(ttgir[ROWSUM[0]], tmp_path, shift)
-    doc = check(path, *ROWSUM[1])
+    doc, wait_line = run_mutation(ttgir, tmp_path, "stage_index_off_by_one")
     assert doc["exit"] == 1 and kind(doc) in ("read_before_fill", "deadlock", "phase_alias")
-    wait_line = _line_of(path.read_text(), r"ttng\.wait_barrier %8, %phase_1")
     assert wait_line in [s["line"] for s in doc["source"]]
 
 
 def test_mutation_wait_moved_after_the_read_is_read_before_fill(ttgir, tmp_path):
-    def move(t):
-        a, b = _consumer_block(t)
-        block = t[a:b]
-        wait = re.search(r"\n\s*ttng\.wait_barrier %8, %phase_1, %true[^\n]*", block).group(0)
-        block = block.replace(wait, "", 1)
-        load = re.search(r"\n\s*%tile_2 = ttg\.local_load[^\n]*", block).group(0)
-        block = block.replace(load, load + wait, 1)
-        return t[:a] + block + t[b:]
-    path = _mutate(ttgir[ROWSUM[0]], tmp_path, move)
-    doc = check(path, *ROWSUM[1])
+    doc, read_line = run_mutation(ttgir, tmp_path, "wait_moved_after_read")
     assert kind(doc) == "read_before_fill"
-    read_line = _line_of(path.read_text(), r"ttg\.local_load %tile ")
     steps = [s for s in doc["source"] if s["step"] != "end"]
     assert steps[-1]["line"] == read_line  # the last step is the read, at its line
 
@@ -286,32 +269,13 @@ def test_trip_count_sets_the_items(ttgir, tmp_path):
 
 # ------------------------------------------------------------------ mutations of compiler output
 
-GENERIC = [
-    ("ws_matmul_sm100", ["--arg", "M=128", "--arg", "N=128", "--arg", "K=256"]),
-    ("gluon_ring_matmul_sm90", ["--arg", "K=512"]),
-    ("gluon_ring_matmul_drained_sm100", ["--arg", "K=512"]),
-]
-
-
-@pytest.mark.parametrize("name,args", GENERIC)
-def test_every_arrive_count_plus_one_is_caught(ttgir, tmp_path, name, args):
-    """Each arrive_barrier / barrier_expect site's barriers initialised with one more
-    arrival: some wait never completes."""
-    text = ttgir[name].read_text()
-    # the barrier arrays the first barrier_expect targets: every init of that array +1
-    path = _mutate(ttgir[name], tmp_path, lambda t: re.sub(
-        r"(ttng\.init_barrier %\S+), 1 ", r"\1, 2 ", t))
-    doc, base = check(path, *args), check(ttgir[name], *args)
-    assert doc["exit"] == 1 and kind(doc) == "deadlock" != kind(base)
-    assert text != path.read_text()
-
-
-@pytest.mark.parametrize("name,args", GENERIC)
-def test_a_removed_expect_is_caught(ttgir, tmp_path, name, args):
-    def drop(t):
-        return re.sub(r"\n\s*ttng\.barrier_expect [^\n]*", "", t, count=1)
-    path = _mutate(ttgir[name], tmp_path, drop)
-    doc, base = check(path, *args), check(ttgir[name], *args)
+@pytest.mark.parametrize("kernel", [k for k, _ in MUT.GENERIC])
+@pytest.mark.parametrize("mutation", ["every_init_count_plus_one", "first_expect_removed"])
+def test_generic_mutations_of_compiler_output_deadlock(ttgir, tmp_path, kernel, mutation):
+    """Every init count +1, or the first barrier_expect removed: a wait never completes,
+    where the kernel as compiled did not deadlock."""
+    doc, _ = run_mutation(ttgir, tmp_path, f"{mutation}:{kernel}")
+    base = check(ttgir[kernel], *BY_NAME[f"{mutation}:{kernel}"].args)
     assert doc["exit"] == 1 and kind(doc) == "deadlock" != kind(base)
 
 
@@ -319,21 +283,59 @@ def test_a_removed_expect_is_caught(ttgir, tmp_path, name, args):
 
 def test_per_warp_agents_follow_the_lowering_of_the_release(ttgir):
     """With --warps each warp is an agent: waits and reads by every warp, the arrive by the
-    leader. Triton 3.9's lowering puts a partition bar.sync before the arrive (triton#10035):
-    ok. The older lowering (bar.sync before the wait only) lets the leader release the slot
-    while the other warps have not read it: the refill overwrites it."""
+    leader after a partition bar.sync (every release puts one before a plain arrive), so the
+    row-sum ring is ok under every lowering; one agent per partition stores fewer states."""
     path = ttgir["gluon_ring_rowsum_sm100"]
-    new = check(path, "--arg", "n_tiles=5", "--warps", "--lowering", "3.9.0")
-    assert (kind(new), new["states"]) == ("ok", 137)
-    old = check(path, "--arg", "n_tiles=5", "--warps", "--lowering", "3.6.0")
-    assert kind(old) == "overwrite_before_drain"
-    arrive_line = _line_of(path.read_text(), r"ttng\.arrive_barrier %9")
-    assert arrive_line in [s["line"] for s in old["source"]]
+    for version, states in (("3.9.0", 137), ("3.7.1", 193)):
+        doc = check(path, "--arg", "n_tiles=5", "--warps", "--lowering", version)
+        assert (kind(doc), doc["states"]) == ("ok", states)
     one = check(path, "--arg", "n_tiles=5")
-    assert (kind(one), one["states"]) == ("ok", 5)  # one agent per partition: no such race
+    assert (kind(one), one["states"]) == ("ok", 5)
+    spec_text = CliRunner().invoke(main, ["triton", str(path), "--arg", "n_tiles=5", "--warps"]).output
+    assert "count = 4" in spec_text and "@leader" in spec_text and "sync part_default" in spec_text
 
 
 def test_a_bad_lowering_version_is_one_line(ttgir):
     doc = check(ttgir["gluon_ring_rowsum_sm100"], "--arg", "n_tiles=5", "--warps",
                 "--lowering", "latest")
     assert doc["exit"] == 2 and "--lowering 'latest'" in doc["error"]
+
+
+# ------------------------------------------------------------------ the lowering table vs PTX
+
+VERSIONS_DIR = __import__("pathlib").Path(__file__).parent / "fixtures" / "triton_versions"
+
+
+def _sync_between(ptx: str, first: str, then: str) -> bool:
+    """Whether a partition bar.sync lies between the last `first` before the first `then`."""
+    lines = ptx.splitlines()
+    end = next(i for i, line in enumerate(lines) if then in line)
+    start = max(i for i, line in enumerate(lines[:end]) if first in line)
+    return any(re.search(r"\bbar(rier)?\.sync\b", line) for line in lines[start:end])
+
+
+@pytest.mark.parametrize("version", ["3.6.0", "3.7.1", "3.8.0", "3.9.0"])
+def test_the_lowering_table_matches_the_ptx_each_release_emits(version):
+    """docs/triton_versions.md: the PTX Triton 3.6.0 ... 3.9.0 emitted for probe kernels, a
+    4-warp consumer partition each (tests/fixtures/triton_versions)."""
+    from pipeproof.spec.ttgir.build import lowering_of
+    low = lowering_of(version)
+    mma = (VERSIONS_DIR / f"probe_mma_w4_{version}.ptx").read_text()
+    assert _sync_between(mma, "mbarrier.try_wait", "tcgen05.commit") == low.sync_before_async_arrive
+    expect = (VERSIONS_DIR / f"probe_pr_example_w4_{version}.ptx").read_text()
+    assert _sync_between(expect, "mbarrier.try_wait", "mbarrier.arrive.expect_tx") == \
+        low.sync_before_async_arrive
+    rowsum = (VERSIONS_DIR / f"rowsum_{version}.ptx").read_text()
+    assert _sync_between(rowsum, "mbarrier.try_wait", "mbarrier.arrive.shared") == low.sync_before_arrive
+
+
+def test_per_warp_agents_reproduce_the_release_that_fixed_a_lapped_wait(ttgir):
+    """Triton before 3.8 let the leader warp of a 4-warp tcgen05 consumer issue the MMA whose
+    commit releases the slot while the other warps still spun on the ready barrier: the
+    producer refills, the barrier runs a phase past them (triton-lang/triton#10035). With one
+    agent per warp the model finds it under 3.7.1's lowering and not under 3.8.0's."""
+    path = ttgir["gluon_ring_matmul_drained_sm100"]
+    old = check(path, "--arg", "K=512", "--warps", "--lowering", "3.7.1")
+    assert kind(old) == "phase_alias"
+    new = check(path, "--arg", "K=512", "--warps", "--lowering", "3.8.0")
+    assert (kind(new), new["states"]) == ("ok", 462)

@@ -46,16 +46,18 @@ DATA_KINDS = ("copy", "read", "read_async")
 
 @dataclass(frozen=True)
 class Lowering:
-    """How a Triton release lowers the barrier ops, where it matters with one agent per warp:
-    whether a partition-wide bar.sync precedes each mbarrier arrive (and each wait)."""
+    """Where a Triton release puts a partition-wide bar.sync around the barrier ops (what
+    matters with one agent per warp; docs/triton_versions.md has the PTX of 3.6.0 to 3.9.0):
+    before each plain mbarrier arrive (every release), before expect_tx / tcgen05 commits and
+    MMAs that arrive (from 3.8: triton-lang/triton#10035), before each wait (up to 3.7)."""
     version: str
     sync_before_arrive: bool
+    sync_before_async_arrive: bool
     sync_before_wait: bool
 
 
-# The first release whose lowering puts a partition bar.sync before every mbarrier arrive
-# (triton-lang/triton#10035; docs/triton_versions.md has the PTX of each release).
-SYNC_BEFORE_ARRIVE_FROM = (3, 8)
+# The first release with a partition bar.sync before expect_tx and tcgen05 arrivals.
+SYNC_BEFORE_ASYNC_ARRIVE_FROM = (3, 8)
 KNOWN_NEWEST = "3.9.0"
 
 
@@ -66,8 +68,9 @@ def lowering_of(version: str | None) -> Lowering:
         key = tuple(int(x) for x in version.split("+")[0].split(".")[:2])
     except ValueError:
         raise SpecError(f"--lowering {version!r}: expected a Triton release like 3.9.0") from None
-    return Lowering(version, sync_before_arrive=key >= SYNC_BEFORE_ARRIVE_FROM,
-                    sync_before_wait=key < SYNC_BEFORE_ARRIVE_FROM)
+    fixed = key >= SYNC_BEFORE_ASYNC_ARRIVE_FROM
+    return Lowering(version, sync_before_arrive=True, sync_before_async_arrive=fixed,
+                    sync_before_wait=not fixed)
 
 
 @dataclass(eq=False)
@@ -229,23 +232,35 @@ class Builder:
             items.append([ev for ev in events if st < ev.seq < nxt])
         return pro, items, epi
 
-    def _check_one_side(self, p: Partition):
-        """A partition that both fills a ring (TMA copies) and reads it is software
-        pipelining in one partition: its fills run ahead of the item that reads them, and the
-        model tags a fill with the item it is issued in. Refused, not approximated."""
-        fills = {self.rings[ev.barrier.array].name: ev for ev in p.events if ev.kind == "copy"}
+    def _check_one_side(self, p: Partition, pro, items, epi):
+        """A partition that both fills a ring and reads it must read each fill in the section
+        (prologue, item k, epilogue) that issued it: the model tags a fill with the item it is
+        issued in. Software pipelining in one partition fills ahead of the item that reads
+        (num_stages - 1 items, or in the prologue): refused, not approximated."""
+        where = {id(ev): "prologue" for ev in pro}
+        where.update({id(ev): f"item {k}" for k, evs in enumerate(items) for ev in evs})
+        where.update({id(ev): "epilogue" for ev in epi})
+        fills, reads = {}, {}
         for ev in p.events:
-            if ev.kind in DATA_KINDS and ev.kind != "copy":
-                for ring, _, _, _ in self._ops(ev):
-                    if ring is not None and ring.name in fills:
-                        self.fail(ev, f"partition {p.name} both fills ring {ring.name} (TMA copy at "
-                                      f"{self.where(fills[ring.name].op)}) and reads it: software "
-                                      f"pipelining within one partition is not expressible yet "
-                                      f"(warp-specialised kernels are)")
+            if ev.kind not in DATA_KINDS:
+                continue
+            for ring, _, _, _ in self._ops(ev):
+                if ring is not None:
+                    group = fills if ev.kind == "copy" else reads
+                    group.setdefault(ring.name, {}).setdefault(where.get(id(ev)), ev)
+        for name, got in reads.items():
+            made = fills.get(name, {})
+            if made and set(made) != set(got):
+                fill = next(ev for sec, ev in made.items() if sec not in got)  # noqa: F841
+                ev = next(iter(got.values()))
+                self.fail(ev, f"partition {p.name} both fills ring {name} (copy at "
+                              f"{self.where(next(iter(made.values())).op)}) and reads it, ahead of "
+                              f"the item that reads it: software pipelining within one partition "
+                              f"is not expressible yet (warp-specialised kernels are)")
 
     def _role(self, p: Partition):
-        self._check_one_side(p)
         pro, items, epi = self._sections(p)
+        self._check_one_side(p, pro, items, epi)
         phases = self._first_phases(p)
         state = {ring.name: [0, ph, ph] for ring, ph in phases.items()}  # stage, phase, initial
         last = {}  # ring name -> the entry after which its next advances go
@@ -321,14 +336,22 @@ class Builder:
         if w == 1:
             return text, False
         low = self.lowering
+        if ev.op.name == "ttng.async_copy_mbarrier_arrive":  # every thread of every warp
+            if ev.kind == "arrive":
+                return re.sub(r"^(arrive_\w+) \d+", rf"\1 {32 - 1}", text), False
+            return re.sub(r"^expect_tx (\d+)", lambda m: f"expect_tx {int(m.group(1)) // w}", text), False
         if ev.kind == "copy":
             n = ev.value
             return (f"copy {n // w}" + text[len(f"copy {n}"):], False) if n % w == 0 else \
                 (text + " @leader", False)
-        if ev.kind in ("arrive", "expect", "commit"):
+        if ev.kind == "arrive":
             return text + " @leader", low.sync_before_arrive
-        if ev.kind == "read_async":
+        if ev.kind == "expect" or (ev.kind == "commit" and ev.op.name == "ttng.tc_gen5_commit"):
+            return text + " @leader", low.sync_before_async_arrive
+        if ev.kind == "commit":  # an MMA's own barriers: its sync came before the MMA
             return text + " @leader", False
+        if ev.kind == "read_async" and ev.op.name == "ttng.tc_gen5_mma":
+            return text + " @leader", low.sync_before_async_arrive  # one thread issues it
         if ev.kind == "wait":
             return text, low.sync_before_wait
         return text, False

@@ -83,6 +83,7 @@ class Partition:
     starts: dict = field(default_factory=dict)  # loop op id -> [seq of each iteration's start]
     ends: dict = field(default_factory=dict)    # loop op id -> [seq after each run of it]
     seq: int = 0
+    cp_async: list = field(default_factory=list)  # cp.async copies not yet tied to a barrier
 
 
 class _Stop(Exception):
@@ -223,7 +224,9 @@ class Runner:
             return None
         if n == "ttg.warp_specialize":
             return self._warp_specialize(op, env, iters)
-        if n.startswith("ttng.") or n.startswith("ttg.local_load") or n == "ttg.local_store":
+        if n.startswith("ttng.") or n in ("ttg.local_load", "ttg.local_store",
+                                          "ttg.async_copy_global_to_local", "ttg.async_wait",
+                                          "ttg.async_commit_group"):
             self._barrier_op(op, env, iters)
             return None
         if n == "scf.while":
@@ -387,6 +390,29 @@ class Runner:
             buf = _whole(self._ref(env, op, buf_name, "buffer"))
             bar = self._ref(env, op, bar_name, "barrier")
             ev("copy", barrier=bar, buffer=buf, value=buf.array.slot_bytes())
+        elif n == "ttg.async_copy_global_to_local":
+            # cp.async by every thread into a buffer; an mbarrier hears of it only through a
+            # later async_copy_mbarrier_arrive (below), which names the barrier it completes
+            buf = _whole(self._ref(env, op, ops[-1], "buffer"))
+            copy = Event("copy", op, buffer=buf, value=buf.array.slot_bytes(), iters=iters)
+            self._emit(copy)
+            self.current.cp_async.append(copy)
+            self._set(env, op, [OPAQUE] * len(op.results))
+        elif n == "ttng.async_copy_mbarrier_arrive":
+            if not op.attrs.get("noIncrement"):
+                self.fail(op, "async_copy_mbarrier_arrive without noIncrement (the arrival nets "
+                              "to zero) is not supported yet")
+            bar = self._ref(env, op, ops[0], "barrier")
+            threads = self.current.warps * 32
+            # One arrival per thread when its cp.asyncs land (cp.async.mbarrier.arrive.noinc):
+            # in the model, threads - 1 arrivals now and the last with the bytes of those
+            # copies as tx (expect_tx), so the phase completes exactly when they have landed.
+            for copy in self.current.cp_async:
+                copy.barrier = Ref(bar.array, copy.buffer.index)
+            if threads > 1:
+                ev("arrive", barrier=bar, value=threads - 1)
+            ev("expect", barrier=bar, value=sum(c.value for c in self.current.cp_async))
+            self.current.cp_async.clear()
         elif n == "ttg.local_load":
             v = _whole(env.get(ops[0], OPAQUE))
             if isinstance(v, Ref) and v.array.memory == "smem" and v.index is not None:
@@ -415,7 +441,7 @@ class Runner:
                    "ttg.local_store", "ttng.tmem_copy", "ttng.fence"):
             # not ring traffic the model tracks: stores out of shared memory, tensor memory
             self._set(env, op, [OPAQUE] * len(op.results))
-        else:
+        else:  # (ttg.async_wait / async_commit_group: cp.async groups, not modelled yet)
             self.fail(op, f"op {n} is not supported by the Triton front end (docs/triton.md "
                           f"lists the ops it reads)")
 
