@@ -23,6 +23,14 @@ from pipeproof.checker.result import (EXIT_INCONCLUSIVE, EXIT_OK, EXIT_UNEXPECTE
 
 
 PLUGINS = "pipeproof.commands"  # the entry-point group of commands that live in other packages
+# Commands that live beside the engines they drive, imported only when named (or listed by
+# --help): `verify` pays nothing for them at start-up.
+OWN_COMMANDS = {
+    "prove": ("pipeproof.checker.prove_cli", "prove"),
+    "export": ("pipeproof.checker.export_cli", "export"),
+    "triton": ("pipeproof.checker.triton_cli", "triton"),
+    "sweep": ("pipeproof.checker.sweep_cli", "sweep"),
+}
 
 
 class _Commands(click.Group):
@@ -37,10 +45,14 @@ class _Commands(click.Group):
         return {ep.name: ep for ep in entry_points(group=PLUGINS)}
 
     def list_commands(self, ctx):
-        return sorted(set(super().list_commands(ctx)) | set(self._plugins()))
+        return sorted(set(super().list_commands(ctx)) | set(OWN_COMMANDS) | set(self._plugins()))
 
     def get_command(self, ctx, name):
         command = super().get_command(ctx, name)
+        if command is None and name in OWN_COMMANDS:
+            import importlib
+            module, attr = OWN_COMMANDS[name]
+            command = getattr(importlib.import_module(module), attr)
         if command is None and name in (plugins := self._plugins()):
             command = plugins[name].load()
         return command
@@ -201,17 +213,6 @@ def _precheck(spec):
     return precheck(spec)
 
 
-def _register_commands():
-    """Commands that live beside the engines they drive (each imports its engine lazily)."""
-    from pipeproof.checker.export_cli import export
-    from pipeproof.checker.prove_cli import prove
-    from pipeproof.checker.sweep_cli import sweep
-    from pipeproof.checker.triton_cli import triton
-    for command in (prove, export, triton, sweep):
-        main.add_command(command)
-
-
-_register_commands()
 
 
 # True when run as the command (not, say, from click's test runner inside another program):

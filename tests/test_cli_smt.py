@@ -92,3 +92,20 @@ def test_precheck_after_the_revised_rules():
     pre = [line for line in lines if line.startswith("pre-check: ")]
     assert len(pre) == 1 and pre[0].startswith("pre-check: full[s]: read_before_fill: ")
     assert pre[0].endswith("and consumer reads the partly filled slot, read_before_fill")
+
+
+def test_verify_imports_no_other_command():
+    """prove, export, triton and sweep load only when named (checker/cli.py OWN_COMMANDS)."""
+    import subprocess
+    import sys
+    code = ("import sys; from pipeproof.checker.cli import main\n"
+            "try: main.main(['verify', sys.argv[1]], standalone_mode=False)\n"
+            "except SystemExit: pass\n"
+            "print(sorted(m for m in sys.modules if m.split('.')[-1] in "
+            "('prove_cli', 'export_cli', 'triton_cli', 'sweep_cli')))")
+    out = subprocess.run([sys.executable, "-c", code, example("mojo_pcp_nvidia")],
+                         capture_output=True, text=True,
+                         env={**__import__("os").environ, "PIPEPROOF_JIT": "0"})
+    assert out.stdout.splitlines()[-1] == "[]"
+    listed = run("--help").output
+    assert all(name in listed for name in ("prove", "export", "triton", "sweep"))
