@@ -455,3 +455,20 @@ def test_triton_kernel_without_a_kernels_entry_says_what_is_needed(tmp_path, cac
                                   f"kernel: add KERNELS['k'] = dict(fn=k, signature=..., "
                                   f"target=(\"cuda\", ARCH), gluon=...) so it can be compiled; "
                                   f"docs/sweep.md says what an entry holds")
+
+
+def test_verify_checks_a_spec_with_a_sweep_table_as_written(tmp_path):
+    """[sweep] belongs to `pipeproof sweep`: verify and prove check the spec as written, and a
+    [sweep] that is not a table is one line naming it."""
+    from click.testing import CliRunner
+    from pipeproof.checker.cli import main
+    spec = tmp_path / "s.toml"
+    spec.write_text('[pipeline]\ntemplate = "mojo_producer_consumer"\nbackend = "nvidia"\n'
+                    'stages = 2\nitems = 3\n\n[sweep]\nstages = [1, 2, 4]\n')
+    out = CliRunner().invoke(main, ["verify", str(spec)])
+    assert out.exit_code == 0 and "ok" in out.output
+    bad = tmp_path / "b.toml"
+    bad.write_text('sweep = 3\n[pipeline]\ntemplate = "mojo_producer_consumer"\nbackend = "nvidia"\n'
+                   'stages = 2\nitems = 3\n')
+    out = CliRunner().invoke(main, ["verify", str(bad)])
+    assert out.exit_code == 2 and "sweep" in out.output and "Traceback" not in out.output
