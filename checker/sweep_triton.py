@@ -70,22 +70,8 @@ def points_of_kernel(target: str, args=(), sets=()) -> list[Point]:
 
 
 def _entry(path: Path, name: str) -> dict:
-    import importlib.util
-    try:
-        import triton  # noqa: F401
-    except ImportError:
-        raise SpecError(f"{path}::{name}: compiling a kernel needs Triton "
-                        f"(pip install 'pipeproof[triton]')") from None
-    if not path.is_file():
-        raise SpecError(f"{path}: no such file")
-    spec = importlib.util.spec_from_file_location(f"pipeproof_sweep_kernel_{path.stem}", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # Triton's jit reads the source through the module
-    try:
-        spec.loader.exec_module(module)  # the user named this file: running it is asked for
-    except Exception as err:
-        raise SpecError(f"{path}: importing it failed: {type(err).__name__}: "
-                        f"{' '.join(str(err).split())}") from None
+    from pipeproof.checker.triton_cli import load_kernel_module
+    module = load_kernel_module(path, name)
     kernels = getattr(module, "KERNELS", None)
     if not isinstance(kernels, dict) or name not in kernels:
         hint = ""

@@ -88,9 +88,9 @@ def _entry_from_options(fn, name: str, options: dict) -> dict:
                          "num_stages": options.get("num_stages", 3)})
 
 
-def compile_kernel(path: Path, name: str, options: dict | None = None) -> str:
-    """Compile KERNELS[name] of the user's file, or its jit function `name` with the
-    --target/--signature/--constexpr options, with the installed Triton, on the CPU."""
+def load_kernel_module(path: Path, name: str):
+    """Import the user's kernel file (they named it on the command line: running it is asked
+    for); a missing Triton, a missing file or a failing import is one line."""
     import importlib.util
 
     from pipeproof.spec.schema import SpecError
@@ -104,7 +104,21 @@ def compile_kernel(path: Path, name: str, options: dict | None = None) -> str:
     spec = importlib.util.spec_from_file_location(f"pipeproof_kernel_{path.stem}", path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # Triton's jit reads the source through the module
-    spec.loader.exec_module(module)  # the user named this file: running it is asked for
+    try:
+        spec.loader.exec_module(module)
+    except Exception as err:
+        raise SpecError(f"{path}: importing it failed: {type(err).__name__}: "
+                        f"{' '.join(str(err).split())}") from None
+    return module
+
+
+def compile_kernel(path: Path, name: str, options: dict | None = None) -> str:
+    """Compile KERNELS[name] of the user's file, or its jit function `name` with the
+    --target/--signature/--constexpr options, with the installed Triton, on the CPU."""
+    import triton
+
+    from pipeproof.spec.schema import SpecError
+    module = load_kernel_module(path, name)
     kernels = getattr(module, "KERNELS", {})
     if name in kernels:
         entry = kernels[name]
