@@ -22,6 +22,12 @@ named barriers are per (CTA, ring, stage); `Ring` is a ring of the model with it
 counts and slot parts; `Group.ring_info` holds each agent's start stage and phase, phase range,
 try flag and window per ring. Where an op lands is spec.schema `targets` (the rule
 semantics.targets_mask compiles), read here once per op: `Group.targets`.
+
+Async reads (checker/inflight.py): with a read_async anywhere (`IR.has_reads`), an in-flight
+entry gains two lowest digits, its agent (EAG) and seq (ESQ): an async read's agent and its
+place in the agent's FIFO, a commit's agent and the reads it waits for while it waits (else
+0, as the engine's entry forgets its agent). `Group.reads_async` marks the groups whose
+agents issue them.
 """
 from __future__ import annotations
 
@@ -38,12 +44,11 @@ from pipeproof.spec.schema import Spec, SpecError, targets
 
 FORMATS = ("promela", "murphi")
 SUBSET = ("nvidia backend, clusters (to=, ctas) and several rings (ring=), ops wait/try/arrive/"
-          "expect_tx/copy/write/read/commit_empty/advance/reset/drain/sync/sync_arrive/sync_wait with "
-          "@leader, unless=ready and every=/at=")
-UNSUPPORTED_OPS = {
-    "read_async": "async reads (read_async)",
-    "read_wait": "async reads (read_wait)",
-}
+          "expect_tx/copy/write/read/read_async/read_wait/commit_empty/advance/reset/drain/sync/"
+          "sync_arrive/sync_wait with @leader, unless=ready and every=/at=")
+# Ops the exports cannot express, with the feature's name for the refusal (none since async
+# reads are exported; kept so that a new op can be refused in one line).
+UNSUPPORTED_OPS: dict[str, str] = {}
 KIND_MESSAGES = {
     "deadlock": "deadlock",
     "read_before_fill": "read_before_fill: a read finds another item, or a copy into the slot still in flight",
@@ -55,7 +60,7 @@ KIND_MESSAGES = {
     "inflight_at_exit": "inflight_at_exit: the CTA exits while something is in flight, or is targeted after",
     "inflight_capacity": "inflight_capacity: more copies/commits in flight than the model holds (inconclusive)",
 }
-ENTRY_COPY, ENTRY_COMMIT = 1, 2
+ENTRY_COPY, ENTRY_COMMIT, ENTRY_READ = 1, 2, 3  # checker/state_layout.py's entry kinds
 # signal kind -> (the name of its array, the constant of the count it expects), in both languages
 SIGNALS = {FULL: ("full", "PAC"), EMPTY: ("empty", "CAC")}
 
@@ -180,6 +185,17 @@ class Group:
         """pcs of the ops that move the agent's stage of ring r so (Effects.move: "advance",
         "reset")."""
         return [p for p, (op, _) in enumerate(self.ops) if _moves(op, move) and self.rings[p] == r]
+
+    @property
+    def reads_async(self) -> bool:
+        """Its program issues async reads (read_async): its in-flight reads, and the commits
+        that wait for them, name its agents."""
+        return any(OP_EFFECTS[op.name].issues == "read" for op, _ in self.ops)
+
+    def async_reads_on(self, r: int) -> bool:
+        """Its program issues async reads of ring r's slots."""
+        return any(OP_EFFECTS[op.name].issues == "read" and self.rings[p] == r
+                   for p, (op, _) in enumerate(self.ops))
 
     @property
     def has_sync(self) -> bool:
@@ -315,10 +331,20 @@ class IR:
         # In-flight entry: ((((kind * CTAS + cta) * RINGS + ring) * STAGES + stage) * EV + value)
         # * NB + bytes index (the CTAS and RINGS digits only where there are several), and with
         # several parts, * EP + the part a copy stores into + 1 (0: every part; a commit's 0).
+        # With async reads (checker/inflight.py), then * EAG + agent and * ESQ + seq: a read's
+        # agent and its place in the agent's FIFO (0: the oldest, which may finish), a commit's
+        # agent and how many of its reads it still waits for (agent 0 when none, as the engine).
+        self.has_reads = any(g.reads_async for g in self.groups)
         self.ev = max(self.max_tag + 2, self.max_commit) + 1
         self.enb = len(self.bytes_vals)
         self.ep = self.n_parts + 1 if self.n_parts > 1 else 1
-        self.emax = 3 * self.ctas * self.n_rings * self.max_stages * self.ev * self.enb * self.ep - 1
+        self.eag = self.n_agents if self.has_reads else 1
+        self.esq = self.inflight + 1 if self.has_reads else 1
+        self.emax = ((4 if self.has_reads else 3) * self.ctas * self.n_rings * self.max_stages * self.ev
+                     * self.enb * self.ep * self.eag * self.esq - 1)
+        if fmt == "promela" and self.emax > (1 << 31) - 1:
+            raise SpecError(f"{spec.path}: an in-flight entry above 2^31-1 cannot be exported to "
+                            f"promela (SPIN's int is 32 bits)")
         # The phase_alias window records (k', ph') of the groups with a reset (Group.window).
         self.has_window = any(g.has_window for g in self.groups)
         self.total_steps = sum(executed(g, p) * ((1 + len(g.targets[p])) if OP_EFFECTS[op.name].issues else 1)
@@ -404,7 +430,8 @@ class IR:
         out = [("kind", "")] + ([("cta", "CTAS")] if self.ctas > 1 else [])
         out += [("ring", "RINGS")] if self.n_rings > 1 else []
         out += [("stage", self.stage_const), ("value", "EV"), ("bytes", "ENB")]
-        return out + ([("part", "EP")] if self.n_parts > 1 else [])
+        out += [("part", "EP")] if self.n_parts > 1 else []
+        return out + ([("agent", "EAG"), ("seq", "ESQ")] if self.has_reads else [])
 
     def entry_expr(self, fields: dict, upto: str | None = None) -> str:
         """An entry from its fields' expressions (a field not given is 0); with `upto`, only its

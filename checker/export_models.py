@@ -13,10 +13,19 @@ nvidia backend; clusters (`cluster_size = K`, roles limited to some CTAs with `c
 ring op, `initial_phase` per ring); roles with counts, `items`, `initial_stage`,
 `initial_phase`, prologue/body/epilogue and `@leader`; the ops wait_full, wait_empty
 (`unless=ready`), try_full, try_empty, arrive_full, arrive_empty (with a count), expect_tx,
-copy (lands later, stores its item and completes its bytes), write, read, commit_empty (fires
+copy (lands later, stores its item and completes its bytes), write, read, read_async (checks
+the slot when issued, then stays in flight until it finishes), read_wait, commit_empty (fires
 later), advance, reset, drain, and the named barriers of `[barrier.NAME]` with sync,
-sync_arrive and sync_wait; `every=` / `at=` on body ops. Not exported: the amd backend and
-async reads (read_async / read_wait).
+sync_arrive and sync_wait; `every=` / `at=` on body ops. Not exported: the amd backend.
+
+Async reads are the explicit engine's (checker/semantics.py step, fire_entry, reads_pending;
+checker/inflight.py): a read_async is an in-flight entry naming its agent and its place in the
+agent's FIFO; only the agent's oldest may finish, at any later step, and finishing changes
+nothing but the FIFO; `read_wait n` is enabled while at most n of the agent's async reads are
+in flight (always, for an agent that issues none); a commit_empty of an agent that issues
+async reads names the agent and how many of its reads are in flight, and fires only after
+they finished; an async read still in flight is an unfinished read of its item for
+overwrite_before_drain, and something in flight for inflight_at_exit and for deadlock.
 
 Clusters and rings (issue 18) are the explicit engine's: each CTA has its own signals, slots
 (with their slot parts, only the parts its CTA has) and named barriers, per ring; an agent
@@ -36,12 +45,14 @@ sync_arrive generation, per ring stage, phase and ready, and for an agent whose 
 each signal's phase_no, pending, tx and `observed` flag and the slot tags, one per slot part;
 each named barrier's arrivals and generation per CTA; the in-flight entries as a sorted array,
 i.e. a canonical multiset, an entry naming its destination CTA, ring and stage, a copy's its
-part), so Rumur without symmetry reduction stores exactly as many states as
+part, an async read its agent and FIFO place, a waiting commit its agent and the reads it
+waits for), so Rumur without symmetry reduction stores exactly as many states as
 pipeproof on a spec that holds. Fields that never change in a spec (tx without copies,
 `ready` without a try, window records without a reset) are left out; that changes no count.
 With `symmetry=True` each group of two or more interchangeable agents (same role, same
 program, same slot parts: a producer-side agent that fills owns its parts and is a group of
-its own) is indexed by a `scalarset`, so Rumur's symmetry reduction applies.
+its own) is indexed by a `scalarset`, so Rumur's symmetry reduction applies, except a group
+whose agents issue async reads (an in-flight entry names its agent by number).
 
 The rules are the explicit engine's (docs/rules.md): a fill stores into its slot part (a
 consumer-side fill into every part), a read checks the parts the program fills for its tag

@@ -14,17 +14,24 @@ In a cluster or with several rings, signals, slots and barriers gain a CTA and a
 (`full_sig[cta][ring][stage]`, only the dimensions that exist), an agent record keeps its
 stage, phase, ready flag and window per ring (`stage`, `stage_acc`, ...), each group is in one
 CTA, and an in-flight entry carries its destination CTA and ring.
+
+Async reads (read_async) are in-flight entries that name their agent (its index in the model)
+and their place in its FIFO (checker/inflight.py): reads_in_flight(a) counts an agent's, the
+oldest finishes in the landing rule (finish_read moves the others up and lets the commits that
+waited for it fire), and read_in_flight counts one as an unfinished read for
+overwrite_before_drain. An entry names an agent by number, so with symmetry a group that
+issues async reads is not a scalarset (its agents keep their numbers).
 """
 from __future__ import annotations
 
 from pipeproof.backends.nvidia import TX_LIMIT
 from pipeproof.backends.printed import condition, lift, statements, sym
 from pipeproof.checker.export_ir import (
-    ENTRY_COPY, IR, KIND_MESSAGES, SIGNALS, Group, any_pc_guarded, comment_lines, read_miss_text,
+    ENTRY_COMMIT, ENTRY_COPY, ENTRY_READ, IR, KIND_MESSAGES, SIGNALS, Group, any_pc_guarded, comment_lines, read_miss_text,
     signal_backend, signal_update,
 )
 from pipeproof.checker.export_steps import (
-    Advance, AwaitSignal, BarrierArrive, BarrierWait, CheckRead, CheckWindow, ExitCheck, Issue,
+    Advance, AwaitReads, AwaitSignal, BarrierArrive, BarrierWait, CheckRead, CheckWindow, ExitCheck, Issue,
     MovePc, Observe, PassWindow, RecordArrival, Reset, Store, Trap, TryReady, Update, step_actions,
     tag_text,
 )
@@ -67,6 +74,15 @@ class _Murphi:
     def _f(self, A: str, name: str, r: int) -> str:
         """Agent A's field `name` of ring r (stage, phase, ready, wk, wph)."""
         return f"{A}.{name}{self.ir.rings[r].suffix}"
+
+    def _symmetric(self, g: Group) -> bool:
+        """Its agents are a scalarset: with symmetry, two or more, and none named by number in
+        an in-flight entry (async reads, and the commits that wait for them)."""
+        return self.symmetry and g.size > 1 and not g.reads_async
+
+    def _agent(self, g: Group, i: str = "i") -> str:
+        """The model's number of agent `i` of group g (a group with async reads: not a scalarset)."""
+        return str(g.first) if g.size == 1 else f"{g.first} + {i}"
 
     def _bar(self, bid: str, what: str, cta) -> str:
         return f"{bid}_{what}" + (f"[{cta}]" if self.ir.ctas > 1 else "")
@@ -122,6 +138,9 @@ class _Murphi:
             self.w(f"  NPARTS: {ir.n_parts};  -- parts per slot")
             if ir.inflight:
                 self.w(f"  EP: {ir.ep};  -- a copy entry's part + 1")
+        if ir.has_reads:
+            self.w(f"  EAG: {ir.eag};  -- an entry's agent: an async read's, a waiting commit's",
+                   f"  ESQ: {ir.esq};  -- a read's place in its agent's FIFO; a commit's reads to wait for")
         self.w("", "type", f"  stage_t: 0..{ir.stage_const}-1;", f"  tag_t: -1..{ir.max_tag};",
                f"  pn_t: 0..{ir.pn_max};", f"  pend_t: 0..{ir.pend_max};",
                f"  ph_t: 0..{ir.ph_max};", f"  cnt_t: 0..{ir.max_count};")
@@ -144,8 +163,10 @@ class _Murphi:
         self.w("    observed: boolean;", "  end;")
         if ir.inflight:
             self.w(f"  entry_t: 0..{ir.emax};")
+        if ir.has_reads:
+            self.w("  agent_t: 0..EAG-1;  -- an agent's number (model order)")
         for g in ir.groups:
-            idx = f"scalarset({g.size})" if self.symmetry and g.size > 1 else f"0..{g.size - 1}"
+            idx = f"scalarset({g.size})" if self._symmetric(g) else f"0..{g.size - 1}"
             self.w(f"  {g.ident}_id: {idx};", f"  {g.ident}_t: record",
                    f"    pc: 0..{g.length};", f"    item: 0..{g.items};")
             for ring, info in ir.group_rings(g):
@@ -266,10 +287,12 @@ class _Murphi:
             head = ir.entry_expr({"kind": ENTRY_COPY, "cta": "c", "ring": "r", "stage": "s"}, upto="stage")
             self.w("  inflight[INF-1] := 0;", "end;", "",
                    f"function copy_in_flight({self._params()}): boolean;", "begin",
-                   f"  return exists j: 0..INF-1 do inflight[j] != 0 & inflight[j] / ({self._unit()}) = {head} end;",
+                   f"  return exists j: 0..INF-1 do inflight[j] != 0 & inflight[j] / ({ir.entry_unit('stage')}) = {head} end;",
                    "end;", "")
+            if ir.has_reads:
+                self.async_read_functions()
             if ir.ctas > 1:
-                self.w("-- Something in flight (a copy or a commit) targets CTA c.",
+                self.w("-- Something in flight (a copy, a commit or an async read) targets CTA c.",
                        "function targets_cta(c: cta_t): boolean;", "begin",
                        f"  return exists j: 0..INF-1 do inflight[j] != 0 & "
                        f"(inflight[j] / ({ir.entry_unit('cta')})) % CTAS = c end;", "end;", "")
@@ -382,17 +405,50 @@ class _Murphi:
                 pre = ind + "  " if where else ind
                 if where:
                     self.w(f"{ind}if {' & '.join(where)} then")
+                flying = (f"read_in_flight({self._agent(g, 'b')}, {self._args('c', 'r', 's')}, {old}) | "
+                          if g.async_reads_on(ring.index) else "")  # an async read of it in flight
                 self.w(f"{pre}for b: {g.ident}_id do",
-                       f"{pre}  if reads_pending_{g.ident}{ring.suffix}({g.ident}[b].pc, {g.ident}[b].item, "
+                       f"{pre}  if {flying}reads_pending_{g.ident}{ring.suffix}({g.ident}[b].pc, {g.ident}[b].item, "
                        f"{g.ident}[b].stage{ring.suffix}, {old}, s) then",
                        f"{pre}    error \"{KIND_MESSAGES['overwrite_before_drain']}\";", f"{pre}  endif;",
                        f"{pre}end;")
                 if where:
                     self.w(f"{ind}endif;")
 
-    def _unit(self) -> str:
-        """What an entry is divided by to leave its (kind, stage)."""
-        return "EP*ENB*EV" if self.ir.n_parts > 1 else "ENB*EV"
+    def async_read_functions(self):
+        """Counting, finishing and finding async reads (checker/inflight.py)."""
+        ir = self.ir
+        kind = f"inflight[j] / ({ir.entry_unit('kind')})"
+        mine = "(inflight[j] / ESQ) % EAG = a"
+        entry = ir.entry_expr({"kind": ENTRY_READ, "cta": "c", "ring": "r", "stage": "s", "value": "t + 1",
+                               "agent": "a"}, upto="agent")
+        self.w("-- How many async reads agent a has in flight (checker/inflight.py reads_in_flight).",
+               "function reads_in_flight(a: agent_t): 0..INF;", "var n: 0..INF;", "begin", "  n := 0;",
+               "  for j: 0..INF-1 do",
+               f"    if inflight[j] != 0 & {kind} = {ENTRY_READ} & {mine} then n := n + 1; endif;",
+               "  end;", "  return n;", "end;", "",
+               "-- The agent a commit names: its own while it waits for its async reads, else 0.",
+               "function commit_agent(a: agent_t): agent_t;", "begin",
+               "  if reads_in_flight(a) > 0 then return a; endif;", "  return 0;", "end;", "",
+               "-- An async read of tag t by agent a from slot s is in flight: an unfinished read.",
+               f"function read_in_flight(a: agent_t; {self._params()}; t: tag_t): boolean;", "begin",
+               f"  return exists j: 0..INF-1 do inflight[j] != 0 & inflight[j] / ESQ = {entry} end;", "end;", "",
+               "-- Agent a's oldest async read finished (checker/inflight.py finish_read): its later reads",
+               "-- move up its FIFO and the commits that waited for it wait for one read fewer (one no",
+               "-- longer waiting forgets its agent); then the entries are sorted again.",
+               "procedure finish_read(a: agent_t);", "var e: entry_t; k: 0..INF-1; stop: boolean;", "begin",
+               "  for j: 0..INF-1 do",
+               f"    if inflight[j] != 0 & {mine} & inflight[j] % ESQ != 0 then",
+               "      inflight[j] := inflight[j] - 1;",
+               f"      if inflight[j] % ESQ = 0 & {kind} = {ENTRY_COMMIT} then inflight[j] := inflight[j] - a * ESQ; endif;",
+               "    endif;", "  end;")
+        if ir.inflight > 1:
+            self.w("  for i: 1..INF-1 do", "    e := inflight[i];", "    k := i;", "    stop := false;",
+                   "    while !stop do", "      if k = 0 then stop := true;",
+                   "      elsif inflight[k-1] >= e then stop := true;",
+                   "      else inflight[k] := inflight[k-1]; k := k - 1;", "      endif;", "    end;",
+                   "    inflight[k] := e;", "  end;")
+        self.w("end;", "")
 
     def _in_window(self, g: Group, A: str, kind: int, phase_no: str, r: int = 0) -> str:
         """Agent `A` (of group g) is inside its phase window on its stage's signal `kind` of
@@ -546,11 +602,18 @@ class _Murphi:
                 body.append(f"sig_update({sig(act.kind, dst)}, {self._count(act.kind, r)}, {act.arrivals}{tx});")
         elif isinstance(act, Trap):
             body.append(f"error \"{KIND_MESSAGES[act.kind]}\";")
+        elif isinstance(act, AwaitReads):
+            guard.append(f"reads_in_flight({self._agent(g)}) <= {act.n}")
         elif isinstance(act, Issue):
+            who = {}
+            if act.names_agent:  # the agent's reads in flight before this entry
+                me = self._agent(g)
+                who = {"agent": f"commit_agent({me})" if act.after_reads else me,
+                       "seq": f"reads_in_flight({me})"}
             for dst in act.to or (g.cta,):
                 if dst != g.cta:
                     body += gone(dst)  # a copy or commit into a gone CTA
-                body.append(f"inf_add({act.expr(ir, dst, stage, A + '.item')});")
+                body.append(f"inf_add({act.expr(ir, dst, stage, A + '.item', **who)});")
         elif isinstance(act, Store):
             part = f"{act.part}, " if ir.n_parts > 1 else ""
             body.append(f"store_tag({self._args(g.cta, r, stage)}, {part}{tag(act.tag)});")
@@ -614,13 +677,21 @@ class _Murphi:
         coords = [(i, size) for i, size in ir.dims("c", "r", "s")]
         decl = " ".join({"CTAS": "c: cta_t;", "RINGS": "r: ring_t;"}.get(size, "s: stage_t;")
                         for _, size in coords)
-        self.w("-- In-flight entry j lands (a copy: stores its item, then complete_tx of its bytes on",
-               "-- full) or fires (a commit: arrives n on empty), in one step"
-               + (", in the CTA it targets." if ir.ctas > 1 else "."),
-               "ruleset j: 0..INF-1 do", "  rule \"land or fire in-flight entry\"", "    inflight[j] != 0",
-               "  ==>", f"  var e: entry_t; {decl}" + (" pt: -1..NPARTS-1;" if ir.n_parts > 1 else ""),
-               "  begin", "    e := inflight[j];", "    inf_remove(j);")
-        if ir.n_parts > 1:  # the entry's last digit is its part + 1: drop it, keep the part
+        decl += (" pt: -1..NPARTS-1;" if ir.n_parts > 1 else "") + (" ag: agent_t;" if ir.has_reads else "")
+        where = ", in the CTA it targets." if ir.ctas > 1 else "."
+        if ir.has_reads:
+            self.w("-- In-flight entry j lands (a copy: stores its item, then complete_tx of its bytes on",
+                   "-- full), fires (a commit: arrives n on empty) or finishes (an async read: only the",
+                   "-- oldest of its agent's; a commit that waits for reads does not fire), in one step" + where)
+        else:
+            self.w("-- In-flight entry j lands (a copy: stores its item, then complete_tx of its bytes on",
+                   "-- full) or fires (a commit: arrives n on empty), in one step" + where)
+        ready = " & inflight[j] % ESQ = 0" if ir.has_reads else ""
+        self.w("ruleset j: 0..INF-1 do", "  rule \"land or fire in-flight entry\"", f"    inflight[j] != 0{ready}",
+               "  ==>", f"  var e: entry_t; {decl}", "  begin", "    e := inflight[j];", "    inf_remove(j);")
+        if ir.has_reads:  # the last digits are the entry's agent and seq (0 here)
+            self.w("    e := e / ESQ;", "    ag := e % EAG;", "    e := e / EAG;")
+        if ir.n_parts > 1:  # the next digit is its part + 1: drop it, keep the part
             self.w("    pt := e % EP - 1;", "    e := e / EP;")
         unit = "ENB*EV"
         for i, size in reversed(coords):
@@ -628,14 +699,21 @@ class _Murphi:
             unit += f"*{size}"
         c = "c" if ir.ctas > 1 else 0
         r = "r" if ir.n_rings > 1 else 0
-        self.w(f"    if {self._done(c)} then error \"{KIND_MESSAGES['inflight_at_exit']}\"; endif;",
-               f"    if e / ({unit}) = {ENTRY_COPY} then")
+        ind = "    "
+        if ir.has_reads:  # a read finishing changes nothing but the FIFO (not even in a gone CTA)
+            self.w(f"    if e / ({unit}) = {ENTRY_READ} then", "      finish_read(ag);", "    else")
+            ind = "      "
+        self.w(f"{ind}if {self._done(c)} then error \"{KIND_MESSAGES['inflight_at_exit']}\"; endif;",
+               f"{ind}if e / ({unit}) = {ENTRY_COPY} then")
         part = "pt, " if ir.n_parts > 1 else ""
-        self.w(f"      store_tag({self._args(c, r, 's')}, {part}(e / ENB) % EV - 1);")
+        self.w(f"{ind}  store_tag({self._args(c, r, 's')}, {part}(e / ENB) % EV - 1);")
         if ir.has_tx:
-            self.w(f"      sig_update({self._sig(FULL, c, r, 's')}, {self._count(FULL, r)}, 0, -bytes_of(e % ENB));")
-        self.w("    else", f"      sig_update({self._sig(EMPTY, c, r, 's')}, {self._count(EMPTY, r)}, (e / ENB) % EV{tx});",
-               "    endif;", "  end;", "end;", "")
+            self.w(f"{ind}  sig_update({self._sig(FULL, c, r, 's')}, {self._count(FULL, r)}, 0, -bytes_of(e % ENB));")
+        self.w(f"{ind}else", f"{ind}  sig_update({self._sig(EMPTY, c, r, 's')}, {self._count(EMPTY, r)}, (e / ENB) % EV{tx});",
+               f"{ind}endif;")
+        if ir.has_reads:
+            self.w("    endif;")
+        self.w("  end;", "end;", "")
 
     # -------------------------------------------------------------- invariants
     def invariants(self):

@@ -12,17 +12,22 @@ In a cluster or with several rings, the signal and slot arrays are indexed by (C
 stage) flattened (`full_sig[(c*RINGS + r)*MAXS + s]`, only the dimensions that exist), each
 agent keeps its stage, phase, ready flag and window per ring (`stage[]`, `stage_acc[]`, ...),
 named barriers are per CTA, and an in-flight entry carries its destination CTA and ring.
+
+Async reads (read_async) are in-flight entries that name their agent and their place in its
+FIFO (checker/inflight.py): READS_IN_FLIGHT(A) counts an agent's, the oldest finishes in the
+landings process (finish_read moves the others up and lets the commits that waited for it
+fire), and reads_pending counts one in flight as an unfinished read.
 """
 from __future__ import annotations
 
 from pipeproof.backends.nvidia import TX_LIMIT
 from pipeproof.backends.printed import condition, lift, render, sym
 from pipeproof.checker.export_ir import (
-    ENTRY_COPY, IR, SIGNALS, Group, any_pc_guarded, comment_lines, read_miss_text, signal_backend,
+    ENTRY_COMMIT, ENTRY_COPY, ENTRY_READ, IR, SIGNALS, Group, any_pc_guarded, comment_lines, read_miss_text, signal_backend,
     signal_update,
 )
 from pipeproof.checker.export_steps import (
-    Advance, AwaitSignal, BarrierArrive, BarrierWait, CheckRead, CheckWindow, ExitCheck, Issue,
+    Advance, AwaitReads, AwaitSignal, BarrierArrive, BarrierWait, CheckRead, CheckWindow, ExitCheck, Issue,
     MovePc, Observe, PassWindow, RecordArrival, Reset, Store, Trap, TryReady, Update, step_actions,
     tag_text,
 )
@@ -150,6 +155,15 @@ class _Promela:
             self.w(f"#define NPARTS {ir.n_parts}  /* parts per slot */")
             if ir.inflight:
                 self.w(f"#define EP {ir.ep}  /* a copy entry's part + 1 */")
+        if ir.has_reads:
+            kind = f"(E) / ({ir.entry_unit('kind')})"
+            self.w(f"#define EAG {ir.eag}  /* an entry's agent: an async read's, a waiting commit's */",
+                   f"#define ESQ {ir.esq}  /* a read's place in its agent's FIFO; a commit's reads to wait for */",
+                   "/* entry E is an async read of agent A */",
+                   f"#define READ_OF(E, A) ((E) != 0 && {kind} == {ENTRY_READ} && ((E) / ESQ) % EAG == (A))",
+                   "/* how many async reads agent A has in flight (checker/inflight.py reads_in_flight) */",
+                   "#define READS_IN_FLIGHT(A) (" + " + ".join(
+                       f"(READ_OF(inflight[{j}], A) -> 1 : 0)" for j in range(ir.inflight)) + ")")
         if ir.has_window:
             self.w(f"#define W(a, s, kind) ((((a)*{S} + (s))*2) + (kind))  /* wk, wph */")
         self.w("")
@@ -194,6 +208,7 @@ class _Promela:
                "hidden byte rp_, st_;",
                *(["hidden int lc_, lr_;"] if ir.ctas > 1 or ir.n_rings > 1 else []),
                *(["hidden int pp_, ot_, pe_;"] if ir.n_parts > 1 else []),
+               *(["hidden int nr_, na_, ag_, se_, sj_;"] if ir.has_reads else []),
                "/* assert(KIND) fails with the kind's name in SPIN's report */",
                "hidden byte read_before_fill, overwrite_before_drain, phase_alias, over_arrival,",
                "           tx_range, inflight_at_exit, inflight_capacity;", "")
@@ -264,16 +279,32 @@ class _Promela:
                    "  inflight[INF-1] = 0", "}", "",
                    "/* rp_ := some copy into slot S is in flight */",
                    f"inline copy_in_flight({self._params()}) {{", "  rp_ = 0; k_ = 0;", "  do",
-                   f"  :: k_ < INF -> if :: inflight[k_] != 0 && inflight[k_] / ({self._unit()}) == "
+                   f"  :: k_ < INF -> if :: inflight[k_] != 0 && inflight[k_] / ({ir.entry_unit('stage')}) == "
                    + ir.entry_expr({"kind": ENTRY_COPY, "cta": "(C)", "ring": "(R)", "stage": "(S)"}, upto="stage")
                    + " -> rp_ = 1 :: else -> skip fi; k_++",
                    "  :: else -> break", "  od", "}", "")
             if ir.ctas > 1:
-                self.w("/* rp_ := something in flight (a copy or a commit) targets CTA C */",
+                self.w("/* rp_ := something in flight (a copy, a commit or an async read) targets CTA C */",
                        "inline targets_cta(C) {", "  rp_ = 0; k_ = 0;", "  do",
                        f"  :: k_ < INF -> if :: inflight[k_] != 0 && (inflight[k_] / ({ir.entry_unit('cta')})) % CTAS == (C)"
                        " -> rp_ = 1 :: else -> skip fi; k_++",
                        "  :: else -> break", "  od", "}", "")
+        if ir.has_reads:
+            self.w("/* Agent A's oldest async read finished (checker/inflight.py finish_read): its later",
+                   " * reads move up its FIFO and the commits that waited for it wait for one read fewer",
+                   " * (one no longer waiting forgets its agent); then the entries are sorted again. */",
+                   "inline finish_read(A) {", "  k_ = 0;", "  do",
+                   "  :: k_ < INF && inflight[k_] != 0 ->", "    if",
+                   "    :: (inflight[k_] / ESQ) % EAG == (A) && inflight[k_] % ESQ != 0 ->",
+                   "      inflight[k_] = inflight[k_] - 1;", "      if",
+                   f"      :: inflight[k_] % ESQ == 0 && inflight[k_] / ({ir.entry_unit('kind')}) == {ENTRY_COMMIT} ->",
+                   "        inflight[k_] = inflight[k_] - (A)*ESQ", "      :: else -> skip", "      fi",
+                   "    :: else -> skip", "    fi;", "    k_++", "  :: else -> break", "  od;",
+                   "  k_ = 1;", "  do", "  :: k_ < INF ->", "    se_ = inflight[k_]; sj_ = k_;", "    do",
+                   "    :: sj_ > 0 && inflight[sj_-1] < se_ -> inflight[sj_] = inflight[sj_-1]; sj_--",
+                   "    :: else -> break", "    od;", "    inflight[sj_] = se_; k_++",
+                   "  :: else -> break", "  od;",
+                   "  skip  /* a break must land inside the d_step */", "}", "")
         for g in ir.groups:
             if not g.guards:
                 continue
@@ -313,7 +344,14 @@ class _Promela:
                        + (f" of ring {ring.name}" if ring.index else "") + " (its program run",
                        " * forward, waits ignored, as pipeproof's reads_pending) */",
                        f"inline reads_pending_{g.ident}{ring.suffix}(B, T, S) {{",
-                       f"  rp_pc = pc[B]; rp_item = item[B]; rp_st = stage{ring.suffix}[B]; rp_ = 0;", "  do",
+                       f"  rp_pc = pc[B]; rp_item = item[B]; rp_st = stage{ring.suffix}[B]; rp_ = 0;")
+                if g.async_reads_on(ring.index):  # an async read of T still in flight counts
+                    entry = ir.entry_expr({"kind": ENTRY_READ, "cta": g.cta, "ring": ring.index, "stage": "(S)",
+                                           "value": "(T) + 1", "agent": "(B)"}, upto="agent")
+                    self.w("  k_ = 0;", "  do",
+                           f"  :: k_ < INF -> if :: inflight[k_] != 0 && inflight[k_] / ESQ == {entry} -> rp_ = 1 "
+                           ":: else -> skip fi; k_++", "  :: else -> break", "  od;")
+                self.w("  do",
                        f"  :: rp_ == 0 && rp_pc < {g.length} && (rp_item <= (T)"
                        + (f" || (T) >= {ir.tag_outside}" if set(by_tag) != {-1} else "") + ") ->", "    if")
                 for tag, pcs in sorted(by_tag.items()):
@@ -379,10 +417,6 @@ class _Promela:
                 if where:
                     self.w(f"{ind}:: else -> skip fi;")
 
-    def _unit(self) -> str:
-        """What an entry is divided by to leave its (kind, stage)."""
-        return "EP*ENB*EV" if self.ir.n_parts > 1 else "ENB*EV"
-
     def _in_window(self, g: Group, a: str, kind: int, phase_no: str, r: int = 0) -> str:
         """Agent `a` (of group g) is inside its phase window on its stage's signal `kind` of
         ring r (semantics.in_phase_window): from its phase alone, or from its last passed wait."""
@@ -402,10 +436,13 @@ class _Promela:
             self.w(f"  :: pc[ME] == {g.length} -> break", "  od", "}", "")
         if ir.inflight:
             self.w("/* In-flight entry J lands (a copy: stores its item, then complete_tx of its bytes on",
-                   " * full) or fires (a commit: arrives n on empty), in one step"
-                   + (", in the CTA it targets. */" if ir.ctas > 1 else ". */"),
+                   " * full)" + (", fires (a commit: arrives n on empty) or finishes (an async read)"
+                                if ir.has_reads else " or fires (a commit: arrives n on empty)")
+                   + ", in one step" + (", in the CTA it targets. */" if ir.ctas > 1 else ". */"),
                    "inline land(J) {", "  e_ = inflight[J];", "  inf_remove(J);")
-            if ir.n_parts > 1:  # the entry's last digit is its part + 1: drop it, keep the part
+            if ir.has_reads:  # the last digits are the entry's agent and seq (0: it may act)
+                self.w("  e_ = e_ / ESQ;", "  ag_ = e_ % EAG;", "  e_ = e_ / EAG;")
+            if ir.n_parts > 1:  # the next digit is its part + 1: drop it, keep the part
                 self.w("  pe_ = e_ % EP - 1;", "  e_ = e_ / EP;")
             names = {"CTAS": "lc_", "RINGS": "lr_"}
             unit = "ENB*EV"
@@ -415,18 +452,26 @@ class _Promela:
             c = "lc_" if ir.ctas > 1 else 0
             r = "lr_" if ir.n_rings > 1 else 0
             part = "pe_, " if ir.n_parts > 1 else ""
-            self.w(f"  if :: {self._done(c)} -> assert(inflight_at_exit) :: else -> skip fi;", "  if",
-                   f"  :: e_ / ({unit}) == {ENTRY_COPY} ->",
-                   f"    store_tag({self._args(c, r, 'ls_')}, {part}(e_ / ENB) % EV - 1);")
+            ind = "  "
+            if ir.has_reads:  # a read finishing changes nothing but the FIFO (not even in a gone CTA)
+                self.w("  if", f"  :: e_ / ({unit}) == {ENTRY_READ} -> finish_read(ag_)", "  :: else ->")
+                ind = "    "
+            self.w(f"{ind}if :: {self._done(c)} -> assert(inflight_at_exit) :: else -> skip fi;", f"{ind}if",
+                   f"{ind}:: e_ / ({unit}) == {ENTRY_COPY} ->",
+                   f"{ind}  store_tag({self._args(c, r, 'ls_')}, {part}(e_ / ENB) % EV - 1);")
             if ir.has_tx:
-                self.w(f"    sig_update({self._sig(FULL, c, r, 'ls_')}, {self._count(FULL, r)}, 0, -bytes_of(e_ % ENB))")
+                self.w(f"{ind}  sig_update({self._sig(FULL, c, r, 'ls_')}, {self._count(FULL, r)}, 0, -bytes_of(e_ % ENB))")
             else:
-                self.w("    skip")
-            self.w("  :: else ->", f"    sig_update({self._sig(EMPTY, c, r, 'ls_')}, {self._count(EMPTY, r)}, "
-                   "(e_ / ENB) % EV, 0)", "  fi", "}", "")
+                self.w(f"{ind}  skip")
+            self.w(f"{ind}:: else ->", f"{ind}  sig_update({self._sig(EMPTY, c, r, 'ls_')}, {self._count(EMPTY, r)}, "
+                   "(e_ / ENB) % EV, 0)", f"{ind}fi")
+            if ir.has_reads:
+                self.w("  fi")
+            self.w("}", "")
+            ready = " && inflight[{j}] % ESQ == 0" if ir.has_reads else ""  # not a later read, nor a waiting commit
             self.w("proctype landings() {", "end:", "  do")
             for j in range(ir.inflight):
-                self.w(f"  :: d_step {{ inflight[{j}] != 0 -> land({j}) }}")
+                self.w(f"  :: d_step {{ inflight[{j}] != 0{ready.format(j=j)} -> land({j}) }}")
             self.w("  od", "}", "")
         alias = []
         for g in ir.groups:
@@ -520,11 +565,19 @@ class _Promela:
                 body.append(f"sig_update({sig(act.kind, dst)}, {self._count(act.kind, r)}, {act.arrivals}, {act.dtx})")
         elif isinstance(act, Trap):
             body.append(f"assert({act.kind})")
+        elif isinstance(act, AwaitReads):
+            guard.append(f"READS_IN_FLIGHT(ME) <= {act.n}")
         elif isinstance(act, Issue):
+            who = {}
+            if act.names_agent:  # the agent's reads in flight before this entry
+                body.append("nr_ = READS_IN_FLIGHT(ME)")
+                if act.after_reads:  # a commit names its agent only while it waits
+                    body.append("if :: nr_ > 0 -> na_ = ME :: else -> na_ = 0 fi")
+                who = {"agent": "na_" if act.after_reads else "ME", "seq": "nr_"}
             for dst in act.to or (g.cta,):
                 if dst != g.cta:
                     body.append(gone(dst))  # a copy or commit into a gone CTA
-                body.append(f"inf_add({act.expr(ir, dst, stage, 'item[ME]')})")
+                body.append(f"inf_add({act.expr(ir, dst, stage, 'item[ME]', **who)})")
         elif isinstance(act, Store):
             part = f"{act.part}, " if ir.n_parts > 1 else ""
             body.append(f"store_tag({self._args(g.cta, r, stage)}, {part}{tag(act.tag)})")

@@ -22,10 +22,17 @@ condition, the rest its body):
   `ring`, `arrivals` arrivals and tx += dtx, in my CTA or, with `to`, in each of those CTAs
   (inflight_at_exit first where one is gone). An `updates` with no `issues`.
 - `Trap(kind)`: the step fails with `kind` (a byte count above the tx limit).
-- `Issue(entry, kind, tag, arrivals, bytes_index, part, ring, to)`: an in-flight entry that
-  acts later, when it lands (a copy: stores `tag` into its `part`, then updates by -bytes) or
-  fires (a commit: `arrivals`); one per destination CTA with `to` (a multicast), each landing
-  on its own (inflight_at_exit where the destination is gone).
+- `Issue(entry, kind, tag, arrivals, bytes_index, part, ring, to, after_reads)`: an in-flight
+  entry that acts later, when it lands (a copy: stores `tag` into its `part`, then updates by
+  -bytes) or fires (a commit: `arrivals`); one per destination CTA with `to` (a multicast),
+  each landing on its own (inflight_at_exit where the destination is gone). An async read
+  (read_async) is an entry too, after its check: it names its agent and its place in the
+  agent's FIFO (the agent's reads in flight before it), and finishes later, oldest first
+  (checker/inflight.py finish_read); until then it is an unfinished read of `tag` for
+  overwrite_before_drain, and something in flight for inflight_at_exit. A commit by an agent
+  that issues async reads (`after_reads`) names the agent and how many of its reads are in
+  flight: it fires only after they finished (tcgen05.commit).
+- `AwaitReads(n)` guard: at most n of my async reads are in flight (read_wait n).
 - `Store(tag, part)`: part `part` of the slot at my stage takes `tag` (-1: every part, a
   consumer-side fill). `CheckRead(tag)`: read_before_fill when a part the program fills for
   `tag` holds another (export_ir.read_miss_text) or a copy into the slot is in flight.
@@ -44,10 +51,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pipeproof.backends.nvidia import TX_LIMIT
-from pipeproof.checker.export_ir import ENTRY_COMMIT, ENTRY_COPY
+from pipeproof.checker.export_ir import ENTRY_COMMIT, ENTRY_COPY, ENTRY_READ
 from pipeproof.checker.program import OP_EFFECTS
 
-ENTRIES = {"copy": ENTRY_COPY, "commit": ENTRY_COMMIT}  # Effects.issues -> in-flight entry kind
+ENTRIES = {"copy": ENTRY_COPY, "commit": ENTRY_COMMIT, "read": ENTRY_READ}  # Effects.issues -> entry kind
 
 
 @dataclass(frozen=True)
@@ -100,24 +107,41 @@ class Trap:
 
 @dataclass(frozen=True)
 class Issue:
-    entry: int            # ENTRY_COPY / ENTRY_COMMIT
-    kind: int             # the signal it updates when it acts
-    tag: int | None       # the tag a landing stores (-1: the item), None: it stores nothing
+    entry: int            # ENTRY_COPY / ENTRY_COMMIT / ENTRY_READ
+    kind: int             # the signal it updates when it acts (-1: none, an async read)
+    tag: int | None       # the tag a landing stores or a read reads (-1: the item), None: neither
     arrivals: int         # arrivals when it fires (a commit)
     bytes_index: int | None  # index into IR.bytes_vals of the bytes it completes, None: no tx
     part: int = 0         # the slot part a landing stores into (-1: every part)
     ring: int = 0
     to: tuple = ()          # the CTAs it lands on, one entry each, where not only the agent's own
+    after_reads: bool = False  # a commit that fires only after its agent's async reads before it
 
-    def expr(self, ir, cta, stage: str, item: str) -> str:
+    @property
+    def names_agent(self) -> bool:
+        """The entry carries its agent and a count of the agent's reads in flight (an async
+        read; a commit of an agent that issues async reads)."""
+        return self.entry == ENTRY_READ or self.after_reads
+
+    def expr(self, ir, cta, stage: str, item: str, agent: str = "0", seq: str = "0") -> str:
         """The entry into CTA `cta` as an expression (the same in both languages, IR.entry_expr):
         ((((kind * CTAS + cta) * RINGS + ring) * STAGES + stage) * EV + value) * ENB + bytes
-        index, the value a copy's tag + 1 or a commit's arrivals; with slots of several parts,
-        * EP + the part + 1 (0: every part, or a commit)."""
+        index, the value a copy's or read's tag + 1 or a commit's arrivals; with slots of
+        several parts, * EP + the part + 1 (0: every part, a commit or a read); with async
+        reads, * EAG + `agent` and * ESQ + `seq` (the printer's expressions, where
+        `names_agent`)."""
         value = f"{tag_text(self.tag, item)} + 1" if self.tag is not None else f"{self.arrivals}"
-        return ir.entry_expr({"kind": self.entry, "cta": cta, "ring": self.ring, "stage": stage,
-                              "value": value, "bytes": self.bytes_index or 0,
-                              "part": self.part + 1 if self.tag is not None else 0})
+        fields = {"kind": self.entry, "cta": cta, "ring": self.ring, "stage": stage,
+                  "value": value, "bytes": self.bytes_index or 0,
+                  "part": self.part + 1 if self.entry == ENTRY_COPY else 0}
+        if self.names_agent:
+            fields.update(agent=agent, seq=seq)
+        return ir.entry_expr(fields)
+
+
+@dataclass(frozen=True)
+class AwaitReads:
+    n: int                # enabled while at most n of the agent's async reads are in flight
 
 
 @dataclass(frozen=True)
@@ -183,12 +207,14 @@ def tag_text(tag: int, item: str) -> str:
 
 def step_actions(ir, g, p: int) -> list:
     """The actions of the op at pc `p` of group `g` (an `IR.groups` entry), read off its effects.
-    The ops check_exportable refuses (async reads) have no step here. Every action on a ring
-    names it; an update or issue names its destination CTAs (`to`) where they are not just the
-    agent's own (spec.schema `targets`, in Group.targets)."""
+    The ops check_exportable refuses have no step here. Every action on a ring names it; an
+    update or issue names its destination CTAs (`to`) where they are not just the agent's own
+    (spec.schema `targets`, in Group.targets). An async read is checked, then issued
+    (semantics.step's order)."""
     op, _ = g.ops[p]
     e = OP_EFFECTS[op.name]
-    if e.issues not in ("", *ENTRIES) or (e.blocks and e.observes < 0 and not e.barrier):
+    if e.issues not in ("", *ENTRIES) or (e.blocks and e.observes < 0 and not e.barrier
+                                          and not e.waits_reads):
         raise AssertionError(f"{op.name}: refused by check_exportable")  # pragma: no cover
     r = g.rings[p]
     to = g.targets[p] if g.targets and g.targets[p] != (g.cta,) else ()
@@ -203,20 +229,25 @@ def step_actions(ir, g, p: int) -> list:
             when = "ready"
         if g.ring_info[r].has_window:
             acts.append(PassWindow(e.observes, when, g.records_raw(p, r), r))
+    if e.waits_reads and g.reads_async:  # an agent that issues no async reads never waits
+        acts.append(AwaitReads(op.n))
     if e.tx and op.n > TX_LIMIT:
         acts.append(Trap("tx_range"))  # the bytes trap before anything is updated or issued
-    elif e.issues:
+    elif e.issues and ENTRIES[e.issues] != ENTRY_READ:
         acts.append(Issue(ENTRIES[e.issues], e.updates, g.tags[p] if e.stores else None,
                           op.n if e.units == -1 else e.units,
                           ir.bytes_vals.index(op.n) if e.tx else None,
-                          g.parts[p] if e.stores else 0, r, to))
-    else:
+                          g.parts[p] if e.stores else 0, r, to,
+                          after_reads=ENTRIES[e.issues] == ENTRY_COMMIT and g.reads_async))
+    elif not e.issues:
         if e.updates >= 0:
             acts.append(Update(e.updates, op.n if e.units == -1 else e.units, e.tx * op.n, r, to))
         if e.stores:
             acts.append(Store(g.tags[p], g.parts[p], r))
     if e.checks_read:
         acts.append(CheckRead(g.tags[p], r))
+    if e.issues and ENTRIES[e.issues] == ENTRY_READ:  # in the agent's own CTA
+        acts.append(Issue(ENTRY_READ, -1, g.tags[p], 0, None, 0, r))
     if e.move:
         acts.append(MOVES[e.move](r))
     moved = False

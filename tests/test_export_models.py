@@ -15,8 +15,8 @@
   `ok` one, with and without symmetry reduction where agents are interchangeable.
 - Clusters and several rings (issue 18) are in the subset: the cluster and ring examples are
   among the examples above (tests/test_export_clusters.py adds generated ones).
-- Specs outside the exported subset (amd, async reads) give one clear line naming the
-  feature (SpecError, and exit 2 from the command).
+- Specs outside the exported subset (amd) give one clear line naming the feature (SpecError,
+  and exit 2 from the command). Async reads are in the subset (tests/test_export_async.py).
 
 These tests need `spin`, `rumur` and a C compiler (Debian: `apt-get install -y spin rumur gcc`);
 they fail, never skip, without them. The C code is compiled with -O0 here: the models are
@@ -35,6 +35,7 @@ import pytest
 from click.testing import CliRunner
 
 from benchmarks.standard_pipeline import make_toml
+from pipeproof.checker import export_ir
 from pipeproof.checker.export_cli import export as export_command
 from pipeproof.checker.export_models import (
     check_exportable, run_rumur, run_spin, to_murphi, to_promela,
@@ -130,11 +131,13 @@ def test_the_new_examples_export():
     assert (pipeproof("x_persistent_reset_ok.toml").verdict, pipeproof("x_persistent_reset_bad.toml").kinds,
             pipeproof("bug_expect_tx_too_few_bytes.toml").kinds, pipeproof("bug_expect_tx_too_few_bytes.toml").depth) \
         == ("ok", ("read_before_fill",), ("read_before_fill",), 6)
-    # clusters and several rings are in it (issue 18); async reads are not
+    # clusters and several rings are in it (issue 18), and async reads
     assert {"cutlass_tma_async_cluster2.toml", "mojo_input_tile_cluster2_k2.toml", "x_cluster_ctas_ok.toml",
             "x_cluster_item_mismatch_deadlock.toml", "x_rings_scales_ok.toml",
             "x_rings_acquire_order_deadlock.toml", "x_fa3_q_once_per_tile.toml"} <= set(EXPORTABLE)
-    assert {"x_async_read_ok.toml", "x_mojo_sm100_matmul.toml"} <= set(NOT_EXPORTABLE)
+    assert {"x_async_read_ok.toml", "x_async_release_before_wait.toml",
+            "x_mojo_sm100_matmul.toml"} <= set(EXPORTABLE)
+    assert all(load_spec(EXAMPLES_DIR / n).backend == "amd" for n in NOT_EXPORTABLE), NOT_EXPORTABLE
 
 
 @pytest.mark.parametrize("name, text, expected", PART_AND_RESET_SPECS, ids=[n for n, _, _ in PART_AND_RESET_SPECS])
@@ -223,10 +226,15 @@ def test_refusals_name_the_feature(pipeline_line, feature):
         to_promela(spec)
 
 
-def test_refusal_names_the_op():
+def test_refusal_names_the_op(monkeypatch):
+    # no op is refused now (async reads are exported); an op added to UNSUPPORTED_OPS is
+    # refused in one line naming it and where it is
     text = make_toml(2, 1, 2).replace('"read",', '"read_async", "read_wait 0",')
     spec = load_spec_text(text, "x.toml")
-    with pytest.raises(SpecError, match=r"x.toml: role 'consumer' body\[1\]: op 'read_async'"):
+    assert "READS_IN_FLIGHT(ME) <= 0" in to_promela(spec)
+    monkeypatch.setitem(export_ir.UNSUPPORTED_OPS, "read_wait", "waits for async reads")
+    with pytest.raises(SpecError, match=r"x.toml: role 'consumer' body\[2\]: op 'read_wait 0': waits for "
+                                        r"async reads cannot be exported to murphi"):
         to_murphi(spec)
 
 
@@ -269,11 +277,11 @@ def test_pipeproof_export_is_the_same_command():
     expected = to_murphi(load_spec(ROOT / example)).replace(str(ROOT / example), example, 1)
     assert proc.stdout == expected
     bad = subprocess.run(CLI + ["export", "--format", "promela",
-                                "spec/examples/x_async_read_ok.toml"],
+                                "spec/examples/mojo_pcp_amd.toml"],
                          cwd=ROOT, capture_output=True, text=True)
     assert bad.returncode == 2 and bad.stdout == ""
-    assert bad.stderr.strip() == ("spec/examples/x_async_read_ok.toml: role 'wgmma' body[1]: op 'read_async': "
-                                  "async reads (read_async) cannot be exported to promela (the export covers: "
+    assert bad.stderr.strip() == ("spec/examples/mojo_pcp_amd.toml: [pipeline] backend: the amd backend "
+                                  "cannot be exported to promela (the export covers: "
                                   "nvidia backend, clusters (to=, ctas) and several rings (ring=), ops wait/try/"
-                                  "arrive/expect_tx/copy/write/read/commit_empty/advance/reset/drain/sync/"
-                                  "sync_arrive/sync_wait with @leader, unless=ready and every=/at=)")
+                                  "arrive/expect_tx/copy/write/read/read_async/read_wait/commit_empty/advance/"
+                                  "reset/drain/sync/sync_arrive/sync_wait with @leader, unless=ready and every=/at=)")
