@@ -30,6 +30,7 @@ reduced graph; checker/verify.py searches again without it when something is fou
 """
 from __future__ import annotations
 
+import os
 import sys
 import time
 
@@ -279,6 +280,22 @@ def _grown(arr, cap, fill):
     return out
 
 
+MEMORY_ENV = "PIPEPROOF_MEMORY_GB"
+
+
+def memory_budget() -> int:
+    """Bytes a state store may take: PIPEPROOF_MEMORY_GB, else half the machine's memory (a
+    search past it stops inconclusive rather than swapping or being killed)."""
+    try:
+        return int(float(os.environ[MEMORY_ENV]) * 2**30)
+    except (KeyError, ValueError):
+        pass
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2
+    except (AttributeError, ValueError, OSError):
+        return 8 * 2**30
+
+
 class StateStore:
     """The one state store of every search (this one and the lap abstraction's, prove.py):
     packed states of `words` int64 words, stored once in discovery order in `store`, an
@@ -294,19 +311,24 @@ class StateStore:
         self.via = np.full(cap, -1, dtype=np.int16)
         self.n_stored = 0
 
-    def grow(self, need: int = 0):
+    def grow(self, need: int = 0) -> bool:
         """Room for 1.5x the states (and again, until `need` fit); the table is rebuilt at
-        twice the new capacity."""
+        twice the new capacity. False, and nothing changed, when that would take the store
+        past the memory budget (`memory_budget()`): the search then stops, inconclusive."""
         cap = self.store.shape[0]
         cap += cap // 2
         while cap < need:
             cap += cap // 2
+        words = self.store.shape[1] if self.store.ndim > 1 else 1
+        if cap * (8 * words + 4 + 2) + 4 * _table_size(cap) > memory_budget():
+            return False
         self.table = None  # free it before the bigger arrays are made
         self.store = _grown(self.store, cap, 0)
         self.parent = _grown(self.parent, cap, -1)
         self.via = _grown(self.via, cap, -1)
         self.table = np.full(_table_size(cap), EMPTY_SLOT, dtype=np.int32)
         rehash(self.store, self.n_stored, self.table)
+        return True
 
     def path_to(self, idx: int) -> list[int]:
         """Action codes from the initial state to stored state `idx` (under symmetry: from
@@ -385,7 +407,8 @@ class Search(StateStore):
             except KeyboardInterrupt:  # Ctrl-C: a limit like any other, with the counts so far
                 return INTERRUPTED
             if status == NEED_ROOM:
-                self.grow()
+                if not self.grow():
+                    return f"memory budget {memory_budget() / 2**30:.1f} GB ({MEMORY_ENV})"
             elif status == STATE_LIMIT:
                 return f"max-states {self.max_states}"
             elif status == INFLIGHT_OVERFLOW:

@@ -335,7 +335,7 @@ class _Search(StateStore):
                    np.empty(n_fields, dtype=np.int64))
         for n_rel in start_counts(R, only_n):
             if 2 * (self.n_stored + 1) > self.table.shape[0] or self.n_stored >= self.store.shape[0]:
-                self.grow(self.n_stored + 1)
+                self._grow(self.n_stored + 1)
             status, self.n_stored = _store_one(self.packing, self.store, self.n_stored, self.table,
                                                self.parent, self.via, v0, n_rel, -1, -1, key,
                                                self.max_states)
@@ -349,12 +349,17 @@ class _Search(StateStore):
                 self.parent, self.via, i, min(self.n_stored, i + self.CHUNK), R,
                 self.max_states, found, *scratch)
             if status == B_NEED_ROOM:
-                self.grow(self.n_stored + 2 * room)
+                self._grow(self.n_stored + 2 * room)
             elif status == B_FOUND:
                 return int(found[0]), int(found[1]), int(found[2])
             else:
                 self._check(status)
         return None
+
+    def _grow(self, need: int):
+        if not self.grow(need):
+            from pipeproof.checker.explore import MEMORY_ENV, memory_budget
+            raise _Limit(f"the memory budget ({memory_budget() / 2**30:.1f} GB, {MEMORY_ENV})")
 
     def _check(self, status):
         if status == B_STATE_LIMIT:

@@ -156,6 +156,29 @@ def extract(text: str, where: str, func: str | None, args: dict, trip_count: int
     return Builder(module, parts, name, module.where, lowering).toml()
 
 
+def _program(toml_text: str) -> str:
+    """The extracted spec without its item counts (what must not depend on the trip count)."""
+    import re
+    return re.sub(r"(?m)^items = \d+$", "", toml_text)
+
+
+def trip_counts_agree(text, where, func, args, trip_count, lowering, toml_text):
+    """With --trip-count N: re-extract at two more trip counts and compare the programs, so a
+    proof for every item count of the extracted spec speaks for the kernel's other trip counts
+    too where the IR's index and phase arithmetic gives the same program. (same?, counts) or
+    None without --trip-count (the trip counts then come from --arg values pipeproof cannot
+    vary on its own)."""
+    if trip_count is None:
+        return None
+    counts = [trip_count, trip_count + 3, 2 * trip_count + 5]
+    base = _program(toml_text)
+    for n in counts[1:]:
+        other, _ = extract(text, where, func, args, n, lowering)
+        if _program(other) != base:
+            return False, counts
+    return True, counts
+
+
 def source_lines(result, source) -> list[dict]:
     """Per agent step of the counterexample: partition, IR op and kernel line."""
     out = []
@@ -251,10 +274,19 @@ def triton(target, args, trip_count, per_warp, lowering, func, gpu, signature, c
         proof = prove(spec, timeout=timeout, max_states=max_states or MAX_ABSTRACT_STATES)
         out(proof_text(proof))
         result = proof.result
+        same = trip_counts_agree(text, where, func, _kv(args), trip_count, low, toml_text)
+        if same is not None:
+            out(f"{target}: the extracted program is {'the same' if same[0] else 'NOT the same'}"
+                f" at trip counts {', '.join(map(str, same[1]))}"
+                + ("" if same[0] else ": the proof covers the trip count extracted only"))
         if as_json:
             click.echo(json.dumps({"target": target, "proof": proof_to_json(proof),
+                                   "trip_counts_agree": same and {"same": same[0],
+                                                                  "counts": same[1]},
                                    "source": source_lines(result, source) if result else []}, indent=2))
         code = {"proved": 0, "violated": 1}.get(proof.status, 3)
+        if same is not None and not same[0] and code == 0:
+            code = 3  # proved for a spec that is not the kernel at every trip count
     else:
         from pipeproof.checker.report import format_text, to_json
         from pipeproof.checker.verify import verify

@@ -392,3 +392,20 @@ def test_output_identical_on_two_runs(tmp_path):
         for r in d["results"]:
             r.pop("seconds")
     assert docs[0] == docs[1]
+
+
+def test_a_search_past_the_memory_budget_stops_inconclusive(monkeypatch):
+    """PIPEPROOF_MEMORY_GB (default: half the machine's memory) bounds every state store:
+    past it verify says inconclusive (exit 3) and prove unknown, never ok, never killed."""
+    from click.testing import CliRunner
+    from pipeproof.checker.cli import main
+    from tests.paths import EXAMPLES_DIR
+    monkeypatch.setenv("PIPEPROOF_MEMORY_GB", "0.0001")
+    spec = str(EXAMPLES_DIR / "cutlass_tma_async_cluster2.toml")
+    out = CliRunner().invoke(main, ["verify", "--no-por", spec])
+    assert out.exit_code == 3 and "memory budget" in out.output
+    small = str(EXAMPLES_DIR / "sm90_ring_nvidia.toml")  # 13,660 abstract states unreduced
+    proof = CliRunner().invoke(main, ["prove", "--no-por", "--no-cta-symmetry", small])
+    assert proof.exit_code == 3 and "memory budget" in proof.output
+    monkeypatch.setenv("PIPEPROOF_MEMORY_GB", "4")
+    assert CliRunner().invoke(main, ["verify", spec]).exit_code == 0

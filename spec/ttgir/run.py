@@ -287,14 +287,12 @@ class Runner:
         if not m:
             self.fail(op, "cannot read this scf.for")
         iv, lb, ub, st = m.groups()
-        known = all(env.get(v, OPAQUE) not in (OPAQUE, None) for v in (lb, ub, st))
-        if not known and self.trip_count is not None:  # --trip-count: N iterations from 0
-            lo, step = 0, 1
-            hi = self.trip_count
+        lo = self.need(env, op, lb, "the loop's lower bound")
+        step = self.need(env, op, st, "the loop's step")
+        if env.get(ub, OPAQUE) in (OPAQUE, None) and self.trip_count is not None:
+            hi = lo + step * self.trip_count  # --trip-count: N iterations from the lower bound
         else:
-            lo = self.need(env, op, lb, "the loop's lower bound")
             hi = self.need(env, op, ub, "the loop's upper bound")
-            step = self.need(env, op, st, "the loop's step")
         if step <= 0:
             self.fail(op, f"loop step {step}: only positive steps are supported")
         ia = re.search(r"iter_args\((.*?)\)\s*(->|:|\{)", op.text)
