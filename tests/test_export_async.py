@@ -41,7 +41,7 @@ from pipeproof.checker.verify import verify
 from pipeproof.spec.load import load_spec, load_spec_text
 from tests.generators_expressive import designs, expressive_with_counts, to_toml
 from tests.paths import example_path
-from tests.test_export_models import OPT, TIMEOUT, both_tools
+from tests.test_export_models import OPT, TIMEOUT, agree, both_tools
 
 
 def _q(ops) -> str:
@@ -170,19 +170,10 @@ def _ours(name):
 
 
 def _agree(spec, ours, spin, rumur, spin_reach=True):
-    """SPIN and Rumur reach pipeproof's verdict (the kinds as the module docstring says; with
-    `spin_reach` False, SPIN's kind is only checked to be a kind: checker/reach.py's search of
-    every path may not finish on a larger generated spec)."""
-    for run in (spin, rumur):
-        assert run.verdict == ours.verdict, (
-            f"{run.tool}: {run.verdict} ({run.kind}), pipeproof: {ours.verdict} {ours.kinds}\n"
-            f"{run.output[-3000:]}")
-    if ours.verdict == "ok":
-        assert rumur.states == ours.states, "Murphi must store exactly pipeproof's states"
-        assert spin.states >= ours.states  # plus SPIN's init and process-exit states
-    else:
-        assert rumur.kind in ours.kinds, (rumur.kind, ours.kinds, rumur.output[-2000:])
-        assert spin.kind in (reach(spec).kinds if spin_reach else KINDS), (spin.kind, spin.output[-2000:])
+    """As test_export_models.agree; with `spin_reach` SPIN's kind must be one every-path
+    search (checker/reach.py) finds, else only a kind (reach may not finish on a larger
+    generated spec)."""
+    agree(ours, spin, rumur, reach(spec).kinds if spin_reach else KINDS)
 
 
 @pytest.mark.parametrize("name, text, expected, states", ALL_SPECS, ids=[s[0] for s in ALL_SPECS])
