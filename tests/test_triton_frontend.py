@@ -16,6 +16,7 @@ from pipeproof.checker.cli import main
 from pipeproof.spec.schema import SpecError
 from pipeproof.spec.ttgir.parse import parse_ttgir
 
+__import__("os").environ.setdefault("TRITON_DEFAULT_FP_FUSION", "1")  # Triton 3.9's default, quietly
 triton = pytest.importorskip("triton", reason="the Triton front end's tests need "
                                               "pip install 'pipeproof[triton]'")
 
