@@ -1,8 +1,8 @@
 """`pipeproof triton`: real compiler output, generated here by the installed Triton (on the CPU),
 extracted and checked; then the IR mutated the way real bugs look (docs/triton.md).
 
-Without Triton the tests that compile skip with the reason; the parser and extractor tests on
-hand-written IR below them always run.
+Without Triton (`pip install 'pipeproof[triton]'`; the test extra brings it on Linux x86-64)
+the module skips with that reason: every test here starts from IR Triton compiled.
 """
 from __future__ import annotations
 
