@@ -30,14 +30,14 @@ def _kv(values) -> dict:
     return out
 
 
-def ttgir_of(target: str, options: dict | None = None) -> tuple[str, str, str | None]:
-    """(TTGIR text, the path messages name, function name or None)."""
+def ttgir_of(target: str, options: dict | None = None) -> tuple[str, str]:
+    """(TTGIR text, the name messages give it)."""
     from pipeproof.spec.schema import SpecError
     if "::" in target:
         path, name = target.rsplit("::", 1)
-        return compile_kernel(Path(path), name, options or {}), f"{path}::{name}", None
+        return compile_kernel(Path(path), name, options or {}), f"{path}::{name}"
     try:
-        return Path(target).read_text(), target, None
+        return Path(target).read_text(), target
     except OSError as err:
         raise SpecError(f"{target}: cannot read it ({err.strerror})") from None
     except UnicodeDecodeError:
@@ -240,25 +240,21 @@ def triton(target, args, trip_count, per_warp, lowering, func, gpu, signature, c
     """Extract the synchronisation of a Triton/Gluon kernel (TTGIR or KERNEL.py::NAME) and check it."""
     from pipeproof.checker.command import check_trace_name
     from pipeproof.checker.result import EXIT_USAGE, VERDICT_EXIT
-    from pipeproof.spec.load import load_spec
+    from pipeproof.spec.load import load_spec_text
     from pipeproof.spec.schema import SpecError
 
     check_trace_name(trace_file)
     try:
         options = dict(gpu=gpu, signature=signature, constexprs=constexprs, num_warps=num_warps,
                        num_stages=num_stages)
-        text, where, _ = ttgir_of(target, options)
+        text, where = ttgir_of(target, options)
         from pipeproof.spec.ttgir.build import lowering_of
         low = lowering_of(lowering or _installed_triton()) if per_warp else None
-        toml_text, source = extract(text, where, func, _kv(args), trip_count, low)
-        spec_path = Path(emit) if emit else None
-        if spec_path is None:
-            import tempfile
-            tmp = tempfile.NamedTemporaryFile("w", suffix=".toml", delete=False)
-            spec_path = Path(tmp.name)
-            tmp.close()
-        spec_path.write_text(toml_text)
-        spec = load_spec(str(spec_path))
+        arg_values = _kv(args)
+        toml_text, source = extract(text, where, func, arg_values, trip_count, low)
+        if emit:
+            Path(emit).write_text(toml_text)
+        spec = load_spec_text(toml_text, emit or f"{where} (extracted)")
     except SpecError as err:
         click.echo(str(err), err=True)
         sys.exit(EXIT_USAGE)
@@ -274,7 +270,8 @@ def triton(target, args, trip_count, per_warp, lowering, func, gpu, signature, c
         proof = prove(spec, timeout=timeout, max_states=max_states or MAX_ABSTRACT_STATES)
         out(proof_text(proof))
         result = proof.result
-        same = trip_counts_agree(text, where, func, _kv(args), trip_count, low, toml_text)
+        lines = source_lines(result, source) if result else []
+        same = trip_counts_agree(text, where, func, arg_values, trip_count, low, toml_text)
         if same is not None:
             out(f"{target}: the extracted program is {'the same' if same[0] else 'NOT the same'}"
                 f" at trip counts {', '.join(map(str, same[1]))}"
@@ -283,7 +280,7 @@ def triton(target, args, trip_count, per_warp, lowering, func, gpu, signature, c
             click.echo(json.dumps({"target": target, "proof": proof_to_json(proof),
                                    "trip_counts_agree": same and {"same": same[0],
                                                                   "counts": same[1]},
-                                   "source": source_lines(result, source) if result else []}, indent=2))
+                                   "source": lines}, indent=2))
         code = {"proved": 0, "violated": 1}.get(proof.status, 3)
         if same is not None and not same[0] and code == 0:
             code = 3  # proved for a spec that is not the kernel at every trip count
@@ -293,13 +290,13 @@ def triton(target, args, trip_count, per_warp, lowering, func, gpu, signature, c
         result = verify(spec, max_states=max_states, timeout=timeout)
         out(format_text(result).rstrip("\n"))
         code = VERDICT_EXIT[result.verdict]
+        lines = source_lines(result, source)
         if as_json:
             doc = to_json([result])
             doc["target"] = target
-            doc["source"] = source_lines(result, source)
+            doc["source"] = lines
             click.echo(json.dumps(doc, indent=2))
     if result is not None and result.verdict == "violation":
-        lines = source_lines(result, source)
         if lines:
             out("in the kernel:")
             for s in lines:
@@ -309,6 +306,4 @@ def triton(target, args, trip_count, per_warp, lowering, func, gpu, signature, c
             from pipeproof.checker.export import write_trace
             write_trace(result.traces[result.kind], trace_file)
             out(f"{target}: {result.kind} trace written to {trace_file}")
-    if not emit:
-        spec_path.unlink(missing_ok=True)
     sys.exit(code)

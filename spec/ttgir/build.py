@@ -91,6 +91,15 @@ class SourceMap:
         return self.entries.get((role, section, index))
 
 
+def _move(cur: list, op: str, stages: int) -> None:
+    """Apply `advance` or `reset` to an agent's [stage, phase, initial phase] on a ring."""
+    if op == "reset":
+        cur[0], cur[1] = 0, cur[2]
+    else:
+        cur[1] += (cur[0] + 1) // stages
+        cur[0] = (cur[0] + 1) % stages
+
+
 def _ident(name: str) -> str:
     s = re.sub(r"\W", "_", name)
     return s if s and not s[0].isdigit() else f"b_{s}"
@@ -161,6 +170,7 @@ class Builder:
                 name += "_"
             names.add(name)
             self.rings[arr] = Ring(name, arr.slots, next(iter(k)), next(iter(used.values()))[0], arr)
+        self.by_name = {r.name: r for r in self.rings.values()}
         filled = [arr for arr in order if arr in set(self.owner.values())]
         if not self.rings:
             raise SpecError(f"{self.m.path}: the kernel uses no mbarrier: nothing to check")
@@ -251,7 +261,6 @@ class Builder:
         for name, got in reads.items():
             made = fills.get(name, {})
             if made and set(made) != set(got):
-                fill = next(ev for sec, ev in made.items() if sec not in got)  # noqa: F841
                 ev = next(iter(got.values()))
                 self.fail(ev, f"partition {p.name} both fills ring {name} (copy at "
                               f"{self.where(next(iter(made.values())).op)}) and reads it, ahead of "
@@ -276,26 +285,14 @@ class Builder:
         texts, srcs = {}, {}
         for section, entries in (("prologue", pro_e), ("epilogue", epi_e)):
             texts[section], srcs[section] = self._render(entries, None, None)
-        if self.start_sync:  # Triton starts the worker partitions at ttg.warp_specialize
-            ws = ("default", "ttg.warp_specialize", self.ws_where)
-            if p.ws_start is not None:  # the default warps: after what they ran before it
-                n = sum(1 for ev in pro if ev.seq < p.ws_start)
-                cut = self._prefix_len(pro_e, n)
-                texts["prologue"].insert(cut, "sync " + WS_START)
-                srcs["prologue"].insert(cut, ws)
-            else:
-                texts["prologue"].insert(0, "sync " + WS_START)
-                srcs["prologue"].insert(0, (p.name,) + ws[1:])
+        # Triton starts the worker partitions at ttg.warp_specialize and joins them at its end:
+        # the default warps meet there after (start) / before (end) their own ops around it.
+        if self.start_sync:
+            self._insert_sync(texts["prologue"], srcs["prologue"], pro, pro_e, p.ws_start, WS_START,
+                              (p.name, "ttg.warp_specialize", self.ws_where), at_end=False)
         if self.end_sync:
-            ws = (p.name, "ttg.warp_specialize (end)", self.end_where)
-            if p.ws_end is not None:  # the default: before what runs after the join
-                n = sum(1 for ev in epi if ev.seq < p.ws_end)
-                cut = self._prefix_len(epi_e, n)
-                texts["epilogue"].insert(cut, "sync " + WS_END)
-                srcs["epilogue"].insert(cut, ws)
-            else:
-                texts["epilogue"].append("sync " + WS_END)
-                srcs["epilogue"].append(ws)
+            self._insert_sync(texts["epilogue"], srcs["epilogue"], epi, epi_e, p.ws_end, WS_END,
+                              (p.name, "ttg.warp_specialize (end)", self.end_where), at_end=True)
         body, body_src = [], []
         for j in range(min(period, len(item_e))):
             t, s_ = self._render(item_e[j], period if period > 1 else None, j)
@@ -381,7 +378,7 @@ class Builder:
                         d = target * ring.stages + s - (cur[1] * ring.stages + cur[0])
                         if d < 0:
                             adv = [("reset" + self._ring_arg(ring), (p.name, "reset", where[2]))]
-                            cur[0], cur[1] = 0, cur[2]
+                            _move(cur, "reset", ring.stages)
                             d = target * ring.stages + s - cur[1] * ring.stages
                     elif ph is not None and (cur[1] + (cur[0] + d) // ring.stages) % 2 != ph:
                         # The parity the IR waits for is a lap further than the index: the IR
@@ -389,12 +386,11 @@ class Builder:
                         # (`reset`: the phase_alias window then follows the last passed wait,
                         # docs/rules.md), then forward to the stage and parity it names.
                         adv = [("reset" + self._ring_arg(ring), (p.name, "reset", where[2]))]
-                        cur[0], cur[1] = 0, cur[2]
+                        _move(cur, "reset", ring.stages)
                         d = s + (ring.stages if (cur[1] % 2) != ph else 0)
                     adv += [("advance" + self._ring_arg(ring), where)] * d
                     for _ in range(d):
-                        cur[1] += (cur[0] + 1) // ring.stages
-                        cur[0] = (cur[0] + 1) % ring.stages
+                        _move(cur, "advance", ring.stages)
                     if ring.name in last:
                         last[ring.name][2].extend(adv)
                     else:
@@ -422,8 +418,7 @@ class Builder:
                     ring = self.rings[ev.barrier.array]
                     key = (ring.name, ev.barrier.index)
                     arrivals[key] = arrivals.get(key, 0) + (ev.value if ev.kind == "arrive" else 1)
-        return {k: n // next(r.count for r in self.rings.values() if r.name == k[0])
-                for k, n in arrivals.items()}
+        return {k: n // self.by_name[k[0]].count for k, n in arrivals.items()}
 
     def _part_barrier(self, p: Partition) -> str:
         name = "part_" + _ident(p.name)
@@ -455,13 +450,18 @@ class Builder:
             for text, src in theirs[2][len(mine[2]):]:
                 mine[2].append((text, (mine[1][0], src[1], mine[1][2])))
                 name = text.split("ring=")[1] if "ring=" in text else self.main.name
-                cur = state[name]
-                stages = next(r.stages for r in self.rings.values() if r.name == name)
-                if text.startswith("reset"):
-                    cur[0], cur[1] = 0, cur[2]
-                else:
-                    cur[1] += (cur[0] + 1) // stages
-                    cur[0] = (cur[0] + 1) % stages
+                _move(state[name], text.split()[0], self.by_name[name].stages)
+
+    def _insert_sync(self, texts, srcs, events, entries, boundary, barrier, src, at_end):
+        """Put `sync barrier` where the partition meets the others: in the default partition
+        after its events before `boundary` (the op's position in its run), in a worker first
+        (start) or last (end)."""
+        if boundary is not None:
+            cut = self._prefix_len(entries, sum(1 for ev in events if ev.seq < boundary))
+        else:
+            cut = len(texts) if at_end else 0
+        texts.insert(cut, "sync " + barrier)
+        srcs.insert(cut, src)
 
     @staticmethod
     def _prefix_len(entries, n_events):

@@ -77,7 +77,6 @@ class Partition:
     name: str
     warps: int
     events: list = field(default_factory=list)
-    loops: dict = field(default_factory=dict)  # loop op id -> Op
     ws_start: int | None = None  # default: seq at ttg.warp_specialize (workers start there)
     ws_end: int | None = None    # default: seq after it (every partition has returned)
     starts: dict = field(default_factory=dict)  # loop op id -> [seq of each iteration's start]
@@ -140,7 +139,6 @@ class Runner:
         if unknown:
             raise SpecError(f"{self.m.path}: --arg {sorted(unknown)[0]}: no such kernel argument "
                             f"(have: {', '.join(n[1:] for n in names)})")
-        self.inits = {}    # barrier Ref -> count
         self.pre = Partition("default", int(self.m.attrs.get("ttg.num-warps", 4)))
         self.current = self.pre
         self.ws_seen = False
@@ -298,7 +296,6 @@ class Runner:
         ia = re.search(r"iter_args\((.*?)\)\s*(->|:|\{)", op.text)
         pairs = re.findall(r"(%[\w.$-]+)\s*=\s*(%[\w.$-]+(?:#\d+)?)", ia.group(1)) if ia else []
         carried = [env.get(v, OPAQUE) for _, v in pairs]
-        self.current.loops[id(op)] = op
         k = 0
         part = self.current
         for i in range(lo, hi, step):
@@ -362,9 +359,7 @@ class Runner:
         ops = op.operands
         ev = lambda kind, **kw: self._emit(Event(kind, op, iters=iters, **kw))  # noqa: E731
         if n == "ttng.init_barrier":
-            b = self._ref(env, op, ops[0], "barrier")
-            self.inits[b] = op.ints[0] if op.ints else 1
-            ev("init", barrier=b, value=self.inits[b])
+            ev("init", barrier=self._ref(env, op, ops[0], "barrier"), value=op.ints[0] if op.ints else 1)
         elif n == "ttng.inval_barrier":
             pass
         elif n == "ttng.wait_barrier":
