@@ -319,8 +319,7 @@ class StateStore:
         cap += cap // 2
         while cap < need:
             cap += cap // 2
-        words = self.store.shape[1] if self.store.ndim > 1 else 1
-        if cap * (8 * words + 4 + 2) + 4 * _table_size(cap) > memory_budget():
+        if cap * (8 * self.store.shape[1] + 4 + 2) + 4 * _table_size(cap) > memory_budget():
             return False
         self.table = None  # free it before the bigger arrays are made
         self.store = _grown(self.store, cap, 0)
