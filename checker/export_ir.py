@@ -81,6 +81,8 @@ def check_exportable(spec: Spec, fmt: str = "promela or murphi") -> None:
                 where = f"role '{role.name}' {section}[{i}]"
                 if op.name in UNSUPPORTED_OPS:
                     refuse(where, f"op '{op.text or op.name}': {UNSUPPORTED_OPS[op.name]}")
+                if op.ahead is not None:
+                    refuse(where, f"op '{op.text or op.name}': a fill for a later item (ahead=)")
 
 
 # ---------------------------------------------------------------------------------- the IR

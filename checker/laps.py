@@ -107,6 +107,9 @@ class LapAbstraction:
                 if op.every > 1 and self.coef[i]:
                     step = _lcm(step, op.every // gcd(op.every, int(self.coef[i])))
         self.item_step = step
+        if any(op.ahead is not None for a in m.agents for op, _ in a.ops):
+            # No argument yet that shifting item + K with the items keeps every violation.
+            raise CannotAbstract("a fill for a later item (ahead=)")
         if any(m.tag_of(a, pc) >= 0 for a in m.agents for pc in range(len(a.ops))):
             # Laps shift item tags with the items; the prologue's and epilogue's tags are
             # absolute. Not abstracted: --engine laps answers with the explicit engine.

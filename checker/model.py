@@ -84,8 +84,12 @@ class Model:
         # Tags: a body fill stores its item (0 .. items-1); a prologue or epilogue fill its own
         # tag, above every item, so no read can take one for the other (spec.schema
         # `read_pairs_with` is the pairing rule).
+        # A fill with ahead=K (software pipelining) stores item + K in the body, K in the
+        # prologue: the prologue's and epilogue's tags stay above every tag a fill can store.
         self.max_items = max([a.items for a in self.agents] + [0])
-        self.tag_prologue, self.tag_epilogue = self.max_items, self.max_items + 1
+        self.max_ahead = max([op.ahead or 0 for a in self.agents for op, _ in a.ops] + [0])
+        self.tag_prologue = self.max_items + self.max_ahead
+        self.tag_epilogue = self.tag_prologue + 1
         self.bytes_vals = sorted({op.n for a in self.agents for op, _ in a.ops
                                   if OP_EFFECTS[op.name].issues == "copy"}) or [0]
         self.inflight = inflight if inflight is not None else self._inflight_capacity()
@@ -184,14 +188,17 @@ class Model:
         return part_of(self.parts[self.ring_names.index(op.ring)], i, pc)
 
     def tag_of(self, a: Agent, pc: int) -> int:
-        """P_TAG of an op: -1 for the agent's item (a body fill, or a read pairing with one),
-        else the constant tag of the prologue's or the epilogue's fill."""
+        """P_TAG of an op: -1 - K for the agent's item + K (a body fill with ahead=K, K = 0
+        without; a read pairing with a body fill: -1), else a constant: the prologue's or the
+        epilogue's tag, or item K for a prologue fill with ahead=K (state_layout.op_tag)."""
         op = a.ops[pc][0]
         section = a.section_of(pc)
         if op.name in READ_OPS:
             section = self.spec.read_pairs_with(section, op.ring) or section
         elif op.name not in FILL_OPS:
             return -1
+        elif op.ahead is not None:
+            return -1 - op.ahead if section == "body" else op.ahead
         return {"prologue": self.tag_prologue, "body": -1, "epilogue": self.tag_epilogue}[section]
 
     def tag_label(self, tag: int) -> str:
@@ -207,7 +214,7 @@ class Model:
     def max_tag(self) -> int:
         """The largest tag a slot may hold: the last item, or a prologue's or epilogue's."""
         return max([self.tag_of(a, pc) for a in self.agents for pc, (op, _) in enumerate(a.ops)
-                    if op.name in FILL_OPS] + [self.max_items - 1])
+                    if op.name in FILL_OPS] + [self.max_items - 1 + self.max_ahead])
 
     def _entry_layout(self):
         """(shift, mask) of kind, cta, ring, stage, value, bytes index, agent, seq in an entry."""
@@ -493,7 +500,7 @@ class Model:
         if op.name in FILL_OPS + READ_OPS:
             tag = self.tag_of(a, self.agent_field(state, action, S.F_PC))
             args.insert(args.index(f"stage={stage}") + 1,
-                        f"item={item if tag < 0 else self.tag_label(tag)}")
+                        f"item={item - 1 - tag if tag < 0 else self.tag_label(tag)}")
         if op.to != "self" and self.ctas > 1:
             args.append(f"to={op.to}")
         if op.unless_ready:

@@ -253,16 +253,20 @@ def part_in(T, r, p, cta):
 @jit
 def part_filled_for(T, r, p, tag):
     """Does the program fill part p of ring r for `tag`: a prologue or epilogue fill of that
-    tag, or a body fill whose every=/at= guard selects the item (and whose agent runs it)?"""
+    tag, or a body fill (ahead=K: in item tag - K) whose every=/at= guard selects the item
+    (and whose agent runs it)?"""
     i = part_row(T, r, p)
     for f in range(T.part[i, PT_NFILLS]):
         row = T.part[i, PT_FILL0 + 2 * f]
         if T.prog[row, P_TAG] >= 0:  # a prologue's or an epilogue's fill
             if T.prog[row, P_TAG] == tag:
                 return True
-        elif (tag < T.cfg[C_TAG_OUTSIDE] and tag < T.agent[T.part[i, PT_FILL0 + 2 * f + 1], A_ITEMS]
-              and tag % T.prog[row, P_EVERY] == T.prog[row, P_AT]):
-            return True
+        else:
+            item = tag + 1 + T.prog[row, P_TAG]  # the item whose fill stores `tag`
+            if (tag < T.cfg[C_TAG_OUTSIDE] and 0 <= item
+                    and item < T.agent[T.part[i, PT_FILL0 + 2 * f + 1], A_ITEMS]
+                    and item % T.prog[row, P_EVERY] == T.prog[row, P_AT]):
+                return True
     return False
 
 

@@ -178,10 +178,11 @@ def op_row(T, a, pc):
 
 @jit
 def op_tag(T, row, item):
-    """The tag a fill stores or a read expects: the agent's item in the body, else the
-    prologue's or the epilogue's own tag (the pairing rule: spec.schema `read_pairs_with`)."""
+    """The tag a fill stores or a read expects: in the body the agent's item, plus K for a fill
+    with ahead=K (P_TAG = -1 - K), else the prologue's or the epilogue's own tag, or a prologue
+    fill's item (the pairing rule: spec.schema `read_pairs_with`)."""
     tag = T.prog[row, P_TAG]
-    return item if tag < 0 else tag
+    return item - 1 - tag if tag < 0 else tag
 
 
 @jit

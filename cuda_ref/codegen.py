@@ -174,6 +174,9 @@ class _Gen(Layout, OpEmitter):
                 if op.name not in OP_EMITTERS:
                     raise self.fail(f"agent {a.name}: op {op.name!r} has no GPU implementation "
                                     f"(cuda_ref/emit_ops.py emitter_for has none for its effects)")
+                if op.ahead is not None:  # the kernel's tags are the agent's item or a section's
+                    raise self.fail(f"agent {a.name}: '{op.text}': fills for a later item (ahead=) "
+                                    f"have no GPU implementation yet")
                 eff = OP_EFFECTS[op.name]
                 if eff.tx and not self.nv:  # TMA byte counts
                     raise self.fail(f"agent {a.name}: op {op.name!r} exists only on nvidia")

@@ -223,6 +223,10 @@ def _check_op_in_context(op: Op, where: str, role: str, section: str,
     if section != "body" and _has_item_keys(op):
         raise _Invalid(where, f"op {op.text!r}: every=/at= are not allowed in {section} (they "
                               f"select items, so they are only allowed in body)")
+    if op.ahead is not None and section == "epilogue":
+        raise _Invalid(where, f"op {op.text!r}: ahead= is not allowed in epilogue (it names the "
+                              f"item a fill is for: the item K after the agent's in body, item K "
+                              f"in prologue)")
     if settings.backend != "nvidia" and op.name in NVIDIA_ONLY_OPS:
         raise _Invalid(where, f"op {op.text!r}: {op.name!r} is not available on backend "
                               f"{settings.backend!r} (nvidia only)")

@@ -26,6 +26,8 @@ BARRIER_OPS = _ops(lambda e: bool(e.barrier))                # take a barrier na
 NVIDIA_ONLY_OPS = BYTE_OPS                                   # tx bytes: TMA, nvidia only
 READ_WAIT_OPS = _ops(lambda e: e.waits_reads)                # optional count n in 0..MAX_READ_WAIT
 ITEM_KEYS = ("every", "at")                                  # any op, body only
+FILL_KEYS = ("ahead",)                                       # fills, body or prologue
+FILL_OP_NAMES = _ops(lambda e: e.stores)
 MAX_READ_WAIT = 64                                           # read_wait [n]: n in 0..64
 # Which signal of a ring an op waits on, for the default initial phase per ring.
 WAITS_ON_EMPTY = _ops(lambda e: e.observes == EMPTY)
@@ -124,9 +126,11 @@ def _op_integer(token: str, low: int, high: int, what: str, text: str, where: st
 
 def _option_fields(name: str, options: dict[str, str], text: str, where: str) -> dict:
     """key=value options: to= on arrivals, expect_tx, copy, commit; unless=ready on waits;
-    ring= on ring ops; every= and at= on any op (their section is checked in context)."""
+    ring= on ring ops; every= and at= on any op (their section is checked in context); ahead=
+    on fills (software pipelining: the fill is for the item K after the agent's)."""
     allowed = (("to",) if name in TARGET_OPS else ("unless",) if name in WAIT_OPS else ()) + \
-        (("ring",) if name in RING_OPS else ()) + ITEM_KEYS
+        (("ring",) if name in RING_OPS else ()) + ITEM_KEYS + \
+        (FILL_KEYS if name in FILL_OP_NAMES else ())
     fields = {}
     for key, value in options.items():
         if key == "ring" and name not in RING_OPS:
@@ -145,6 +149,8 @@ def _option_fields(name: str, options: dict[str, str], text: str, where: str) ->
             fields["every"] = _op_integer(value, 1, MAX_ITEMS, "every", text, where)
         elif key == "at":
             pass  # below, against every
+        elif key == "ahead":
+            fields["ahead"] = _op_integer(value, 0, MAX_ITEMS, "ahead", text, where)
         elif key == "to":
             if value not in TARGETS:
                 raise _Invalid(where, f"op {text!r}: unknown target {value!r} (allowed: to="

@@ -35,6 +35,8 @@ class Op:
     ring: str = MAIN_RING     # ring=NAME: which ring's stage, phase, slot and signals
     every: int = 1            # every=K: the op runs only in items with item % K == at
     at: int = 0               # at=j (0 <= j < every)
+    ahead: int | None = None  # ahead=K (fills): the fill is for the item K after the agent's
+                              # (in the prologue: item K); None: the section's own tag
     text: str = ""            # the op as written, for messages
 
     def __str__(self) -> str:
@@ -131,9 +133,13 @@ class Spec:
                      self.consumer_arrive_count),) + tuple(self.rings)
 
     def fill_sections(self, ring: str) -> tuple[str, ...]:
-        """The sections (prologue, body, epilogue) in which some role fills `ring`."""
+        """The sections (prologue, body, epilogue) in which some role fills `ring` with the
+        section's own tags: a prologue fill with ahead=K fills item K, as the body does."""
+        def tags_of(sec, op):
+            return "body" if op.ahead is not None else sec
         return tuple(sec for sec in SECTIONS if any(
-            op.name in FILL_OPS and op.ring == ring for r in self.roles for op in getattr(r, sec)))
+            op.name in FILL_OPS and op.ring == ring and tags_of(s, op) == sec
+            for r in self.roles for s in SECTIONS for op in getattr(r, s)))
 
     def read_pairs_with(self, section: str, ring: str) -> str | None:
         """The pairing rule: whose fill a read in `section` of `ring` expects.

@@ -115,20 +115,31 @@ class Instr:
 SECTIONS = ("prologue", "body", "epilogue")
 
 
+def _top_tag(spec: Spec) -> int:
+    """The prologue's tag: above every tag a fill can store (item + ahead)."""
+    ahead = max([o.ahead or 0 for r in spec.roles for sec in SECTIONS for o in getattr(r, sec)] + [0])
+    return max(r.items for r in spec.roles) + ahead
+
+
 def _tag(spec: Spec, section: str, item: int, op: Op) -> int:
     """docs/model.md "Tags and the pairing rule": a body fill stores its item, a prologue or
     epilogue fill a tag of its own (here: the largest item count, and one more). A read
     expects the fill of its own section if the ring is filled there (or nowhere), else the
     prologue's if that is the latest earlier section filling the ring, else its own
     section's (nothing filled it yet)."""
-    top = max(r.items for r in spec.roles)
+    top = _top_tag(spec)
     own = {"prologue": top, "body": item, "epilogue": top + 1}
     if op.name in ("copy", "write"):
+        if op.ahead is not None:  # software pipelining: the fill is for a later item
+            return op.ahead + (item if section == "body" else 0)
         return own[section]
     if op.name not in ("read", "read_async"):
         return -1
-    fills = [sec for sec in SECTIONS if any(o.name in ("copy", "write") and o.ring == op.ring
-                                            for r in spec.roles for o in getattr(r, sec))]
+    # a prologue fill with ahead= fills a body item: it counts as the body's
+    fills = [sec for sec in SECTIONS if any(
+        o.name in ("copy", "write") and o.ring == op.ring
+        and (sec == "body" if o.ahead is not None else s == sec)
+        for r in spec.roles for s in SECTIONS for o in getattr(r, s))]
     earlier = [sec for sec in SECTIONS[:SECTIONS.index(section)] if sec in fills]
     if section in fills or not fills or not earlier:
         return own[section]
@@ -400,12 +411,15 @@ def _fills_for(spec: Spec, part: Part, tag: int) -> bool:
     """Does the program fill `part` for `tag`? The prologue's (epilogue's) tag: if the prologue
     (epilogue) fills it. A body item t: if one of its body fills runs in item t (the filling
     agent has item t and the op's every=/at= guard selects it)."""
-    top = max(r.items for r in spec.roles)
+    top = _top_tag(spec)
     if tag == top:
-        return "prologue" in part.fills
+        return any(op.ahead is None for _, op in part.fills.get("prologue", []))
     if tag == top + 1:
         return "epilogue" in part.fills
-    return any(tag < items and _in_item(op, tag) for items, op in part.fills.get("body", []))
+    if any(op.ahead == tag for _, op in part.fills.get("prologue", [])):
+        return True
+    return any(0 <= tag - (op.ahead or 0) < items and _in_item(op, tag - (op.ahead or 0))
+               for items, op in part.fills.get("body", []))
 
 
 def _uses_arrive_wait(spec: Spec) -> bool:

@@ -67,6 +67,7 @@ def kind(doc):
     ("gluon_ring_rowsum_sm90", ["--arg", "n_tiles=5"], "ok", 5),
     ("gluon_ring_matmul_sm90", ["--arg", "K=512"], "ok", 38),
     ("gluon_ring_matmul_drained_sm100", ["--arg", "K=512"], "ok", 34),
+    ("sm90_pipelined", ["--arg", "K=512"], "ok", 141),
 ])
 def test_correct_kernels_are_ok(ttgir, name, args, verdict, states):
     doc = check(ttgir[name], *args)
@@ -88,11 +89,16 @@ def test_tcgen05_kernels_exit_with_mma_arrivals_in_flight(ttgir, name, args):
     assert doc["source"] and all(s["line"] for s in doc["source"])
 
 
-def test_single_partition_software_pipelining_is_refused_with_its_line(ttgir):
-    doc = check(ttgir["sm90_pipelined"], "--arg", "K=512")
-    assert doc["exit"] == 2
-    assert "software pipelining within one partition" in doc["error"]
-    assert "sm90_pipelined.py:" in doc["error"]
+def test_software_pipelining_in_one_partition_fills_ahead(ttgir, tmp_path):
+    """Triton's sm90 pipeliner loads items 0 and 1 before the loop and item k+2 in item k: the
+    n-th load into each buffer array is item n, so the spec says `ahead=`."""
+    target = tmp_path / "swp.toml"
+    doc = check(ttgir["sm90_pipelined"], "--arg", "K=512", "--emit-spec", str(target))
+    assert kind(doc) == "ok"
+    text = target.read_text()
+    assert '"copy 16384 ahead=0"' in text and '"copy 16384 ahead=1"' in text
+    assert re.search(r'"copy 16384 ahead=2 every=8 at=0"', text)
+    assert "ahead=2 every=8 at=6" not in text  # the last two items load nothing
 
 
 def test_a_loop_bound_from_an_unknown_argument_is_an_error_naming_it(ttgir):
@@ -216,6 +222,23 @@ def test_mutation_wait_moved_after_the_read_is_read_before_fill(ttgir, tmp_path)
     assert kind(doc) == "read_before_fill"
     steps = [s for s in doc["source"] if s["step"] != "end"]
     assert steps[-1]["line"] == read_line  # the last step is the read, at its line
+
+
+@pytest.mark.parametrize("name", sorted(MUT.SWP_KINDS))
+def test_mutations_of_the_software_pipelined_kernel(ttgir, tmp_path, name):
+    """Each mutation of Triton's sm90 pipelining gives its kind; where a line is named, the
+    counterexample's last step is that op's kernel line."""
+    m = BY_NAME[name]
+    doc, _ = run_mutation(ttgir, tmp_path, name)
+    assert (kind(doc), doc["exit"]) == (MUT.SWP_KINDS[name], 1)
+    if m.line_of is not None:  # the op's kernel lines (the a and b loads are two lines)
+        text = _mutate(ttgir[m.kernel], tmp_path, m.transform).read_text()
+        module = parse_ttgir(text)
+        lines = {module.locs.get(re.search(r"loc\((#loc\d+)\)\s*$", line).group(1))
+                 for line in text.splitlines() if re.search(m.line_of, line)}
+        stuck = MUT.SWP_KINDS[name] in ("deadlock", "phase_alias")  # where the agent stands
+        steps = [s for s in doc["source"] if (s["step"] == "end") == stuck]
+        assert steps[-1]["line"] in lines
 
 
 # ------------------------------------------------------------------ bad input

@@ -28,7 +28,8 @@ around its barrier ops); its iterations, counted across enclosing loops, are the
 (the tag a fill stores, the item a read expects). Ops before the first item are the prologue,
 after the last the epilogue; ops between two items (an outer loop's) belong to the item before.
 Each item's op list is the same for items P apart (P smallest); the body lists items 0..P-1
-with `every=P at=j` (no guard when P = 1).
+with `every=P at=j` (no guard when P = 1). A partition that loads ahead of its own reads
+(software pipelining) tags each load with the item it is for: `copy B ahead=K` (`_fill_ahead`).
 """
 from __future__ import annotations
 
@@ -116,6 +117,7 @@ class Builder:
         self.owner: dict = {}        # buffer Array -> barrier Array
         self.main = None
         self.source = SourceMap()
+        self.ahead: dict = {}        # id(copy event) -> K: `ahead=K` (the role being built)
 
     def fail(self, ev: Event, what: str):
         raise SpecError(f"{self.where(ev.op)} ({self.m.path}:{ev.op.line}, {ev.op.name}): {what}")
@@ -242,14 +244,19 @@ class Builder:
             items.append([ev for ev in events if st < ev.seq < nxt])
         return pro, items, epi
 
-    def _check_one_side(self, p: Partition, pro, items, epi):
-        """A partition that both fills a ring and reads it must read each fill in the section
-        (prologue, item k, epilogue) that issued it: the model tags a fill with the item it is
-        issued in. Software pipelining in one partition fills ahead of the item that reads
-        (num_stages - 1 items, or in the prologue): refused, not approximated."""
-        where = {id(ev): "prologue" for ev in pro}
-        where.update({id(ev): f"item {k}" for k, evs in enumerate(items) for ev in evs})
-        where.update({id(ev): "epilogue" for ev in epi})
+    def _fill_ahead(self, p: Partition, pro, items, epi) -> dict:
+        """id(copy event) -> K for the fills of a partition that loads ahead of its own reads
+        (software pipelining in one partition: the loads of num_stages - 1 items in the prologue,
+        then in item k the load of item k + num_stages - 1): `copy ... ahead=K`, the fill is for
+        the item K after the one it is issued in (the prologue's: item K).
+
+        Which item a fill is for is not taken from what the reads find (that would assume the
+        ring's indexing right): a ring is a queue, so the n-th copy into each buffer array is
+        data item n, and the partition's n-th read of the ring, in item n, expects it. A ring
+        the partition fills and reads in the same sections needs none of this."""
+        where = {id(ev): ("prologue", 0) for ev in pro}
+        where.update({id(ev): ("item", k) for k, evs in enumerate(items) for ev in evs})
+        where.update({id(ev): ("epilogue", len(items)) for ev in epi})
         fills, reads = {}, {}
         for ev in p.events:
             if ev.kind not in DATA_KINDS:
@@ -257,19 +264,36 @@ class Builder:
             for ring, _, _, _ in self._ops(ev):
                 if ring is not None:
                     group = fills if ev.kind == "copy" else reads
-                    group.setdefault(ring.name, {}).setdefault(where.get(id(ev)), ev)
+                    group.setdefault(ring.name, []).append(ev)
+        ahead = {}
         for name, got in reads.items():
-            made = fills.get(name, {})
-            if made and set(made) != set(got):
-                ev = next(iter(got.values()))
+            made = fills.get(name, [])
+            sections = lambda evs: {where.get(id(ev), ("?", 0))[0] + str(where.get(id(ev), ("?", 0))[1])
+                                    for ev in evs}
+            if not made or sections(made) == sections(got):
+                continue
+            per_item = [where.get(id(ev)) for ev in got]
+            if per_item != [("item", k) for k in range(len(items))]:
+                ev = got[0]
                 self.fail(ev, f"partition {p.name} both fills ring {name} (copy at "
-                              f"{self.where(next(iter(made.values())).op)}) and reads it, ahead of "
-                              f"the item that reads it: software pipelining within one partition "
-                              f"is not expressible yet (warp-specialised kernels are)")
+                              f"{self.where(made[0].op)}) and reads it ahead of the item that reads "
+                              f"it, but does not read it once in every item: which fill a read means "
+                              f"is not expressible (one read per item is)")
+            count = {}
+            for ev in made:
+                n = count.get(ev.buffer.array, 0)
+                count[ev.buffer.array] = n + 1
+                section, base = where.get(id(ev), ("epilogue", len(items)))
+                if section == "epilogue" or n < base:
+                    self.fail(ev, f"copy {n} into {name} is issued in {section} "
+                                  f"{base if section == 'item' else ''}, after the item that reads it")
+                if section == "prologue" or n != base:
+                    ahead[id(ev)] = n - base
+        return ahead
 
     def _role(self, p: Partition):
         pro, items, epi = self._sections(p)
-        self._check_one_side(p, pro, items, epi)
+        self.ahead = self._fill_ahead(p, pro, items, epi)
         phases = self._first_phases(p)
         state = {ring.name: [0, ph, ph] for ring, ph in phases.items()}  # stage, phase, initial
         last = {}  # ring name -> the entry after which its next advances go
@@ -358,6 +382,8 @@ class Builder:
         entries = []
         for ev in events:
             for ring, s, ph, text in self._ops(ev):
+                if id(ev) in self.ahead:
+                    text += f" ahead={self.ahead[id(ev)]}"
                 text, sync = self._per_warp(ev, text + (self._ring_arg(ring) if ring is not None
                                                         else ""), p)
                 if sync:

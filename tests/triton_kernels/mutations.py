@@ -41,11 +41,28 @@ def _wait_after_read(text):
     return text[:a] + block.replace(load, load + wait, 1) + text[b:]
 
 
+def _swp_wait_index_off(text):
+    """The loop's wait on ready[(s + 1) % 3] instead of ready[s] (the reads stay at s)."""
+    return text.replace("%acc_25 = ttg.memdesc_index %acc[%acc_22]",
+                        "%acc_22p = arith.addi %acc_22, %c1_i32 : i32\n      "
+                        "%acc_22q = arith.remsi %acc_22p, %c3_i32 : i32\n      "
+                        "%acc_25 = ttg.memdesc_index %acc[%acc_22q]", 1)
+
+
 ROWSUM = "gluon_ring_rowsum_sm100"
 ROWSUM_ARGS = ("--arg", "n_tiles=5")
 GENERIC = (("ws_matmul_sm100", ("--arg", "M=128", "--arg", "N=128", "--arg", "K=256")),
            ("gluon_ring_matmul_sm90", ("--arg", "K=512")),
            ("gluon_ring_matmul_drained_sm100", ("--arg", "K=512")))
+
+SWP = "sm90_pipelined"
+SWP_ARGS = ("--arg", "K=512")
+SWP_KINDS = {"swp_wait_group_too_weak": "overwrite_before_drain",
+             "swp_refill_the_slot_being_read": "overwrite_before_drain",
+             "swp_wait_index_off_by_one": "read_before_fill",
+             "swp_phase_xor_flipped": "phase_alias",
+             "swp_second_prologue_load_skipped": "deadlock",
+             "swp_expect_bytes_halved": "read_before_fill"}
 
 MUTATIONS = [
     Mutation("init_count_plus_one", ROWSUM, ROWSUM_ARGS,  # every empty[s]: count 2
@@ -65,6 +82,25 @@ MUTATIONS = [
              r"ttng\.wait_barrier %8, %phase_1"),
     Mutation("wait_moved_after_read", ROWSUM, ROWSUM_ARGS, _wait_after_read,
              r"ttg\.local_load %tile "),
+] + [
+    # Triton's own sm90 software pipelining (one partition loads 2 items ahead of its wgmma):
+    # SWP_KINDS has the kind each gives.
+    Mutation("swp_wait_group_too_weak", SWP, SWP_ARGS,  # wgmma.wait_group 2 before the refill
+             lambda t: t.replace("{pendings = 1 : i32}", "{pendings = 2 : i32}", 1),
+             r"ttng\.async_tma_copy_global_to_local %[ab]_desc\[[^\]]*%a_34"),
+    Mutation("swp_refill_the_slot_being_read", SWP, SWP_ARGS,  # load into slot k, not k + 2
+             lambda t: t.replace("%acc_30 = arith.addi %acc_15, %c1_i32", "%acc_30 = arith.addi %acc_16, %c1_i32", 1),
+             r"ttng\.async_tma_copy_global_to_local %[ab]_desc\[[^\]]*%a_34"),
+    Mutation("swp_wait_index_off_by_one", SWP, SWP_ARGS, _swp_wait_index_off,
+             r"ttng\.warp_group_dot %a_27"),
+    Mutation("swp_phase_xor_flipped", SWP, SWP_ARGS,
+             lambda t: t.replace("%acc_23 = arith.xori %acc_17, %c1_i32", "%acc_23 = arith.xori %acc_17, %c0_i32", 1),
+             r"ttng\.wait_barrier %acc_25, %acc_24"),
+    Mutation("swp_second_prologue_load_skipped", SWP, SWP_ARGS,  # its predicate never true
+             lambda t: t.replace("%acc_8 = arith.cmpi sgt, %1, %c1_i32", "%acc_8 = arith.cmpi sgt, %c0_i32, %c1_i32", 1),
+             r"ttng\.wait_barrier %acc_25, %acc_24"),
+    Mutation("swp_expect_bytes_halved", SWP, SWP_ARGS,
+             lambda t: t.replace("ttng.barrier_expect %acc_35, 32768", "ttng.barrier_expect %acc_35, 16384", 1)),
 ] + [
     Mutation(f"every_init_count_plus_one:{k}", k, a,
              lambda t: re.sub(r"(ttng\.init_barrier %\S+), 1 ", r"\1, 2 ", t)) for k, a in GENERIC
