@@ -284,10 +284,10 @@ class Builder:
                 n = count.get(ev.buffer.array, 0)
                 count[ev.buffer.array] = n + 1
                 section, base = where.get(id(ev), ("epilogue", len(items)))
-                if section == "epilogue" or n < base:
-                    self.fail(ev, f"copy {n} into {name} is issued in {section} "
-                                  f"{base if section == 'item' else ''}, after the item that reads it")
-                if section == "prologue" or n != base:
+                # A load issued after the item that reads it (n < base) keeps the tag of the
+                # item it is issued in: that read then finds nothing of its own item
+                # (read_before_fill), which is what the kernel does.
+                if section != "epilogue" and n >= base and (section == "prologue" or n != base):
                     ahead[id(ev)] = n - base
         return ahead
 
