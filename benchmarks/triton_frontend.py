@@ -22,6 +22,7 @@ ARGS = {
     "gluon_ring_rowsum_sm90": ["--arg", "n_tiles=5"], "gluon_ring_rowsum_sm100": ["--arg", "n_tiles=5"],
     "gluon_ring_matmul_sm100": ["--arg", "K=512"], "gluon_ring_matmul_drained_sm100": ["--arg", "K=512"],
     "gluon_ring_matmul_sm90": ["--arg", "K=512"], "sm90_pipelined": ["--arg", "K=512"],
+    "sm90_pipelined_s2": ["--arg", "K=512"], "sm90_pipelined_s4": ["--arg", "K=512"],
     "ws_matmul_sm100": ["--arg", "M=256", "--arg", "N=128", "--arg", "K=256"],
     "ws_attention_sm100": ["--arg", "N_CTX=512"], "gluon_cpasync_arrive_sm90": [],
 }
@@ -57,19 +58,20 @@ def main(argv=None) -> int:
     work = Path(tempfile.mkdtemp())
     print(f"$ python benchmarks/triton_frontend.py{' --warps' if opts.warps else ''}")
     print(f"Triton {triton.__version__} (CPU compile); seconds: one `pipeproof triton` process")
-    print(f"{'kernel / mutation':<52} {'verdict':<10} {'kind':<24} {'states':>8} {'s':>6}")
+    print(f"{'kernel / mutation':<62} {'verdict':<10} {'kind':<24} {'states':>8} {'s':>6}")
     paths = {}
     for name, entry in dump.kernels():
         paths[name] = work / f"{name}.ttgir"
         paths[name].write_text(dump.compile_entry(entry).asm["ttgir"])
         verdict, kind, states, s = check(paths[name], ARGS.get(name, []) + extra)
-        print(f"{name:<52} {verdict:<10} {kind:<24} {states:>8,} {s:>6.2f}")
+        print(f"{name:<62} {verdict:<10} {kind:<24} {states:>8,} {s:>6.2f}")
     for m in mutations.MUTATIONS:
         text = m.transform(paths[m.kernel].read_text())
         path = work / f"{m.name.replace(':', '_')}.ttgir"
         path.write_text(text)
         verdict, kind, states, s = check(path, list(m.args) + extra)
-        print(f"  {m.kernel[:22]} / {m.name.split(':')[0]:<26} {verdict:<10} {kind:<24} "
+        label = f"  {m.kernel} / {m.name.split(':')[0]}"
+        print(f"{label:<62} {verdict:<10} {kind:<24} "
               f"{states:>8,} {s:>6.2f}")
     return 0
 

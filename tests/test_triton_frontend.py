@@ -101,6 +101,17 @@ def test_software_pipelining_in_one_partition_fills_ahead(ttgir, tmp_path):
     assert "ahead=2 every=8 at=6" not in text  # the last two items load nothing
 
 
+@pytest.mark.parametrize("name, stages", [("sm90_pipelined_s2", 2), ("sm90_pipelined_s4", 4)])
+def test_software_pipelining_at_other_depths(ttgir, tmp_path, name, stages):
+    """num_stages = n: the loop loads n - 1 items ahead, into an n-slot ring."""
+    target = tmp_path / "swp.toml"
+    doc = check(ttgir[name], "--arg", "K=512", "--emit-spec", str(target))
+    assert kind(doc) == "ok"
+    text = target.read_text()
+    assert re.search(rf"^stages = {stages}$", text, re.M)
+    assert f'ahead={stages - 1} every=8 at=0"' in text
+
+
 def test_a_loop_bound_from_an_unknown_argument_is_an_error_naming_it(ttgir):
     doc = check(ttgir["gluon_ring_rowsum_sm100"])
     assert doc["exit"] == 2 and "n_tiles" in doc["error"] and "--arg" in doc["error"]
