@@ -38,18 +38,22 @@ __device__ __forceinline__ u32 smem_u32(const void* p) {
 extern __shared__ __align__(128) unsigned char smem[];
 
 __device__ void early_exit_body(const unsigned char* src, u32 bytes, u32 chunk, int drained,
-                                u32* timeouts, u32 block) {
+                                u32* timeouts, u32 block, u32 repeat) {
   // the barrier sits after the data; the data is `bytes` long
   u32 bar = smem_u32(smem + bytes);
   if (threadIdx.x == 0) {
     asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" :: "r"(bar) : "memory");
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
     asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" :: "r"(bar), "r"(bytes) : "memory");
-    const unsigned char* from = src + (u64)block * bytes;
-    for (u32 off = 0; off < bytes; off += chunk) {
-      asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
-                   :: "r"(smem_u32(smem + off)), "l"(from + off), "r"(chunk), "r"(bar) : "memory");
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" :: "r"(bar), "r"(bytes * repeat) : "memory");
+    // `repeat` passes over the same shared memory, each from its own region of the source (more
+    // than L2 holds in all): the copies are still landing well after the CTA is gone
+    for (u32 k = 0; k < repeat; k++) {
+      const unsigned char* from = src + ((u64)k * gridDim.x + block) * bytes;
+      for (u32 off = 0; off < bytes; off += chunk) {
+        asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
+                     :: "r"(smem_u32(smem + off)), "l"(from + off), "r"(chunk), "r"(bar) : "memory");
+      }
     }
     if (drained) {
       u64 deadline = gtimer() + 100000000ull;  // 100 ms
@@ -63,11 +67,22 @@ __device__ void early_exit_body(const unsigned char* src, u32 bytes, u32 chunk, 
   }
 }
 
-__device__ void victim_body(u32 bytes, u32* bad, u32* first_bad) {
+__device__ void victim_body(u32 bytes, u32* bad, u32* first_bad, const unsigned char* own) {
   u32* w = (u32*)smem;
   u32 n = bytes / 4;
   for (u32 i = threadIdx.x; i < n; i += blockDim.x) w[i] = 0x55555555u;
   __syncthreads();
+  if (own != 0 && threadIdx.x == 0) {
+    // the control: a copy of the victim's own, issued after its fill and never waited for,
+    // must show up as changed words (the check can see a late landing)
+    u32 bar = smem_u32(smem + bytes);
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" :: "r"(bar) : "memory");
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" :: "r"(bar), "r"(16384u) : "memory");
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
+                 :: "r"(smem_u32(smem)), "l"(own), "r"(16384u), "r"(bar) : "memory");
+  }
   u64 until = gtimer() + 200000ull;  // 200 us
   while (gtimer() < until) { }
   __syncthreads();
@@ -77,23 +92,30 @@ __device__ void victim_body(u32 bytes, u32* bad, u32* first_bad) {
     if (v != 0x55555555u) { count++; atomicCAS(first_bad, 0u, v); }
   }
   if (count) atomicAdd(bad, count);
+  if (own != 0 && threadIdx.x == 0) {  // the control's copy has landed: wait so it is not in flight at exit
+    u32 bar = smem_u32(smem + bytes), ok = 0;
+    u64 deadline = gtimer() + 100000000ull;
+    while (!ok && gtimer() < deadline)
+      asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], 0; selp.u32 %0, 1, 0, p; }"
+                   : "=r"(ok) : "r"(bar) : "memory");
+  }
 }
 
 extern "C" __global__ void early_exit(const unsigned char* src, u32 bytes, u32 chunk, int drained,
-                                      u32* timeouts) {
-  early_exit_body(src, bytes, chunk, drained, timeouts, blockIdx.x);
+                                      u32* timeouts, u32 repeat) {
+  early_exit_body(src, bytes, chunk, drained, timeouts, blockIdx.x, repeat);
 }
 
-extern "C" __global__ void victim(u32 bytes, u32* bad, u32* first_bad) {
-  victim_body(bytes, bad, first_bad);
+extern "C" __global__ void victim(u32 bytes, u32* bad, u32* first_bad, const unsigned char* own) {
+  victim_body(bytes, bad, first_bad, own);
 }
 
 // one grid, two waves: the first `first_wave` CTAs copy (and exit), the rest are the victims
 // the SMs take up as soon as a CTA of the first wave is gone (no kernel boundary between them)
 extern "C" __global__ void waves(const unsigned char* src, u32 bytes, u32 chunk, int drained,
-                                 u32* timeouts, u32 first_wave, u32* bad, u32* first_bad) {
-  if (blockIdx.x < first_wave) early_exit_body(src, bytes, chunk, drained, timeouts, blockIdx.x);
-  else victim_body(bytes, bad, first_bad);
+                                 u32* timeouts, u32 repeat, u32 first_wave, u32* bad, u32* first_bad) {
+  if (blockIdx.x < first_wave) early_exit_body(src, bytes, chunk, drained, timeouts, blockIdx.x, repeat);
+  else victim_body(bytes, bad, first_bad, 0);
 }
 """
 
@@ -119,12 +141,15 @@ def main(argv=None) -> int:
     early, victim, waves = (mod.get_function(n) for n in ("early_exit", "victim", "waves"))
     for k in (early, victim, waves):
         k.max_dynamic_shared_size_bytes = bytes_ + 1024
-    src = cp.full(sms * bytes_, 0xAA, dtype=cp.uint8)
+    repeat = min(4, ((1 << 20) - 1) // bytes_)  # the barrier's tx stays below 2^20
+    src = cp.full(2 * sms * repeat * bytes_, 0xAA, dtype=cp.uint8)
     out = {"device": cp.cuda.runtime.getDeviceProperties(0)["name"].decode(), "sms": sms,
-           "bytes_per_cta": bytes_, "chunk": chunk, "rounds": args.rounds, "variants": {}}
-    print(f"{out['device']}: {sms} SMs, one CTA per SM, {bytes_} B of bulk copies per CTA in "
-          f"{chunk} B chunks; victim waits 200 us; {args.rounds} rounds per variant")
-    for variant, drained, grid in (("drained, two kernels", 1, False), ("exit, two kernels", 0, False),
+           "bytes_per_cta": bytes_, "chunk": chunk, "passes": repeat, "rounds": args.rounds, "variants": {}}
+    print(f"{out['device']}: {sms} SMs, one CTA per SM, {repeat} x {bytes_} B of bulk copies per CTA "
+          f"in {chunk} B chunks ({repeat * sms * bytes_ / 2**20:.0f} MiB, each pass from its own "
+          f"source); victim waits 200 us; {args.rounds} rounds per variant")
+    for variant, drained, grid in (("control", 1, None),
+                                   ("drained, two kernels", 1, False), ("exit, two kernels", 0, False),
                                    ("drained, one grid", 1, True), ("exit, one grid", 0, True)):
         if args.variant and variant not in args.variant:
             continue
@@ -134,13 +159,18 @@ def main(argv=None) -> int:
             bad = cp.zeros(1, dtype=cp.uint32)
             first_bad = cp.zeros(1, dtype=cp.uint32)
             try:
-                common = (src, cp.uint32(bytes_), cp.uint32(chunk), cp.int32(drained), timeouts)
-                if grid:
+                common = (src, cp.uint32(bytes_), cp.uint32(chunk), cp.int32(drained), timeouts,
+                          cp.uint32(repeat))
+                if grid is None:  # the victims' own late copies, from the last region of the source
+                    victim((sms,), (256,), (cp.uint32(bytes_), bad, first_bad, src[-16384:]),
+                           shared_mem=bytes_ + 1024)
+                elif grid:
                     waves((2 * sms,), (256,), common + (cp.uint32(sms), bad, first_bad),
                           shared_mem=bytes_ + 1024)
                 else:
                     early((sms,), (128,), common, shared_mem=bytes_ + 1024)
-                    victim((sms,), (256,), (cp.uint32(bytes_), bad, first_bad), shared_mem=bytes_ + 1024)
+                    victim((sms,), (256,), (cp.uint32(bytes_), bad, first_bad, cp.uint64(0)),
+                           shared_mem=bytes_ + 1024)
                 cp.cuda.Device().synchronize()
             except cp.cuda.runtime.CUDARuntimeError as err:
                 errors += 1
