@@ -16,6 +16,7 @@ import pytest
 from pipeproof.checker.export_promela import to_promela
 from pipeproof.checker.model import compile_model
 from pipeproof.checker.prove import prove
+from pipeproof.checker.smt.bmc import verify_bmc
 from pipeproof.checker.verify import verify
 from pipeproof.spec.load import load_spec_text
 from pipeproof.spec.schema import SpecError
@@ -164,3 +165,11 @@ def test_actions_print_the_item_a_fill_is_for():
     text = " ".join(str(step) for trace in result.traces.values() for step in trace.to_json()["steps"])
     assert "item=0" in text and "item=1" in text
     assert compile_model(spec).tag_prologue == 5 + 1  # items + the largest ahead
+
+
+@pytest.mark.parametrize("kw", [{}, {"pending": 2}, {"ahead": 1}])
+def test_bounded_model_checking_reads_the_same_tags(kw):
+    """--engine bmc encodes the program through the same op_tag: same verdict, kinds, depth."""
+    spec = load(pipelined(**kw))
+    bmc, explicit = verify_bmc(spec), verify(spec)
+    assert (bmc.verdict, bmc.kinds, bmc.depth) == (explicit.verdict, explicit.kinds, explicit.depth)
