@@ -117,9 +117,10 @@ def test_a_lead_as_deep_as_the_ring_overwrites_a_slot_being_read():
 
 # Near-correct variants, reduced against unreduced search (the soundness discipline: a
 # reduction must keep every violation of the new tags).
+# 216 of them: 67 ok, 104 read_before_fill, 45 overwrite_before_drain.
 VARIANTS = [dict(stages=s, lead=lead, items=n, pending=p, ahead=lead + d)
-            for s, lead, n, p, d in itertools.product((2, 3), (1, 2), (3, 4), (0, 1, 2), (-1, 0))
-            if lead < s + 1 and lead + d >= 0]
+            for s, lead, n, p, d in itertools.product((2, 3, 4), (1, 2, 3), (3, 5, 6), (0, 1, 2), (-1, 0, 1))
+            if lead <= s and lead + d >= 0]
 
 
 @pytest.mark.parametrize("v", VARIANTS, ids=lambda v: "-".join(f"{k}{x}" for k, x in v.items()))
