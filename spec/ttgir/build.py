@@ -268,8 +268,7 @@ class Builder:
         ahead = {}
         for name, got in reads.items():
             made = fills.get(name, [])
-            sections = lambda evs: {where.get(id(ev), ("?", 0))[0] + str(where.get(id(ev), ("?", 0))[1])
-                                    for ev in evs}
+            sections = lambda evs: {where.get(id(ev)) for ev in evs}
             if not made or sections(made) == sections(got):
                 continue
             per_item = [where.get(id(ev)) for ev in got]
