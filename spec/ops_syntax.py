@@ -10,7 +10,7 @@ from pipeproof.spec.load_checks import (
     IDENTIFIER, MAX_BYTES, MAX_ITEMS, _did_you_mean, _Invalid, _show,
 )
 from pipeproof.spec.ops import EMPTY, FULL, OP_EFFECTS
-from pipeproof.spec.schema import MAIN_RING, MAX_COUNT, OPS, RING_OPS, TARGETS, Op
+from pipeproof.spec.schema import FILL_OPS, MAIN_RING, MAX_COUNT, OPS, RING_OPS, TARGETS, Op
 
 
 def _ops(pred) -> tuple:
@@ -27,7 +27,6 @@ NVIDIA_ONLY_OPS = BYTE_OPS                                   # tx bytes: TMA, nv
 READ_WAIT_OPS = _ops(lambda e: e.waits_reads)                # optional count n in 0..MAX_READ_WAIT
 ITEM_KEYS = ("every", "at")                                  # any op, body only
 FILL_KEYS = ("ahead",)                                       # fills, body or prologue
-FILL_OP_NAMES = _ops(lambda e: e.stores)
 MAX_READ_WAIT = 64                                           # read_wait [n]: n in 0..64
 # Which signal of a ring an op waits on, for the default initial phase per ring.
 WAITS_ON_EMPTY = _ops(lambda e: e.observes == EMPTY)
@@ -130,7 +129,7 @@ def _option_fields(name: str, options: dict[str, str], text: str, where: str) ->
     on fills (software pipelining: the fill is for the item K after the agent's)."""
     allowed = (("to",) if name in TARGET_OPS else ("unless",) if name in WAIT_OPS else ()) + \
         (("ring",) if name in RING_OPS else ()) + ITEM_KEYS + \
-        (FILL_KEYS if name in FILL_OP_NAMES else ())
+        (FILL_KEYS if name in FILL_OPS else ())
     fields = {}
     for key, value in options.items():
         if key == "ring" and name not in RING_OPS:

@@ -135,11 +135,10 @@ class Spec:
     def fill_sections(self, ring: str) -> tuple[str, ...]:
         """The sections (prologue, body, epilogue) in which some role fills `ring` with the
         section's own tags: a prologue fill with ahead=K fills item K, as the body does."""
-        def tags_of(sec, op):
-            return "body" if op.ahead is not None else sec
-        return tuple(sec for sec in SECTIONS if any(
-            op.name in FILL_OPS and op.ring == ring and tags_of(s, op) == sec
-            for r in self.roles for s in SECTIONS for op in getattr(r, s)))
+        filled = {"body" if op.ahead is not None else sec
+                  for r in self.roles for sec in SECTIONS for op in getattr(r, sec)
+                  if op.name in FILL_OPS and op.ring == ring}
+        return tuple(sec for sec in SECTIONS if sec in filled)
 
     def read_pairs_with(self, section: str, ring: str) -> str | None:
         """The pairing rule: whose fill a read in `section` of `ring` expects.

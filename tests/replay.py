@@ -136,10 +136,9 @@ def _tag(spec: Spec, section: str, item: int, op: Op) -> int:
     if op.name not in ("read", "read_async"):
         return -1
     # a prologue fill with ahead= fills a body item: it counts as the body's
-    fills = [sec for sec in SECTIONS if any(
-        o.name in ("copy", "write") and o.ring == op.ring
-        and (sec == "body" if o.ahead is not None else s == sec)
-        for r in spec.roles for s in SECTIONS for o in getattr(r, s))]
+    filled = {"body" if o.ahead is not None else s for r in spec.roles for s in SECTIONS
+              for o in getattr(r, s) if o.name in ("copy", "write") and o.ring == op.ring}
+    fills = [sec for sec in SECTIONS if sec in filled]
     earlier = [sec for sec in SECTIONS[:SECTIONS.index(section)] if sec in fills]
     if section in fills or not fills or not earlier:
         return own[section]

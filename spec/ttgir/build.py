@@ -266,9 +266,9 @@ class Builder:
                     group = fills if ev.kind == "copy" else reads
                     group.setdefault(ring.name, []).append(ev)
         ahead = {}
+        sections = lambda evs: {where.get(id(ev)) for ev in evs}
         for name, got in reads.items():
             made = fills.get(name, [])
-            sections = lambda evs: {where.get(id(ev)) for ev in evs}
             if not made or sections(made) == sections(got):
                 continue
             per_item = [where.get(id(ev)) for ev in got]
