@@ -8,18 +8,35 @@ It shares nothing with `checker/` or `backends/` except the trace JSON format
 (`checker/trace.py`) and the spec dataclasses (`spec/schema.py`).
 
 API:
-    initial_state(spec) -> World
+    initial_state(spec, strict_exit=False) -> World
     enabled_events(world) -> list[dict]           (Event-JSON dicts)
-    apply(world, event) -> set[str]               (kinds this step commits; raises ReplayError)
+    apply(world, event) -> set[str]               (kinds this step commits; raises ReplayError;
+                                                   its warnings go into world.warnings)
     state_violations(world) -> set[str]           (kinds that hold in the state itself)
     state_view(world) -> dict                     (the trace's state-view format)
-    replay(spec, trace_json) -> ReplayOutcome
+    replay(spec, trace_json, strict_exit=None) -> ReplayOutcome   (.kinds, .warnings)
+
+Revised rules (docs/model.md, revised 2026-12-02), implemented here on their own:
+  R1 an agent's commits fire in the order it issued them: a commit entry fires only once its
+     agent's earlier async reads have finished and every entry of its agent's earlier commits
+     has fired (the entries of one to=all commit in any order among themselves).
+  R2 at the step that makes CTA c gone: an async read of c's agents in flight, or a copy or
+     commit issued by another CTA's agent targeting c, is inflight_at_exit; copies/commits of
+     c's own agents targeting c are only the warning unawaited_at_exit (WARNINGS), or
+     inflight_at_exit with strict_exit. Issuing an arrive/expect_tx/copy/commit at a gone CTA is
+     inflight_at_exit; a landing or firing into a gone CTA is nothing by itself.
+  R3 slot parts are per slot (below).
+To decide R1 and R2 the in-flight copies and commits keep bookkeeping keys the state view
+does not show: "_from" (the issuing agent's CTA), and for commits "_by" (the issuing agent)
+and "_order" (its position in its program when it issued the commit).
 
 Slot parts (docs/rules.md "Slot parts", numbered here by `_slot_parts` from the rule as the
 docs state it, not from checker/program.py): one part per fill op of each producer-side agent
 for one item, the fills between two moves of its stage going to one slot; a producer-side fill
 stores into its part, a consumer-side one into every part of the slot; a read checks the parts
-the program fills for its tag. The phase_alias window of an agent with a `reset` of a ring
+the program fills for its tag in that slot (`_filled_slots`: each agent's program run forward,
+its stage followed; every part of the slot when the program fills none for the tag there;
+revised 2026-12-02). The phase_alias window of an agent with a `reset` of a ring
 follows its last passed wait per signal (`_intended`, `_passed`; kept raw, as (k', ph')).
 
 How each agent's program is held: it is unrolled once into a list of `Instr` (every op it will
@@ -49,16 +66,16 @@ State view (checker/trace.py format, extended by [expressiveness]; the checker m
                 #  + "part": p where the ring has several parts (-1: a consumer-side copy,
                 #    which stores into every part)
         {"kind": "commit", "cta": c, "ring": "main", "stage": s, "n": n,
-                           "agent": "", "after": 0},
+                           "agent": NAME, "after": 0, "after_commits": 0},
         {"kind": "read",   "cta": c, "ring": "main", "stage": s, "tag": t,
                            "agent": NAME, "seq": k}]
     "barriers": {"cta0.bar": {"arrivals": a, "generation": g}}
 
   - copy: an async copy into slot (cta, ring, stage) carrying item `tag`; `cta` is the target.
-  - commit: an async arrival of n on empty[stage] of `ring` in `cta` (the target). "after" =
-    how many of the issuing agent's async reads must still finish before it may fire; while
-    after > 0, "agent" names the issuing agent; when after is (or reaches) 0, "agent" is "".
-    A commit issued with no read in flight is {"agent": "", "after": 0}.
+  - commit: an async arrival of n on empty[stage] of `ring` in `cta` (the target), issued by
+    "agent". "after" = how many of that agent's async reads must still finish before it may
+    fire; "after_commits" = how many entries of that agent's earlier commits are still in
+    flight (R1; it fires when both are 0).
   - read: an async read (read_async) of slot (cta, ring, stage) of the agent's own CTA,
     carrying item `tag`; "seq" = position in the agent's FIFO of in-flight reads (0 =
     oldest; when the oldest finishes every other seq of that agent drops by 1).
@@ -66,14 +83,17 @@ State view (checker/trace.py format, extended by [expressiveness]; the checker m
     generations completed.
 
 Events: {"kind": "agent", "agent", "op", "pc"}; {"kind": "land", "entry": COPY};
-{"kind": "fire", "entry": COMMIT} (only when after == 0); {"kind": "finish", "entry": READ}
+{"kind": "fire", "entry": COMMIT} (only when after == 0 and no commit its agent issued
+earlier is in flight); {"kind": "finish", "entry": READ}
 (only for the agent's oldest read, seq 0). A step's "stage" and "phase" are the acting agent's,
 before the step, in the ring of its op (`op.ring`; "main" for ops without a ring); for async
 events the entry's stage.
 
 Transitional leniency (traces written before the [expressiveness] views): an inflight entry
 without "ring" is read as ring "main", a commit without "agent"/"after" as agent "" and
-after 0, and a barrier shown as a plain int is compared with "arrivals" only.
+after 0, and a barrier shown as a plain int is compared with "arrivals" only. A trace whose
+commits lack "after_commits" (written before R1) is compared with commits shown as then:
+"agent" "" once after is 0.
 """
 from __future__ import annotations
 
@@ -241,6 +261,9 @@ class World:
     gone: set = field(default_factory=set)  # CTAs whose agents have all finished
     trapped: bool = False             # a hardware trap happened (an arrive above pending, or a
     #                                   tx_range fault): the state after it is meaningless
+    strict_exit: bool = False         # own copies/commits in flight at exit are inflight_at_exit
+    #                                   (PTX's strict reading), not the unawaited_at_exit warning
+    warnings: set = field(default_factory=set)  # warnings any step so far gave
 
     def agent(self, name: str) -> Agent:
         for a in self.agents:
@@ -265,6 +288,12 @@ class ReplayOutcome:
     step_kinds: list = field(default_factory=list)   # kinds committed by each step, in order
     state_kinds: list = field(default_factory=list)  # state_violations of the initial state
     #                                                  and of the state after each step
+    step_warnings: list = field(default_factory=list)  # warnings each step gave, in order
+
+    @property
+    def warnings(self) -> set:
+        """Every warning of the trace (WARNINGS; not violation kinds: the verdict stays)."""
+        return set().union(*self.step_warnings)
 
     @property
     def kinds(self) -> set:
@@ -337,10 +366,9 @@ MOVES = ("advance", "reset", "drain")   # each drain step moves the stage
 
 @dataclass
 class Part:
-    """One part of a ring's slots. `fills`: section -> [(items of the filling agent, Op)], the
-    producer-side fills that store into it; `ctas`: the CTAs whose slots have it."""
+    """One part of a ring's slots. `ctas`: the CTAs whose slots have it (which slot a part's
+    fills store into for which tag: `_filled_slots`)."""
     ctas: set
-    fills: dict
 
 
 def _model_order(spec: Spec) -> list:
@@ -386,8 +414,7 @@ def _slot_parts(spec: Spec) -> tuple[dict, dict]:
                     if op.ring != ring.name:
                         continue
                     if op.name in FILLS:
-                        part = found.setdefault(base + j, Part(set(), {}))
-                        part.fills.setdefault(section, []).append((role.items, op))
+                        part = found.setdefault(base + j, Part(set()))
                         part.ctas |= (set(_dests(spec, cta, op.to)) if op.name == "copy"
                                       else {cta})
                         part_of[(agent_name(spec, cta, role.name, i), start + k)] = base + j
@@ -401,24 +428,39 @@ def _slot_parts(spec: Spec) -> tuple[dict, dict]:
         # a CTA no producer-side fill reaches still has its slot: a part with no fills
         bare = set(range(spec.cluster_size)) - {c for part in ring_parts for c in part.ctas}
         if bare:
-            ring_parts.append(Part(bare, {}))
+            ring_parts.append(Part(bare))
         parts[ring.name] = ring_parts
     return parts, part_of
 
 
-def _fills_for(spec: Spec, part: Part, tag: int) -> bool:
-    """Does the program fill `part` for `tag`? The prologue's (epilogue's) tag: if the prologue
-    (epilogue) fills it. A body item t: if one of its body fills runs in item t (the filling
-    agent has item t and the op's every=/at= guard selects it)."""
-    top = _top_tag(spec)
-    if tag == top:
-        return any(op.ahead is None for _, op in part.fills.get("prologue", []))
-    if tag == top + 1:
-        return "epilogue" in part.fills
-    if any(op.ahead == tag for _, op in part.fills.get("prologue", [])):
-        return True
-    return any(0 <= tag - (op.ahead or 0) < items and _in_item(op, tag - (op.ahead or 0))
-               for items, op in part.fills.get("body", []))
+@functools.lru_cache(maxsize=256)
+def _filled_slots(spec: Spec) -> frozenset:
+    """(ring, part, stage, tag) for every slot a producer-side fill stores its tag into:
+    docs/rules.md "Slot parts", revised 2026-12-02 (parts are per slot). A part fill
+    (fill op, agent) fills slot s for tag t iff that agent executes that op for the item whose
+    tag is t while its stage on that ring is s. Each agent's unrolled program is run forward
+    here (its stage on each ring moved by advance, reset and each drain step; every=/at=
+    guards already applied by _unroll), so the stage each fill acts on is the one it really
+    has, not one derived from the op's row."""
+    _, part_of = _slot_parts(spec)
+    out = set()
+    for role, cta, i in _model_order(spec):
+        if role.side != "producer":
+            continue
+        name = agent_name(spec, cta, role.name, i)
+        program, _ = _unroll(role, i == 0, spec)
+        stage = {r.name: (role.initial_stage if r.name == MAIN else 0) for r in spec.all_rings}
+        start = dict(stage)
+        stages = {r.name: r.stages for r in spec.all_rings}
+        for ins in program:
+            op = ins.op
+            if op.name in FILLS and (name, ins.pc) in part_of:
+                out.add((op.ring, part_of[(name, ins.pc)], stage[op.ring], ins.tag))
+            elif op.name in ("advance", "drain"):
+                stage[op.ring] = (stage[op.ring] + 1) % stages[op.ring]
+            elif op.name == "reset":
+                stage[op.ring] = start[op.ring]
+    return frozenset(out)
 
 
 def _uses_arrive_wait(spec: Spec) -> bool:
@@ -426,7 +468,7 @@ def _uses_arrive_wait(spec: Spec) -> bool:
                for r in spec.roles for op in r.prologue + r.body + r.epilogue)
 
 
-def initial_state(spec: Spec) -> World:
+def initial_state(spec: Spec, strict_exit: bool = False) -> World:
     parts, part_of = _slot_parts(spec)
     agents = []
     for cta in range(spec.cluster_size):
@@ -468,7 +510,7 @@ def initial_state(spec: Spec) -> World:
     barriers = {(cta, b.name): {"arrivals": 0, "generation": 0}
                 for cta in range(spec.cluster_size) for b in spec.barriers}
     world = World(spec=spec, agents=agents, signals=signals, slots=slots, inflight=[],
-                  barriers=barriers)
+                  barriers=barriers, strict_exit=strict_exit)
     for cta in range(spec.cluster_size):
         if _cta_all_done(world, cta):
             world.gone.add(cta)
@@ -577,12 +619,49 @@ def _entry_key(entry: dict) -> str:
     return json.dumps(entry, sort_keys=True)
 
 
-def _entry_enabled(entry: dict) -> bool:
+def _earlier_commits(world: World, entry: dict) -> list:
+    """The in-flight commit entries its agent issued before commit `entry` (R1: an agent's
+    commits fire in issue order; the entries of one to=all commit share their "_order" and
+    are not earlier than each other)."""
+    return [e for e in world.inflight if e["kind"] == "commit"
+            and e["agent"] == entry["agent"] and e["_order"] < entry["_order"]]
+
+
+def _public(world: World, entry: dict, old: bool = False) -> dict:
+    """An in-flight entry as the state view shows it: without the bookkeeping keys ("_from",
+    "_order") that only this file keeps; a commit with "after_commits", how many entries of
+    its agent's earlier commits are still in flight. `old`: a commit as views written before
+    R1 showed it (no "after_commits"; "agent" "" once no read is waited for)."""
+    view = {k: v for k, v in entry.items() if not k.startswith("_")}
+    if entry["kind"] == "commit":
+        if old:
+            view["agent"] = view["agent"] if view["after"] else ""
+        else:
+            view["after_commits"] = len(_earlier_commits(world, entry))
+    return view
+
+
+def _old_commits(entries: list) -> bool:
+    """Do these (trace) entries show commits the way views did before R1?"""
+    return any(e.get("kind") == "commit" and "after_commits" not in e for e in entries)
+
+
+def _entry_enabled(world: World, entry: dict) -> bool:
     if entry["kind"] == "read":
         return entry["seq"] == 0
     if entry["kind"] == "commit":
-        return entry["after"] == 0
+        return entry["after"] == 0 and not _earlier_commits(world, entry)
     return True
+
+
+def _shown(world: World, entry: dict) -> dict:
+    """The entry an event names: its view, with the bookkeeping keys too where another entry
+    in flight has the same view and different bookkeeping (so that the event names one)."""
+    view = _public(world, entry)
+    for e in world.inflight:
+        if e is not entry and e != entry and _public(world, e) == view:
+            return dict(entry)  # (a commit's view "after_commits" is computed: never stored)
+    return view
 
 
 EVENT_OF = {"copy": "land", "commit": "fire", "read": "finish"}
@@ -597,11 +676,12 @@ def enabled_events(world: World) -> list:
             events.append({"kind": "agent", "agent": a.name, "op": ins.op.name, "pc": ins.pc})
     seen = set()
     for entry in world.inflight:
-        key = _entry_key(entry)
-        if key in seen or not _entry_enabled(entry):
+        shown = _shown(world, entry)
+        key = _entry_key(shown)
+        if key in seen or not _entry_enabled(world, entry):
             continue
         seen.add(key)
-        events.append({"kind": EVENT_OF[entry["kind"]], "entry": dict(entry)})
+        events.append({"kind": EVENT_OF[entry["kind"]], "entry": shown})
     return events
 
 
@@ -696,17 +776,19 @@ def _still_read(world: World, cta: int, ring: str, stage: int, tag: int) -> bool
     return any(a.cta == cta and _will_read(a, ring, tag, stage) for a in world.agents)
 
 
-def _checked_parts(world: World, cta: int, ring: str, tag: int) -> list:
-    """The parts a read of `tag` in a slot of `cta` checks: those of the CTA's slots that the
-    program fills for `tag`, or, when it fills none of them for it, every part the CTA has."""
+def _checked_parts(world: World, cta: int, ring: str, stage: int, tag: int) -> list:
+    """The parts a read of `tag` in slot `stage` of `cta` checks: those of the CTA's slots
+    that the program fills for `tag` in that slot (`_filled_slots`), or, when it fills none of
+    them for `tag` there, every part the CTA has."""
     have = [p for p, info in enumerate(_parts(world, ring)) if cta in info.ctas]
-    filled = [p for p in have if _fills_for(world.spec, _parts(world, ring)[p], tag)]
+    fills = _filled_slots(world.spec)
+    filled = [p for p in have if (ring, p, stage, tag) in fills]
     return filled or have
 
 
 def _read_before_fill(world: World, cta: int, ring: str, stage: int, item: int) -> bool:
     tags = world.slots[(cta, ring, stage)]
-    if any(tags[p] != item for p in _checked_parts(world, cta, ring, item)):
+    if any(tags[p] != item for p in _checked_parts(world, cta, ring, stage, item)):
         return True
     return any(e["kind"] == "copy" and e["cta"] == cta and e["ring"] == ring
                and e["stage"] == stage for e in world.inflight)
@@ -731,6 +813,10 @@ def _dests(spec: Spec, cta: int, to: str) -> list:
 
 
 def _aimed(world: World, cta: int) -> set:
+    """An arrive, expect_tx, copy or commit issued at a gone CTA (from another CTA: a CTA's own
+    agents are all finished once it is gone). A landing or firing into a gone CTA is not
+    reported by itself (revised 2026-12-02): a peer's entry was flagged at the exit step or at
+    its issue, an own one is the unawaited_at_exit warning."""
     return {"inflight_at_exit"} if cta in world.gone else set()
 
 
@@ -810,7 +896,7 @@ def _apply_agent_op(world: World, a: Agent) -> set:
         for dst in _targets(world, a.cta, op.to):
             kinds |= _aimed(world, dst)
             entry = {"kind": "copy", "cta": dst, "ring": ring, "stage": stage,
-                     "tag": ins.tag, "bytes": op.n}
+                     "tag": ins.tag, "bytes": op.n, "_from": a.cta}
             if len(_parts(world, ring)) > 1:
                 entry["part"] = ins.part      # -1: a consumer-side copy, into every part
             world.inflight.append(entry)
@@ -819,8 +905,10 @@ def _apply_agent_op(world: World, a: Agent) -> set:
         for dst in _targets(world, a.cta, op.to):
             kinds |= _aimed(world, dst)
             world.inflight.append({"kind": "commit", "cta": dst, "ring": ring, "stage": stage,
-                                   "n": op.n, "agent": a.name if after else "",
-                                   "after": after})
+                                   "n": op.n, "agent": a.name, "after": after,
+                                   # R1: the commit's place in its agent's program (one value
+                                   # for every entry of a to=all commit)
+                                   "_from": a.cta, "_order": a.pos})
     elif name == "write":
         kinds |= _store(world, a.cta, ring, stage, ins.tag, ins.part)
     elif name == "read":
@@ -920,21 +1008,34 @@ def _normal_entry(entry: dict) -> dict:
 
 
 def _take_inflight(world: World, event: dict) -> dict:
+    """Remove and return the in-flight entry the event names. An event names an entry by the
+    keys the state view shows (`_public`), or by every key if it gives the bookkeeping ones
+    too. Several entries may look alike (two agents' commits of one signal); the event is
+    enabled when one of them may land/fire/finish, and that one is taken."""
     want = ENTRY_OF[event["kind"]]
     entry = _normal_entry(event.get("entry", {}))
     if entry.get("kind") != want:
         raise ReplayError(f"a {event['kind']} event needs a {want!r} entry, got {entry}")
-    for i, e in enumerate(world.inflight):
-        if e == entry:
-            if want == "read" and e["seq"] != 0:
-                raise ReplayError(f"finish: {entry} is not {e['agent']}'s oldest async read "
-                                  f"(reads finish in issue order)")
-            if want == "commit" and e["after"] != 0:
-                raise ReplayError(f"fire: {entry} still waits for {e['after']} of "
-                                  f"{e['agent']}'s async reads")
+    exact = any(k.startswith("_") for k in entry)
+    old = _old_commits([entry])
+    matches = [i for i, e in enumerate(world.inflight)
+               if (e if exact else _public(world, e, old)) == entry]
+    if not matches:
+        raise ReplayError(f"{event['kind']}: {entry} is not in flight (in flight: "
+                          f"{[_public(world, e) for e in world.inflight]})")
+    for i in matches:
+        if _entry_enabled(world, world.inflight[i]):
             return world.inflight.pop(i)
-    raise ReplayError(f"{event['kind']}: {entry} is not in flight (in flight: "
-                      f"{world.inflight})")
+    e = world.inflight[matches[0]]
+    if want == "read":
+        raise ReplayError(f"finish: {entry} is not {e['agent']}'s oldest async read "
+                          f"(reads finish in issue order)")
+    if e["after"] != 0:
+        raise ReplayError(f"fire: {entry} still waits for {e['after']} of "
+                          f"{e['agent']}'s async reads")
+    raise ReplayError(f"fire: {entry} was issued by {e['agent']} after its commit "
+                      f"{_public(world, _earlier_commits(world, e)[0])}, still in flight (an "
+                      f"agent's commits fire in the order it issued them)")
 
 
 def _finish_read(world: World, entry: dict) -> None:
@@ -945,8 +1046,6 @@ def _finish_read(world: World, entry: dict) -> None:
             e["seq"] -= 1
         elif e["kind"] == "commit" and e["agent"] == who and e["after"] > 0:
             e["after"] -= 1
-            if e["after"] == 0:
-                e["agent"] = ""
 
 
 def _apply_async(world: World, event: dict) -> set:
@@ -955,7 +1054,9 @@ def _apply_async(world: World, event: dict) -> set:
     if entry["kind"] == "read":
         _finish_read(world, entry)     # a read of the agent's own CTA: aimed at nothing
         return set()
-    kinds = _aimed(world, cta)
+    # a landing or firing into a gone CTA is no kind by itself (see _aimed); it still updates
+    # the slot and the signal, which no agent looks at any more
+    kinds = set()
     if entry["kind"] == "copy":
         part = entry.get("part", 0 if len(_parts(world, ring)) == 1 else -1)
         kinds |= _store(world, cta, ring, stage, entry["tag"], part)
@@ -966,8 +1067,27 @@ def _apply_async(world: World, event: dict) -> set:
     return kinds
 
 
-def apply(world: World, event: dict) -> set:
-    """Check `event` is enabled, apply it, return the violation kinds this step commits."""
+WARNINGS = ("unawaited_at_exit",)
+
+
+def _exit_kinds(world: World, cta: int) -> tuple[set, set]:
+    """(kinds, warnings) of the step that makes `cta` gone (docs/model.md inflight_at_exit,
+    revised 2026-12-02). inflight_at_exit: an async read of one of its agents is in flight, or
+    a copy/commit issued by an agent of another CTA still targets it. Otherwise, copies or
+    commits its own agents issued still targeting it are the warning unawaited_at_exit, or
+    inflight_at_exit in strict mode."""
+    aimed = [e for e in world.inflight if e["cta"] == cta]
+    if any(e["kind"] == "read" or e["_from"] != cta for e in aimed):
+        return {"inflight_at_exit"}, set()
+    if not aimed:
+        return set(), set()
+    if world.strict_exit:
+        return {"inflight_at_exit"}, set()
+    return set(), {"unawaited_at_exit"}
+
+
+def _apply(world: World, event: dict) -> tuple[set, set]:
+    """Check `event` is enabled, apply it: (violation kinds, warnings) of the step."""
     kind = event.get("kind")
     if kind == "agent":
         a = _check_agent_event(world, event)
@@ -976,12 +1096,21 @@ def apply(world: World, event: dict) -> set:
         kinds = _apply_async(world, event)
     else:
         raise ReplayError(f"unknown event kind {kind!r}")
+    warnings = set()
     for cta in range(world.spec.cluster_size):
         if cta not in world.gone and _cta_all_done(world, cta):
             world.gone.add(cta)
-            if any(e["cta"] == cta for e in world.inflight):
-                kinds.add("inflight_at_exit")
-    return kinds
+            k, w = _exit_kinds(world, cta)
+            kinds |= k
+            warnings |= w
+    world.warnings |= warnings
+    return kinds, warnings
+
+
+def apply(world: World, event: dict) -> set:
+    """Check `event` is enabled, apply it, return the violation kinds this step commits (its
+    warnings are added to world.warnings)."""
+    return _apply(world, event)[0]
 
 
 def state_violations(world: World) -> set:
@@ -1041,7 +1170,7 @@ def state_view(world: World) -> dict:
                     for (c, r, k, s), sig in world.signals.items()},
         "slots": {_slot_name(c, r, s): tags[0] if len(tags) == 1 else list(tags)
                   for (c, r, s), tags in world.slots.items()},
-        "inflight": [dict(e) for e in world.inflight],
+        "inflight": [_public(world, e) for e in world.inflight],
         "barriers": {f"cta{c}.{name}": dict(b) for (c, name), b in world.barriers.items()},
     }
 
@@ -1107,8 +1236,10 @@ def _compare_view(world: World, view: dict | None, where: str) -> None:
         if mine != value:
             raise _mismatch(where, f"barriers {name}", value, mine)
     if "inflight" in view:
-        theirs_ms = Counter(_entry_key(_normal_entry(e)) for e in view["inflight"])
-        ours_ms = Counter(_entry_key(e) for e in ours["inflight"])
+        theirs = [_normal_entry(e) for e in view["inflight"]]
+        old = _old_commits(theirs)
+        theirs_ms = Counter(_entry_key(e) for e in theirs)
+        ours_ms = Counter(_entry_key(_public(world, e, old)) for e in world.inflight)
         if theirs_ms != ours_ms:
             raise _mismatch(where, "inflight", view["inflight"], ours["inflight"])
 
@@ -1129,24 +1260,30 @@ def _compare_step_header(world: World, step: dict, where: str) -> None:
         raise _mismatch(where, "step stage", step["stage"], pos.stage)
 
 
-def replay(spec: Spec, trace_json: dict) -> ReplayOutcome:
-    world = initial_state(spec)
+def replay(spec: Spec, trace_json: dict, strict_exit: bool | None = None) -> ReplayOutcome:
+    """Replay `trace_json` on `spec`. `strict_exit`: own copies/commits in flight at a CTA's
+    exit are inflight_at_exit, not the unawaited_at_exit warning (the CLI's --strict-exit);
+    None: the trace's own "strict_exit" key, if any, else False."""
+    if strict_exit is None:
+        strict_exit = bool(trace_json.get("strict_exit", False))
+    world = initial_state(spec, strict_exit=strict_exit)
     _compare_view(world, trace_json.get("initial"), "initial state")
-    step_kinds, state_kinds = [], [state_violations(world)]
+    step_kinds, state_kinds, step_warnings = [], [state_violations(world)], []
     for i, step in enumerate(trace_json.get("steps", []), start=1):
         where = f"step {step.get('index', i)} ({step.get('action', step['event'])})"
         try:
             if not world.trapped:
                 _compare_step_header(world, step, where)
-            kinds = apply(world, step["event"])
+            kinds, warnings = _apply(world, step["event"])
         except ReplayError as e:
             if str(e).startswith(where):
                 raise
             raise ReplayError(f"{where}: {e}") from None
         step_kinds.append(kinds)
+        step_warnings.append(warnings)
         state_kinds.append(state_violations(world))
         _compare_view(world, step.get("state"), where)
     last = step_kinds[-1] if step_kinds else set()
     return ReplayOutcome(world=world, last_step_kinds=set(last),
                          end_state_kinds=state_kinds[-1], step_kinds=step_kinds,
-                         state_kinds=state_kinds)
+                         state_kinds=state_kinds, step_warnings=step_warnings)

@@ -90,6 +90,12 @@ def simple_spec(**kw):
                      role("consumer", CONSUMER, side="consumer"), **kw)
 
 
+def inflight(world) -> list:
+    """The in-flight entries as the state view shows them (without the replayer's own
+    bookkeeping keys)."""
+    return state_view(world)["inflight"]
+
+
 def ev(agent: str, op_name: str, pc: int) -> dict:
     return {"kind": "agent", "agent": agent, "op": op_name, "pc": pc}
 
@@ -130,16 +136,18 @@ def make_trace(spec, events) -> dict:
 
 def world_key(world) -> str:
     view = state_view(world)
-    view["inflight"] = sorted(json.dumps(e, sort_keys=True) for e in view["inflight"])
+    # every key of the entries, the replayer's bookkeeping too (issuer, commit order)
+    view["inflight"] = sorted(json.dumps(e, sort_keys=True) for e in world.inflight)
     view["observed"] = sorted(str(k) for k, s in world.signals.items() if s.get("observed"))
     view["windows"] = [sorted((r, str(k), v) for r, pos in a.rings.items()   # (k', ph')
                               for k, v in pos.window.items()) for a in world.agents]
     return json.dumps(view, sort_keys=True)
 
 
-def explore(spec, limit=200_000) -> tuple[set, int, list]:
-    """All reachable states (BFS); returns (kinds seen, states, final worlds)."""
-    start = initial_state(spec)
+def explore(spec, limit=200_000, strict_exit=False, warnings=None) -> tuple[set, int, list]:
+    """All reachable states (BFS); returns (kinds seen, states, final worlds). `warnings`: a
+    set that gets every warning seen."""
+    start = initial_state(spec, strict_exit=strict_exit)
     seen = {world_key(start)}
     queue = deque([start])
     kinds, finals = set(state_violations(start)), []
@@ -152,6 +160,8 @@ def explore(spec, limit=200_000) -> tuple[set, int, list]:
             nxt = copy.deepcopy(world)
             kinds |= apply(nxt, e)
             kinds |= state_violations(nxt)
+            if warnings is not None:
+                warnings |= nxt.warnings
             key = world_key(nxt)
             if key not in seen:
                 seen.add(key)
@@ -339,7 +349,7 @@ def test_copy_to_all_is_one_transfer_per_cta():
                      cluster_size=2)
     world = initial_state(spec)
     apply(world, ev("cta0.producer[0]", "copy", 0))
-    assert sorted(json.dumps(e, sort_keys=True) for e in world.inflight) == sorted(
+    assert sorted(json.dumps(e, sort_keys=True) for e in inflight(world)) == sorted(
         json.dumps(copy_entry(nbytes=32, cta=c, part=0), sort_keys=True) for c in (0, 1))
     apply(world, land(nbytes=32, cta=1, part=0))
     assert world.slots == {(0, "main", 0): (-1, -1), (1, "main", 0): (0, -1)}
@@ -567,10 +577,12 @@ def test_amd_correct_pipeline_with_commit_empty():
     assert {k: s["count"] for k, s in finals[0].signals.items()} == {
         (0, "main", "full", 0): 2, (0, "main", "empty", 0): 2, (0, "main", "full", 1): 1,
         (0, "main", "empty", 1): 1}
-    # without the producer's drain, the CTA can exit while the last commit is in flight
+    # without the producer's drain, the CTA can exit while the last commit is in flight:
+    # the consumer's own commit, so a warning (inflight_at_exit only in strict mode)
     spec = make_spec(role("producer", PRODUCER_WRITE), consumer, backend="amd", stages=2,
                      items=3)
-    assert explore(spec)[0] == {"inflight_at_exit"}
+    assert explore(spec)[0] == set()
+    assert explore(spec, strict_exit=True)[0] == {"inflight_at_exit"}
 
 
 def test_amd_arrive_adds_and_commit_fires_later():
@@ -580,11 +592,12 @@ def test_amd_arrive_adds_and_commit_fires_later():
     run(world, [ev("consumer[0]", "arrive_full", 0)])
     assert world.signals[(0, "main", "full", 0)] == {"count": 3}
     kinds = apply(world, ev("consumer[0]", "commit_empty", 1))
-    assert kinds == {"inflight_at_exit"}       # its CTA is gone with the commit in flight
+    assert kinds == set()                      # its CTA is gone with its own commit in flight:
+    assert world.warnings == {"unawaited_at_exit"}    # a warning, not a violation
     assert world.signals[(0, "main", "empty", 0)] == {"count": 0}
     assert enabled_events(world) == [
         {"kind": "fire", "entry": {"kind": "commit", "cta": 0, "ring": "main", "stage": 0, "n": 2,
-                                   "agent": "", "after": 0}}]
+                                   "agent": "consumer[0]", "after": 0, "after_commits": 0}}]
     apply(world, enabled_events(world)[0])
     assert world.signals[(0, "main", "empty", 0)] == {"count": 2}
 
@@ -718,12 +731,17 @@ def test_cta_exits_with_a_copy_in_flight():
     world = initial_state(spec)
     kinds = run(world, [ev("producer[0]", "expect_tx", 0), ev("producer[0]", "copy", 1),
                         ev("producer[0]", "advance", 2)])
-    assert kinds == [set(), set(), {"inflight_at_exit"}]
+    assert kinds == [set(), set(), set()]              # its own copy: a warning only
+    assert world.warnings == {"unawaited_at_exit"}
     assert world.gone == {0}
     landing = land()
     assert enabled_events(world) == [landing]
     assert state_violations(world) == set()             # not a deadlock: a copy is in flight
-    assert apply(world, landing) == {"inflight_at_exit"}
+    assert apply(world, landing) == set()               # landing in a gone CTA: nothing more
+    strict = initial_state(spec, strict_exit=True)
+    kinds = run(strict, [ev("producer[0]", "expect_tx", 0), ev("producer[0]", "copy", 1),
+                         ev("producer[0]", "advance", 2)])
+    assert kinds == [set(), set(), {"inflight_at_exit"}] and strict.warnings == set()
 
 
 def test_no_exit_violation_when_the_copy_landed_first():
@@ -959,7 +977,7 @@ def test_copy_and_overwrite_on_another_ring():
                      stages=1, items=1, rings=[("acc", 1, 1, 1)])
     world = initial_state(spec)
     apply(world, ev("p[0]", "copy", 0))
-    assert world.inflight == [copy_entry(ring="acc", part=0)]   # a copy and a write: 2 parts
+    assert inflight(world) == [copy_entry(ring="acc", part=0)]   # a copy and a write: 2 parts
     assert apply(world, ev("c[0]", "read", 0)) == {"read_before_fill"}   # copy in flight
     apply(world, land(ring="acc", part=0))
     assert world.slots[(0, "acc", 0)] == (0, -1) and world.slots[(0, "main", 0)] == (-1,)
@@ -1093,9 +1111,10 @@ def read_entry(agent, seq, tag=0, stage=0, cta=0, ring="main") -> dict:
             "agent": agent, "seq": seq}
 
 
-def commit_entry(agent="", after=0, stage=0, n=1, cta=0, ring="main") -> dict:
+def commit_entry(agent="c[0]", after=0, stage=0, n=1, cta=0, ring="main",
+                 after_commits=0) -> dict:
     return {"kind": "commit", "cta": cta, "ring": ring, "stage": stage, "n": n,
-            "agent": agent, "after": after}
+            "agent": agent, "after": after, "after_commits": after_commits}
 
 
 def finish(agent, seq, **kw) -> dict:
@@ -1116,7 +1135,7 @@ def test_async_reads_finish_in_fifo_order_and_read_wait_blocks():
                 ev("p[0]", "advance", 1)])
     assert run(world, [ev("c[0]", "read_async", 0), ev("c[0]", "advance", 1),
                        ev("c[0]", "read_async", 0), ev("c[0]", "advance", 1)]) == [set()] * 4
-    assert world.inflight == [read_entry("c[0]", 0, tag=0, stage=0),
+    assert inflight(world) == [read_entry("c[0]", 0, tag=0, stage=0),
                               read_entry("c[0]", 1, tag=1, stage=1)]
     assert state_view(world)["inflight"] == world.inflight
     # only the oldest may finish; read_wait 1 waits for it
@@ -1127,14 +1146,14 @@ def test_async_reads_finish_in_fifo_order_and_read_wait_blocks():
         apply(world, ev("c[0]", "read_wait", 2))
     assert state_violations(world) == set()            # reads in flight: not a deadlock
     assert apply(world, finish("c[0]", 0)) == set()
-    assert world.inflight == [read_entry("c[0]", 0, tag=1, stage=1)]   # seq moved down
+    assert inflight(world) == [read_entry("c[0]", 0, tag=1, stage=1)]   # seq moved down
     assert enabled_events(world) == [ev("c[0]", "read_wait", 2),
                                      finish("c[0]", 0, tag=1, stage=1)]
     apply(world, ev("c[0]", "read_wait", 2))
     assert enabled_events(world) == [finish("c[0]", 0, tag=1, stage=1)]   # read_wait 0
     apply(world, finish("c[0]", 0, tag=1, stage=1))
     run(world, [ev("c[0]", "read_wait", 3), ev("c[0]", "advance", 4)])
-    assert all(a.done for a in world.agents) and world.inflight == []
+    assert all(a.done for a in world.agents) and inflight(world) == []
 
 
 def test_read_async_checks_the_slot_at_issue():
@@ -1142,7 +1161,7 @@ def test_read_async_checks_the_slot_at_issue():
                      stages=1, items=1)
     world = initial_state(spec)
     assert apply(world, ev("c[0]", "read_async", 0)) == {"read_before_fill"}   # never stored
-    assert world.inflight == [read_entry("c[0]", 0)]   # issued all the same
+    assert inflight(world) == [read_entry("c[0]", 0)]   # issued all the same
     world = initial_state(spec)
     apply(world, ev("p[0]", "copy", 0))
     assert apply(world, ev("c[0]", "read_async", 0)) == {"read_before_fill",
@@ -1173,32 +1192,36 @@ def test_commit_waits_for_the_reads_issued_before_it():
     run(world, [ev("c[0]", "read_async", 0), ev("c[0]", "read_async", 1),
                 ev("c[0]", "commit_empty", 2), ev("c[0]", "read_async", 3),
                 ev("c[0]", "commit_empty", 4)])
-    first, second = commit_entry("c[0]", 2), commit_entry("c[0]", 3)
-    assert [e for e in world.inflight if e["kind"] == "commit"] == [first, second]
+    first, second = commit_entry("c[0]", 2), commit_entry("c[0]", 3, after_commits=1)
+    assert [e for e in inflight(world) if e["kind"] == "commit"] == [first, second]
     assert [e["kind"] for e in enabled_events(world)] == ["agent", "finish"]
     with pytest.raises(ReplayError, match=r"still waits for 2 of c\[0\]'s async reads"):
         apply(world, {"kind": "fire", "entry": first})
     apply(world, finish("c[0]", 0))
-    assert commit_entry("c[0]", 1) in world.inflight and commit_entry("c[0]", 2) in world.inflight
+    assert commit_entry("c[0]", 1) in inflight(world)
+    assert commit_entry("c[0]", 2, after_commits=1) in inflight(world)
     apply(world, finish("c[0]", 0))
-    # the first commit is free now (agent cleared); the read issued after it still runs
-    assert commit_entry() in world.inflight and commit_entry("c[0]", 1) in world.inflight
+    # the first commit is free now; the read issued after it still runs
+    assert commit_entry() in inflight(world)
+    assert commit_entry("c[0]", 1, after_commits=1) in inflight(world)
     assert fire() in enabled_events(world)
     assert apply(world, fire()) == set()
     assert world.signals[(0, "main", "empty", 0)]["pending"] == 1
     apply(world, finish("c[0]", 0))
-    assert world.inflight == [commit_entry()]
-    apply(world, ev("c[0]", "advance", 5))
+    assert inflight(world) == [commit_entry()]
+    assert apply(world, ev("c[0]", "advance", 5)) == set()  # own commit in flight: warning
+    assert world.warnings == {"unawaited_at_exit"}
     # old-format fire events (no ring/agent/after) still name a free commit
     assert apply(world, {"kind": "fire", "entry": {"kind": "commit", "cta": 0, "stage": 0,
-                                                    "n": 1}}) == {"inflight_at_exit"}
+                                                    "n": 1}}) == set()
+    assert inflight(world) == []
 
 
 def test_commit_with_no_reads_in_flight_is_free_at_once():
     spec = make_spec(role("c", ["commit_empty 1"], side="consumer"), stages=1, items=1)
     world = initial_state(spec)
     apply(world, ev("c[0]", "commit_empty", 0))
-    assert world.inflight == [commit_entry()]
+    assert inflight(world) == [commit_entry()]
 
 
 # A consumer that releases its slot right after issuing the async read (no read_wait first):
@@ -1366,7 +1389,7 @@ def test_two_copies_of_a_stage_are_two_parts_and_half_a_slot_is_read_before_fill
     assert state_view(world)["slots"] == {"cta0.slot[0]": [-1, -1]}
     run(world, [ev("producer[0]", "wait_empty", 0), ev("producer[0]", "expect_tx", 1),
                 ev("producer[0]", "copy", 2)])
-    assert world.inflight == [copy_entry(part=0)]
+    assert inflight(world) == [copy_entry(part=0)]
     assert apply(world, land(part=0)) == set()
     assert world.signals[(0, "main", "full", 0)]["phase_no"] == 1
     assert state_view(world)["slots"] == {"cta0.slot[0]": [0, -1]}
@@ -1423,7 +1446,7 @@ def test_parts_are_numbered_role_by_role_cta_by_cta_and_exist_where_filled():
     apply(world, ev("cta1.P[0]", "write", 1))                    # its second: part 3
     assert world.slots[(1, "main", 0)] == (-1, -1, 0, 0, -1, -1)
     apply(world, ev("cta1.Q[0]", "copy", 0))
-    assert sorted(json.dumps(e, sort_keys=True) for e in world.inflight) == sorted(
+    assert sorted(json.dumps(e, sort_keys=True) for e in inflight(world)) == sorted(
         json.dumps(copy_entry(cta=c, part=5), sort_keys=True) for c in (0, 1))
     apply(world, land(cta=0, part=5))
     assert world.slots[(0, "main", 0)] == (-1, -1, -1, -1, -1, 0)
@@ -1700,3 +1723,320 @@ def test_the_record_is_per_stage():
     apply(world, ev("c[0]", "wait_full", 0))          # stage 0 passes again at phase 0: (2, 0)
     apply(world, ev("c[0]", "advance", 1))
     assert aliased_at(world, range(6), stage=1) == [0, 1, 4, 5]   # stage 1: (1, 1), k = 2
+
+
+# ------------------------------------------------------------------------------------------
+# Revised rules (docs/model.md, revised 2026-12-02; /work/notes/rules.md R1-R3)
+# ------------------------------------------------------------------------------------------
+
+from tests.replay import _filled_slots  # noqa: E402  (the rule R3's table, read directly)
+
+
+def fire_at(stage, cta=0, **kw) -> dict:
+    return fire(stage=stage, cta=cta, **kw)
+
+
+# R1: an agent's commits fire in the order it issued them
+
+def test_a_commit_cannot_fire_before_its_agents_earlier_commit():
+    spec = make_spec(role("c", ["commit_empty", "advance"], side="consumer"),
+                     stages=2, items=2)
+    world = initial_state(spec)
+    run(world, [ev("c[0]", "commit_empty", 0), ev("c[0]", "advance", 1),
+                ev("c[0]", "commit_empty", 0)])
+    assert inflight(world) == [commit_entry(stage=0), commit_entry(stage=1, after_commits=1)]
+    # both are free of async reads, but only the first may fire
+    assert [e for e in enabled_events(world) if e["kind"] == "fire"] == [fire_at(0)]
+    with pytest.raises(ReplayError, match=r"issued by c\[0\] after its commit .*in the order"):
+        apply(world, fire_at(1, after_commits=1))
+    # (an event in the view format before R1, without after_commits, names it too)
+    with pytest.raises(ReplayError, match=r"issued by c\[0\] after its commit"):
+        apply(world, {"kind": "fire", "entry": {"kind": "commit", "cta": 0, "stage": 1,
+                                                 "n": 1}})
+    assert inflight(world) == [commit_entry(stage=0),
+                               commit_entry(stage=1, after_commits=1)]   # nothing moved
+    assert apply(world, fire_at(0)) == set()
+    assert fire_at(1) in enabled_events(world)
+    assert apply(world, fire_at(1)) == set()
+    # in a trace, the out-of-order firing is a disabled step
+    events = [ev("c[0]", "commit_empty", 0), ev("c[0]", "advance", 1),
+              ev("c[0]", "commit_empty", 0), fire_at(0), fire_at(1)]
+    trace = make_trace(spec, events)
+    bad = copy.deepcopy(trace)
+    bad["steps"][3]["event"], bad["steps"][4]["event"] = fire_at(1, after_commits=1), fire_at(0)
+    with pytest.raises(ReplayError, match=r"step 4 .*after its commit"):
+        replay(spec, bad)
+    assert replay(spec, trace).kinds == set()
+
+
+def test_the_first_commit_still_waits_for_its_reads_and_the_second_for_the_first():
+    """Each commit waited for its own item's async read; both reads finished: the second
+    commit, free of reads, still waits for the first."""
+    spec = make_spec(role("p", ["write", "advance"]),
+                     role("c", ["read_async", "commit_empty", "read_wait 0", "advance"],
+                          side="consumer"), stages=2, items=2)
+    world = initial_state(spec)
+    run(world, [ev("p[0]", "write", 0), ev("p[0]", "advance", 1), ev("p[0]", "write", 0),
+                ev("c[0]", "read_async", 0), ev("c[0]", "commit_empty", 1),
+                finish("c[0]", 0), ev("c[0]", "read_wait", 2), ev("c[0]", "advance", 3),
+                ev("c[0]", "read_async", 0), finish("c[0]", 0, tag=1, stage=1),
+                ev("c[0]", "commit_empty", 1)])
+    assert inflight(world) == [commit_entry(stage=0), commit_entry(stage=1, after_commits=1)]
+    assert [e for e in enabled_events(world) if e["kind"] == "fire"] == [fire_at(0)]
+
+
+def test_the_entries_of_one_to_all_commit_fire_in_any_order_and_a_later_commit_waits():
+    spec = make_spec(role("c", ["commit_empty to=all", "advance"], side="consumer"),
+                     stages=2, items=2, cluster_size=2)
+    for first, second in ((0, 1), (1, 0)):
+        world = initial_state(spec)
+        run(world, [ev("cta0.c[0]", "commit_empty", 0), ev("cta0.c[0]", "advance", 1),
+                    ev("cta0.c[0]", "commit_empty", 0)])
+        fires = lambda: sorted((e["entry"]["cta"], e["entry"]["stage"])   # noqa: E731
+                               for e in enabled_events(world) if e["kind"] == "fire")
+        assert fires() == [(0, 0), (1, 0)]
+        apply(world, fire_at(0, cta=first, agent="cta0.c[0]"))
+        assert fires() == [(second, 0)]        # stage 1's entries wait for both of stage 0's
+        with pytest.raises(ReplayError, match="in the order"):
+            apply(world, fire_at(1, cta=first, agent="cta0.c[0]", after_commits=1))
+        apply(world, fire_at(0, cta=second, agent="cta0.c[0]"))
+        assert fires() == [(0, 1), (1, 1)]
+
+
+def test_commits_of_different_agents_do_not_wait_for_each_other():
+    spec = make_spec(role("c", ["commit_empty", "advance"], side="consumer", count=2),
+                     stages=2, items=2, cac=2)
+    world = initial_state(spec)
+    run(world, [ev("c[0]", "commit_empty", 0), ev("c[0]", "advance", 1),
+                ev("c[1]", "commit_empty", 0), ev("c[1]", "advance", 1),
+                ev("c[1]", "commit_empty", 0)])
+    assert [e for e in enabled_events(world) if e["kind"] == "fire"] == [
+        fire_at(0), fire_at(0, agent="c[1]")]
+    apply(world, fire_at(0, agent="c[1]"))
+    assert [e for e in enabled_events(world) if e["kind"] == "fire"] == [
+        fire_at(0), fire_at(1, agent="c[1]")]
+    apply(world, fire_at(1, agent="c[1]"))   # while c[0]'s stage-0 commit is in flight
+    assert inflight(world) == [commit_entry(stage=0)]
+
+
+def test_look_alike_copies_of_two_ctas_are_events_of_their_own():
+    """Consumer-side copies (into every part) from cta0 and cta1 into cta0 show the same view:
+    the events name them with the issuer's CTA ("_from"), and which one is still in flight
+    when cta0 goes decides warning or violation."""
+    spec = make_spec(role("C", ["copy 16 to=all"], side="consumer"),
+                     role("W", ["advance"], side="consumer"),
+                     stages=1, items=1, cluster_size=2)
+    issue = [ev("cta0.C[0]", "copy", 0), ev("cta1.C[0]", "copy", 0)]
+    world = initial_state(spec)
+    run(world, issue)
+    lands = [e["entry"] for e in enabled_events(world) if e["kind"] == "land"]
+    assert sorted((e["cta"], e.get("_from")) for e in lands) == [(0, 0), (0, 1), (1, 0), (1, 1)]
+    for lands_from, kinds, warnings in ((1, set(), {"unawaited_at_exit"}),
+                                        (0, {"inflight_at_exit"}, set())):
+        world = initial_state(spec)
+        run(world, issue)
+        event = next(e for e in enabled_events(world)
+                     if e["kind"] == "land" and e["entry"]["cta"] == 0
+                     and e["entry"]["_from"] == lands_from)
+        assert apply(world, event) == set()
+        assert apply(world, ev("cta0.W[0]", "advance", 0)) == kinds
+        assert world.warnings == warnings
+    # an event in the view format names one of them; the trace of those events replays
+    world = initial_state(spec)
+    run(world, issue)
+    public = {k: v for k, v in lands[0].items() if not k.startswith("_")}
+    assert apply(world, {"kind": "land", "entry": public}) == set()
+    assert len(world.inflight) == 3
+    events = issue + [next(e for e in enabled_events(initial_state_after(spec, issue))
+                           if e["kind"] == "land" and e["entry"].get("_from") == 1
+                           and e["entry"]["cta"] == 0), ev("cta0.W[0]", "advance", 0)]
+    outcome = replay(spec, make_trace(spec, events))
+    assert outcome.kinds == set() and outcome.warnings == {"unawaited_at_exit"}
+
+
+def initial_state_after(spec, events, **kw):
+    world = initial_state(spec, **kw)
+    run(world, events)
+    return world
+
+
+# R2: own copies/commits in flight at exit are a warning
+
+def test_exit_with_only_own_commits_in_flight_is_a_warning_and_strict_makes_it_a_violation():
+    spec = make_spec(role("c", ["commit_empty", "advance"], side="consumer"),
+                     stages=2, items=2)
+    events = [ev("c[0]", "commit_empty", 0), ev("c[0]", "advance", 1),
+              ev("c[0]", "commit_empty", 0), ev("c[0]", "advance", 1)]
+    outcome = replay(spec, make_trace(spec, events))
+    assert outcome.kinds == set() and all(k == set() for k in outcome.step_kinds)
+    assert outcome.warnings == {"unawaited_at_exit"}
+    assert outcome.step_warnings == [set(), set(), set(), {"unawaited_at_exit"}]
+    assert outcome.world.gone == {0}
+    strict = replay(spec, make_trace(spec, events), strict_exit=True)
+    assert strict.kinds == {"inflight_at_exit"} and strict.warnings == set()
+    assert replay(spec, {**make_trace(spec, events), "strict_exit": True}).kinds \
+        == {"inflight_at_exit"}
+    # the commits fire after the exit: nothing more is reported
+    world = initial_state(spec)
+    kinds = run(world, events + [fire_at(0), fire_at(1)])
+    assert kinds == [set()] * 6 and world.warnings == {"unawaited_at_exit"}
+    # had they fired before the exit, no warning
+    world = initial_state(spec)
+    run(world, events[:3] + [fire_at(0), fire_at(1), events[3]])
+    assert world.warnings == set()
+
+
+def test_exit_warning_found_by_exhaustive_search():
+    spec = make_spec(role("p", ["expect_tx 16", "copy 16", "advance"]), stages=1, items=1)
+    warnings = set()
+    assert explore(spec, warnings=warnings)[0] == set()
+    assert warnings == {"unawaited_at_exit"}
+    assert explore(spec, strict_exit=True)[0] == {"inflight_at_exit"}
+
+
+def test_a_peers_copy_into_a_gone_cta_stays_inflight_at_exit():
+    """cta1's P copies into cta0 (to=peer); cta0's only agent W finishes before it lands."""
+    spec = make_spec(role("P", ["copy 16 to=peer"], ctas=(1,)),
+                     role("W", ["advance"], side="consumer", ctas=(0,)),
+                     stages=1, items=1, cluster_size=2)
+    world = initial_state(spec)
+    assert apply(world, ev("cta1.P[0]", "copy", 0)) == set()     # cta1 gone: nothing of its own
+    assert world.gone == {1} and world.warnings == set()
+    assert apply(world, ev("cta0.W[0]", "advance", 0)) == {"inflight_at_exit"}
+    assert world.gone == {0, 1} and world.warnings == set()
+    assert apply(world, land(cta=0, part=0)) == set()            # flagged at the exit step
+    # strict or not, the same
+    world = initial_state(spec, strict_exit=True)
+    assert run(world, [ev("cta1.P[0]", "copy", 0), ev("cta0.W[0]", "advance", 0)]) \
+        == [set(), {"inflight_at_exit"}]
+    # the other order: the copy is issued at a CTA already gone
+    world = initial_state(spec)
+    assert run(world, [ev("cta0.W[0]", "advance", 0), ev("cta1.P[0]", "copy", 0)]) \
+        == [set(), {"inflight_at_exit"}]
+    # the copy landed first: clean
+    world = initial_state(spec)
+    assert run(world, [ev("cta1.P[0]", "copy", 0), land(cta=0, part=0),
+                       ev("cta0.W[0]", "advance", 0)]) == [set()] * 3
+    assert world.warnings == set()
+
+
+def test_a_peers_commit_in_flight_at_exit_is_inflight_at_exit():
+    spec = make_spec(role("C", ["commit_empty to=peer"], side="consumer", ctas=(1,)),
+                     role("W", ["advance"], side="consumer", ctas=(0,)),
+                     stages=1, items=1, cluster_size=2)
+    world = initial_state(spec)
+    assert run(world, [ev("cta1.C[0]", "commit_empty", 0), ev("cta0.W[0]", "advance", 0)]) \
+        == [set(), {"inflight_at_exit"}]
+    assert apply(world, fire_at(0, agent="cta1.C[0]")) == set()
+
+
+def test_own_and_peer_entries_in_flight_at_exit_is_the_violation_not_the_warning():
+    """Each CTA's P copies to=all; cta0 exits with its own copy and cta1's in flight."""
+    spec = make_spec(role("P", ["copy 16 to=all"]),
+                     role("W", ["advance"], side="consumer", ctas=(1,)),
+                     stages=1, items=1, cluster_size=2)
+    world = initial_state(spec)
+    assert apply(world, ev("cta1.P[0]", "copy", 0)) == set()
+    assert apply(world, ev("cta0.P[0]", "copy", 0)) == {"inflight_at_exit"}  # cta0 gone
+    assert world.warnings == set()
+    # only its own copy in flight (cta1's landed in cta0 first): the warning
+    world = initial_state(spec)
+    run(world, [ev("cta1.P[0]", "copy", 0), land(cta=0, part=1)])
+    assert apply(world, ev("cta0.P[0]", "copy", 0)) == set()
+    assert world.warnings == {"unawaited_at_exit"}
+    # cta0's copy into cta1 is a peer's there: cta1's exit with it in flight is a violation
+    run(world, [land(cta=1, part=1)])
+    assert apply(world, ev("cta1.W[0]", "advance", 0)) == {"inflight_at_exit"}
+
+
+def test_an_async_read_in_flight_at_exit_is_a_violation_even_when_not_strict():
+    spec = make_spec(role("p", ["write"]), role("c", ["read_async"], side="consumer"),
+                     stages=1, items=1)
+    world = initial_state(spec)
+    assert run(world, [ev("p[0]", "write", 0), ev("c[0]", "read_async", 0)]) \
+        == [set(), {"inflight_at_exit"}]
+    assert world.warnings == set()
+
+
+# R3: slot parts are per slot
+
+PER_SLOT_P = ["write", "arrive_full"]
+PER_SLOT_C = ["wait_full", "read", "advance", "wait_full", "read"]
+
+
+def per_slot_spec(b_stage=1, b_body=PER_SLOT_P):
+    return make_spec(role("A", PER_SLOT_P), role("B", b_body, initial_stage=b_stage),
+                     role("C", PER_SLOT_C, side="consumer"), stages=2, items=1)
+
+
+def test_two_producers_filling_different_slots_for_one_item_read_fine():
+    """The notes' example: A fills slot 0, B (initial_stage 1) slot 1, both for item 0; each
+    slot has both parts, but a read of item 0 in slot s checks only the part filled there."""
+    spec = per_slot_spec()
+    world = initial_state(spec)
+    assert state_view(world)["slots"] == {"cta0.slot[0]": [-1, -1], "cta0.slot[1]": [-1, -1]}
+    kinds = run(world, [ev("A[0]", "write", 0), ev("A[0]", "arrive_full", 1),
+                        ev("C[0]", "wait_full", 0), ev("C[0]", "read", 1)])
+    assert kinds == [set()] * 4 and world.slots[(0, "main", 0)] == (0, -1)
+    kinds = run(world, [ev("C[0]", "advance", 2), ev("B[0]", "write", 0),
+                        ev("B[0]", "arrive_full", 1), ev("C[0]", "wait_full", 3),
+                        ev("C[0]", "read", 4)])
+    assert kinds == [set()] * 5 and world.slots[(0, "main", 1)] == (-1, 0)
+    assert explore(spec)[0] == set()
+    assert _filled_slots(spec) == {("main", 0, 0, 0), ("main", 1, 1, 0)}
+
+
+def test_the_per_slot_rule_still_finds_a_missing_fill():
+    # both fill slot 0 for item 0: a read after A's write alone misses B's part
+    spec = per_slot_spec(b_stage=0)
+    world = initial_state(spec)
+    assert run(world, [ev("A[0]", "write", 0), ev("A[0]", "arrive_full", 1),
+                       ev("C[0]", "wait_full", 0)]) == [set()] * 3
+    assert apply(world, ev("C[0]", "read", 1)) == {"read_before_fill"}
+    # B arrives before it writes: slot 1's read finds its part empty
+    spec = per_slot_spec(b_body=["arrive_full", "write"])
+    assert explore(spec)[0] == {"read_before_fill"}
+    world = initial_state(spec)
+    run(world, [ev("A[0]", "write", 0), ev("A[0]", "arrive_full", 1),
+                ev("C[0]", "wait_full", 0), ev("C[0]", "read", 1), ev("C[0]", "advance", 2),
+                ev("B[0]", "arrive_full", 0), ev("C[0]", "wait_full", 3)])
+    world.slots[(0, "main", 1)] = (0, -1)      # A's part of slot 1 holding the item is no help
+    assert apply(world, ev("C[0]", "read", 4)) == {"read_before_fill"}
+
+
+def test_a_slot_no_fill_fills_for_the_item_checks_every_part():
+    """Stages 3: nothing fills slot 2, so a read of item 0 there checks both parts (not none)."""
+    spec = make_spec(role("A", PER_SLOT_P), role("B", PER_SLOT_P, initial_stage=1),
+                     role("C", ["advance", "advance", "read"], side="consumer"),
+                     stages=3, items=1)
+    world = initial_state(spec)
+    run(world, [ev("C[0]", "advance", 0), ev("C[0]", "advance", 1)])
+    world.slots[(0, "main", 2)] = (0, -1)
+    assert apply(world, ev("C[0]", "read", 2)) == {"read_before_fill"}
+    world = initial_state(spec)
+    run(world, [ev("C[0]", "advance", 0), ev("C[0]", "advance", 1)])
+    world.slots[(0, "main", 2)] = (0, 0)
+    assert apply(world, ev("C[0]", "read", 2)) == set()
+
+
+@pytest.mark.parametrize("body, stages, items, expected", [
+    # write, advance: item i in slot i mod stages
+    (["write", "advance"], 2, 3, {(0, 0, 0), (0, 1, 1), (0, 0, 2)}),
+    # a drain step moves the stage too; every=2 at=1 leaves item 0 out
+    (["write every=2 at=1", "drain"], 2, 2, {(0, 0, 1)}),
+    # reset takes it back to the initial stage each item
+    (["write", "advance", "write", "reset"], 3, 2,
+     {(0, 0, 0), (0, 1, 0), (0, 0, 1), (0, 1, 1)}),
+])
+def test_each_fill_fills_the_slot_its_agents_stage_is_at(body, stages, items, expected):
+    spec = make_spec(role("P", body), stages=stages, items=items)
+    assert _filled_slots(spec) == {("main", p, s, t) for p, s, t in expected}
+
+
+def test_filled_slots_follow_initial_stage_prologue_tags_and_the_ring():
+    spec = make_spec(role("P", ["write", "advance", "write ring=acc"], initial_stage=1,
+                          prologue=["write", "advance"]),
+                     stages=2, items=2, rings=[("acc", 2, 1, 1)])
+    top = 2                                   # the prologue's tag
+    assert _filled_slots(spec) == {("main", 0, 1, top), ("main", 0, 0, 0),
+                                   ("main", 0, 1, 1), ("acc", 0, 0, 0), ("acc", 0, 0, 1)}
