@@ -24,7 +24,8 @@ Revised rules (docs/model.md, revised 2026-12-02), implemented here on their own
      commit issued by another CTA's agent targeting c, is inflight_at_exit; copies/commits of
      c's own agents targeting c are only the warning unawaited_at_exit (WARNINGS), or
      inflight_at_exit with strict_exit. Issuing an arrive/expect_tx/copy/commit at a gone CTA is
-     inflight_at_exit; a landing or firing into a gone CTA is nothing by itself.
+     inflight_at_exit; a landing or firing into a gone CTA is nothing by itself (with
+     strict_exit inflight_at_exit, as before the revision).
   R3 slot parts are per slot (below).
 To decide R1 and R2 the in-flight copies and commits keep bookkeeping keys the state view
 does not show: "_from" (the issuing agent's CTA), and for commits "_by" (the issuing agent)
@@ -1054,9 +1055,10 @@ def _apply_async(world: World, event: dict) -> set:
     if entry["kind"] == "read":
         _finish_read(world, entry)     # a read of the agent's own CTA: aimed at nothing
         return set()
-    # a landing or firing into a gone CTA is no kind by itself (see _aimed); it still updates
-    # the slot and the signal, which no agent looks at any more
-    kinds = set()
+    # a landing or firing into a gone CTA is no kind by itself (see _aimed), except in strict
+    # mode, which reads it as before the revision; it still updates the slot and the signal,
+    # which no agent looks at any more
+    kinds = _aimed(world, cta) if world.strict_exit else set()
     if entry["kind"] == "copy":
         part = entry.get("part", 0 if len(_parts(world, ring)) == 1 else -1)
         kinds |= _store(world, cta, ring, stage, entry["tag"], part)

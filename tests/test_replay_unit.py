@@ -742,6 +742,7 @@ def test_cta_exits_with_a_copy_in_flight():
     kinds = run(strict, [ev("producer[0]", "expect_tx", 0), ev("producer[0]", "copy", 1),
                          ev("producer[0]", "advance", 2)])
     assert kinds == [set(), set(), {"inflight_at_exit"}] and strict.warnings == set()
+    assert apply(strict, landing) == {"inflight_at_exit"}   # strict: as before the revision
 
 
 def test_no_exit_violation_when_the_copy_landed_first():
