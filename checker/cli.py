@@ -103,8 +103,11 @@ def _write_graph(spec, target: str, max_states) -> int:
               help="With --engine bmc: look for violations up to K steps (default: the longest run, at most 100).")
 @click.option("--quiet", "-q", is_flag=True,
               help="Print only the verdict line of each spec (and the summary of several).")
+@click.option("--strict-exit", is_flag=True,
+              help="A CTA that exits with its own copies or commits still in flight is "
+                   "inflight_at_exit (PTX's strict reading), not the warning unawaited_at_exit.")
 def verify(specs, as_json, trace_file, max_states, timeout, graph_file, no_precheck, suggest_fix,
-           no_symmetry, no_cta_symmetry, no_por, engine, depth, quiet):
+           no_symmetry, no_cta_symmetry, no_por, engine, depth, quiet, strict_exit):
     """Explore every interleaving of each SPEC; print a verdict per spec."""
     if depth is not None and engine != "bmc":
         raise UsageFailure("--depth applies only to --engine bmc")
@@ -118,12 +121,13 @@ def verify(specs, as_json, trace_file, max_states, timeout, graph_file, no_prech
     settled = {}  # results of the plain-Python first try, by the spec's index (checker/tier.py)
     if _as_command and tier.available(engine, suggest_fix, graph_file):
         settled = tier.first_try(specs, max_states, timeout, not no_symmetry, not no_por,
-                                 not no_cta_symmetry)
+                                 not no_cta_symmetry, strict_exit)
         if settled is None:
             tier.run_compiled()
     from pipeproof.checker.explore import INTERRUPTED
     from pipeproof.checker.export import write_trace
-    from pipeproof.checker.report import first_line, format_text, summary_of, to_json
+    from pipeproof.checker.report import (first_line, format_text, summary_of, to_json,
+                                          warning_lines)
     from pipeproof.checker.verify import verify as explicit
     from pipeproof.spec.load import load_spec
 
@@ -137,6 +141,8 @@ def verify(specs, as_json, trace_file, max_states, timeout, graph_file, no_prech
     def say(text):
         click.echo(text, err=to_stderr)
 
+    strict = {"strict_exit": True} if strict_exit else {}  # (bmc, laps: their own keyword)
+
     def run_engine(spec):
         if late:
             from pipeproof.checker.result import Result
@@ -144,14 +150,16 @@ def verify(specs, as_json, trace_file, max_states, timeout, graph_file, no_prech
                           seconds=timeout, limit=late, engine=engine)
         if engine == "bmc":
             from pipeproof.checker.smt.bmc import verify_bmc
-            return verify_bmc(spec, depth=depth, timeout=timeout, symmetry=not no_symmetry)
+            return verify_bmc(spec, depth=depth, timeout=timeout, symmetry=not no_symmetry,
+                              **strict)
         if engine == "laps":
             from pipeproof.checker.lap_verify import verify_laps
             return verify_laps(spec, max_states=max_states, timeout=timeout, por=not no_por,
-                               cta_symmetry=not no_cta_symmetry)
+                               cta_symmetry=not no_cta_symmetry, **strict)
         return explicit(spec, max_states=max_states, timeout=timeout, progress=progress,
                         symmetry=not no_symmetry, por=not no_por,
-                        cta_symmetry=not no_cta_symmetry and not no_symmetry)
+                        cta_symmetry=not no_cta_symmetry and not no_symmetry,
+                        strict_exit=strict_exit)
 
     for index, path in enumerate(specs):
         spec = loop.attempt(path, lambda: load_spec(path))
@@ -171,7 +179,8 @@ def verify(specs, as_json, trace_file, max_states, timeout, graph_file, no_prech
             continue
         result.precheck = findings
         results.append(result)
-        say(first_line(result) if quiet else format_text(result).rstrip("\n"))
+        say("\n".join([first_line(result)] + warning_lines(result)) if quiet
+            else format_text(result).rstrip("\n"))
         if not quiet:
             for finding in findings:  # the symbolic pre-check's words for the same bug
                 say(f"pre-check: {finding.signal}: {finding.kind}: {finding.message}")

@@ -162,15 +162,17 @@ def record(vrec, bits, depth, state_idx, action, det, vdet):
     """Remember the shallowest occurrence of each violation kind, the first one found among
     equals. Expanding level d finds state violations at depth d after step violations at
     depth d+1 may already have been recorded, so a later find replaces an earlier one when it
-    is shallower: keeping the first would lose a kind at the minimal depth (issue 14)."""
-    for k in range(S.N_KINDS):
+    is shallower: keeping the first would lose a kind at the minimal depth (issue 14).
+    Row N_KINDS is the warning UNAWAITED_AT_EXIT (no detail: the trace's last state says it)."""
+    for k in range(S.N_RECORDS):
         if bits & (1 << k) and (vrec[k, 0] == 0 or depth < vrec[k, 1]):
             vrec[k, 0] = 1
             vrec[k, 1] = depth
             vrec[k, 2] = state_idx
             vrec[k, 3] = action
-            for j in range(S.DET_W):
-                vdet[k, j] = det[k * S.DET_W + j]
+            if k < S.N_KINDS:
+                for j in range(S.DET_W):
+                    vdet[k, j] = det[k * S.DET_W + j]
 
 
 @njit(**ENGINE)
@@ -366,7 +368,7 @@ class Search(StateStore):
         self.timeout = timeout
         self.progress = progress
         words = model.words
-        self.vrec = np.zeros((S.N_KINDS, 4), dtype=np.int64)
+        self.vrec = np.zeros((S.N_RECORDS, 4), dtype=np.int64)
         self.vdet = np.full((S.N_KINDS, S.DET_W), -1, dtype=np.int64)
         self.counters = np.zeros(3, dtype=np.int64)  # transitions, terminal states, traps
         self.scratch = scratch_arrays(model)

@@ -2,13 +2,21 @@
 finished, packed one int per entry (fields and widths in T.ent, checker/model.py) and kept
 sorted descending in the state's in-flight array, so equal sets of entries are equal states.
 
-A copy holds (cta, ring, stage, tag + 1, bytes index, part); a commit (cta, ring, stage, n, and while
-it still waits for its agent's earlier async reads: agent, after = how many); an async read
-(cta, ring, stage, tag + 1, agent, seq = its place in the agent's FIFO, 0 = oldest).
+A copy holds (cta, ring, stage, tag + 1, bytes index, part, peer); a commit (cta, ring, stage, n,
+agent, seq = how many of its agent's earlier async reads are still in flight, cseq = how many of
+its agent's earlier commit entries are still in flight, peer); an async read (cta, ring, stage,
+tag + 1, agent, seq = its place in the agent's FIFO, 0 = oldest). `peer` is 1 when the issuing
+agent's CTA is not the target (a cluster's remote copy or commit).
+
+A commit fires only when seq and cseq are 0: after its agent's earlier async reads have finished
+(tcgen05.commit tracks the MMAs before it) and after its agent's earlier commits have fired (a
+later commit tracks everything an earlier one does: DESIGN, revised 2026-12-02). Every commit
+names its agent, so its firing can find the agent's later commits.
 """
 from pipeproof.backends.base import jit
-from pipeproof.checker.state_layout import (C_INFLIGHT, C_OFF_INF, E_AGENT, E_BIDX, E_CTA,
-                                            E_KIND, E_PART, E_RING, E_SEQ, E_STAGE, E_VAL,
+from pipeproof.checker.state_layout import (C_INFLIGHT, C_OFF_INF, E_AGENT, E_BIDX, E_CSEQ,
+                                            E_CTA, E_KIND, E_PART, E_PEER, E_RING, E_SEQ,
+                                            E_STAGE, E_VAL,
                                             ENTRY_COMMIT, ENTRY_COPY, ENTRY_READ)
 
 
@@ -26,7 +34,8 @@ def make_entry(T, kind, cta, r, s, val, bidx, agent, seq, part):
 
 @jit
 def with_field(T, e, f, value):
-    return (e & ~(T.ent[f, 1] << T.ent[f, 0])) | (value << T.ent[f, 0])
+    """`e` with field f set to `value` (a field of width 0 stays absent)."""
+    return (e & ~(T.ent[f, 1] << T.ent[f, 0])) | ((value & T.ent[f, 1]) << T.ent[f, 0])
 
 
 @jit
@@ -41,6 +50,36 @@ def reads_in_flight(T, st, a):
         if entry_field(T, e, E_KIND) == ENTRY_READ and entry_field(T, e, E_AGENT) == a:
             n += 1
     return n
+
+
+@jit
+def commits_in_flight(T, st, a):
+    """How many commit entries agent `a` has in flight (a to=all commit: one per CTA)."""
+    off = T.cfg[C_OFF_INF]
+    n = 0
+    for j in range(T.cfg[C_INFLIGHT]):
+        e = st[off + j]
+        if e == 0:
+            break
+        if entry_field(T, e, E_KIND) == ENTRY_COMMIT and entry_field(T, e, E_AGENT) == a:
+            n += 1
+    return n
+
+
+@jit
+def commit_fired(T, st, a):
+    """One of agent a's oldest commit entries fired: each of its later commits waits for one
+    entry fewer. (The firing entry is the agent's oldest: every entry with cseq > 0 was
+    issued after every entry with cseq 0 still in flight, which it counted.)"""
+    off = T.cfg[C_OFF_INF]
+    for j in range(T.cfg[C_INFLIGHT]):
+        e = st[off + j]
+        if e == 0:
+            break
+        if (entry_field(T, e, E_KIND) == ENTRY_COMMIT and entry_field(T, e, E_AGENT) == a
+                and entry_field(T, e, E_CSEQ) > 0):
+            st[off + j] = with_field(T, e, E_CSEQ, entry_field(T, e, E_CSEQ) - 1)
+    sort_entries(T, st)
 
 
 @jit
@@ -64,7 +103,7 @@ def sort_descending(st, off, m):
 @jit
 def finish_read(T, st, a):
     """Agent a's oldest async read finished: its later reads move up the FIFO, and commits
-    that waited for it need one read fewer (an entry no longer waiting forgets its agent)."""
+    that waited for it need one read fewer."""
     off = T.cfg[C_OFF_INF]
     for j in range(T.cfg[C_INFLIGHT]):
         e = st[off + j]
@@ -74,10 +113,7 @@ def finish_read(T, st, a):
             continue
         kind = entry_field(T, e, E_KIND)
         if kind == ENTRY_READ or kind == ENTRY_COMMIT:
-            e = with_field(T, e, E_SEQ, entry_field(T, e, E_SEQ) - 1)
-            if kind == ENTRY_COMMIT and entry_field(T, e, E_SEQ) == 0:
-                e = with_field(T, e, E_AGENT, 0)
-            st[off + j] = e
+            st[off + j] = with_field(T, e, E_SEQ, entry_field(T, e, E_SEQ) - 1)
     sort_entries(T, st)
 
 
@@ -124,13 +160,24 @@ def copy_in_flight_to(T, st, cta, r, s):
     return False
 
 
+# What is still in flight into a CTA when it goes (`exit_inflight`).
+EXIT_CLEAN, EXIT_OWN, EXIT_FOREIGN = 0, 1, 2
+
+
 @jit
-def anything_targets(T, st, cta):
+def exit_inflight(T, st, cta):
+    """What still targets `cta`: EXIT_FOREIGN when an async read of one of its agents, or a
+    copy or commit issued by another CTA, is in flight into it (inflight_at_exit); else
+    EXIT_OWN when only its own agents' copies or commits are (the warning unawaited_at_exit);
+    else EXIT_CLEAN."""
     off = T.cfg[C_OFF_INF]
+    what = EXIT_CLEAN
     for j in range(T.cfg[C_INFLIGHT]):
         e = st[off + j]
         if e == 0:
             break
         if entry_field(T, e, E_CTA) == cta:
-            return True
-    return False
+            if entry_field(T, e, E_KIND) == ENTRY_READ or entry_field(T, e, E_PEER) == 1:
+                return EXIT_FOREIGN
+            what = EXIT_OWN
+    return what

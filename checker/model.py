@@ -62,10 +62,13 @@ def packing_for(bounds) -> tuple[Packing, int]:
 class Model:
     """A compiled spec: tables for the engines plus names and views for people."""
 
-    def __init__(self, spec: Spec, inflight: int | None = None):
+    def __init__(self, spec: Spec, inflight: int | None = None, strict_exit: bool = False):
         """`inflight`: room for that many copies, commits and async reads in flight instead of
-        the default capacity (checker/reach.py asks for MAX_INFLIGHT when a path needs more)."""
+        the default capacity (checker/reach.py asks for MAX_INFLIGHT when a path needs more).
+        `strict_exit`: a CTA gone with its own copies or commits in flight is inflight_at_exit
+        (PTX's strict reading) instead of the warning unawaited_at_exit."""
         self.spec = spec
+        self.strict_exit = bool(strict_exit)
         self.backend = BACKEND_CODES[spec.backend]
         self.ctas = spec.cluster_size
         self.ring_specs = spec.all_rings
@@ -138,7 +141,8 @@ class Model:
         self.n_fields = n_fields
         cfg = np.array([len(self.agents), self.ctas, self.rings, self.backend, self.inflight, agf,
                         self.max_stages, off_sig, off_slot, off_bar, off_inf, n_fields,
-                        len(self.barrier_names), self.tag_prologue, self.max_parts, self.win],
+                        len(self.barrier_names), self.tag_prologue, self.max_parts, self.win,
+                        int(self.strict_exit)],
                        dtype=np.int64)
         ring = np.array([[r.stages, r.expected(FULL), r.expected(EMPTY), len(self.parts[i])]
                          for i, r in enumerate(self.ring_specs)], dtype=np.int64)
@@ -217,15 +221,19 @@ class Model:
                     if op.name in FILL_OPS] + [self.max_items - 1 + self.max_ahead])
 
     def _entry_layout(self):
-        """(shift, mask) of kind, cta, ring, stage, value, bytes index, agent, seq in an entry."""
+        """(shift, mask) of kind, cta, ring, stage, value, bytes index, agent, seq, part, cseq
+        and peer in an entry (a field nothing needs has width 0)."""
         max_n = max([op.n for a in self.agents for op, _ in a.ops
                      if OP_EFFECTS[op.name].issues == "commit"] + [1])
-        has_reads = any(OP_EFFECTS[op.name].issues == "read" for a in self.agents for op, _ in a.ops)
+        issued = {OP_EFFECTS[op.name].issues for a in self.agents for op, _ in a.ops}
+        has_reads, has_commits = "read" in issued, "commit" in issued
         widths = [2, bits_for(self.ctas - 1), bits_for(self.rings - 1), bits_for(self.max_stages - 1),
                   bits_for(max(self.max_tag + 2, max_n)), bits_for(len(self.bytes_vals) - 1),
-                  bits_for(len(self.agents) - 1) if has_reads else 0,
+                  bits_for(len(self.agents) - 1) if has_reads or has_commits else 0,
                   bits_for(self.inflight) if has_reads else 0,
-                  bits_for(self.max_parts) if self.max_parts > 1 else 0]  # part + 1 (0: every part)
+                  bits_for(self.max_parts) if self.max_parts > 1 else 0,  # part + 1 (0: every part)
+                  bits_for(self.inflight) if has_commits else 0,
+                  1 if self.ctas > 1 else 0]
         fields, shift = [], 0
         for w in reversed(widths):  # kind in the top bits: copies sort before commits
             fields.append((shift, (1 << w) - 1))
@@ -404,9 +412,8 @@ class Model:
         if f[S.E_KIND] == S.ENTRY_READ:
             return {"kind": "read", **where, "tag": f[S.E_VAL] - 1,
                     "agent": self.agents[f[S.E_AGENT]].name, "seq": f[S.E_SEQ]}
-        waiting = f[S.E_SEQ] > 0
-        return {"kind": "commit", **where, "n": f[S.E_VAL],
-                "agent": self.agents[f[S.E_AGENT]].name if waiting else "", "after": f[S.E_SEQ]}
+        return {"kind": "commit", **where, "n": f[S.E_VAL], "agent": self.agents[f[S.E_AGENT]].name,
+                "after": f[S.E_SEQ], "after_commits": f[S.E_CSEQ]}
 
     def inflight_entries(self, state) -> list[int]:
         return [e for e in state[self.off_inf:self.off_inf + self.inflight] if e]
@@ -532,5 +539,5 @@ def executed_resets(a: Agent, ring: str) -> int:
                and OP_EFFECTS[a.ops[pc][0].name].move == "reset")
 
 
-def compile_model(spec: Spec) -> Model:
-    return Model(spec)
+def compile_model(spec: Spec, strict_exit: bool = False) -> Model:
+    return Model(spec, strict_exit=strict_exit)

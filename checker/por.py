@@ -705,9 +705,10 @@ def independent_commit(T, F, st, j):
     agent walking, this commit's units left out of the budgets, and those of its twins: entries
     of its value, in flight or issued on the walk, fire the same step) meets no passing
     observation or non-commuting update of the signal, no stuck waiter outside its window, and
-    cannot let the CTA go. A commit still waiting for its agent's async reads is not enabled."""
+    cannot let the CTA go. A commit still waiting for its agent's async reads or earlier
+    commits is not enabled."""
     e = st[T.cfg[S.C_OFF_INF] + j]
-    if S.entry_field(T, e, S.E_SEQ) != 0:
+    if S.entry_field(T, e, S.E_SEQ) != 0 or S.entry_field(T, e, S.E_CSEQ) != 0:
         return False
     r = S.entry_field(T, e, S.E_RING)
     if not commuting_arrivals(T, F, r, EMPTY):

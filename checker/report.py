@@ -122,7 +122,7 @@ def summary_line(result: Result) -> str:
 
 def format_text(result: Result) -> str:
     """Full human report: verdict line, counterexample table, why, other kinds, summary."""
-    lines = [first_line(result)]
+    lines = [first_line(result)] + warning_lines(result)
     if result.verdict == "violation" and result.kind in result.traces:
         trace = result.traces[result.kind]
         lines += format_table(trace)
@@ -133,6 +133,12 @@ def format_text(result: Result) -> str:
             lines.append(f"also found: {', '.join(others)}")
     lines.append(summary_line(result))
     return "\n".join(lines) + "\n"
+
+
+def warning_lines(result: Result) -> list[str]:
+    """`spec.toml: warning: unawaited_at_exit after 12 steps: cta0 exits ...`, one per warning."""
+    return [f"{result.spec.path}: warning: {name} after {_plural(len(trace.steps), 'step')}: "
+            f"{trace.reason}" for name, trace in result.warnings.items()]
 
 
 def result_to_json(result: Result) -> dict:
@@ -163,6 +169,8 @@ def result_to_json(result: Result) -> dict:
         "engine": result.engine,
         "por": result.por,
         "violation": violation,
+        "warnings": [{"kind": name, "depth": len(trace.steps), "reason": trace.reason,
+                      "trace": trace.to_json()} for name, trace in result.warnings.items()],
         "precheck": [f.to_json() for f in result.precheck],
         "fix": _fix_json(result.fix),
     }

@@ -14,6 +14,11 @@ if TYPE_CHECKING:
 # Violation kinds in the contract's reporting order (docs/model.md "Violation kinds").
 KINDS = ("deadlock", "read_before_fill", "overwrite_before_drain", "phase_alias",
          "over_arrival", "tx_range", "inflight_at_exit")
+# Warnings: found like a kind (a trace each) but not violations; the verdict stays what it is.
+# unawaited_at_exit: a CTA went with only its own copies or commits still in flight into it
+# (DESIGN "inflight_at_exit", revised 2026-12-02; `--strict-exit` makes it inflight_at_exit).
+WARNINGS = ("unawaited_at_exit",)
+RECORDS = KINDS + WARNINGS  # the search's records, by index (checker/semantics.py N_RECORDS)
 VERDICTS = ("ok", "violation", "inconclusive")
 # `prove`'s words for the same verdicts: it speaks of every item count at once.
 PROOF_VERDICTS = {"proved": "ok", "violated": "violation", "unknown": "inconclusive"}
@@ -56,6 +61,7 @@ class Result:
     lap_bound: int = 0                    # laps: every item count >= this has the same states
     precheck: list = field(default_factory=list)  # checker.smt.precheck findings
     fix: object = None                    # checker.fix.FixSuggestion, after --suggest-fix
+    warnings: dict = field(default_factory=dict)  # warning (WARNINGS) -> a Trace that shows it
 
     @property
     def kind(self) -> str | None:

@@ -21,17 +21,19 @@ from pipeproof.backends import amd, nvidia
 from pipeproof.backends.base import AMD, EMPTY, FULL, jit
 from pipeproof.spec.ops import OP_EFFECTS
 from pipeproof.checker.inflight import *  # noqa: F401,F403  (re-exported: S.add_entry ...)
-from pipeproof.checker.inflight import (add_entry, anything_targets, copy_in_flight_to,
-                                        entry_field, entry_into, finish_read, make_entry,
-                                        reads_in_flight, remove_entry)
+from pipeproof.checker.inflight import (EXIT_CLEAN, EXIT_FOREIGN, add_entry, commit_fired,
+                                        commits_in_flight, copy_in_flight_to, entry_field,
+                                        entry_into, exit_inflight, finish_read, make_entry,
+                                        reads_in_flight, remove_entry, with_field)
 from pipeproof.checker.state_layout import *  # noqa: F401,F403  (re-exported: S.F_PC ...)
 from pipeproof.checker.state_layout import (A_CTA, A_LEN, A_RING0, C_AGENTS, C_AGF, C_BACKEND,
                                             C_CTAS, C_FIELDS, C_INFLIGHT, C_MAXS, C_OFF_INF,
-                                            C_MAXP, C_RINGS, C_TAG_OUTSIDE, DET_W, E_AGENT,
+                                            C_MAXP, C_RINGS, C_STRICT_EXIT, C_TAG_OUTSIDE,
+                                            DET_W, E_AGENT, E_CSEQ, E_PEER,
                                             E_BIDX, E_PART, P_AT, P_EVERY, P_PART, P_TAG,
                                             PT_CTAS, PT_FILL0, PT_NFILLS, R_PARTS, A_ITEMS,
-                                            part_row,
-                                            reset_until, window_field,
+                                            part_row, settle_pc, A_PROG, A_BODY_START,
+                                            A_BODY_END, reset_until, window_field,
                                             E_CTA, E_KIND, E_RING, E_SEQ, E_STAGE, E_VAL,
                                             ENTRY_COMMIT, ENTRY_COPY, ENTRY_READ, F_ITEM, F_PC,
                                             F_SYNC, P_BARRIER, P_BYTES_IDX, P_EFF, P_N,
@@ -100,6 +102,11 @@ OVER_ARRIVAL = 16
 TX_RANGE = 32
 INFLIGHT_AT_EXIT = 64
 N_KINDS = 7
+# Not a violation: a step made its CTA gone while only the CTA's own copies or commits were in
+# flight into it (DESIGN, revised 2026-12-02; with C_STRICT_EXIT it is INFLIGHT_AT_EXIT). The
+# search records its shallowest occurrence beside the kinds (row N_KINDS) and goes on.
+UNAWAITED_AT_EXIT = 1 << N_KINDS
+N_RECORDS = N_KINDS + 1
 INFLIGHT_FULL = 1 << 20   # not a violation: the model's in-flight capacity ran out (inconclusive)
 TRAP = 1 << 21            # with a violation bit: the hardware traps here, so the path ends
 
@@ -251,21 +258,51 @@ def part_in(T, r, p, cta):
 
 
 @jit
-def part_filled_for(T, r, p, tag):
-    """Does the program fill part p of ring r for `tag`: a prologue or epilogue fill of that
-    tag, or a body fill (ahead=K: in item tag - K) whose every=/at= guard selects the item
-    (and whose agent runs it)?"""
+def fill_stage(T, a, r, row, item):
+    """Agent a's stage on ring r when it executes program row `row` (in `item`, for a body
+    op), or -1 if it never does. An agent's stage moves only by its own ops (advance, reset,
+    drain) and their every=/at= guards, so it is a function of the program position."""
+    pc, it = settle_pc(T, a, 0, 0)
+    want = row - T.agent[a, A_PROG]
+    in_body = T.agent[a, A_BODY_START] <= want and want < T.agent[a, A_BODY_END]
+    stage = T.agent[a, A_RING0 + 2 * r]
+    while pc < T.agent[a, A_LEN]:
+        if pc == want and (it == item or not in_body):
+            return stage
+        if in_body and it > item:
+            return -1
+        at = op_row(T, a, pc)
+        if T.prog[at, P_RING] == r:
+            if T.prog[at, P_EFF + EF_STAGE] == STAGE_ADVANCE:
+                stage += 1
+                if stage == T.ring[r, R_STAGES]:
+                    stage = 0
+            elif T.prog[at, P_EFF + EF_STAGE] == STAGE_RESET:
+                stage = T.agent[a, A_RING0 + 2 * r]
+        pc, it = next_pc(T, a, pc, it)
+    return -1
+
+
+@jit
+def part_filled_for(T, r, p, s, tag):
+    """Does the program fill part p of ring r in slot (stage) s for `tag`: a prologue or
+    epilogue fill of that tag, or a body fill (ahead=K: in item tag - K) whose every=/at= guard
+    selects the item (and whose agent runs it), executed while its agent's stage is s? Parts
+    are per slot (docs/rules.md "Slot parts"): two roles that fill different slots for one item
+    are not each other's missing parts."""
     i = part_row(T, r, p)
     for f in range(T.part[i, PT_NFILLS]):
         row = T.part[i, PT_FILL0 + 2 * f]
+        a = T.part[i, PT_FILL0 + 2 * f + 1]
         if T.prog[row, P_TAG] >= 0:  # a prologue's or an epilogue's fill
-            if T.prog[row, P_TAG] == tag:
+            if T.prog[row, P_TAG] == tag and fill_stage(T, a, r, row, 0) == s:
                 return True
         else:
             item = tag + 1 + T.prog[row, P_TAG]  # the item whose fill stores `tag`
             if (tag < T.cfg[C_TAG_OUTSIDE] and 0 <= item
-                    and item < T.agent[T.part[i, PT_FILL0 + 2 * f + 1], A_ITEMS]
-                    and item % T.prog[row, P_EVERY] == T.prog[row, P_AT]):
+                    and item < T.agent[a, A_ITEMS]
+                    and item % T.prog[row, P_EVERY] == T.prog[row, P_AT]
+                    and fill_stage(T, a, r, row, item) == s):
                 return True
     return False
 
@@ -273,7 +310,7 @@ def part_filled_for(T, r, p, tag):
 @jit
 def read_miss(T, st, cta, r, s, want):
     """Where a read of `want` in slot (cta, r, s) finds another tag: the first part that the
-    program fills for `want` and that holds something else (when the program fills no part for
+    program fills for `want` in this slot and that holds something else (when the program fills no part for
     it, every part counts), or -1 (docs/rules.md "Slot parts")."""
     base = slot_pos(T, cta, r, s)
     n = T.ring[r, R_PARTS]
@@ -281,7 +318,7 @@ def read_miss(T, st, cta, r, s, want):
         return base if st[base] != want else -1
     checked = False
     for p in range(n):
-        if part_in(T, r, p, cta) and part_filled_for(T, r, p, want):
+        if part_in(T, r, p, cta) and part_filled_for(T, r, p, s, want):
             checked = True
             if st[base + p] != want:
                 return base + p
@@ -346,7 +383,8 @@ def step(T, st, code, out, det):
         j = code - n_agents
         if j >= T.cfg[C_INFLIGHT] or st[T.cfg[C_OFF_INF] + j] == 0:
             return -1
-        if entry_field(T, st[T.cfg[C_OFF_INF] + j], E_SEQ) != 0:
+        e = st[T.cfg[C_OFF_INF] + j]
+        if entry_field(T, e, E_SEQ) != 0 or entry_field(T, e, E_CSEQ) != 0:
             return -1  # a read that is not its agent's oldest, or a commit still waiting
         copy_state(T, st, out)
         return fire_entry(T, out, j, det)
@@ -424,10 +462,13 @@ def step(T, st, code, out, det):
                                        T.prog[row, P_BYTES_IDX], 0, 0,
                                        entry_part(T, T.prog[row, P_PART]))
                     else:
-                        # tcgen05.commit: fires only after the agent's async reads issued before it
-                        after = reads_in_flight(T, st, a)
-                        e = make_entry(T, ENTRY_COMMIT, dst, r, stage, count, 0,
-                                       a if after > 0 else 0, after, 0)
+                        # tcgen05.commit: fires only after the agent's async reads and commits
+                        # issued before it (counted in `st`: not this op's other entries)
+                        e = make_entry(T, ENTRY_COMMIT, dst, r, stage, count, 0, a,
+                                       reads_in_flight(T, st, a), 0)
+                        e = with_field(T, e, E_CSEQ, commits_in_flight(T, st, a))
+                    if dst != cta:
+                        e = with_field(T, e, E_PEER, 1)
                     if not add_entry(T, out, e):
                         return INFLIGHT_FULL
         # -- the slot: a store now (a copy's lands with it), a read's check
@@ -471,9 +512,13 @@ def step(T, st, code, out, det):
                 out[pos + 1] += 1
                 release_sync(T, out, a, cta, b)
     out[base + F_PC], out[base + F_ITEM] = next_pc(T, a, pc, st[base + F_ITEM])
-    if finished(T, out, a) and cta_gone(T, out, cta) and anything_targets(T, out, cta):
-        note(det, INFLIGHT_AT_EXIT, cta, a, -1, 0)
-        bits |= INFLIGHT_AT_EXIT
+    if finished(T, out, a) and cta_gone(T, out, cta):
+        what = exit_inflight(T, out, cta)
+        if what == EXIT_FOREIGN or (what != EXIT_CLEAN and T.cfg[C_STRICT_EXIT] == 1):
+            note(det, INFLIGHT_AT_EXIT, cta, a, -1, 0)
+            bits |= INFLIGHT_AT_EXIT
+        elif what != EXIT_CLEAN:
+            bits |= UNAWAITED_AT_EXIT  # its own copies or commits still in flight: a warning
     return bits
 
 
@@ -505,7 +550,9 @@ def fire_entry(T, out, j, det):
     if kind == ENTRY_READ:
         finish_read(T, out, entry_field(T, e, E_AGENT))
         return 0
-    if cta_gone(T, out, cta):
+    # A landing or firing into a gone CTA: a peer's entry was already reported at the CTA's
+    # exit or at its issue, an own one is the exit's warning; only the strict reading says more.
+    if T.cfg[C_STRICT_EXIT] == 1 and cta_gone(T, out, cta):
         note(det, INFLIGHT_AT_EXIT, cta, -1, -1, 3)
         bits |= INFLIGHT_AT_EXIT
     if kind == ENTRY_COPY:
@@ -514,6 +561,7 @@ def fire_entry(T, out, j, det):
         nbytes = T.bytes_vals[entry_field(T, e, E_BIDX)]
         bits |= signal_update(T, out, sig_index(T, cta, r, s, FULL), 0, -nbytes, det)
     else:
+        commit_fired(T, out, entry_field(T, e, E_AGENT))
         bits |= signal_update(T, out, sig_index(T, cta, r, s, EMPTY), entry_field(T, e, E_VAL), 0, det)
     return bits
 

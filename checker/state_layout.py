@@ -21,6 +21,8 @@ T_SELF, T_LEADER, T_PEER, T_ALL = 0, 1, 2, 3
 C_AGENTS, C_CTAS, C_RINGS, C_BACKEND, C_INFLIGHT, C_AGF, C_MAXS = 0, 1, 2, 3, 4, 5, 6
 C_OFF_SIG, C_OFF_SLOT, C_OFF_BAR, C_OFF_INF, C_FIELDS, C_NBAR, C_TAG_OUTSIDE = 7, 8, 9, 10, 11, 12, 13
 C_MAXP, C_WIN = 14, 15  # parts per slot; where the window fields start in an agent record (-1: none)
+C_STRICT_EXIT = 16  # 1: a CTA gone with its own copies/commits in flight is inflight_at_exit (PTX's
+                    # strict reading); 0: the warning unawaited_at_exit (DESIGN, revised 2026-12-02)
 
 # agent table columns
 A_CTA, A_BODY_START, A_BODY_END, A_LEN, A_ITEMS, A_PROG = 0, 1, 2, 3, 4, 5
@@ -44,6 +46,9 @@ R_STAGES, R_FULL_COUNT, R_EMPTY_COUNT, R_PARTS = 0, 1, 2, 3
 PT_CTAS, PT_NFILLS, PT_FILL0 = 0, 1, 2
 # entry layout (T.ent): shifts and masks of the packed in-flight entry fields
 E_KIND, E_CTA, E_RING, E_STAGE, E_VAL, E_BIDX, E_AGENT, E_SEQ, E_PART = 0, 1, 2, 3, 4, 5, 6, 7, 8
+# E_CSEQ: a commit's count of its agent's earlier commit entries still in flight (it fires at 0);
+# E_PEER: 1 for a copy or commit issued by an agent of another CTA than the one it targets
+E_CSEQ, E_PEER = 9, 10
 ENTRY_COPY, ENTRY_COMMIT, ENTRY_READ = 1, 2, 3
 
 # detail record (det): per violation kind 4 ints, filled by the first detection in a step

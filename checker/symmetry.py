@@ -90,10 +90,10 @@ NO_CLASSES = np.zeros((0, 2), dtype=np.int64)
 
 @jit
 def refers_to(T, e):
-    """The agent an in-flight entry names, or -1: an async read always, a commit while it
-    still waits for its agent's earlier reads."""
+    """The agent an in-flight entry names, or -1: an async read or a commit (a commit names
+    its agent: its later commits wait for it, checker/inflight.py)."""
     kind = S.entry_field(T, e, S.E_KIND)
-    if kind == S.ENTRY_READ or (kind == S.ENTRY_COMMIT and S.entry_field(T, e, S.E_SEQ) > 0):
+    if kind == S.ENTRY_READ or kind == S.ENTRY_COMMIT:
         return S.entry_field(T, e, S.E_AGENT)
     return -1
 
@@ -457,7 +457,7 @@ def _field_map(model, pi, agents, parts) -> np.ndarray:
 def permute_ctas(ent, off_inf, m, maxp, fmap, cmap, pmap, amap, src, dst):
     """dst = src with its CTAs renamed by one row of a `Symmetry` (fmap, cmap, pmap, amap):
     the fields moved, then each in-flight entry's CTA, part (+1, when slots have parts) and
-    named agent (an async read; a commit waiting for its agent's reads) renamed, and the
+    named agent (an async read; a commit) renamed, and the
     entries sorted again."""
     for i in range(off_inf):
         dst[fmap[i]] = src[i]
@@ -472,8 +472,7 @@ def permute_ctas(ent, off_inf, m, maxp, fmap, cmap, pmap, amap, src, dst):
                 renamed = pmap[r * maxp + part - 1] - r * maxp + 1
                 e = (e & ~(ent[S.E_PART, 1] << ent[S.E_PART, 0])) | (renamed << ent[S.E_PART, 0])
             kind = (e >> ent[S.E_KIND, 0]) & ent[S.E_KIND, 1]
-            seq = (e >> ent[S.E_SEQ, 0]) & ent[S.E_SEQ, 1]
-            if kind == S.ENTRY_READ or (kind == S.ENTRY_COMMIT and seq > 0):
+            if kind == S.ENTRY_READ or kind == S.ENTRY_COMMIT:
                 a = (e >> ent[S.E_AGENT, 0]) & ent[S.E_AGENT, 1]
                 e = (e & ~(ent[S.E_AGENT, 1] << ent[S.E_AGENT, 0])) | (amap[a] << ent[S.E_AGENT, 0])
         dst[off_inf + j] = e

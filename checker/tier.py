@@ -46,7 +46,7 @@ def available(engine: str, suggest_fix: bool, graph_file) -> bool:
 
 
 def first_try(specs, max_states, timeout, symmetry: bool, por: bool,
-              cta_symmetry: bool = True) -> dict | None:
+              cta_symmetry: bool = True, strict_exit: bool = False) -> dict | None:
     """Run every spec as plain Python; {index: Result} if each one finished within the budget
     (specs that do not load are left to the caller), else None."""
     os.environ[ENV] = "0"
@@ -54,18 +54,19 @@ def first_try(specs, max_states, timeout, symmetry: bool, por: bool,
     build = None if jitcache.ready() else jitcache.start_build()
     if build is None or build is False:
         return _first_try(specs, max_states, timeout, symmetry, por, cta_symmetry,
-                          time.monotonic() + budget())
+                          time.monotonic() + budget(), strict_exit=strict_exit)
     watcher = _BuildWatcher(build)
     explore.HAND_OVER = watcher.done
     try:
         return _first_try(specs, max_states, timeout, symmetry, por, cta_symmetry, float("inf"),
-                          watcher.done)
+                          watcher.done, strict_exit=strict_exit)
     finally:
         explore.HAND_OVER = None
         watcher.stop()
 
 
-def _first_try(specs, max_states, timeout, symmetry, por, cta_symmetry, deadline, built=None):
+def _first_try(specs, max_states, timeout, symmetry, por, cta_symmetry, deadline, built=None,
+               strict_exit=False):
     from pipeproof.checker.explore import INTERRUPTED
     from pipeproof.checker.verify import verify
     from pipeproof.spec.load import load_spec
@@ -83,7 +84,7 @@ def _first_try(specs, max_states, timeout, symmetry, por, cta_symmetry, deadline
         try:
             limits = [x for x in (left, timeout) if x is not None and x != float("inf")]
             result = verify(spec, max_states=max_states, symmetry=symmetry, por=por,
-                            cta_symmetry=cta_symmetry and symmetry,
+                            cta_symmetry=cta_symmetry and symmetry, strict_exit=strict_exit,
                             timeout=min(limits) if limits else None)
         except Exception:  # let the compiled run meet (and report) it
             return None

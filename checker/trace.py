@@ -34,7 +34,7 @@ import numpy as np
 
 from pipeproof.checker import semantics as S
 from pipeproof.checker.program import OP_EFFECTS
-from pipeproof.checker.result import KINDS
+from pipeproof.checker.result import KINDS, RECORDS
 
 if TYPE_CHECKING:
     from pipeproof.checker.model import Model
@@ -103,19 +103,22 @@ def trace_from_codes(model: Model, codes: list, k: int, is_step: bool, check_end
     """The Trace of the run `codes` ending in violation kind index k: a step violation of its
     last step (`is_step`) or a property of its last state. Every step is re-executed by
     `model.apply`; nothing before the end may violate anything, and the end must violate k.
-    Every engine's traces (explicit, BMC) are built here, so they are explained alike."""
+    Every engine's traces (explicit, BMC) are built here, so they are explained alike.
+    k = N_KINDS: the warning unawaited_at_exit, a step (result.RECORDS names every k)."""
     bit = 1 << k
+    name = RECORDS[k]
     state = model.initial_state()
     initial = model.view(state)
     steps, det, last_bits, before = [], None, 0, state
     for i, code in enumerate(codes):
         nxt, bits, det = model.apply(state, code)
         if bits < 0:
-            raise AssertionError(f"internal: step {i + 1} of the {KINDS[k]} trace is not enabled")
+            raise AssertionError(f"internal: step {i + 1} of the {name} trace is not enabled")
         last = i == len(codes) - 1
         violates = last and bits > 0
-        if nxt is None or (bits and not last):
-            raise AssertionError(f"internal: step {i + 1} of the {KINDS[k]} trace is broken")
+        # an earlier step may carry the warning (a CTA gone with its own copies in flight)
+        if nxt is None or (bits & ~S.UNAWAITED_AT_EXIT and not last):
+            raise AssertionError(f"internal: step {i + 1} of the {name} trace is broken")
         stage, phase = model.action_stage_phase(state, code)
         steps.append(Step(
             index=i + 1, event=Event(**_event_args(model.action_event(state, code))),
@@ -126,17 +129,18 @@ def trace_from_codes(model: Model, codes: list, k: int, is_step: bool, check_end
         before, state, last_bits = state, nxt, bits
     if is_step:
         if not last_bits & bit:
-            raise AssertionError(f"internal: the last step of the {KINDS[k]} trace does not violate it")
-        reason = explain_step(model, k, det[k * S.DET_W:(k + 1) * S.DET_W], before, codes[-1])
+            raise AssertionError(f"internal: the last step of the {name} trace does not violate it")
+        reason = (explain_unawaited(model, before, state, codes[-1]) if k >= S.N_KINDS else
+                  explain_step(model, k, det[k * S.DET_W:(k + 1) * S.DET_W], before, codes[-1]))
     else:
         sbits, sdet = model.state_violation_bits(state)
         if not sbits & bit:
-            raise AssertionError(f"internal: the {KINDS[k]} trace does not end in a violation")
+            raise AssertionError(f"internal: the {name} trace does not end in a violation")
         if check_end is not None:
             check_end(state)
         reason = explain_state(model, k, sdet[k * S.DET_W:(k + 1) * S.DET_W], state)
     return Trace(spec_name=model.spec.name, spec_path=model.spec.path, backend=model.spec.backend,
-                 initial=initial, steps=tuple(steps), kind=KINDS[k], reason=reason)
+                 initial=initial, steps=tuple(steps), kind=name, reason=reason)
 
 
 def _event_args(ev: dict) -> dict:
@@ -186,7 +190,9 @@ def entry_text(model: Model, e: dict) -> str:
     if e["kind"] == "read":
         return (f"async read of {model.tag_text(e['tag'])} by {e['agent']} from "
                 f"cta{e['cta']}.{ring}slot[{e['stage']}]")
-    after = f" after {e['after']} more read(s) of {e['agent']}" if e["after"] else ""
+    waits = [f"{e['after']} more read(s)"] if e["after"] else []
+    waits += [f"{e['after_commits']} earlier commit(s)"] if e.get("after_commits") else []
+    after = f" after {' and '.join(waits)} of {e['agent']}" if waits else ""
     return f"commit {e['n']} -> cta{e['cta']}.{ring}empty[{e['stage']}]{after}"
 
 
@@ -229,6 +235,16 @@ def explain_step(model: Model, k: int, det, state, code) -> str:
                 3: f"{actor} targets cta{x}, which has exited"}
         return what.get(w, f"cta{x} is targeted after it exited")
     return kind
+
+
+def explain_unawaited(model: Model, before, after, code) -> str:
+    """The warning unawaited_at_exit: which CTA went, and its own entries still in flight."""
+    cta = model.agents[code].cta if code < len(model.agents) else 0
+    left = [entry_text(model, e) for e in model.view(after)["inflight"] if e["cta"] == cta]
+    return (f"cta{cta} exits ({model.actor(before, code)} finishes) while its own "
+            f"{'; '.join(left)} {'is' if len(left) == 1 else 'are'} still in flight into it "
+            f"(nothing waits for {'it' if len(left) == 1 else 'them'}; --strict-exit makes this "
+            f"inflight_at_exit)")
 
 
 def _alias_text(model, sig, a, phase, phase_no, verb):

@@ -21,7 +21,7 @@ from pipeproof.checker import semantics as S
 from pipeproof.checker import symmetry as SYM
 from pipeproof.checker.explore import INTERRUPTED, Search
 from pipeproof.checker.model import Model, compile_model
-from pipeproof.checker.result import KINDS, Result
+from pipeproof.checker.result import KINDS, RECORDS, Result
 from pipeproof.checker.trace import Trace, trace_from_codes
 from pipeproof.spec.schema import Spec
 
@@ -57,7 +57,7 @@ MINIMAL_DEPTH_STATES = 1_000_000
 
 def verify(spec: Spec, max_states: int | None = None, timeout: float | None = None,
            progress: bool = False, symmetry: bool = True, por: bool = True,
-           cta_symmetry: bool | None = None) -> Result:
+           cta_symmetry: bool | None = None, strict_exit: bool = False) -> Result:
     """Explore `spec` exhaustively (or to a limit) and report what holds; `seconds` excludes
     the one-time loading of the compiled engine. With `symmetry`, interchangeable agents
     (checker/symmetry.py) are reduced, and with `cta_symmetry` (default: `symmetry`) so are
@@ -66,10 +66,11 @@ def verify(spec: Spec, max_states: int | None = None, timeout: float | None = No
     `states` counts the reduced graph. That graph has a violation exactly when the full one
     has, but not always at the same depth; so a violation found there is looked for again
     without the reduction, for the minimal depth, every kind found there and their shortest
-    traces."""
+    traces. Warnings (result.WARNINGS) found on the way come with a trace each; with
+    `strict_exit` the warning unawaited_at_exit is the violation inflight_at_exit."""
     warm_up()
     started = time.monotonic()
-    model = compile_model(spec)
+    model = compile_model(spec, strict_exit=strict_exit)
     search = Search(model, max_states=max_states, timeout=timeout, progress=progress,
                     symmetry=symmetry, por=por, cta_symmetry=cta_symmetry)
     kinds, depth = _run(search)
@@ -95,6 +96,8 @@ def verify(spec: Spec, max_states: int | None = None, timeout: float | None = No
         result.depth = len(result.traces[result.kind].steps) if search.por else depth
     elif search.limit:
         result.verdict = "inconclusive"
+    result.warnings = {RECORDS[k]: build_trace(model, search, k)
+                       for k in range(S.N_KINDS, S.N_RECORDS) if search.vrec[k, 0]}
     result.seconds = time.monotonic() - started
     return result
 
@@ -130,7 +133,7 @@ def concrete_codes(model: Model, search: Search, k: int) -> list[int]:
             if np.array_equal(search.key_of(local[1]), target):
                 break
         else:
-            raise AssertionError(f"internal: no step {i + 1} of the {KINDS[k]} trace reaches "
+            raise AssertionError(f"internal: no step {i + 1} of the {RECORDS[k]} trace reaches "
                                  f"the stored state")
         codes += [code] + local[0]
         state = local[1]
@@ -141,7 +144,7 @@ def concrete_codes(model: Model, search: Search, k: int) -> list[int]:
                 codes.append(code)
                 break
         else:
-            raise AssertionError(f"internal: no last step of the {KINDS[k]} trace violates it")
+            raise AssertionError(f"internal: no last step of the {RECORDS[k]} trace violates it")
     return codes
 
 

@@ -161,8 +161,10 @@ def test_fills_between_stage_moves_share_one_part_per_agent():
     from pipeproof.checker import semantics as S
     from pipeproof.checker.model import compile_model
     m = compile_model(spec)
-    # part 0 is filled for every item by tma[0]'s first write, and for odd items by its second
-    assert [bool(S.part_filled_for(m.tables, 0, 0, t)) for t in range(3)] == [True, True, True]
+    # part 0 is filled in slot 0 for every item by tma[0]'s first write, and in slot 1 for odd
+    # items by its second (parts are per slot: DESIGN, revised 2026-12-02)
+    assert [bool(S.part_filled_for(m.tables, 0, 0, 0, t)) for t in range(3)] == [True, True, True]
+    assert [bool(S.part_filled_for(m.tables, 0, 0, 1, t)) for t in range(3)] == [False, True, False]
 
 
 def test_a_cta_no_producer_fills_still_has_an_empty_slot():
