@@ -28,8 +28,9 @@ Revised rules (docs/model.md, revised 2026-12-02), implemented here on their own
      strict_exit inflight_at_exit, as before the revision).
   R3 slot parts are per slot (below).
 To decide R1 and R2 the in-flight copies and commits keep bookkeeping keys the state view
-does not show: "_from" (the issuing agent's CTA), and for commits "_by" (the issuing agent)
-and "_order" (its position in its program when it issued the commit).
+does not show: "_peer" (issued by an agent of another CTA than the target), and for commits
+"_order" (the commit's rank among its agent's commits in flight, 0 = oldest; every entry of
+one to=all commit has the same).
 
 Slot parts (docs/rules.md "Slot parts", numbered here by `_slot_parts` from the rule as the
 docs state it, not from checker/program.py): one part per fill op of each producer-side agent
@@ -629,7 +630,7 @@ def _earlier_commits(world: World, entry: dict) -> list:
 
 
 def _public(world: World, entry: dict, old: bool = False) -> dict:
-    """An in-flight entry as the state view shows it: without the bookkeeping keys ("_from",
+    """An in-flight entry as the state view shows it: without the bookkeeping keys ("_peer",
     "_order") that only this file keeps; a commit with "after_commits", how many entries of
     its agent's earlier commits are still in flight. `old`: a commit as views written before
     R1 showed it (no "after_commits"; "agent" "" once no read is waited for)."""
@@ -897,19 +898,21 @@ def _apply_agent_op(world: World, a: Agent) -> set:
         for dst in _targets(world, a.cta, op.to):
             kinds |= _aimed(world, dst)
             entry = {"kind": "copy", "cta": dst, "ring": ring, "stage": stage,
-                     "tag": ins.tag, "bytes": op.n, "_from": a.cta}
+                     "tag": ins.tag, "bytes": op.n, "_peer": dst != a.cta}
             if len(_parts(world, ring)) > 1:
                 entry["part"] = ins.part      # -1: a consumer-side copy, into every part
             world.inflight.append(entry)
     elif name == "commit_empty":
         after = len(_reads_in_flight(world, a))
+        # R1: its rank among the agent's commits in flight (one for every entry of a to=all
+        # commit); ranks are kept dense (_commit_fired), so equal states have equal entries
+        order = 1 + max([e["_order"] for e in world.inflight
+                         if e["kind"] == "commit" and e["agent"] == a.name], default=-1)
         for dst in _targets(world, a.cta, op.to):
             kinds |= _aimed(world, dst)
             world.inflight.append({"kind": "commit", "cta": dst, "ring": ring, "stage": stage,
                                    "n": op.n, "agent": a.name, "after": after,
-                                   # R1: the commit's place in its agent's program (one value
-                                   # for every entry of a to=all commit)
-                                   "_from": a.cta, "_order": a.pos})
+                                   "_peer": dst != a.cta, "_order": order})
     elif name == "write":
         kinds |= _store(world, a.cta, ring, stage, ins.tag, ins.part)
     elif name == "read":
@@ -1065,8 +1068,20 @@ def _apply_async(world: World, event: dict) -> set:
         kinds |= _nvidia_update(world, _signal(world, cta, "full", stage, ring),
                                 add_tx=-entry["bytes"])
     else:
+        _commit_fired(world, entry)
         kinds |= _arrive(world, cta, ring, "empty", stage, entry["n"])
     return kinds
+
+
+def _commit_fired(world: World, entry: dict) -> None:
+    """R1 bookkeeping: once the last entry of the agent's oldest commit has fired, its later
+    commits move up one rank."""
+    mine = [e for e in world.inflight if e["kind"] == "commit" and e["agent"] == entry["agent"]]
+    if any(e["_order"] == entry["_order"] for e in mine):
+        return                         # another entry of the same to=all commit is in flight
+    for e in mine:
+        if e["_order"] > entry["_order"]:
+            e["_order"] -= 1
 
 
 WARNINGS = ("unawaited_at_exit",)
@@ -1079,7 +1094,7 @@ def _exit_kinds(world: World, cta: int) -> tuple[set, set]:
     commits its own agents issued still targeting it are the warning unawaited_at_exit, or
     inflight_at_exit in strict mode."""
     aimed = [e for e in world.inflight if e["cta"] == cta]
-    if any(e["kind"] == "read" or e["_from"] != cta for e in aimed):
+    if any(e["kind"] == "read" or e["_peer"] for e in aimed):
         return {"inflight_at_exit"}, set()
     if not aimed:
         return set(), set()

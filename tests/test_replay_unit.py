@@ -1804,6 +1804,27 @@ def test_the_entries_of_one_to_all_commit_fire_in_any_order_and_a_later_commit_w
         assert fires() == [(0, 1), (1, 1)]
 
 
+def test_commit_ranks_stay_dense_so_equal_states_have_equal_entries():
+    """The replayer's own R1 bookkeeping ("_order", the rank among the agent's commits in
+    flight) moves up when the oldest commit has fired in every CTA: the same in-flight commit
+    reached by two histories is one entry."""
+    spec = make_spec(role("c", ["commit_empty to=all", "advance"], side="consumer"),
+                     stages=2, items=3, cluster_size=2)
+    world = initial_state(spec)
+    run(world, [ev("cta0.c[0]", "commit_empty", 0), ev("cta0.c[0]", "advance", 1),
+                ev("cta0.c[0]", "commit_empty", 0)])
+    ranks = lambda: sorted((e["cta"], e["stage"], e["_order"]) for e in world.inflight)  # noqa: E731
+    assert ranks() == [(0, 0, 0), (0, 1, 1), (1, 0, 0), (1, 1, 1)]
+    apply(world, fire_at(0, cta=1, agent="cta0.c[0]"))
+    assert ranks() == [(0, 0, 0), (0, 1, 1), (1, 1, 1)]      # cta0's entry of it is in flight
+    apply(world, fire_at(0, cta=0, agent="cta0.c[0]"))
+    assert ranks() == [(0, 1, 0), (1, 1, 0)]
+    run(world, [ev("cta0.c[0]", "advance", 1), ev("cta0.c[0]", "commit_empty", 0)])
+    assert ranks() == [(0, 0, 1), (0, 1, 0), (1, 0, 1), (1, 1, 0)]
+    assert fire_at(0, cta=0, agent="cta0.c[0]", after_commits=2) in [
+        {"kind": "fire", "entry": e} for e in inflight(world)]
+
+
 def test_commits_of_different_agents_do_not_wait_for_each_other():
     spec = make_spec(role("c", ["commit_empty", "advance"], side="consumer", count=2),
                      stages=2, items=2, cac=2)
@@ -1822,7 +1843,7 @@ def test_commits_of_different_agents_do_not_wait_for_each_other():
 
 def test_look_alike_copies_of_two_ctas_are_events_of_their_own():
     """Consumer-side copies (into every part) from cta0 and cta1 into cta0 show the same view:
-    the events name them with the issuer's CTA ("_from"), and which one is still in flight
+    the events name them with whether a peer issued them ("_peer"), and which one is still in flight
     when cta0 goes decides warning or violation."""
     spec = make_spec(role("C", ["copy 16 to=all"], side="consumer"),
                      role("W", ["advance"], side="consumer"),
@@ -1831,14 +1852,15 @@ def test_look_alike_copies_of_two_ctas_are_events_of_their_own():
     world = initial_state(spec)
     run(world, issue)
     lands = [e["entry"] for e in enabled_events(world) if e["kind"] == "land"]
-    assert sorted((e["cta"], e.get("_from")) for e in lands) == [(0, 0), (0, 1), (1, 0), (1, 1)]
-    for lands_from, kinds, warnings in ((1, set(), {"unawaited_at_exit"}),
-                                        (0, {"inflight_at_exit"}, set())):
+    assert sorted((e["cta"], e.get("_peer")) for e in lands) == [
+        (0, False), (0, True), (1, False), (1, True)]
+    for lands_peer, kinds, warnings in ((True, set(), {"unawaited_at_exit"}),
+                                        (False, {"inflight_at_exit"}, set())):
         world = initial_state(spec)
         run(world, issue)
         event = next(e for e in enabled_events(world)
                      if e["kind"] == "land" and e["entry"]["cta"] == 0
-                     and e["entry"]["_from"] == lands_from)
+                     and e["entry"]["_peer"] == lands_peer)
         assert apply(world, event) == set()
         assert apply(world, ev("cta0.W[0]", "advance", 0)) == kinds
         assert world.warnings == warnings
@@ -1849,7 +1871,7 @@ def test_look_alike_copies_of_two_ctas_are_events_of_their_own():
     assert apply(world, {"kind": "land", "entry": public}) == set()
     assert len(world.inflight) == 3
     events = issue + [next(e for e in enabled_events(initial_state_after(spec, issue))
-                           if e["kind"] == "land" and e["entry"].get("_from") == 1
+                           if e["kind"] == "land" and e["entry"].get("_peer")
                            and e["entry"]["cta"] == 0), ev("cta0.W[0]", "advance", 0)]
     outcome = replay(spec, make_trace(spec, events))
     assert outcome.kinds == set() and outcome.warnings == {"unawaited_at_exit"}
