@@ -88,12 +88,14 @@ def scaled_spec(spec: Spec, n: int) -> Spec:
 
 
 class LapAbstraction:
-    def __init__(self, spec: Spec, max_n: int, cta_symmetry: bool = True):
+    def __init__(self, spec: Spec, max_n: int, cta_symmetry: bool = True,
+                 strict_exit: bool = False):
         """`max_n`: the largest n the search may meet; the in-flight entries get room for
         tags that large (their field widths follow the item counts). `cta_symmetry`: also
-        rename the CTAs of a cluster that run the same programs (checker/symmetry.py)."""
+        rename the CTAs of a cluster that run the same programs (checker/symmetry.py).
+        `strict_exit`: the model's strict reading of a CTA's exit (semantics, R2)."""
         coef = role_coefficients(spec)
-        self.model = m = compile_model(scaled_spec(spec, max_n))
+        self.model = m = compile_model(scaled_spec(spec, max_n), strict_exit=strict_exit)
         # The lap shifts below are computed from every agent, signal and barrier alike (per
         # CTA for barriers), so they commute with a CTA renaming: renaming after them gives a
         # canonical form of the orbit (checker/symmetry.py).

@@ -41,8 +41,8 @@ import numpy as np
 from pipeproof.backends.base import njit
 from pipeproof.checker import por as POR
 from pipeproof.checker import semantics as S
-from pipeproof.checker.explore import (ENGINE, StateStore, find_or_insert, merge_steps,
-                             unpack)
+from pipeproof.checker.explore import (ENGINE, INTERRUPTED, StateStore, find_or_insert,
+                                      merge_steps, unpack)
 from pipeproof.checker.laps import (G_COEF, G_LEN, HUGE, M_AGENTS, M_AGF, MANY, CannotAbstract,
                           LapAbstraction, canonical_fast, canonical_into, lap_tables,
                           scaled_spec)
@@ -67,6 +67,14 @@ class ProofResult:
     seconds: float = 0.0
     items: int | None = None       # the parameter n at which it is violated
     result: Result | None = None   # the explicit engine's verdict at that n (with traces)
+    warnings: tuple = ()           # result.WARNINGS met at some item count (no violations)
+
+    def __post_init__(self):
+        # Plain ints, whatever computed them: the abstract search's counts are numpy integers
+        # when the engines run as plain Python (PIPEPROOF_JIT=0), and `prove --json` writes them.
+        self.abstract_states = int(self.abstract_states)
+        if self.items is not None:
+            self.items = int(self.items)
 
     @property
     def kind(self):
@@ -100,7 +108,8 @@ def successor(T, F, por, st, a, out, scratch, det):
 def expand(T, L, F, por, st, succ, bits, moved, far, far_items, det, done, tmp, scratch):
     """Every action's canonical successor of `st`: succ[a], its step result bits[a], the items
     it moved (moved[a]) and whether an agent got within reach of the end (far[a]); returns
-    the state's own violation bits. With `por` each successor first takes the steps the
+    the state's own violation bits. A step whose only bit is the warning S.UNAWAITED_AT_EXIT
+    is no violation (DESIGN R2): its successor is canonical and searched on like any other. With `por` each successor first takes the steps the
     partial-order reduction merges (`successor`). `det`, `done`, `tmp`, `scratch` are
     scratch (canonical_into, merge_steps)."""
     n_enabled = 0
@@ -112,8 +121,8 @@ def expand(T, L, F, por, st, succ, bits, moved, far, far_items, det, done, tmp, 
         if b < 0:
             continue
         n_enabled += 1
-        if b != 0:
-            continue
+        if b != 0 and b != S.UNAWAITED_AT_EXIT:
+            continue  # a violating step: its path ends there (a warning's goes on, as in verify)
         # Before the shift: merged steps may move an agent many items in one transition, and a
         # MANY state's endless body is every count's only up to item coef * R (the successor's
         # exact counts R - d .. R - 1 hold only then, too); after it: no agent within reach of
@@ -212,7 +221,8 @@ def _store_one(PK, store, n_stored, table, parent, via, vec, n_rel, i, a, key, l
 def _bfs(T, L, F, por, PK, store, n_stored, table, parent, via, lo, hi, R, limit, found,
          st, succ, bits, moved, far, key, det, done, tmp, scratch):
     """Expand stored states lo..hi-1 in order; returns (status, next index, n_stored).
-    B_FOUND: found[:] = (state index, action or -1, bits). st .. det: scratch (_Search)."""
+    B_FOUND: found[:3] = (state index, action or -1, bits); found[3] = 1 once a step met the
+    warning S.UNAWAITED_AT_EXIT. st .. det: scratch (_Search)."""
     n_actions = T.cfg[S.C_AGENTS] + T.cfg[S.C_INFLIGHT]
     n_agents = L.misc[M_AGENTS]
     words = store.shape[1] - 1
@@ -237,6 +247,8 @@ def _bfs(T, L, F, por, PK, store, n_stored, table, parent, via, lo, hi, R, limit
             if b & KIND_MASK:
                 found[0], found[1], found[2] = i, a, b
                 return B_FOUND, i, n_stored
+            if b & S.UNAWAITED_AT_EXIT:
+                found[3] = 1
             d = moved[a]
             if n_rel != MANY:
                 status, n_stored = _store_one(PK, store, n_stored, table, parent, via, succ[a],
@@ -308,8 +320,15 @@ class _Search(StateStore):
         self.packing, self.words = (_raw_packing(model.n_fields) if raw
                                     else _lap_packing(model))
         self.raw = raw
+        self.found = np.zeros(4, dtype=np.int64)  # _bfs: a violation found, and the warning
         self.tables = model.tables._replace(agent=model.tables.agent.copy())  # _bfs writes it
         super().__init__(self.words + 1)  # the packed vector, then n_rel
+
+    @property
+    def warned(self) -> bool:
+        """Did a step of the search make a CTA gone with its own copies or commits still in
+        flight (the warning unawaited_at_exit; with strict_exit it is a violation instead)?"""
+        return bool(self.found[3])
 
     def state(self, i: int) -> tuple[np.ndarray, int]:
         """The vector and n_rel of stored state i."""
@@ -325,7 +344,7 @@ class _Search(StateStore):
         canonical_fast(self.fast, v0)
         key = np.empty(self.words + 1, dtype=np.int64)
         room = model.n_actions() * R
-        found = np.zeros(3, dtype=np.int64)
+        found = self.found
         n_actions, n_fields = model.n_actions(), model.n_fields
         scratch = (np.empty(n_fields, dtype=np.int64), np.empty((n_actions, n_fields), dtype=np.int64),
                    np.empty(n_actions, dtype=np.int64), np.zeros(n_actions, dtype=np.int64),
@@ -377,7 +396,8 @@ class _Search(StateStore):
 
 
 def _item_count_of(search, i: int) -> int:
-    """The parameter n whose concrete run follows the abstract path to state i."""
+    """The parameter n whose concrete run follows the abstract path to state i (a Python int:
+    canonical_fast's d is a numpy integer when it runs as plain Python)."""
     path = []
     while i >= 0:
         path.append(i)
@@ -396,7 +416,7 @@ def _item_count_of(search, i: int) -> int:
         T = T._replace(agent=T.agent.copy())
         set_counts(T, search.future, search.fast, n_rel, search.R)
         successor(T, search.future, search.por, st, int(search.via[cur]), out, scratch, det)
-        moved += canonical_fast(search.fast, out)
+        moved += int(canonical_fast(search.fast, out))
         if search.state(cur)[1] != MANY:
             return moved + search.state(cur)[1]
     return moved + search.R
@@ -473,11 +493,14 @@ def search_laps(lap: LapAbstraction, max_states: int, deadline: float | None,
 
 
 def prove(spec: Spec, timeout: float | None = None, max_states: int = MAX_ABSTRACT_STATES,
-          searcher=None, por: bool = True, cta_symmetry: bool = True) -> ProofResult:
+          searcher=None, por: bool = True, cta_symmetry: bool = True,
+          strict_exit: bool = False) -> ProofResult:
     """Prove `spec` safe and deadlock-free for every item count, refute it, or say unknown.
     With `por` the abstract search takes the partial-order reduction's merged steps, as
     `verify` does (docs/reductions.md says why that keeps every violation); with
-    `cta_symmetry`, one abstract state per renaming of interchangeable CTAs."""
+    `cta_symmetry`, one abstract state per renaming of interchangeable CTAs. `strict_exit`:
+    a CTA gone with its own copies or commits in flight is inflight_at_exit, not the warning
+    unawaited_at_exit (which never stops a proof)."""
     warm_up_prove()
     started = time.monotonic()
     deadline = started + timeout if timeout else None
@@ -488,12 +511,14 @@ def prove(spec: Spec, timeout: float | None = None, max_states: int = MAX_ABSTRA
     # A quick look at the spec's own item count: most bugs show there, with a short trace.
     # Bounded, since the abstraction below covers this count too.
     own = verify(spec, timeout=timeout, max_states=min(max_states, QUICK_LOOK_STATES), por=por,
-                 cta_symmetry=cta_symmetry)
+                 cta_symmetry=cta_symmetry, strict_exit=strict_exit)
     if own.verdict == "violation":
         return done(status="violated", items=spec.items, result=own,
                     reason=f"violated at its own item count ({spec.items})")
+    if own.limit == INTERRUPTED:  # Ctrl-C in the quick look: the proof stops there
+        return done(status="unknown", reason="interrupted (Ctrl-C)")
     try:
-        lap = LapAbstraction(spec, MAX_R, cta_symmetry=cta_symmetry)
+        lap = LapAbstraction(spec, MAX_R, cta_symmetry=cta_symmetry, strict_exit=strict_exit)
     except CannotAbstract as err:
         return done(status="unknown", reason=f"outside the lap abstraction: {err}")
     parameter = describe_parameter(spec, lap)
@@ -503,13 +528,15 @@ def prove(spec: Spec, timeout: float | None = None, max_states: int = MAX_ABSTRA
         return done(status="unknown", parameter=parameter, abstract_states=err.states,
                     reason=str(err))
     if found is None:
+        warned = own.warnings or getattr(search, "warned", False)  # (the reference search: no flag)
         return done(status="proved", parameter=parameter, abstract_states=search.n_stored,
-                    reason="no violation in any abstract state, for every item count")
+                    reason="no violation in any abstract state, for every item count",
+                    warnings=("unawaited_at_exit",) if warned else ())
     i, action, bits = found
     n = search.item_count_of(i)
     concrete = scaled_spec(spec, n)
     remaining = None if deadline is None else max(deadline - time.monotonic(), 1.0)
-    result = verify(concrete, timeout=remaining)
+    result = verify(concrete, timeout=remaining, strict_exit=strict_exit)
     kinds = [KINDS[k] for k in range(S.N_KINDS) if bits & (1 << k)]
     if result.verdict != "violation":
         return done(status="unknown", parameter=parameter, abstract_states=search.n_stored,
