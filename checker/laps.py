@@ -29,8 +29,22 @@ updates (a CTA's barrier that only the other CTAs' barriers are used in place of
 initial value and is read by no rule: the lap shift leaves it alone.
 
 Interchangeable agents (same role, CTA and program, in specs without async reads, whose
-in-flight entries name their agent) are sorted, so a state is stored once for every way of
-permuting them.
+in-flight entries name their agent; and not issuing commits, whose entries name it too) are
+sorted, so a state is stored once for every way of permuting them.
+
+The rules revised 2026-12-02 (DESIGN.md), and what each asks of the abstraction:
+
+- R1, an agent's commits fire in issue order: a commit entry names its agent and counts its
+  agent's earlier commits in flight (E_CSEQ). Neither is a counting number, so the shift
+  leaves them; an agent that issues commits is in no class (above).
+- R2, own copies/commits in flight at a CTA's exit are the warning unawaited_at_exit: the
+  exit compares no counting number. The warning is no violation: the search canonicalises
+  the step's successor and goes on (prove.expand); `strict_exit` is the model's.
+- R3, slot parts per slot: a read checks the parts filled for its item in its slot, and
+  whether a fill is in that slot depends on the filler's stage at the item, an absolute item
+  (semantics.fill_stage). Items and tags move only by multiples of the period of those
+  stages (`_fill_stage_period`); a filler whose first items' stages differ from the later
+  ones' (a reset) has no such period, and the spec is refused (CannotAbstract).
 
 The item count is one parameter n >= 1: role r runs `coef[r] * n` items, where the `coef` are
 the spec's role item counts divided by their greatest common divisor (all roles equal: n is
@@ -87,6 +101,50 @@ def scaled_spec(spec: Spec, n: int) -> Spec:
     return replace(spec, roles=roles, items=max(r.items for r in roles))
 
 
+def _fill_stage_period(m) -> int:
+    """The least P such that, on every ring with slots of several parts, every fill of a part
+    happens at the same stage in item i + P as in item i (semantics.fill_stage), for all i >= 0
+    (raises CannotAbstract when there is none, e.g. a reset that makes the first items' stages
+    unlike the later ones'). part_filled_for(T, r, p, s, tag), the one place the per-slot
+    parts rule is read, depends on the tag's absolute item only through that stage and the
+    every=/at= guards (kept by item_step); so a shift of the tags by a multiple of P keeps
+    every read's verdict. Single-part rings read no parts (semantics.read_miss): no constraint.
+
+    Why a window suffices: the filler's stage at the start of item i and i mod E (E the lcm of
+    its every= guards) determine its stages in item i and at the start of item i + 1, so that
+    pair runs through at most M = stages * E values: eventually periodic, with pre-period and
+    period at most M. A P <= M that holds on items 0 .. 2M - 1 (+ P) then holds for all i."""
+    T = m.tables
+    period = 1
+    for r in range(m.rings):
+        if len(m.parts[r]) <= 1:
+            continue
+        stages = m.ring_specs[r].stages
+        for p in range(len(m.parts[r])):
+            i = S.part_row(T, r, p)
+            for f in range(T.part[i, S.PT_NFILLS]):
+                row, a = int(T.part[i, S.PT_FILL0 + 2 * f]), int(T.part[i, S.PT_FILL0 + 2 * f + 1])
+                start, end = T.agent[a, S.A_PROG] + T.agent[a, S.A_BODY_START], T.agent[a, S.A_PROG] + T.agent[a, S.A_BODY_END]
+                e = 1
+                for body_row in range(start, end):
+                    e = _lcm(e, int(T.prog[body_row, S.P_EVERY]))
+                bound = stages * e
+                if 3 * bound > T.agent[a, S.A_ITEMS]:
+                    raise CannotAbstract(f"slot parts of ring {m.ring_names[r]} filled at stages "
+                                         f"that repeat only after more than "
+                                         f"{T.agent[a, S.A_ITEMS] // 3} items")
+                seen = [int(S.fill_stage(T, a, r, row, item)) for item in range(3 * bound)]
+                for q in range(1, bound + 1):
+                    if all(seen[k + q] == seen[k] for k in range(2 * bound)):
+                        period = _lcm(period, q)
+                        break
+                else:
+                    raise CannotAbstract(f"slot parts of ring {m.ring_names[r]}: a fill's stage "
+                                         "in the first items is unlike the later items' (a "
+                                         "reset), and parts are per slot")
+    return period
+
+
 class LapAbstraction:
     def __init__(self, spec: Spec, max_n: int, cta_symmetry: bool = True,
                  strict_exit: bool = False):
@@ -124,6 +182,12 @@ class LapAbstraction:
             raise CannotAbstract("roles that write and read tags run different item counts "
                                  f"(ratios {sorted(coefs)})")
         self.tag_coef = coefs.pop() if coefs else 0
+        # Slot parts are per slot (R3): a read checks the parts filled for its item in its
+        # slot, which semantics.fill_stage finds from the filler's stage at that item, an
+        # absolute item. Items and tags move by multiples of its period (_fill_stage_period).
+        period = _fill_stage_period(m)
+        if period > 1 and self.tag_coef:
+            self.item_step = _lcm(self.item_step, period // gcd(period, self.tag_coef))
         self.readers = [i for i, a in enumerate(m.agents)
                         if any(OP_EFFECTS[op.name].checks_read for op, _ in a.ops)]
         self.ring_users = [[i for i, a in enumerate(m.agents)
@@ -143,15 +207,20 @@ class LapAbstraction:
         self.has_body = [a.body_end > a.body_start for a in m.agents]
         self._tables = {}
         # Interchangeable agents (same role, CTA and program): their records are sorted, so
-        # states that differ only by which of them is where are one state. Async reads name
-        # their agent inside in-flight entries, so specs with them are left unreduced.
+        # states that differ only by which of them is where are one state. Sorting moves
+        # agent records only, never the agent an in-flight entry names: async reads name
+        # their agent, so specs with them are left unreduced, and so do commits (R1: a
+        # commit waits for its agent's earlier commits, so every commit entry names its
+        # agent), so an agent that issues commits is in no class.
         self.classes = []
         if not any(OP_EFFECTS[op.name].issues == "read" for a in m.agents for op, _ in a.ops):
             groups = {}
             owners = {i for parts in m.parts for part in parts for _, i, _ in part.fills}
+            committers = {i for i, a in enumerate(m.agents)
+                          if any(OP_EFFECTS[op.name].issues == "commit" for op, _ in a.ops)}
             for i, a in enumerate(m.agents):
-                if i not in owners:  # a producer-side filler owns its slot parts
-                    groups.setdefault((a.role, a.cta, a.ops), []).append(i)
+                if i not in owners and i not in committers:  # (a producer-side filler owns
+                    groups.setdefault((a.role, a.cta, a.ops), []).append(i)  # its slot parts)
             self.classes = [g for g in groups.values() if len(g) > 1]
 
     # ------------------------------------------------------------------ item counts
