@@ -99,6 +99,7 @@ commits lack "after_commits" (written before R1) is compared with commits shown 
 """
 from __future__ import annotations
 
+import copy
 import functools
 import json
 from collections import Counter
@@ -1277,29 +1278,84 @@ def _compare_step_header(world: World, step: dict, where: str) -> None:
         raise _mismatch(where, "step stage", step["stage"], pos.stage)
 
 
+def _resolutions(world: World, event: dict) -> list:
+    """The events, each naming one in-flight entry, that a trace's `event` may stand for. The
+    view does not show this file's bookkeeping keys: two entries that look alike there (a
+    copy of this CTA's and a peer's into one slot) may differ in it, and then the trace may
+    mean either one, if both may land (fire, finish)."""
+    if event.get("kind") not in ENTRY_OF:
+        return [event]
+    entry = _normal_entry(event.get("entry", {}))
+    if any(k.startswith("_") for k in entry):
+        return [event]
+    old = _old_commits([entry])
+    found = []
+    for e in world.inflight:
+        if _public(world, e, old) == entry and _entry_enabled(world, e) and e not in found:
+            found.append(e)
+    if len(found) <= 1:
+        return [event]
+    return [{"kind": event["kind"], "entry": dict(e)} for e in found]
+
+
+def _fork(world: World) -> World:
+    """A deep copy of `world` that shares the spec and the unrolled programs (never changed)."""
+    memo = {id(world.spec): world.spec}
+    for a in world.agents:
+        memo[id(a.program)] = a.program
+    return copy.deepcopy(world, memo)
+
+
 def replay(spec: Spec, trace_json: dict, strict_exit: bool | None = None) -> ReplayOutcome:
     """Replay `trace_json` on `spec`. `strict_exit`: own copies/commits in flight at a CTA's
     exit are inflight_at_exit, not the unawaited_at_exit warning (the CLI's --strict-exit);
-    None: the trace's own "strict_exit" key, if any, else False."""
+    None: the trace's own "strict_exit" key, if any, else False.
+
+    Where a step's event may name one of several entries that look alike in the view and
+    differ in this file's bookkeeping (`_resolutions`), each is followed; the trace replays if
+    one of them does (the outcome is one that ends in the trace's "kind", if any does)."""
     if strict_exit is None:
         strict_exit = bool(trace_json.get("strict_exit", False))
     world = initial_state(spec, strict_exit=strict_exit)
     _compare_view(world, trace_json.get("initial"), "initial state")
-    step_kinds, state_kinds, step_warnings = [], [state_violations(world)], []
+    runs = [(world, [], [state_violations(world)], [])]
     for i, step in enumerate(trace_json.get("steps", []), start=1):
         where = f"step {step.get('index', i)} ({step.get('action', step['event'])})"
-        try:
-            if not world.trapped:
-                _compare_step_header(world, step, where)
-            kinds, warnings = _apply(world, step["event"])
-        except ReplayError as e:
-            if str(e).startswith(where):
-                raise
-            raise ReplayError(f"{where}: {e}") from None
-        step_kinds.append(kinds)
-        step_warnings.append(warnings)
-        state_kinds.append(state_violations(world))
-        _compare_view(world, step.get("state"), where)
+        following, error = [], None
+        for world, step_kinds, state_kinds, step_warnings in runs:
+            try:
+                if not world.trapped:
+                    _compare_step_header(world, step, where)
+                options = _resolutions(world, step["event"])
+            except ReplayError as e:
+                error = error or e
+                continue
+            worlds = [_fork(world) for _ in options[1:]] + [world]
+            for w, event in zip(worlds, options):
+                try:
+                    kinds, warnings = _apply(w, event)
+                    after = state_violations(w)
+                    _compare_view(w, step.get("state"), where)
+                except ReplayError as e:
+                    error = error or e
+                    continue
+                following.append((w, step_kinds + [kinds], state_kinds + [after],
+                                  step_warnings + [warnings]))
+        if not following:
+            if str(error).startswith(where):
+                raise error
+            raise ReplayError(f"{where}: {error}") from None
+        runs, seen = [], set()
+        for run in following:             # one run per distinct state, bookkeeping included
+            key = (json.dumps(state_view(run[0]), sort_keys=True),
+                   tuple(sorted(_entry_key(e) for e in run[0].inflight)), tuple(run[1][-1]))
+            if key not in seen:
+                seen.add(key)
+                runs.append(run)
+    claimed = trace_json.get("kind")
+    run = next((r for r in runs if r[1] and claimed in r[1][-1] | r[2][-1] | r[3][-1]),
+               runs[0])
+    world, step_kinds, state_kinds, step_warnings = run
     last = step_kinds[-1] if step_kinds else set()
     return ReplayOutcome(world=world, last_step_kinds=set(last),
                          end_state_kinds=state_kinds[-1], step_kinds=step_kinds,

@@ -1873,8 +1873,22 @@ def test_look_alike_copies_of_two_ctas_are_events_of_their_own():
     events = issue + [next(e for e in enabled_events(initial_state_after(spec, issue))
                            if e["kind"] == "land" and e["entry"].get("_peer")
                            and e["entry"]["cta"] == 0), ev("cta0.W[0]", "advance", 0)]
-    outcome = replay(spec, make_trace(spec, events))
+    trace = make_trace(spec, events)
+    outcome = replay(spec, trace)
     assert outcome.kinds == set() and outcome.warnings == {"unawaited_at_exit"}
+    # a trace (as the engine writes it) names the landing copy by its view alone: the replay
+    # follows both copies, and ends as the trace says, either way
+    public_land = {"kind": "land", "entry": {k: v for k, v in trace["steps"][2]["event"]
+                                             ["entry"].items() if not k.startswith("_")}}
+    trace["steps"][2]["event"] = public_land
+    for claimed, kinds, warnings in (("unawaited_at_exit", set(), {"unawaited_at_exit"}),
+                                     ("inflight_at_exit", {"inflight_at_exit"}, set())):
+        outcome = replay(spec, {**trace, "kind": claimed})
+        assert (outcome.kinds, outcome.warnings) == (kinds, warnings)
+    # and a step no run allows still fails, named
+    trace["steps"][3]["event"] = ev("cta0.W[0]", "advance", 7)
+    with pytest.raises(ReplayError, match=r"^step 4 .*not pc 7"):
+        replay(spec, trace)
 
 
 def initial_state_after(spec, events, **kw):
