@@ -78,8 +78,8 @@ from pipeproof.cuda_ref.emit_backend import (
     check_backend_mirrors, nv_wait_parity,
 )
 from pipeproof.cuda_ref.emit_common import (
-    BULK_ALIGN, CTL_FLAGS, CTL_REC, CTL_SEQ, CTL_WORDS, EV_EXIT_INFLIGHT, EV_FIELDS, EV_LATE_TARGET,
-    EV_OP_FINISH, EV_OP_FIRE, EV_W,
+    BULK_ALIGN, CTL_FLAGS, CTL_PER_CTA, CTL_REC, CTL_SEQ, CTL_WORDS, EV_EXIT_INFLIGHT,
+    EV_EXIT_UNAWAITED, EV_FIELDS, EV_LATE_TARGET, EV_OP_FINISH, EV_OP_FIRE, EV_W,
     FLAG_EV_OVERFLOW, FLAG_LOCK_BROKEN, FLAG_REC_OVERFLOW, FLAG_SCHED, KERNEL_NAME, LAND_BY_READ,
     LAND_BY_REPLAY, LAND_BY_STEP, LAND_BY_SWEEP, LAND_BY_WAIT, MAX_DYNAMIC_SMEM, MAX_HW_BARRIERS, MAX_WARPS_PER_CTA, REC_VALID,
     REC_W, RESULT_MISMATCH, RESULT_OK, RESULT_TIMEOUT, RESULTS, SLOT_ALIGN, STATUS_FINISHED,
@@ -95,7 +95,8 @@ from pipeproof.spec.schema import OPS, Spec
 # the log's layout and the limits (emit_common.py), the backend mirrors (emit_backend.py).
 __all__ = [
     "AMD_C_HELPERS", "BACKEND_MIRRORS", "BACKEND_MODULES", "BULK_ALIGN", "CTL_FLAGS", "CTL_REC",
-    "CTL_SEQ", "CTL_WORDS", "EV_EXIT_INFLIGHT", "EV_FIELDS", "EV_LATE_TARGET", "EV_OP_FINISH", "EV_OP_FIRE", "EV_W", "FLAG_EV_OVERFLOW",
+    "CTL_SEQ", "CTL_WORDS", "CTL_PER_CTA", "EV_EXIT_INFLIGHT", "EV_EXIT_UNAWAITED", "EV_FIELDS",
+    "EV_LATE_TARGET", "EV_OP_FINISH", "EV_OP_FIRE", "EV_W", "FLAG_EV_OVERFLOW",
     "FLAG_LOCK_BROKEN", "FLAG_REC_OVERFLOW", "FLAG_SCHED", "KERNEL", "KERNEL_NAME", "LAND_BY_READ",
     "LAND_BY_REPLAY", "LAND_BY_STEP", "LAND_BY_SWEEP", "LAND_BY_WAIT", "MAX_DYNAMIC_SMEM", "MAX_HW_BARRIERS",
     "MAX_WARPS_PER_CTA", "OP_EMITTERS", "PRELUDE", "REC_VALID", "REC_W", "RESULT_MISMATCH",
@@ -280,6 +281,7 @@ class _Gen(Layout, OpEmitter):
             "@WARPS@": str(self.warps + self.replay),
             "@THREADS@": str(self.threads),
             "@REPLAY@": "1" if self.replay else "0",
+            "@NAGENTS@": str(n_agents),
             "@CLUSTER_ATTR@": f"__cluster_dims__({self.k}, 1, 1) " if self.k > 1 else "",
             "@AGENT_OF@": table,
             "@AGENTS_IN@": ", ".join(str(sum(1 for a in m.agents if a.cta == c and any(True for _ in a.executed())))

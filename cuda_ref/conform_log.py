@@ -6,8 +6,10 @@ The log (written by cuda_ref's runner):
      "events": [EVENT, ...]}
 
 OUTCOME is one of `ok`, `deadlock`, `read_before_fill`, `overwrite_before_drain`, `trap`,
-`inflight_at_exit` (a step that left its CTA without agents while a copy or commit was in flight
-into it, or that updated a CTA gone already: `"exit_inflight"`, `"late"` on the event). An
+`inflight_at_exit` (a step that left its CTA without agents while a copy or commit of another
+CTA was in flight into it, or that issued an update at another CTA gone already:
+`"exit_inflight"`, `"late"` on the event; `"exit_unawaited"`, only the CTA's own copies or
+commits in flight, is the warning unawaited_at_exit and leaves the outcome alone). An
 EVENT is one of:
 
 - an agent step: `{"t", "agent", "op", "pc", "item", "stage", "phase", "result"}` with

@@ -131,6 +131,9 @@ def _entry_candidates(m, outcome, state, ev):
         d = blocked[0]
         if d["kind"] == "read":
             return [], f"an earlier async read of {d['agent']} has not finished (reads finish in order)"
+        if d.get("after_commits"):
+            return [], (f"the commit still waits for {d['after_commits']} earlier commit(s) of "
+                        f"{d['agent']} to fire (an agent's commits fire in issue order)")
         return [], f"the commit still waits for {d['after']} async read(s) of {d['agent']}"
     from pipeproof.checker.trace import entry_text
     listed = "; ".join(entry_text(m, d) for d in present[:6]) + ("; ..." if len(present) > 6 else "")

@@ -26,7 +26,8 @@ EV_OP_FIRE = 101     # a commit fires (the model's in-flight commit entry)
 RESULT_OK, RESULT_TIMEOUT, RESULT_MISMATCH = 0, 1, 2
 RESULTS = {RESULT_OK: "ok", RESULT_TIMEOUT: "timeout", RESULT_MISMATCH: "tag_mismatch"}
 
-# Copy records (u64 words): meta (valid, dst cta, ring, stage, region offset), tag | bytes << 32,
+# Copy records (u64 words): meta (valid << 63 | source cta << 56 | region offset << 32 |
+# stage << 16 | ring << 8 | dst cta), tag | bytes << 32,
 # t_issue, seq_issue | how-seen << 32, seq of the first step that saw it landed (~0: none), its t
 REC_W = 6
 REC_VALID = 1 << 63
@@ -35,10 +36,15 @@ LAND_BY_REPLAY = 5   # a replay's landing step, made by its CTA's replay warp (c
 
 # Control words (u32): sequence counter, record counter, flags, the log lock
 CTL_SEQ, CTL_REC, CTL_FLAGS = 0, 1, 2
-CTL_WORDS = 8   # then, per CTA, its agents done (CTL_DONE + c) and a replay's commits in flight
-                # into it (CTL_COMMITS + c): the buffer has CTL_WORDS + 2 * CTAs words
-EV_EXIT_INFLIGHT = 1   # an event's spare word: the step made its CTA gone with a copy or commit
-EV_LATE_TARGET = 2     # in flight into it; 2 | c << 8: the step updated CTA c, already gone
+CTL_WORDS = 8   # then, per CTA, its agents done (CTL_DONE + c), a replay's commits in flight
+                # into it (CTL_COMMITS + c) and those of them a peer CTA issued (CTL_PEER + c)
+CTL_PER_CTA = 3  # the buffer has CTL_WORDS + CTL_PER_CTA * CTAs words
+# An event's spare word (flags), the exit rule of DESIGN "inflight_at_exit" (revised 2026-12-02):
+EV_EXIT_INFLIGHT = 1   # the step made its CTA gone while a copy or commit of ANOTHER CTA was in
+                       # flight into it (inflight_at_exit)
+EV_LATE_TARGET = 2     # 2 | c << 8: the step issued an update at CTA c (not its own), gone already
+EV_EXIT_UNAWAITED = 4  # the step made its CTA gone with only the CTA's own copies or commits in
+                       # flight into it: the warning unawaited_at_exit, not a violation
 FLAG_EV_OVERFLOW, FLAG_REC_OVERFLOW, FLAG_LOCK_BROKEN = 1, 2, 4
 FLAG_SCHED = 8       # replay: an op's pc or a landing the schedule names is not the kernel's
 

@@ -30,13 +30,22 @@ typedef unsigned short u16;
 #define GATE_ABORT 0x80000000u
 #define MAX_READS 16
 #define REPLAY @REPLAY@
+#define N_AGENTS @NAGENTS@
 #define LAND_REPLAY 5
 #define FLAG_SCHED 8u
 #define CTL_DONE 8                 // ctl[CTL_DONE + c]: agents of CTA c that took their last step
 #define CTL_COMMITS (8 + K_CTAS)   // ctl[CTL_COMMITS + c]: a replay's commits into c not fired yet
-#define EXIT_INFLIGHT 1            // event word 14: the step made its CTA gone with a copy or
-#define LATE_TARGET 2              // commit still in flight into it; 2 | c << 8: it updated CTA c,
-                                   // gone already (the model's inflight_at_exit)
+#define CTL_PEER (8 + 2 * K_CTAS)  // ctl[CTL_PEER + c]: those of them issued by another CTA
+// Event word 14 (flags), the model's exit rule (DESIGN "inflight_at_exit", revised 2026-12-02):
+#define EXIT_INFLIGHT 1            // the step made its CTA gone while a copy or commit issued by
+                                   // ANOTHER CTA was still in flight into it (a violation)
+#define LATE_TARGET 2              // 2 | c << 8: the step issued an update (arrive, copy, commit)
+                                   // at CTA c != its own, gone already (a violation)
+#define EXIT_UNAWAITED 4           // the step made its CTA gone with only the CTA's OWN copies or
+                                   // commits in flight into it (the warning unawaited_at_exit)
+// copy record meta: valid << 63 | source cta << 56 | region << 32 | stage << 16 | ring << 8 | dst
+#define REC_REGION(m) ((u32)(((m) >> 32) & 0xffffffull))
+#define REC_SRC(m) ((u32)(((m) >> 56) & 0x7full))
 
 struct Ctx {
   i32* ev; u32* ctl; u64* rec; const u32* src; i32* status;
@@ -46,6 +55,9 @@ struct Ctx {
   u32 rng, delay_max;
   mutable i32 ops_left;  // lane 0: the agent's steps still to take (its CTA is gone after the last)
   mutable u32 last_seq;  // lane 0: the sequence number of its last record
+  mutable u32 exit_seq;  // lane 0: the record of its last step, while exit_due is set
+  mutable u32 exit_due;  // lane 0: its last step is logged, its effect not yet made (gunlock
+                         // then counts the agent done: a step's own updates precede its exit)
 #if REPLAY
   // the schedule (cuda_ref/replay.py), the step counter and replay state (cuda_ref/emit_replay.py)
   const i32* sch; u32* rs; u64* recx;
@@ -53,6 +65,7 @@ struct Ctx {
   mutable u32 logged;    // lane 0: the step's record is written; gunlock bumps the counter
   mutable i32 want;      // the step a turn wait waits for (for a timeout's record)
   i32 k_op, k_fin; u32 sched_op, hpar;
+  mutable u32 k_commits; // lane 0: the commit entries its scheduled commit_empty steps issued
 #endif
 };
 
@@ -155,7 +168,9 @@ __device__ __forceinline__ void glock(const Ctx& c) {
   }
   __threadfence();
 }
+__device__ void exit_check(const Ctx& c);
 __device__ __forceinline__ void gunlock(const Ctx& c) {
+  if (c.exit_due) exit_check(c);   // the step's effect is made: its agent is done from here on
   __threadfence();
 #if REPLAY
   // a scheduled step is logged: the next step of the schedule may begin
@@ -169,7 +184,25 @@ __device__ __forceinline__ void store_fill(volatile i32* p, u32 words, i32 item)
 
 // ---- the event log (lane 0)
 __device__ void scan_lands(const Ctx& c, Ev e);
-__device__ u32 inflight_into(const Ctx& c, u32 cta);
+__device__ u32 inflight_into(const Ctx& c, u32 cta, u32* peer);
+__device__ __forceinline__ void mark(const Ctx& c, u32 seq, i32 flags) {   // on a written record
+  if (seq < c.max_ev && !(*(volatile u32*)(c.ctl + 2) & 4u)) {
+    volatile i32* w = c.ev + (u64)seq * EV_W + 14;
+    *w = *w | flags;
+  }
+}
+// The agent's last step has made its effect (under the log lock): the agent is done, and when
+// it is its CTA's last agent the CTA is gone from this step on. What is still in flight into
+// the CTA then marks the step: a peer's copy or commit (the violation inflight_at_exit) or only
+// the CTA's own (the warning unawaited_at_exit).
+__device__ void exit_check(const Ctx& c) {
+  c.exit_due = 0u;
+  const u32 done = atomicAdd(c.ctl + CTL_DONE + c.cta, 1u) + 1u;
+  if (done != AGENTS_IN[c.cta]) return;
+  u32 peer = 0;
+  const u32 any = inflight_into(c, c.cta, &peer);
+  if (any) mark(c, c.exit_seq, peer ? EXIT_INFLIGHT : EXIT_UNAWAITED);
+}
 // Stamp a step (under the log lock): time, sequence number, and every copy into this CTA whose
 // bytes are visible now is recorded as landed just before this step.
 __device__ __forceinline__ Ev ev_begin(const Ctx& c) {
@@ -184,11 +217,11 @@ __device__ void ev_put(const Ctx& c, Ev e, i32 agent, i32 op, i32 pc, i32 item, 
 #if REPLAY
   if (c.turn >= 0) c.logged = 1u;
 #endif
-  i32 flags = 0;
+  const i32 flags = 0;
   if (op < OP_FINISH && result != RES_TIMEOUT && --c.ops_left == 0) {
-    // the agent's last step: when it is its CTA's last agent, the CTA is gone from here on
-    const u32 done = atomicAdd(c.ctl + CTL_DONE + c.cta, 1u) + 1u;
-    if (done == AGENTS_IN[c.cta] && inflight_into(c, c.cta)) flags = EXIT_INFLIGHT;
+    // the agent's last step: gunlock counts it done once the step's effect is made (an
+    // arrive, copy or commit of this step is the live agent's, never an update of a gone CTA)
+    c.exit_due = 1u; c.exit_seq = e.seq;
   }
   c.last_seq = e.seq;
   if (*(volatile u32*)(c.ctl + 2) & 4u) return;   // the log was closed (a trap)
@@ -252,14 +285,16 @@ __device__ u32 wait_amd(const Ctx& c, u32 a, u64 threshold) {
 }
 
 // ---- signal updates (lane 0); mask = destination CTAs
-// An update aimed at a CTA whose agents have all taken their last step (the model's CTA gone;
-// the kernel keeps it resident to its cluster barrier, so the update lands in live memory):
-// marked on the step's record, which the caller has just written.
-__device__ __forceinline__ void note_late(const Ctx& c, u32 mask) {
+// An update issued at ANOTHER CTA whose agents have all taken their last step (the model's CTA
+// gone; the kernel keeps it resident to its cluster barrier, so the update lands in live
+// memory): marked on the step's record (`seq`, written already). The agent's own CTA is never
+// gone while the agent runs, its last step included (its exit is counted after the step's
+// effect, in gunlock).
+__device__ __forceinline__ void note_late(const Ctx& c, u32 mask, u32 seq) {
   for (u32 d = 0; d < K_CTAS; ++d)
-    if ((mask & (1u << d)) && AGENTS_IN[d] > 0u && *(volatile u32*)(c.ctl + CTL_DONE + d) >= AGENTS_IN[d]
-        && c.last_seq < c.max_ev && !(*(volatile u32*)(c.ctl + 2) & 4u))
-      c.ev[(u64)c.last_seq * EV_W + 14] = LATE_TARGET | (i32)(d << 8);
+    if ((mask & (1u << d)) && d != c.cta && AGENTS_IN[d] > 0u
+        && *(volatile u32*)(c.ctl + CTL_DONE + d) >= AGENTS_IN[d])
+      mark(c, seq, LATE_TARGET | (i32)(d << 8));
 }
 __device__ void signal_arrive_raw(const Ctx& c, u32 mask, u32 sig, u32 n) {
 #if NV
@@ -273,11 +308,11 @@ __device__ void signal_arrive_raw(const Ctx& c, u32 mask, u32 sig, u32 n) {
 #endif
 }
 __device__ void signal_arrive(const Ctx& c, u32 mask, u32 sig, u32 n) {
-  note_late(c, mask);
+  note_late(c, mask, c.last_seq);
   signal_arrive_raw(c, mask, sig, n);
 }
 __device__ void arrive_expect_tx(const Ctx& c, u32 mask, u32 sig, u32 bytes) {
-  note_late(c, mask);
+  note_late(c, mask, c.last_seq);
 #if NV
 #if K_CTAS > 1
   for (u32 d = 0; d < K_CTAS; ++d) if (mask & (1u << d)) mbar_arrive_tx_cluster(mapa(sig, d), bytes);
@@ -291,7 +326,7 @@ __device__ void arrive_expect_tx(const Ctx& c, u32 mask, u32 sig, u32 bytes) {
 __device__ void issue_copy(const Ctx& c, Ev e, i32 agent, i32 pc, u32 mask, u32 ring, u32 stage,
                            i32 item, u32 region, u32 bytes, u32 slot_off, const u32* src,
                            i32 defer) {
-  note_late(c, mask);
+  note_late(c, mask, c.last_seq);
   for (u32 d = 0; d < K_CTAS; ++d) {
     if (!(mask & (1u << d))) continue;
     u32 j = atomicAdd(c.ctl + 1, 1u);
@@ -306,7 +341,8 @@ __device__ void issue_copy(const Ctx& c, Ev e, i32 agent, i32 pc, u32 mask, u32 
     c.recx[(u64)j * 3 + 2] = defer >= 0 ? 1ull : 0ull;
 #endif
     __threadfence();
-    r[0] = REC_VALID | (u64)d | ((u64)ring << 8) | ((u64)stage << 16) | ((u64)region << 32);
+    r[0] = REC_VALID | (u64)d | ((u64)ring << 8) | ((u64)stage << 16) | ((u64)region << 32)
+           | ((u64)c.cta << 56);
   }
   __threadfence();
 #if REPLAY
@@ -338,7 +374,7 @@ __device__ void scan_lands(const Ctx& c, Ev e) {
     if (!(meta & REC_VALID) || (meta & 0xff) != c.cta || r[4] != ~0ull || (u32)r[3] >= e.seq) continue;
     u32 ring = (meta >> 8) & 0xff, stage = (meta >> 16) & 0xffff, words = (u32)(r[1] >> 32) / 4u;
     i32 tag = (i32)(u32)r[1];
-    const volatile i32* p = (const volatile i32*)(c.smem + slot_base(ring) + stage * slot_size(ring) + (u32)((meta >> 32) & 0x7fffffffull));
+    const volatile i32* p = (const volatile i32*)(c.smem + slot_base(ring) + stage * slot_size(ring) + REC_REGION(meta));
     // a region's body tags only grow, so a later one there means this one landed; a
     // prologue's or epilogue's tag (TAG_OUT and up) says so only about itself
     if (tag < TAG_OUT ? (p[0] >= tag && p[0] < TAG_OUT && p[words - 1] >= tag && p[words - 1] < TAG_OUT)
@@ -346,18 +382,24 @@ __device__ void scan_lands(const Ctx& c, Ev e) {
   }
 }
 // Copies into `cta` not seen landed (each step looks just before its own effect), and in a
-// replay its commits not fired yet: what is still in flight into it.
-__device__ u32 inflight_into(const Ctx& c, u32 cta) {
-  u32 n = *(volatile u32*)(c.ctl + 1), k = 0;
+// replay its commits not fired yet: what is still in flight into it (*peer: how many of them
+// another CTA issued).
+__device__ u32 inflight_into(const Ctx& c, u32 cta, u32* peer) {
+  u32 n = *(volatile u32*)(c.ctl + 1), k = 0, p = 0;
   if (n > c.max_rec) n = c.max_rec;
   for (u32 j = 0; j < n; ++j) {
     volatile u64* r = c.rec + (u64)j * REC_W;
     const u64 meta = r[0];
-    if ((meta & REC_VALID) && (meta & 0xff) == cta && r[4] == ~0ull) k += 1;
+    if ((meta & REC_VALID) && (meta & 0xff) == cta && r[4] == ~0ull) {
+      k += 1;
+      if (REC_SRC(meta) != cta) p += 1;
+    }
   }
 #if REPLAY
   k += *(volatile u32*)(c.ctl + CTL_COMMITS + cta);
+  p += *(volatile u32*)(c.ctl + CTL_PEER + cta);
 #endif
+  *peer = p;
   return k;
 }
 __device__ void observe_lands(const Ctx& c, Ev e, u32 ring, u32 stage, i32 item, u32 how) {
@@ -370,7 +412,7 @@ __device__ void observe_lands(const Ctx& c, Ev e, u32 ring, u32 stage, i32 item,
     if ((meta & 0xff) != c.cta || ((meta >> 8) & 0xff) != ring || ((meta >> 16) & 0xffff) != stage) continue;
     if ((i32)(u32)r[1] != item || (u32)r[3] > e.seq || r[4] != ~0ull) continue;
     u32 words = (u32)(r[1] >> 32) / 4u;
-    const volatile i32* p = (const volatile i32*)(c.smem + slot_base(ring) + stage * slot_size(ring) + (u32)((meta >> 32) & 0x7fffffffull));
+    const volatile i32* p = (const volatile i32*)(c.smem + slot_base(ring) + stage * slot_size(ring) + REC_REGION(meta));
     if (p[0] == item && p[words - 1] == item) note_land(r, e, how);
   }
 }
@@ -429,20 +471,35 @@ __device__ void push_read(Ctx& c, i32 agent, Reads& q, i32 pc, i32 ring, u32 sta
   q.pc[q.n] = pc; q.ring[q.n] = ring; q.stage[q.n] = (i32)stage; q.item[q.n] = item; q.n += 1;
 }
 
-// ---- commits fire at once, after the agent's reads (lane 0)
+// ---- commits fire at once, after the agent's reads (lane 0): the commit_empty step issues
+// them and they fire in the same step, so an agent's commits fire in issue order (DESIGN R1);
+// a peer CTA gone already is marked on the commit_empty's record (an issue at a gone CTA)
 __device__ void commit_fire(const Ctx& c, i32 agent, u32 mask, u32 ring, u32 stage, u32 n) {
+  note_late(c, mask, c.last_seq);
   for (u32 d = 0; d < K_CTAS; ++d) {
     if (!(mask & (1u << d))) continue;
     Ev e = ev_begin(c);
     ev_put(c, e, agent, OP_FIRE, -1, 0, (i32)ring, (i32)stage, 0, RES_OK, (i32)n, (i32)d);
-    note_late(c, 1u << d);
   }
   signal_arrive_raw(c, mask, sig_addr(ring, stage, 1), n);
+#if REPLAY
+  atomicAdd(c.rs + 1 + N_AGENTS + agent, (u32)__popc(mask));   // its commit entries fired
+#endif
 }
 #if REPLAY
 // a scheduled commit_empty: its arrivals are in flight until the replay warps fire them
 __device__ void commits_pending(const Ctx& c, u32 mask) {
-  for (u32 d = 0; d < K_CTAS; ++d) if (mask & (1u << d)) atomicAdd(c.ctl + CTL_COMMITS + d, 1u);
+  for (u32 d = 0; d < K_CTAS; ++d) if (mask & (1u << d)) {
+    atomicAdd(c.ctl + CTL_COMMITS + d, 1u);
+    if (d != c.cta) atomicAdd(c.ctl + CTL_PEER + d, 1u);
+  }
+  c.k_commits += (u32)__popc(mask);
+}
+// lane 0, before a commit_empty after the schedule (it fires at once): the agent's commits
+// still in flight from the schedule fire first (DESIGN R1), by their replay warps; bounded
+__device__ void wait_commits(const Ctx& c, i32 agent) {
+  while (*(volatile u32*)(c.rs + 1 + N_AGENTS + agent) < c.k_commits && gtimer() <= c.deadline) {}
+  __threadfence();
 }
 #endif
 
@@ -533,11 +590,11 @@ pipeproof_kernel(i32* ev, u32* ctl, u64* rec, const u32* src, i32* status,
     Ctx c;
     c.ev = ev; c.ctl = ctl; c.rec = rec; c.src = src; c.status = status; c.smem = s_dyn;
     c.deadline = s_t0 + timeout_ns; c.max_ev = max_ev; c.max_rec = max_rec; c.cta = cta;
-    c.lane = threadIdx.x & 31u; c.ops_left = -1; c.last_seq = 0u;
+    c.lane = threadIdx.x & 31u; c.ops_left = -1; c.last_seq = 0u; c.exit_seq = 0u; c.exit_due = 0u;
     c.rng = agent >= 0 ? agent_seed[agent] | 1u : 1u; c.delay_max = agent >= 0 ? agent_delay[agent] : 0u;
 #if REPLAY
     c.sch = sch; c.rs = rs; c.recx = recx; c.turn = -1; c.logged = 0u; c.want = -1;
-    c.k_op = 0; c.k_fin = 0; c.sched_op = 0u; c.hpar = 0u;
+    c.k_op = 0; c.k_fin = 0; c.sched_op = 0u; c.hpar = 0u; c.k_commits = 0u;
     if (agent == -2) replay_helper(c);
 #endif
     switch (agent) {
@@ -557,12 +614,13 @@ pipeproof_kernel(i32* ev, u32* ctl, u64* rec, const u32* src, i32* status,
         u64 meta = r[0];
         if (!(meta & REC_VALID) || (meta & 0xff) != cta || r[4] != ~0ull) continue;
         Ctx c; c.ctl = ctl; c.deadline = until; c.rec = rec; c.max_rec = max_rec; c.cta = cta; c.smem = s_dyn;
+        c.exit_due = 0u;
 #if REPLAY
         c.rs = rs; c.turn = -1; c.logged = 0u;
 #endif
         u32 ring = (meta >> 8) & 0xff, stage = (meta >> 16) & 0xffff, words = (u32)(r[1] >> 32) / 4u;
         i32 tag = (i32)(u32)r[1];
-        const volatile i32* p = (const volatile i32*)(s_dyn + slot_base(ring) + stage * slot_size(ring) + (u32)((meta >> 32) & 0x7fffffffull));
+        const volatile i32* p = (const volatile i32*)(s_dyn + slot_base(ring) + stage * slot_size(ring) + REC_REGION(meta));
         if (p[0] >= tag && p[words - 1] >= tag && p[0] != -1 && p[words - 1] != -1) {
           glock(c); Ev e = ev_begin(c); note_land(r, e, LAND_SWEEP); gunlock(c);
         } else {

@@ -199,8 +199,10 @@ class OpEmitter:
             return [self.finish_call(a, pc, op.name, r, 0)] + self.locked(
                 a, pc, op.name, r, fire, x0=str(op.n))
         # in a replay a scheduled commit fires at the trace's fire step (the replay warp of
-        # each destination) and its agent's reads finish at their own steps
-        return [f"if (!c.sched_op) {{ {self.finish_call(a, pc, op.name, r, 0)} }}"] + self.locked(
+        # each destination) and its agent's reads finish at their own steps; one after the
+        # schedule fires at once, after the agent's commits the replay warps still hold (R1)
+        return [f"if (!c.sched_op) {{ {self.finish_call(a, pc, op.name, r, 0)} "
+                f"if (c.lane == 0) wait_commits(c, {a}); __syncwarp(); }}"] + self.locked(
             a, pc, op.name, r, f"if (!c.sched_op) {fire} else commits_pending(c, {mask}u);",
             x0=str(op.n))
 

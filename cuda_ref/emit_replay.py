@@ -3,7 +3,9 @@ waits on the schedule's step counter, and the replay warp of each CTA, which lan
 fires commits at the trace's steps. Inserted after emit_device.PRELUDE when REPLAY is 1.
 
 The schedule's layout is cuda_ref/replay.py's (`Schedule.buffer`); the step counter is rs[0],
-each agent's count of finished async reads rs[1 + agent]; per copy record j, recx[3j..3j+2]
+each agent's count of finished async reads rs[1 + agent], of its commit entries fired
+rs[1 + N_AGENTS + agent] (a commit fires after its agent's earlier ones, DESIGN R1); per copy
+record j, recx[3j..3j+2]
 hold its source address, (issuing step | slot offset << 32) and its state (0 issued by its
 agent, 1 waiting for its replay warp, 2 issued by it).
 """
@@ -111,15 +113,18 @@ __device__ u32 helper_land(Ctx& c, i32 step, i32 issue) {
 }
 
 // Lane 0 of the replay warp: a commit's arrival on this CTA's empty[stage] (step < 0: after
-// the schedule).
-__device__ void helper_fire(Ctx& c, i32 step, u32 ring, u32 stage, u32 n) {
+// the schedule); h is its entry (ring h[3], stage h[4], count h[5], issuing agent h[6], its
+// CTA h[9]). A firing into a gone CTA is not marked: the CTA's exit step was (DESIGN R2).
+__device__ void helper_fire(Ctx& c, i32 step, const i32* h) {
+  const u32 ring = (u32)h[3], stage = (u32)h[4], n = (u32)h[5];
   glock(c);
   Ev e = ev_begin(c);
   c.turn = step;
   atomicSub(c.ctl + CTL_COMMITS + c.cta, 1u);
+  if (h[9] >= 0 && (u32)h[9] != c.cta) atomicSub(c.ctl + CTL_PEER + c.cta, 1u);
   ev_put(c, e, 0, OP_FIRE, -1, 0, (i32)ring, (i32)stage, 0, RES_OK, (i32)n, (i32)c.cta);
-  note_late(c, 1u << c.cta);
   signal_arrive_raw(c, 1u << c.cta, sig_addr(ring, stage, 1), n);
+  if (h[6] >= 0) atomicAdd(c.rs + 1 + N_AGENTS + h[6], 1u);
   gunlock(c);
 }
 
@@ -154,7 +159,7 @@ __device__ void replay_helper(Ctx& c) {
     u32 ok = 1u;
     if (c.lane == 0) {
       if (h[1] == H_LAND) ok = helper_land(c, h[0], h[2]);
-      else helper_fire(c, h[0], (u32)h[3], (u32)h[4], (u32)h[5]);
+      else helper_fire(c, h[0], h);
     }
     ok = __shfl_sync(FULLMASK, ok, 0);
     if (!ok) return;
@@ -163,10 +168,14 @@ __device__ void replay_helper(Ctx& c) {
   if (c.lane == 0) {
     for (i32 k = 0; k < plen; ++k) {
       const i32* h = c.sch + poff + SCHED_HELPER_W * k;
-      // a commit fires only after its agent's async reads issued before it have finished
-      if (h[6] >= 0)
+      // a commit fires only after its agent's async reads issued before it have finished,
+      // and after the agent's commit entries issued before it have fired (in any CTA: R1)
+      if (h[6] >= 0) {
         while (*(volatile u32*)(c.rs + 1 + h[6]) < (u32)h[7] && gtimer() <= c.deadline) {}
-      helper_fire(c, -1, (u32)h[3], (u32)h[4], (u32)h[5]);
+        while (*(volatile u32*)(c.rs + 1 + N_AGENTS + h[6]) < (u32)h[8] && gtimer() <= c.deadline) {}
+        __threadfence();
+      }
+      helper_fire(c, -1, h);
     }
     helper_issue_rest(c);
   }

@@ -21,11 +21,19 @@ steps (one event per model step):
     `"skipped": true` (it is still one step);
   - `"result": "tag_mismatch"` (a `read`/`read_async` that found another tag) adds
     `"found": tag` (-1: nothing was ever stored);
-  - the agent's last step, when it leaves its CTA without agents (the model's CTA gone) while
-    a copy or commit is still in flight into it, adds `"exit_inflight": true`; a step (or a
-    commit's fire) that updates a CTA gone already adds `"late": c` (the kernel keeps every CTA
-    resident until its cluster barrier, so the update lands in live memory: it is observed,
-    not undefined). Either makes the run's kinds include `inflight_at_exit`;
+  - the exit rule (DESIGN "inflight_at_exit", revised 2026-12-02). The step that leaves its
+    CTA without agents (the model's CTA gone; counted after the step's own effect, so the
+    step's own arrive, copy or commit is a live agent's) adds `"exit_inflight": true` when a
+    copy or commit issued by ANOTHER CTA is still in flight into it, and
+    `"exit_unawaited": true` when only the CTA's own copies or commits are; a step that issues
+    an arrive, copy or commit at another CTA gone already adds `"late": c` (the kernel keeps
+    every CTA resident until its cluster barrier, so the update lands in live memory: it is
+    observed, not undefined). `exit_inflight` and `late` make the run's kinds include
+    `inflight_at_exit`; `exit_unawaited` is the warning `unawaited_at_exit`
+    (`RunReport.warnings`), a violation only under `classify(..., strict_exit=True)` as in
+    the model's strict mode. A `late` that names the agent's own CTA, or that sits on a
+    commit's `fire` (both written by kernels before issue 31, which counted a CTA gone before
+    its last step's effect and marked firings), is no update of a gone CTA and is ignored;
   - `"result": "timeout"` is not a step: the agent was stuck at that op when the deadline
     passed and exited (for a `sync` it had already made its arrival step, logged before); in a
     replay (cuda_ref/replay.py) one that waited for its turn rather than for a signal adds
@@ -79,9 +87,18 @@ class RunReport:
     def outcome(self) -> str:
         return self.log["outcome"]
 
+    @property
+    def warnings(self) -> list:
+        """The warning unawaited_at_exit of each exit step that left only its CTA's own
+        copies or commits in flight (not a failure kind)."""
+        return exit_warnings(self.log.get("events", []))
+
     def summary(self) -> dict:
-        return {"run": self.log["run"], "outcome": self.outcome, "kinds": self.kinds,
-                "stuck": self.stuck, "mismatches": self.mismatches, "detail": self.detail}
+        out = {"run": self.log["run"], "outcome": self.outcome, "kinds": self.kinds,
+               "stuck": self.stuck, "mismatches": self.mismatches, "detail": self.detail}
+        if self.warnings:
+            out["warnings"] = self.warnings
+        return out
 
 
 def _ring_extra(gen, ring: int) -> dict:
@@ -132,10 +149,12 @@ def decode_events(gen: "G.Generated", ev_words, rec_words, n_rec: int) -> list[d
                 e["found"] = x0
             if result == G.RESULT_TIMEOUT and x1 == 1:
                 e["turn"] = x0  # a replay: it waited for this step of the schedule (-1: its end)
-        if flags & G.EV_EXIT_INFLIGHT:
-            e["exit_inflight"] = True   # its CTA is gone from this step, with a copy or commit
-        if flags & G.EV_LATE_TARGET:    # still in flight into it
-            e["late"] = (flags >> 8) & 0xFF  # it updated this CTA, gone already
+        if flags & G.EV_EXIT_INFLIGHT:   # its CTA is gone from this step, with a peer CTA's
+            e["exit_inflight"] = True    # copy or commit still in flight into it
+        if flags & G.EV_EXIT_UNAWAITED:  # ... with only the CTA's own still in flight
+            e["exit_unawaited"] = True
+        if flags & G.EV_LATE_TARGET:
+            e["late"] = (flags >> 8) & 0xFF  # it issued an update at this CTA, gone already
         keyed.append(((t, seq), e))
     rec = np.asarray(rec_words).reshape(-1, G.REC_W)[:n_rec]
     for row in rec.tolist():
@@ -155,22 +174,62 @@ def decode_events(gen: "G.Generated", ev_words, rec_words, n_rec: int) -> list[d
     return [e for _, e in keyed]
 
 
+def late_target(gen: "G.Generated", e: dict):
+    """The gone CTA an event's `late` mark names, or None when the mark is no update of a gone
+    CTA: a commit's `fire` (a firing into a gone CTA is not reported by itself: the exit step
+    was), or a mark naming the agent's own CTA (its CTA is not gone while it runs; kernels
+    before issue 31 counted the last step's exit before its own arrive)."""
+    if "late" not in e or e["op"] == "fire":
+        return None
+    if e["agent"] in gen.agents and e["late"] == gen.agent_ctas[gen.agents.index(e["agent"])]:
+        return None
+    return e["late"]
+
+
+def exit_warnings(events: list[dict]) -> list[str]:
+    return [f"{e['agent']} {e['op']}: its CTA is gone from this step with only its own copies "
+            f"or commits still in flight into it (unawaited_at_exit, a warning)"
+            for e in events if e.get("exit_unawaited") and not e.get("exit_inflight")]
+
+
+def shows_overwrite(e: dict, replay: dict | None) -> bool:
+    """A replay of an overwrite_before_drain trace (cuda_ref/replay.py): this mismatch is the
+    victim's read (or async read's finish) of the overwritten slot finding the tag the
+    overwrite stored, which is the overwrite whatever the order of the two tags."""
+    ow = (replay or {}).get("overwrite")
+    if not ow or e["agent"] != ow["agent"] or e.get("found") != ow["new"]:
+        return False
+    return (e.get("ring", "main") == ow["ring"] and e["stage"] == ow["stage"]
+            and e.get("cta", ow["cta"]) == ow["cta"])
+
+
 def classify(gen: "G.Generated", events: list[dict], trapped: bool, status=None,
-             detail: str = "") -> tuple[str, list, list, list]:
-    """(outcome, kinds, stuck, mismatches) of a run from its events."""
+             detail: str = "", strict_exit: bool = False,
+             replay: dict | None = None) -> tuple[str, list, list, list]:
+    """(outcome, kinds, stuck, mismatches) of a run from its events. `strict_exit`: a CTA
+    gone with its own copies or commits in flight is inflight_at_exit too (the model's
+    --strict-exit); by default it is the warning of `exit_warnings`. `replay`: the log's
+    replay metadata: the victim's read of an overwrite_before_drain schedule that finds the
+    overwriting tag is that overwrite (`shows_overwrite`)."""
     kinds, stuck, mismatches = set(), [], []
     first_bad = None
     for e in events:
-        if e.get("exit_inflight") or "late" in e:
+        late = late_target(gen, e)
+        own = strict_exit and e.get("exit_unawaited")
+        if e.get("exit_inflight") or late is not None or own:
             kinds.add("inflight_at_exit")
             mismatches.append(f"{e['agent']} {e['op']}: " + (
-                "its CTA is gone from this step while a copy or commit is still in flight into it"
-                if e.get("exit_inflight") else
-                f"updates cta{e['late']}, whose agents have all finished") + " (inflight_at_exit)")
+                "its CTA is gone from this step while a copy or commit of another CTA is still "
+                "in flight into it" if e.get("exit_inflight") else
+                "its CTA is gone from this step while its own copies or commits are still in "
+                "flight into it (strict exit)" if own else
+                f"issues an update at cta{late}, whose agents have all finished")
+                + " (inflight_at_exit)")
         if e["result"] == "tag_mismatch" or e.get("overwritten"):
             want = gen.expected_tag(gen.agents.index(e["agent"]), e["pc"], e["item"])
             later = e["found"] != -1 and gen.tag_order(e["found"]) > gen.tag_order(want)
-            kind = "overwrite_before_drain" if later else "read_before_fill"
+            kind = "overwrite_before_drain" if later or shows_overwrite(e, replay) \
+                else "read_before_fill"
             kinds.add(kind)
             first_bad = first_bad or kind
             ring = e.get("ring", "main")

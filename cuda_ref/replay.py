@@ -40,7 +40,7 @@ Which kinds the GPU can show (`observability`):
 | over_arrival | an arrive above pending: the trap (the warp stops); the other form (a barrier two phases ahead of every observer) is not observable: the hardware keeps parity only |
 | tx_range | the trap |
 | phase_alias | not observable: the hardware's waits see parity only |
-| inflight_at_exit | the kernel keeps every CTA resident to its cluster barrier (touching an exited CTA is undefined), and marks the step that leaves a CTA without agents while a copy or commit is in flight into it (`exit_inflight`), and any later update aimed at it (`late`); an async read in flight then, or a copy landing late, is not observable |
+| inflight_at_exit | the kernel keeps every CTA resident to its cluster barrier (touching an exited CTA is undefined), and marks the step that leaves a CTA without agents while a copy or commit of another CTA is in flight into it (`exit_inflight`; only its own: `exit_unawaited`, the warning, DESIGN R2), and any later update issued at it from another CTA (`late`); an async read in flight then, or a copy landing late, is not observable |
 
 A run *reproduces* the trace when the GPU run shows the trace's kind (a trap for over_arrival
 and tx_range) and the replay reached the trace's last step.
@@ -51,8 +51,10 @@ The schedule buffer (int32, uploaded), `Schedule.buffer()`:
     per agent a (at HDR + 4a):   op entries offset, count, finish entries offset, count
     per CTA c (at HDR + 4A + 4c): replay-warp entries offset, count, after-trace entries offset, count
     op entry (2 words): step, pc          finish entry (1 word): step
-    replay-warp entry (8 words): step, kind (1 land, 2 fire), issue step of the copy, ring,
-        stage, n (fire), agent whose reads the commit waits for (-1: none), reads it needs
+    replay-warp entry (10 words): step, kind (1 land, 2 fire), issue step of the copy, ring,
+        stage, n (fire), the commit's agent (-1: none), the async reads of that agent it
+        waits for, the agent's commit entries that fire before it (-1: none; after the trace:
+        DESIGN R1, an agent's commits fire in issue order, across CTAs too), the agent's CTA
 """
 from __future__ import annotations
 
@@ -66,7 +68,7 @@ from pipeproof.checker.program import OP_EFFECTS
 from pipeproof.checker.result import KINDS
 
 HDR = 4
-OP_W, FIN_W, HELPER_W = 2, 1, 8
+OP_W, FIN_W, HELPER_W = 2, 1, 10
 H_LAND, H_FIRE = 1, 2
 EXTENSION_LIMIT = 64
 
@@ -78,9 +80,10 @@ GPU_KIND = {"deadlock": "deadlock", "read_before_fill": "read_before_fill",
 WHY_NOT = {
     "phase_alias": "a property of parity: the hardware's waits see phase_no mod 2 only, so a "
                    "signal outside the waiter's window answers as one inside it",
-    "exit_read": "only an async read is still in flight into the CTA when it is gone, and the "
-                 "kernel finishes an agent's async reads after its last step, unseen by the CTA's "
-                 "exit check (which sees copies and commits)",
+    "exit_read": "no copy or commit of another CTA is in flight into the CTA when it is gone, "
+                 "only an async read (with, maybe, the CTA's own copies or commits: the warning "
+                 "unawaited_at_exit), and the kernel finishes an agent's async reads after its "
+                 "last step, unseen by the CTA's exit check (which sees copies and commits)",
     "late_landing": "a copy landing in a CTA gone already: the kernel's landing step is not an "
                     "event of its own and carries no mark",
     "over_arrival_ahead": "a barrier that ran two phases ahead of every observer raises nothing on "
@@ -109,6 +112,7 @@ class RStep:
     ring: int = 0             # fire
     stage: int = 0            # fire
     n: int = 0                # fire
+    by: int = -1              # fire: the agent that issued the commit
     extension: bool = False   # after the trace (the victim's steps to its read)
 
 
@@ -126,9 +130,13 @@ class Schedule:
     source: str                       # the ITF file, or "model"
     steps: list = field(default_factory=list)
     trace_steps: int = 0              # steps of the trace itself (the rest: extension)
-    post_commits: list = field(default_factory=list)  # (cta, ring, stage, n, agent, reads needed)
+    post_commits: list = field(default_factory=list)  # (cta, ring, stage, n, agent, reads
+    #   needed, the agent's commit entries fired before it, the agent's CTA)
+    agent_ctas: list = field(default_factory=list)
     observability: Observability | None = None
     victim: str = ""                  # overwrite_before_drain: the agent that reads too late
+    overwrite: dict | None = None     # ... and what the overwrite did: {"agent" (the victim),
+    #   "cta", "ring", "stage", "old", "new"}: the tag the victim expects, the tag stored over it
     n_agents: int = 0
     n_ctas: int = 1
     reason: str = ""                  # the model's sentence about the violation
@@ -146,10 +154,13 @@ class Schedule:
 
     def meta(self) -> dict:
         obs = self.observability
-        return {"trace": self.source, "kind": self.kind, "steps": self.total,
-                "trace_steps": self.trace_steps,
-                "observable": obs.observable if obs else None,
-                "gpu_kind": obs.gpu_kind if obs else None}
+        out = {"trace": self.source, "kind": self.kind, "steps": self.total,
+               "trace_steps": self.trace_steps,
+               "observable": obs.observable if obs else None,
+               "gpu_kind": obs.gpu_kind if obs else None}
+        if self.overwrite:
+            out["overwrite"] = dict(self.overwrite)
+        return out
 
     def buffer(self) -> list[int]:
         """The int32 table the kernel reads (module docstring)."""
@@ -163,12 +174,13 @@ class Schedule:
             elif s.kind == "finish":
                 fins[s.agent].append(s.index)
             elif s.kind == "land":
-                helper[s.cta].append((s.index, H_LAND, s.issue, 0, 0, 0, -1, 0))
+                helper[s.cta].append((s.index, H_LAND, s.issue, 0, 0, 0, -1, 0, -1, -1))
             else:
-                helper[s.cta].append((s.index, H_FIRE, -1, s.ring, s.stage, s.n, -1, 0))
+                helper[s.cta].append((s.index, H_FIRE, -1, s.ring, s.stage, s.n, s.by, 0, -1,
+                                      self._cta_of(s.by)))
         post = [[] for _ in range(k)]
-        for cta, ring, stage, nn, agent, need in self.post_commits:
-            post[cta].append((-1, H_FIRE, -1, ring, stage, nn, agent, need))
+        for cta, ring, stage, nn, agent, need, before, src in self.post_commits:
+            post[cta].append((-1, H_FIRE, -1, ring, stage, nn, agent, need, before, src))
         head = [self.total, n, k, 0]
         table_len = HDR + 4 * n + 4 * k
         data: list[int] = []
@@ -189,6 +201,9 @@ class Schedule:
                 data += list(row)
             tables += [off, len(helper[c]), poff, len(post[c])]
         return head + tables + data
+
+    def _cta_of(self, agent: int) -> int:
+        return self.agent_ctas[agent] if 0 <= agent < len(self.agent_ctas) else -1
 
 
 # ---------------------------------------------------------------- traces -> action codes
@@ -307,15 +322,25 @@ def observability(m: Model, codes: list[int], kind: str) -> Observability:
     if kind == "inflight_at_exit":
         before, _, _ = _last_detail(m, codes, kind)
         if w == 0:  # the CTA x is gone with something in flight into it
-            kinds = {e["kind"] for e in _entries(m, before) if e["cta"] == x}
-            if kinds & {"copy", "commit"}:
+            into = [e for e in m.inflight_entries(before) if m.decode_entry(e)["cta"] == x]
+            if any(m.decode_entry(e)["kind"] in ("copy", "commit") and _peer(m, e) for e in into):
                 return Observability(True, "inflight_at_exit")
+            if m.strict_exit and any(m.decode_entry(e)["kind"] in ("copy", "commit") for e in into):
+                return Observability(True, "inflight_at_exit",
+                                     "strict exit: the kernel marks the CTA's own copies or "
+                                     "commits in flight at its exit (exit_unawaited)")
             return Observability(False, None, WHY_NOT["exit_read"])
         if codes and codes[-1] >= len(m.agents) and \
                 m.decode_entry(before[m.off_inf + codes[-1] - len(m.agents)])["kind"] == "copy":
             return Observability(False, None, WHY_NOT["late_landing"])
         return Observability(True, "inflight_at_exit")
     return Observability(False, None, f"{kind}: no GPU realisation")
+
+
+def _peer(m: Model, e: int) -> bool:
+    """Whether in-flight entry `e` was issued by an agent of another CTA than it targets."""
+    sh, mask = m.entry_fields[S.E_PEER]
+    return bool((e >> sh) & mask)
 
 
 def _order(m: Model, tag: int) -> float:
@@ -328,20 +353,36 @@ def _order(m: Model, tag: int) -> float:
 def build(m: Model, codes: list[int], kind: str, source: str, reason: str = "") -> Schedule:
     """The schedule of the trace `codes` (of violation `kind`), with its extension."""
     sched = Schedule(spec_path=str(m.spec.path), kind=kind, source=source,
-                     n_agents=len(m.agents), n_ctas=m.ctas, reason=reason)
+                     n_agents=len(m.agents), n_ctas=m.ctas, reason=reason,
+                     agent_ctas=[a.cta for a in m.agents])
     sched.observability = observability(m, codes, kind)
     codes = list(codes)
     sched.trace_steps = len(codes)
     if kind == "overwrite_before_drain":
         _, det, _ = _last_detail(m, codes, kind)
-        slot, victim = det[0], det[3]
+        slot, old, new, victim = det
         if 0 <= victim < len(m.agents):
             sched.victim = m.agents[victim].name
-            codes += _extension(m, codes, victim, slot)
+            ext = _extension(m, codes, victim, slot)
+            codes += ext
+            cta, ring, stage = _slot_where(m, slot)
+            # The victim's read shows the overwrite by the tag the landing or write stored,
+            # `new`: the log calls it overwrite_before_drain whatever the tags' order (an
+            # older tag stored over a newer one reads as an earlier tag: by the order alone,
+            # read_before_fill; cuda_ref.log.classify).
+            sched.overwrite = {"agent": sched.victim, "cta": int(cta),
+                               "ring": m.ring_names[int(ring)], "stage": int(stage),
+                               "old": int(old), "new": int(new)}
+            if not _reads_slot_at_end(m, codes, victim, (cta, ring, stage)):
+                sched.observability = Observability(
+                    False, None, f"after the overwrite the model lets {sched.victim} reach no "
+                    f"read of cta{cta}.slot[{stage}] (it blocks first), so no read on the GPU "
+                    f"can show the overwritten tile")
     n = len(m.agents)
     state = m.initial_state()
     pending: list[tuple[tuple, int]] = []   # in-flight copies: (entry key, issuing turn)
-    fins = [0] * n
+    commits: list[tuple[tuple, int, int]] = []  # in-flight commits: (key, issuing turn, agent)
+    fins, fired = [0] * n, [0] * n   # per agent: async reads finished, commit entries fired
     for turn, code in enumerate(codes):
         before = _entries(m, state)
         nxt, bits, _ = m.apply(state, code)
@@ -359,6 +400,8 @@ def build(m: Model, codes: list[int], kind: str, source: str, reason: str = "") 
                     left.remove(k)
                 elif e["kind"] == "copy":
                     pending.append((k, turn))
+                elif e["kind"] == "commit":
+                    commits.append((_commit_key(e), turn, code))
         else:
             e = m.decode_entry(state[m.off_inf + code - n])
             if e["kind"] == "copy":
@@ -368,9 +411,13 @@ def build(m: Model, codes: list[int], kind: str, source: str, reason: str = "") 
                 step = RStep(turn, code, actor, action, "land", cta=e["cta"], issue=issue,
                              extension=ext)
             elif e["kind"] == "commit":
+                j = next((i for i, c in enumerate(commits) if c[0] == _commit_key(e)), None)
+                by = commits.pop(j)[2] if j is not None else -1
+                if by >= 0:
+                    fired[by] += 1
                 step = RStep(turn, code, actor, action, "fire", cta=e["cta"],
                              ring=m.ring_names.index(e["ring"]), stage=e["stage"], n=e["n"],
-                             extension=ext)
+                             by=by, extension=ext)
             else:
                 a = next(i for i, ag in enumerate(m.agents) if ag.name == e["agent"])
                 fins[a] += 1
@@ -379,13 +426,26 @@ def build(m: Model, codes: list[int], kind: str, source: str, reason: str = "") 
         state = nxt
         if bits & S.TRAP:
             break
+    # commits in flight at the end fire after the schedule, each once its agent's earlier async
+    # reads have finished and its agent's commit entries issued before it have fired (R1)
+    left = list(commits)
     for e in _entries(m, state):
         if e["kind"] == "commit":
-            a = next((i for i, ag in enumerate(m.agents) if ag.name == e["agent"]), -1)
+            j = next((i for i, c in enumerate(left) if c[0] == _commit_key(e)), None)
+            _, turn, a = left.pop(j) if j is not None else (None, -1, -1)
+            if a < 0:
+                a = next((i for i, ag in enumerate(m.agents) if ag.name == e.get("agent")), -1)
             need = fins[a] + e["after"] if a >= 0 else 0
+            before = fired[a] + sum(1 for _, t, b in commits if b == a and 0 <= t < turn) \
+                if a >= 0 and turn >= 0 else -1
             sched.post_commits.append((e["cta"], m.ring_names.index(e["ring"]), e["stage"],
-                                       e["n"], a, need))
+                                       e["n"], a, need, before, m.agents[a].cta if a >= 0 else -1))
     return sched
+
+
+def _commit_key(e: dict) -> tuple:
+    """A commit entry without what changes while it waits (the reads and commits before it)."""
+    return tuple(sorted((k, v) for k, v in e.items() if k not in ("after", "after_commits")))
 
 
 def _extension(m: Model, codes: list[int], victim: int, slot: int) -> list[int]:
@@ -424,6 +484,27 @@ def _extension(m: Model, codes: list[int], victim: int, slot: int) -> list[int]:
         if not taken:
             return out
     return out
+
+
+def _reads_slot_at_end(m: Model, codes: list[int], victim: int, where) -> bool:
+    """Whether the last step of `codes` is the victim's read, or its async read's finish, of
+    the slot `where` (cta, ring, stage): the extension reached it."""
+    if not codes:
+        return False
+    state = m.initial_state()
+    for code in codes[:-1]:
+        state = m.apply(state, code)[0]
+    code, n = codes[-1], len(m.agents)
+    if code == victim:
+        op = m.current_op(state, victim)
+        return (op is not None and OP_EFFECTS[op.name].checks_read and m.agents[victim].cta == where[0]
+                and m.ring_names.index(op.ring) == where[1]
+                and m.ring_stage_phase(state, victim, op)[0] == where[2])
+    if code >= n:
+        e = m.decode_entry(state[m.off_inf + code - n])
+        return (e["kind"] == "read" and e["agent"] == m.agents[victim].name
+                and (e["cta"], m.ring_names.index(e["ring"]), e["stage"]) == tuple(where))
+    return False
 
 
 def _slot_where(m: Model, pos: int) -> tuple[int, int, int]:

@@ -127,7 +127,7 @@ class Runner:
             kernel.max_dynamic_shared_size_bytes = gen.smem_bytes
         n_agents = len(gen.agents)
         bufs = {
-            "ctl": cp.zeros(G.CTL_WORDS + 2 * gen.ctas, dtype=cp.uint32),
+            "ctl": cp.zeros(G.CTL_WORDS + G.CTL_PER_CTA * gen.ctas, dtype=cp.uint32),
             "rec": cp.zeros(gen.max_records * G.REC_W, dtype=cp.uint64),
             "status": cp.zeros(n_agents, dtype=cp.int32),
             "seeds": cp.zeros(n_agents, dtype=cp.uint32),
@@ -135,7 +135,7 @@ class Runner:
         }
         if schedule is not None:
             bufs["sch"] = cp.asarray(np.array(schedule["buffer"], dtype=np.int32))
-            bufs["rs"] = cp.zeros(n_agents + 1, dtype=cp.uint32)
+            bufs["rs"] = cp.zeros(1 + 2 * n_agents, dtype=cp.uint32)  # counter, reads, commits
             bufs["recx"] = cp.zeros(gen.max_records * 3, dtype=cp.uint64)
         src = np.zeros(gen.src_words, dtype=np.int32)
         for start, words, tags, first in gen.src_fill:
@@ -232,7 +232,9 @@ class Runner:
                              "error was reported)")
             detail = "; ".join(notes)
         events = L.decode_events(gen, ev_words, rec_words, n_rec)
-        outcome, kinds, stuck, mismatches = L.classify(gen, events, trapped, status, detail)
+        outcome, kinds, stuck, mismatches = L.classify(
+            gen, events, trapped, status, detail,
+            replay=prep.schedule["meta"] if prep.schedule is not None else None)
         log = L.make_log(spec_path, self.device, command, seed, run, outcome, events)
         if prep.schedule is not None:
             log["replay"] = dict(prep.schedule["meta"], reached=reached)
@@ -250,7 +252,9 @@ class Runner:
         ev_words = prep.host_events.copy() if prep.mapped else np.zeros(0, dtype=np.int32)
         rec_words, n_rec = self._records_beside(prep)
         events = L.decode_events(prep.gen, ev_words, rec_words, n_rec)
-        outcome, kinds, stuck, mismatches = L.classify(prep.gen, events, True, None, detail)
+        outcome, kinds, stuck, mismatches = L.classify(
+            prep.gen, events, True, None, detail,
+            replay=prep.schedule["meta"] if prep.schedule is not None else None)
         log = L.make_log(spec_path, self.device, command, seed, run, outcome, events)
         if prep.schedule is not None:
             log["replay"] = dict(prep.schedule["meta"], reached=None)

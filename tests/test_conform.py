@@ -595,3 +595,77 @@ def test_command_registers_into_a_group(tmp_path):
     r = CliRunner().invoke(group, ["conform", str(SPEC), str(write(tmp_path, good_log()))])
     assert r.exit_code == 0, r.output
     assert conform(str(SPEC), good_log()).ok   # conform() also takes a spec path
+
+
+# ------------------------------------------------------------------ issue 31: rules R1 and R2
+
+# An MMA agent commits the input slot's release, then (epilogue) the accumulator's; the
+# epilogue agent waits for the accumulator (tests/test_revised_rules.py's MMA_THEN_ACC).
+MMA_THEN_ACC = """
+[pipeline]
+backend = "nvidia"
+stages = 1
+producer_arrive_count = 1
+consumer_arrive_count = 1
+items = 1
+
+[ring.acc]
+stages = 1
+producer_arrive_count = 1
+consumer_arrive_count = 1
+
+[[role]]
+name = "load"
+side = "producer"
+count = 1
+body = ["wait_empty", "write", "arrive_full", "advance"]
+
+[[role]]
+name = "mma"
+side = "consumer"
+count = 1
+body = ["wait_full", "read", "commit_empty", "advance"]
+epilogue = ["commit_empty ring=acc"]
+
+[[role]]
+name = "epi"
+side = "consumer"
+count = 1
+initial_phase = { main = 0, acc = 0 }
+epilogue = ["wait_empty ring=acc"]
+"""
+
+
+def _mma_log(fire_acc_first: bool):
+    from pipeproof.spec.load import load_spec_text
+    m = compile_model(load_spec_text(MMA_THEN_ACC, "mma_then_acc.toml"))
+    steps = [("load[0]", "wait_empty", 0, 0, 1), ("load[0]", "write", 1, 0, 1),
+             ("load[0]", "arrive_full", 2, 0, 1), ("load[0]", "advance", 3, 0, 1),
+             ("mma[0]", "wait_full", 0, 0, 0), ("mma[0]", "read", 1, 0, 0),
+             ("mma[0]", "commit_empty", 2, 0, 0), ("mma[0]", "advance", 3, 0, 0),
+             ("mma[0]", "commit_empty", 4, 1, 0)]
+    evs = [{"agent": a, "op": op, "pc": pc, "item": 0, "stage": 0,
+            "phase": ph, "result": "ok", **({"ring": "acc"} if pc == 4 else {})}
+           for a, op, pc, _, ph in steps]
+    evs[-1]["item"] = 1    # the epilogue runs after the body's one item
+    fires = [{"agent": "cta0.commit", "op": "fire", "cta": 0, "stage": 0, "n": 1},
+             {"agent": "cta0.commit", "op": "fire", "cta": 0, "stage": 0, "n": 1, "ring": "acc"}]
+    evs += fires[::-1] if fire_acc_first else fires
+    evs.append({"agent": "epi[0]", "op": "wait_empty", "pc": 0, "item": 0, "stage": 0,
+                "phase": 0, "result": "ok", "ring": "acc"})
+    for i, e in enumerate(evs):
+        e["t"] = 1000 + 32 * i
+    return m, {"spec": "mma_then_acc.toml", "device": "synthetic", "command": "test", "seed": 0,
+               "run": 0, "outcome": "ok", "events": evs}
+
+
+def test_an_agents_commits_fire_in_issue_order_in_conform():
+    """R1: the accumulator's commit, issued after the input slot's, cannot fire first; conform
+    steps the engine and says why at the fire that breaks the order."""
+    m, log = _mma_log(fire_acc_first=False)
+    r = conform(m, log)
+    assert r.ok, r.message
+    m, log = _mma_log(fire_acc_first=True)
+    r = conform(m, log)
+    assert not r.ok and r.index == 9
+    assert "earlier commit(s) of mma[0] to fire (an agent's commits fire in issue order)" in r.message

@@ -96,17 +96,33 @@ def test_buffer_layout(violations):
         assert [buf[off + 2 * k:off + 2 * k + 2] for k in range(n)] == [[s.index, s.pc] for s in mine]
         assert buf[foff:foff + nf] == [s.index for s in sched.steps if s.kind == "finish" and s.agent == a]
     off, n, _, _ = buf[R.HDR + 4 * len(m.agents):R.HDR + 4 * len(m.agents) + 4]
-    rows = [buf[off + 8 * k:off + 8 * k + 8] for k in range(n)]
+    W = R.HELPER_W
+    rows = [buf[off + W * k:off + W * k + W] for k in range(n)]
     assert [(r[0], r[1], r[2]) for r in rows] == [(8, R.H_LAND, 2), (15, R.H_LAND, 14)]
 
 
-def test_commits_fire_at_their_steps_and_after_the_trace(violations):
-    m, res = violations["bug_input_tile_no_drain"]
+def strict(name):
+    """(model, result) of an example under the strict exit rule (--strict-exit): a CTA gone
+    with its own copies or commits in flight is inflight_at_exit, as before 2026-12-02."""
+    spec = load_spec(str(ROOT / "spec" / "examples" / f"{name}.toml"))
+    return compile_model(spec, strict_exit=True), verify(spec, strict_exit=True)
+
+
+def test_commits_fire_at_their_steps_and_after_the_trace():
+    # bug_input_tile_no_drain: its own commits in flight at exit, a violation only when strict
+    m, res = strict("bug_input_tile_no_drain")
     sched = R.from_trace(m, res.traces["inflight_at_exit"])
     fires = [s for s in sched.steps if s.kind == "fire"]
     assert fires and all(s.cta == 0 and s.n == 1 for s in fires)
-    # the commit issued at the trace's end is fired by the replay warp after the trace
-    assert (0, 0, 0, 1) in [c[:4] for c in sched.post_commits]
+    mma = next(i for i, a in enumerate(m.agents) if a.role == "consumer")
+    assert all(s.by == mma for s in fires)   # each fire knows the commit's agent
+    # the commit issued at the trace's end is fired by the replay warp after the trace, once
+    # the agent's commit entries issued before it have fired (DESIGN R1)
+    post = sched.post_commits
+    assert (0, 0, 0, 1) in [c[:4] for c in post]
+    # (the stage-1 commit, issued first, fires first: each waits for the ones before it)
+    assert [(c[2], c[4], c[6], c[7]) for c in post] == [(1, mma, len(fires), 0),
+                                                        (0, mma, len(fires) + 1, 0)]
     assert sched.observability.observable and sched.observability.gpu_kind == "inflight_at_exit"
 
 
@@ -260,12 +276,19 @@ def fixture_logs():
     return sorted(FIXTURES.glob("*.log.json")) if FIXTURES.is_dir() else []
 
 
+# Logs recorded before the exit rule was revised (2026-12-02) whose inflight_at_exit is a CTA
+# gone with only its OWN commits in flight: the warning unawaited_at_exit now, the violation
+# under --strict-exit, which is how they are checked (their kernel marked every in-flight
+# entry at exit alike).
+STRICT_EXIT = {"bug_input_tile_no_drain"}
+
+
 def _schedule_for(path: Path, log):
     """The spec (the fixture's copy) and the schedule its log ran under: the replay of the
     trace beside it (`pipeproof gpu --replay --log-dir` writes the model's trace there)."""
     stem = path.name.split(".run")[0]
     spec = load_spec(str(FIXTURES / f"{stem}.toml"))
-    m = compile_model(spec)
+    m = compile_model(spec, strict_exit=stem in STRICT_EXIT)
     trace = log["replay"]["trace"]
     itf = FIXTURES / (f"{stem}.itf.json" if trace == "model" else Path(trace).name)
     return spec, m, R.from_itf(m, str(itf))
@@ -286,7 +309,8 @@ def test_h200_replay_logs_conform_follow_their_schedule_and_reproduce(path):
     if log["outcome"] != "trap":
         assert got == want
     gen = G.generate(spec, replay=True)
-    outcome, kinds, stuck, mism = L.classify(gen, log["events"], log["outcome"] == "trap")
+    outcome, kinds, stuck, mism = L.classify(gen, log["events"], log["outcome"] == "trap",
+                                             strict_exit=m.strict_exit, replay=log["replay"])
     assert outcome == log["outcome"]
     rep = L.RunReport(log, kinds, stuck, mism)
     verdict, why = R.judge(sched, rep)
@@ -340,3 +364,59 @@ def test_h200_part_logs_conform_and_show_the_verdict(path):
         assert R.judge(sched, L.RunReport(log, kinds, stuck, mism))[0] == "reproduced"
     else:
         assert log["outcome"] == "ok" == spec.expect
+
+
+# ---------------------------------------------------------------- issue 31: the overwrite's own kind
+
+CLUSTER = ROOT / "tests" / "fixtures" / "gpu_cluster"
+
+
+def _cluster():
+    spec = load_spec(str(CLUSTER / "cutlass_cluster2_release_before_read.toml"))
+    m = compile_model(spec)
+    return spec, m, R.from_itf(m, str(CLUSTER / "cutlass_cluster2_release_before_read.itf.json"))
+
+
+def test_a_cluster_overwrite_schedule_names_what_the_victims_read_must_find():
+    """2-CTA multicast: the shortest overwrite_before_drain trace lands item 2 over item 0 in
+    cta1's slot 0; the schedule then takes cta1's consumer to its read of that slot, and says
+    which tag that read must find (the log's `replay.overwrite`)."""
+    spec, m, sched = _cluster()
+    assert sched.kind == "overwrite_before_drain" and sched.observability.observable
+    assert sched.overwrite == {"agent": "cta1.consumer[0]", "cta": 1, "ring": "main",
+                               "stage": 0, "old": 0, "new": 2}
+    assert sched.meta()["overwrite"] == sched.overwrite
+    assert R._reads_slot_at_end(m, [s.code for s in sched.steps], m.agents.index(
+        next(a for a in m.agents if a.name == "cta1.consumer[0]")), (1, 0, 0))
+    assert not R._reads_slot_at_end(m, [s.code for s in sched.steps][:-1], 0, (1, 0, 0))
+    simulate(m, sched)
+
+
+def test_the_h200_cluster_replay_log_reproduces_the_overwrite():
+    """The H200's replay of that trace (issue 31, 4 of 4 reproduced): the log conforms and is
+    judged again as reproduced."""
+    from pipeproof.cuda_ref.conform import conform
+    spec, m, sched = _cluster()
+    log = L.read_log(CLUSTER / "cutlass_cluster2_release_before_read.run0.log.json")
+    assert conform(m, log).ok
+    gen = G.generate(spec, replay=True)
+    outcome, kinds, stuck, mism = L.classify(gen, log["events"], False, replay=sched.meta())
+    assert outcome == "overwrite_before_drain"
+    assert R.judge(sched, L.RunReport(log, kinds, stuck, mism))[0] == "reproduced"
+
+
+def test_an_older_tag_stored_over_a_newer_one_is_the_overwrite_in_a_replay():
+    """The tag order alone calls a read that finds an EARLIER tag read_before_fill. When the
+    schedule's overwrite stored that earlier tag over the one the victim expects (a lagging
+    landing over a newer item), the victim's read finding it is the trace's own kind."""
+    spec, m, sched = _cluster()
+    gen = G.generate(spec, replay=True)
+    read = {"t": 5, "agent": "cta1.consumer[0]", "op": "read", "pc": 2, "item": 2,
+            "stage": 0, "phase": 1, "result": "tag_mismatch", "found": 0}
+    assert L.classify(gen, [read], False)[:2] == ("read_before_fill", ["read_before_fill"])
+    meta = dict(sched.meta(), overwrite=dict(sched.overwrite, old=2, new=0))
+    assert L.classify(gen, [read], False, replay=meta)[:2] == (
+        "overwrite_before_drain", ["overwrite_before_drain"])
+    # another agent's read, another slot or another tag found is not the victim's evidence
+    for other in ({"agent": "cta0.consumer[0]"}, {"stage": 1}, {"found": -1}):
+        assert L.classify(gen, [dict(read, **other)], False, replay=meta)[0] == "read_before_fill"
