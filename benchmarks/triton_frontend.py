@@ -45,6 +45,8 @@ def check(path: Path, args) -> tuple[str, str, int, float]:
         return "refused", out.stderr.strip().splitlines()[-1][:90], 0, seconds
     doc = json.loads(out.stdout)
     kind = doc["violation"]["kind"] if doc["verdict"] == "violation" else ""
+    if not kind and doc.get("warnings"):  # ok, with a warning (unawaited_at_exit)
+        kind = "warning: " + ", ".join(w["kind"] for w in doc["warnings"])
     return doc["verdict"], kind, doc["states"], seconds
 
 
@@ -58,20 +60,20 @@ def main(argv=None) -> int:
     work = Path(tempfile.mkdtemp())
     print(f"$ python benchmarks/triton_frontend.py{' --warps' if opts.warps else ''}")
     print(f"Triton {triton.__version__} (CPU compile); seconds: one `pipeproof triton` process")
-    print(f"{'kernel / mutation':<62} {'verdict':<10} {'kind':<24} {'states':>8} {'s':>6}")
+    print(f"{'kernel / mutation':<62} {'verdict':<10} {'kind / warning':<26} {'states':>8} {'s':>6}")
     paths = {}
     for name, entry in dump.kernels():
         paths[name] = work / f"{name}.ttgir"
         paths[name].write_text(dump.compile_entry(entry).asm["ttgir"])
         verdict, kind, states, s = check(paths[name], ARGS.get(name, []) + extra)
-        print(f"{name:<62} {verdict:<10} {kind:<24} {states:>8,} {s:>6.2f}")
+        print(f"{name:<62} {verdict:<10} {kind:<26} {states:>8,} {s:>6.2f}")
     for m in mutations.MUTATIONS:
         text = m.transform(paths[m.kernel].read_text())
         path = work / f"{m.name.replace(':', '_')}.ttgir"
         path.write_text(text)
         verdict, kind, states, s = check(path, list(m.args) + extra)
         label = f"  {m.kernel} / {m.name.split(':')[0]}"
-        print(f"{label:<62} {verdict:<10} {kind:<24} "
+        print(f"{label:<62} {verdict:<10} {kind:<26} "
               f"{states:>8,} {s:>6.2f}")
     return 0
 

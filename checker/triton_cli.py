@@ -235,8 +235,12 @@ def source_lines(result, source) -> list[dict]:
 @click.option("--prove", "do_prove", is_flag=True, help="Prove the extracted spec for every item count.")
 @click.option("--max-states", type=click.IntRange(min=1), help="Stop (inconclusive) after this many states.")
 @click.option("--timeout", type=click.FloatRange(min=0, min_open=True), help="Stop (inconclusive) after this many seconds.")
+@click.option("--strict-exit", is_flag=True,
+              help="A CTA that exits with its own copies or commits still in flight (e.g. the last "
+                   "tcgen05 commits nothing waits for) is inflight_at_exit, not the warning "
+                   "unawaited_at_exit.")
 def triton(target, args, trip_count, per_warp, lowering, func, gpu, signature, constexprs, num_warps,
-           num_stages, emit, as_json, trace_file, do_prove, max_states, timeout):
+           num_stages, emit, as_json, trace_file, do_prove, max_states, timeout, strict_exit):
     """Extract the synchronisation of a Triton/Gluon kernel (TTGIR or KERNEL.py::NAME) and check it."""
     from pipeproof.checker.command import check_trace_name
     from pipeproof.checker.result import EXIT_USAGE, VERDICT_EXIT
@@ -287,7 +291,7 @@ def triton(target, args, trip_count, per_warp, lowering, func, gpu, signature, c
     else:
         from pipeproof.checker.report import format_text, to_json
         from pipeproof.checker.verify import verify
-        result = verify(spec, max_states=max_states, timeout=timeout)
+        result = verify(spec, max_states=max_states, timeout=timeout, strict_exit=strict_exit)
         out(format_text(result).rstrip("\n"))
         code = VERDICT_EXIT[result.verdict]
         lines = source_lines(result, source)
