@@ -184,11 +184,12 @@ def _prove_all(specs, as_json, timeout, max_states, trace_file, no_por, no_cta_s
         except KeyboardInterrupt:  # Ctrl-C in this spec's proof: it is unknown, the rest not run
             click.echo(f"{path}: unknown: {INTERRUPTED}", err=as_json)
             entries[i] = unknown_entry(path, INTERRUPTED)
-            loop.note(EXIT_INCONCLUSIVE)
+            proof = entry = None
+        if entry is not None:
+            entries[i] = entry
+            loop.note(VERDICT_EXIT[PROOF_VERDICTS[proof.status]])
+        if i in entries and entries[i]["reason"] == INTERRUPTED:  # (or the explicit engine's
+            loop.note(EXIT_INCONCLUSIVE)                           # quick look stopped by it)
             for j in range(i + 1, len(specs)):
                 entries[j] = unknown_entry(specs[j], f"not run: {INTERRUPTED}")
             return
-        if entry is None:
-            continue
-        entries[i] = entry
-        loop.note(VERDICT_EXIT[PROOF_VERDICTS[proof.status]])

@@ -206,3 +206,18 @@ def test_own_commit_at_exit_is_a_warning_unless_strict(tmp_path):
     [entry] = one_document(strict)["results"]
     assert (entry["status"], entry["result"]["violation"]["kind"], entry["warnings"]) == \
         ("violated", "inflight_at_exit", [])
+
+
+def test_ctrl_c_in_the_quick_look_stops_the_run(tmp_path):
+    """The explicit engine ends a search on Ctrl-C like a limit (interrupted): prove says
+    unknown for that spec and runs no other, as verify does."""
+    ok = write(tmp_path, "ok.toml", OK_SPEC)
+    patch = ("import pipeproof.checker.verify as V, pipeproof.checker.prove as P\n"
+             "from pipeproof.checker.result import Result\n"
+             "P.verify = lambda spec, **k: Result(spec=spec, verdict='inconclusive', states=0,"
+             " transitions=0, seconds=0.0, limit='interrupted (Ctrl-C)')")
+    proc = prove_cli(tmp_path, "--json", ok, ok, patch=patch)
+    assert proc.returncode == 3, proc.stderr
+    doc = one_document(proc)
+    assert [(e["status"], e["reason"]) for e in doc["results"]] == [
+        ("unknown", "interrupted (Ctrl-C)"), ("unknown", "not run: interrupted (Ctrl-C)")]
