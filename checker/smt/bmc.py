@@ -34,7 +34,14 @@ Traces: the action sequence Z3 found is replayed through `model.apply` (the expl
 own transition function) and turned into a `Trace` by `checker.trace.trace_from_codes`, as the
 explicit engine's are, so BMC traces are checked, explained and exported exactly
 like the explicit engine's. Every replayed state is also compared with Z3's values for it
-(every slot part, every window record); a difference is an internal error.
+(every slot part, every window record, every in-flight entry with the earlier reads and
+commits of its agent it still waits for and whether a peer CTA issued it); a difference is an
+internal error.
+
+Exits (DESIGN, revised 2026-12-02): a CTA that goes with only its own copies or commits in
+flight is the explicit engine's warning unawaited_at_exit, not a violation; BMC reports no
+warnings, so it reports nothing there. `strict_exit=True` (`--strict-exit`) makes it
+inflight_at_exit, as the explicit engine's `verify(spec, strict_exit=True)`.
 
 Verdicts: `violation` as above. `inconclusive` with `limit = "bmc depth K"` when depth K was
 reached without a violation, or with Z3's reason when a query answered `unknown` (timeout,
@@ -92,13 +99,16 @@ def warm_up() -> None:
 
 
 def verify_bmc(spec: Spec, depth: int | None = None, timeout: float | None = None,
-               symmetry: bool = True) -> Result:
+               symmetry: bool = True, strict_exit: bool = False) -> Result:
     """Bounded model checking of `spec` up to `depth` steps (default: the longest possible run,
     at most DEFAULT_DEPTH), within `timeout` seconds overall (default: Z3's per-query limit);
-    `symmetry=False` drops the symmetry constraints (to compare; the answer is the same)."""
+    `symmetry=False` drops the symmetry constraints (to compare; the answer is the same).
+    `strict_exit`: a CTA gone with its own copies or commits in flight is inflight_at_exit
+    (as the explicit engine's `verify(..., strict_exit=True)`); without it that case is the
+    warning unawaited_at_exit, which BMC does not report (it is no violation)."""
     warm_up()
     started = time.monotonic()
-    model = compile_model(spec)
+    model = compile_model(spec, strict_exit=strict_exit)
     enc = Encoding(model)
     bound = depth if depth is not None else min(enc.longest_run_bound, DEFAULT_DEPTH)
     result = Result(spec=spec, verdict="inconclusive", states=0, transitions=0, seconds=0.0,
@@ -251,23 +261,68 @@ def _describe(enc: Encoding, act: int) -> str:
     return f"{ENTRY_NAMES[inst.kind]} of {enc.model.agents[inst.agent].name} at {inst.k}"
 
 
-def _entry_matches(model: Model, inst, e: dict) -> bool:
-    if e["kind"] != ENTRY_NAMES[inst.kind] or e["cta"] != inst.cta or e["stage"] != inst.stage \
-            or e["ring"] != model.ring_names[inst.ring]:
+def _entry_key(model: Model, e: int) -> tuple:
+    """An explicit in-flight entry as (kind, cta, ring, stage, value, part, agent, seq, cseq,
+    peer), from its packed fields (checker/inflight.py): value is a copy's or read's tag or a
+    commit's n; part a copy's (None where the ring's slots have one part); agent a read's or
+    commit's; seq, cseq what a read or commit still waits for; peer whether another CTA issued
+    a copy or commit. Fields an entry kind lacks are None."""
+    f = [(e >> sh) & mask for sh, mask in model.entry_fields]
+    kind = int(f[S.E_KIND])
+    copy, read = kind == S.ENTRY_COPY, kind == S.ENTRY_READ
+    several = copy and len(model.parts[f[S.E_RING]]) > 1
+    return (ENTRY_NAMES[kind], int(f[S.E_CTA]), int(f[S.E_RING]), int(f[S.E_STAGE]),
+            int(f[S.E_VAL]) - 1 if copy or read else int(f[S.E_VAL]),
+            int(f[S.E_PART]) - 1 if several else None,
+            None if copy else int(f[S.E_AGENT]), None if copy else int(f[S.E_SEQ]),
+            int(f[S.E_CSEQ]) if kind == S.ENTRY_COMMIT else None,
+            None if read else int(f[S.E_PEER]))
+
+
+def _instance_key(model: Model, enc: Encoding, vals: dict, i: int) -> tuple:
+    """Instance i, in flight in a frame's values, as `_entry_key` writes the explicit entry it
+    stands for: seq and cseq count the agent's earlier reads and commit instances still in
+    flight (what the explicit entry's counters hold: semantics.step, finish_read,
+    commit_fired)."""
+    inst = enc.instances[i]
+    copy, read = inst.kind == S.ENTRY_COPY, inst.kind == S.ENTRY_READ
+    several = copy and len(model.parts[inst.ring]) > 1
+    reads = [j for kk, j in enc.reads_of[inst.agent] if kk < inst.k]
+    commits = [j for kk, j in enc.commits_of[inst.agent] if kk < inst.k]
+    return (ENTRY_NAMES[inst.kind], inst.cta, inst.ring, inst.stage, inst.value,
+            inst.part if several else None,
+            None if copy else inst.agent,
+            None if copy else sum(1 for j in reads if vals[("inf", j)]),
+            sum(1 for j in commits if vals[("inf", j)]) if inst.kind == S.ENTRY_COMMIT else None,
+            None if read else int(model.agents[inst.agent].cta != inst.cta))
+
+
+def _entry_matches(model: Model, inst, e: int) -> bool:
+    """Explicit entry `e` is instance `inst`, ready to land / fire / finish (its agent's
+    earlier reads and commits done)."""
+    key = _entry_key(model, e)
+    several = inst.kind == S.ENTRY_COPY and len(model.parts[inst.ring]) > 1
+    if key[:6] != (ENTRY_NAMES[inst.kind], inst.cta, inst.ring, inst.stage, inst.value,
+                   inst.part if several else None):
         return False
-    if inst.kind == S.ENTRY_COPY:  # ("part" only where the ring's slots have several)
-        return e["tag"] == inst.value and e["bytes"] == inst.nbytes and \
-            e.get("part", inst.part) == inst.part
-    if inst.kind == S.ENTRY_READ:
-        return e["tag"] == inst.value and e["agent"] == model.agents[inst.agent].name and e["seq"] == 0
-    return e["n"] == inst.value and e["after"] == 0
+    if inst.kind == S.ENTRY_COPY:
+        return _bytes_of(model, e) == inst.nbytes and \
+            key[9] == int(model.agents[inst.agent].cta != inst.cta)
+    ready = key[6] == inst.agent and key[7] == 0
+    return ready and (inst.kind == S.ENTRY_READ or
+                      (key[8] == 0 and key[9] == int(model.agents[inst.agent].cta != inst.cta)))
+
+
+def _bytes_of(model: Model, e: int) -> int:
+    sh, mask = model.entry_fields[S.E_BIDX]
+    return int(model.bytes_vals[(e >> sh) & mask])
 
 
 def _entry_code(model: Model, enc: Encoding, state, inst) -> int:
     """The action code of the in-flight entry that is instance `inst` (equal entries are
     interchangeable: either gives the same successor)."""
     for j, e in enumerate(state[model.off_inf:model.off_inf + model.inflight]):
-        if e and _entry_matches(model, inst, model.decode_entry(e)):
+        if e and _entry_matches(model, inst, e):
             code = enc.A + j
             if model.apply(state, code)[0] is not None:
                 return code
@@ -329,17 +384,13 @@ def _check_frame(model: Model, enc: Encoding, vals: dict, state, t: int) -> None
             if (vals[("bar", b, c)], vals[("gen", b, c)]) != (state[pos], state[pos + 1]):
                 fail(f"barrier {(b, c)}", (vals[("bar", b, c)], vals[("gen", b, c)]),
                      (state[pos], state[pos + 1]))
-    ours = Counter()
-    for i, inst in enumerate(enc.instances):
-        if vals[("inf", i)]:
-            several = inst.kind == S.ENTRY_COPY and len(model.parts[inst.ring]) > 1
-            ours[(ENTRY_NAMES[inst.kind], inst.cta, model.ring_names[inst.ring], inst.stage,
-                  inst.value, inst.part if several else None)] += 1
-    theirs = Counter()
-    for e in model.inflight_entries(state):
-        d = model.decode_entry(e)
-        theirs[(d["kind"], d["cta"], d["ring"], d["stage"], d["n"] if d["kind"] == "commit"
-                else d["tag"], d.get("part"))] += 1
+    # the entries, each with what it still waits for (a commit: its agent's earlier reads and
+    # commits) and whether a peer issued it
+    ours = Counter(_instance_key(model, enc, vals, i) + (enc.instances[i].nbytes,)
+                   for i in range(enc.I) if vals[("inf", i)])
+    theirs = Counter(_entry_key(model, e) + (_bytes_of(model, e)
+                                             if _entry_key(model, e)[0] == "copy" else 0,)
+                     for e in model.inflight_entries(state))
     if ours != theirs:
         fail("in-flight entries", dict(ours), dict(theirs))
 

@@ -17,8 +17,16 @@ In-flight entries are *instances*: one per async op of the unrolled program and 
 CTA (a `to=all` copy has one per CTA). Instance i is in flight iff its Bool is true; it is set
 when its agent executes the op and cleared when it lands / fires / finishes. The explicit
 engine keeps the same entries as a sorted multiset; the orders it imposes are kept here:
-an agent's async reads finish oldest first, and a commit fires only after the reads its agent
-issued before it have finished. Unlike the explicit engine there is no in-flight capacity.
+an agent's async reads finish oldest first, and a commit fires only after the reads and the
+commits its agent issued before it have finished / fired (`waits_on`; the instances of one
+`to=all` commit in any order among themselves). Unlike the explicit engine there is no
+in-flight capacity.
+
+A CTA's exit (the step that finishes its last agent) is inflight_at_exit while an async read of
+its agents, or a copy or commit issued by another CTA, targets it (`exit_violation`); its own
+copies and commits alone are the warning unawaited_at_exit, which BMC does not report, and a
+landing or firing into a gone CTA is by itself no violation, except with strict_exit
+(T.cfg[C_STRICT_EXIT]), which keeps both as inflight_at_exit.
 
 Signals, slots (one tag per slot part: checker/program.py slot_parts, read through the model's
 part table with semantics.part_in / part_filled_for) and barriers are the explicit engine's
@@ -52,6 +60,7 @@ import from this module is still here.
 from __future__ import annotations
 
 from pipeproof.backends.base import AMD
+from pipeproof.checker import semantics as S
 from pipeproof.checker.model import Model
 from pipeproof.checker.smt.encode_frame import AM, NV, _Frames
 from pipeproof.checker.smt.encode_program import ENTRY_OF_ISSUE, Instance, Instr, _Program
@@ -77,6 +86,9 @@ class Encoding(_Program, _Frames, _Steps, _Reductions):
         self.rings = model.rings
         self.stages = [r.stages for r in model.ring_specs]
         self.n_bar = len(model.barrier_names)
+        # PTX's strict reading of a CTA's exit (Model(spec, strict_exit=True)): its own copies
+        # and commits in flight are inflight_at_exit too, not the warning unawaited_at_exit
+        self.strict_exit = int(self.T.cfg[S.C_STRICT_EXIT]) == 1
         self.progs = [self._unroll(a) for a in range(self.A)]
         self.lens = [len(p) for p in self.progs]
         self.instances = []

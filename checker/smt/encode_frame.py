@@ -260,17 +260,22 @@ class _Frames:
 
     def instance_enabled(self, f: Frame, i: int):
         inst = self.instances[i]
-        conds = [f.v[("inf", i)]]
-        if inst.kind in (S.ENTRY_READ, S.ENTRY_COMMIT):
-            # reads finish oldest first; a commit waits for the reads issued before it
-            conds += [z3.Not(f.v[("inf", j)]) for kk, j in self.reads_of[inst.agent] if kk < inst.k]
-        return _and(conds)
+        # reads finish oldest first; a commit waits for the reads and the commits its agent
+        # issued before it (encode_program: waits_on)
+        return _and([f.v[("inf", i)]] + [z3.Not(f.v[("inf", j)]) for j in self.waits_on[i]])
 
     def gone(self, f: Frame, cta: int):
         return f.once(("gone", cta), lambda: _and([self.finished(f, b) for b in self.cta_agents[cta]]))
 
     def targeted(self, f: Frame, cta: int):
         return _or([f.v[("inf", i)] for i in self.inst_to_cta[cta]])
+
+    def exit_violation(self, f: Frame, cta: int):
+        """What in flight into `cta` makes the step that leaves it gone inflight_at_exit
+        (semantics.exit_inflight): an async read of one of its agents, or a copy or commit
+        issued by another CTA; with strict_exit, anything (its own copies and commits too)."""
+        return self.targeted(f, cta) if self.strict_exit else \
+            _or([f.v[("inf", i)] for i in self.foreign_into[cta]])
 
     def anything_in_flight(self, f: Frame):
         return _or([f.v[("inf", i)] for i in range(self.I)])

@@ -2,7 +2,7 @@
 execute (`Instr`: with the stage and phase of its ring before it runs, by the engine's own
 `settle_pc`/`next_pc`), the async ops of that program per destination CTA (`Instance`), and
 the tables the step looks things up in (readers and copies per slot, instances per CTA, each
-agent's async reads, the parts of each slot)."""
+agent's async reads and commits, what each instance waits for, the parts of each slot)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -100,24 +100,48 @@ class _Program:
         self.copies_into = {}
         self.inst_to_cta = [[] for _ in range(self.ctas)]
         self.reads_of = [[] for _ in range(self.A)]  # (k, instance) of the agent's async reads
+        self.commits_of = [[] for _ in range(self.A)]  # (k, instance) of the agent's commits
+        # Instances that make their CTA's exit a violation while in flight (inflight_at_exit):
+        # async reads, and copies/commits issued by an agent of another CTA; the CTA's own
+        # copies and commits are only the warning unawaited_at_exit (DESIGN, revised
+        # 2026-12-02), unless strict_exit (semantics.exit_inflight).
+        self.foreign_into = [[] for _ in range(self.ctas)]
         for i, inst in enumerate(self.instances):
             self.inst_to_cta[inst.cta].append(i)
             if inst.kind == S.ENTRY_COPY:
                 self.copies_into.setdefault((inst.cta, inst.ring, inst.stage), []).append(i)
             if inst.kind == S.ENTRY_READ:
                 self.reads_of[inst.agent].append((inst.k, i))
+            if inst.kind == S.ENTRY_COMMIT:
+                self.commits_of[inst.agent].append((inst.k, i))
+            if inst.kind == S.ENTRY_READ or self.model.agents[inst.agent].cta != inst.cta:
+                self.foreign_into[inst.cta].append(i)
+        # What each instance waits for before it may land / fire / finish (semantics.step: an
+        # entry fires at seq == cseq == 0): an async read, its agent's earlier reads (oldest
+        # first); a commit, its agent's earlier reads and every commit instance its agent
+        # issued before it (R1, DESIGN revised 2026-12-02: an agent's commits fire in issue
+        # order; the instances of one `to=all` commit, at one position, not among themselves).
+        self.waits_on = []
+        for inst in self.instances:
+            before = []
+            if inst.kind in (S.ENTRY_READ, S.ENTRY_COMMIT):
+                before += [j for kk, j in self.reads_of[inst.agent] if kk < inst.k]
+            if inst.kind == S.ENTRY_COMMIT:
+                before += [j for kk, j in self.commits_of[inst.agent] if kk < inst.k]
+            self.waits_on.append(before)
 
     def stored_parts(self, cta: int, r: int, part: int) -> list:
         """The parts of slot (cta, r, .) a fill of `part` stores into: its own, or every part
         (-1: a consumer-side fill), as semantics.store_tag."""
         return [p for p in self.parts_in[(cta, r)] if part < 0 or p == part]
 
-    def checked_parts(self, cta: int, r: int, tag: int) -> list:
-        """The parts a read of `tag` in a slot of (cta, r) checks: those the program fills for
-        the tag (semantics.part_filled_for), or every part when it fills none (as
+    def checked_parts(self, cta: int, r: int, s: int, tag: int) -> list:
+        """The parts a read of `tag` in slot s of (cta, r) checks: those the program fills for
+        the tag in that slot (semantics.part_filled_for: parts are per slot, DESIGN revised
+        2026-12-02), or every part of the slot when it fills none there (as
         semantics.read_miss)."""
         parts = self.parts_in[(cta, r)]
-        return [p for p in parts if S.part_filled_for(self.T, r, p, tag)] or parts
+        return [p for p in parts if S.part_filled_for(self.T, r, p, s, tag)] or parts
 
     def window(self, a: int, r: int, s: int, kind: int) -> bool:
         """Does agent a keep (k', ph') for signal (r, s, kind): it has a `reset` of ring r

@@ -149,7 +149,7 @@ class _Steps:
                     # a checked part holds another tag, or any copy into the slot is in flight
                     # (semantics.read_miss, copy_in_flight_to)
                     miss = [f.v[("slot", cta, r, s, p)] != ins.tag
-                            for p in self.checked_parts(cta, r, ins.tag)]
+                            for p in self.checked_parts(cta, r, s, ins.tag)]
                     landing = [f.v[("inf", i)] for i in self.copies_into.get((cta, r, s), [])]
                     bit(S.READ_BEFORE_FILL, cond, _or(miss + landing))
                     if e.issues == "read":
@@ -194,14 +194,16 @@ class _Steps:
             guards.append(z3.Implies(cond, self.instance_enabled(f, i)))
             put(("inf", i), cond, z3.BoolVal(False))
             touch(("inf", i), ("w",), cond)
-            if inst.kind in (S.ENTRY_READ, S.ENTRY_COMMIT):
-                for kk, j in self.reads_of[inst.agent]:
-                    if kk < inst.k:
-                        touch(("inf", j), ("r",), cond)
+            for j in self.waits_on[i]:  # its agent's earlier reads (and commits) it waits for
+                touch(("inf", j), ("r",), cond)
             if inst.kind == S.ENTRY_READ:
                 continue
             d, r, s = inst.cta, inst.ring, inst.stage
-            bit(S.INFLIGHT_AT_EXIT, cond, self.gone(f, d))
+            if self.strict_exit:
+                # a landing or firing into a gone CTA: by itself a violation only in the strict
+                # reading (else a peer's entry was reported at the exit or at its issue, and
+                # an own one is the exit's warning: semantics.fire_entry)
+                bit(S.INFLIGHT_AT_EXIT, cond, self.gone(f, d))
             if inst.kind == S.ENTRY_COPY:
                 store_tag(cond, d, r, s, inst.part, inst.value)
                 signal_update((d, r, s, FULL), cond, 0, -inst.nbytes)
@@ -240,8 +242,11 @@ class _Steps:
                 constraints.append(sync == z3.If(_or(blocks[a]), True,
                                                  z3.If(_or(moves[a]), False, f.v[("sync", a)])))
                 nxt.v[("sync", a)] = sync
-        # the step that finishes the last agent of a CTA while something still targets it
+        # the step that finishes the last agent of a CTA while an async read of its agents or
+        # a peer's copy or commit still targets it (with strict_exit: anything); its own copies
+        # and commits alone are the warning unawaited_at_exit, which BMC does not report
         for cond, cta in exit_checks:
-            bit(S.INFLIGHT_AT_EXIT, cond, _and([self.gone(nxt, cta), self.targeted(nxt, cta)]))
+            bit(S.INFLIGHT_AT_EXIT, cond,
+                _and([self.gone(nxt, cta), self.exit_violation(nxt, cta)]))
         kinds = {b: _ungroup(bits.get(b, {})) for b in KIND_BITS if b != S.DEADLOCK}
         return Step(act, nxt, kinds, _ungroup(trap), constraints, foot)
