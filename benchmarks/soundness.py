@@ -287,6 +287,20 @@ def compare(spec, do_bmc=False, do_prove=False, do_laps=False, max_states=MAX_ST
     out["compared"].append("reduced")
     if _answer(reduced) != _answer(full):
         out["disagree"]["reduced"] = (_answer(full), _answer(reduced))
+    if full.verdict == reduced.verdict == "ok":
+        # the warning unawaited_at_exit: found by the reduced search exactly when by the full one
+        out["compared"].append("warnings")
+        if sorted(full.warnings) != sorted(reduced.warnings):
+            out["disagree"]["warnings"] = (sorted(full.warnings), sorted(reduced.warnings))
+    if full.warnings or reduced.warnings or "inflight_at_exit" in full.kinds:
+        # PTX's strict reading (--strict-exit), where the warning is inflight_at_exit
+        strict = verify(spec, max_states=max_states, strict_exit=True)
+        strict_full = verify(spec, max_states=max_states, por=False, symmetry=False,
+                             strict_exit=True)
+        if not strict.limit and not strict_full.limit:
+            out["compared"].append("strict")
+            if _answer(strict) != _answer(strict_full):
+                out["disagree"]["strict"] = (_answer(strict_full), _answer(strict))
     if do_bmc and full.states <= BMC_MAX_STATES:
         from pipeproof.checker.smt.bmc import verify_bmc
         depth = full.depth if full.verdict == "violation" else min(full.max_depth, BMC_MAX_DEPTH)
@@ -518,7 +532,7 @@ def main():
     print(f"compared specs with slots of several parts: {t.get('with_parts', 0)}, with a reset "
           f"(phase_alias window records): {t.get('with_window', 0)}")
     print(f"mutations: {dict(sorted(out['mutations'].items()))}")
-    for c in ("reduced", "bmc", "prove", "laps", "exception"):
+    for c in ("reduced", "warnings", "strict", "bmc", "prove", "laps", "exception"):
         print(f"  {c:9s} compared {t.get('compared_' + c, 0):7d}   disagreements "
               f"{t.get('disagree_' + c, 0)}")
     total = sum(v for k, v in t.items() if k.startswith("disagree"))
