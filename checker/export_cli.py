@@ -1,7 +1,7 @@
 """`pipeproof export`: write a spec as a Promela (SPIN) or Murphi (Rumur) model.
 
-    pipeproof export --format promela SPEC [-o FILE]
-    pipeproof export --format murphi [--symmetry] SPEC [-o FILE]
+    pipeproof export --format promela [--strict-exit] SPEC [-o FILE]
+    pipeproof export --format murphi [--symmetry] [--strict-exit] SPEC [-o FILE]
 
 The model goes to stdout unless `-o FILE` is given. Bad input (a spec that does not load, a
 feature the target language cannot express, an unwritable output) is one line on stderr and
@@ -27,7 +27,11 @@ from pipeproof.checker.result import EXIT_USAGE
 @click.option("--symmetry", is_flag=True,
               help="murphi: index interchangeable agents by a scalarset, so Rumur's symmetry "
                    "reduction applies (state counts then differ from pipeproof's).")
-def export(spec_path, fmt, output, symmetry):
+@click.option("--strict-exit", is_flag=True,
+              help="A CTA that exits with its own copies or commits in flight is "
+                   "inflight_at_exit (PTX's strict reading), as with pipeproof verify "
+                   "--strict-exit; by default that is a warning, which the models do not report.")
+def export(spec_path, fmt, output, symmetry, strict_exit):
     """Write SPEC as a Promela or Murphi model of the same transition system."""
     from pipeproof.checker.export_models import export as export_text
     from pipeproof.spec.load import load_spec
@@ -37,7 +41,7 @@ def export(spec_path, fmt, output, symmetry):
         click.echo(f"{spec_path}: --symmetry: applies to --format murphi only", err=True)
         sys.exit(EXIT_USAGE)
     try:
-        text = export_text(load_spec(spec_path), fmt, symmetry=symmetry)
+        text = export_text(load_spec(spec_path), fmt, symmetry=symmetry, strict_exit=strict_exit)
     except SpecError as err:
         click.echo(str(err), err=True)
         sys.exit(EXIT_USAGE)

@@ -9,10 +9,13 @@ The IR asks checker/program.py's OP_EFFECTS what each op does, never its name; t
 each op is checker/export_steps.py.
 
 Two rules of docs/rules.md are read off the compiled model rather than restated:
-- **Slot parts** (checker/program.py `slot_parts`): the IR keeps the main ring's parts, which
-  part each fill op stores into (`Group.parts`, -1: every part, a consumer-side fill) and for
-  which tags the program fills each part (`IR.part_filled`, as semantics.part_filled_for);
-  `read_miss_text` prints semantics.read_miss's test for either language.
+- **Slot parts** (checker/program.py `slot_parts`), per slot (rule R3): the IR keeps the main
+  ring's parts and which part each fill op stores into (`Group.parts`, -1: every part, a
+  consumer-side fill). A read of tag t in slot s checks the parts the program fills for t in s
+  (every part if none): the stage of each read in each item is a function of the program
+  position (`IR.read_stages`), so semantics.part_filled_for answers once per read and item
+  (`IR.read_classes`), and `read_miss_text` prints semantics.read_miss's test for either
+  language, with the items in which a read checks other parts told apart by `item % P`.
 - **The phase_alias window after `reset`**: a group whose agents have a `reset` of the ring
   carries (k', ph') per (stage, signal kind) (`Group.window`, `Group.reset_until`, with the
   ranges the engine packs them in); the exports print nvidia.intended_after and in_window_at.
@@ -23,11 +26,22 @@ counts and slot parts; `Group.ring_info` holds each agent's start stage and phas
 try flag and window per ring. Where an op lands is spec.schema `targets` (the rule
 semantics.targets_mask compiles), read here once per op: `Group.targets`.
 
-Async reads (checker/inflight.py): with a read_async anywhere (`IR.has_reads`), an in-flight
-entry gains two lowest digits, its agent (EAG) and seq (ESQ): an async read's agent and its
-place in the agent's FIFO, a commit's agent and the reads it waits for while it waits (else
-0, as the engine's entry forgets its agent). `Group.reads_async` marks the groups whose
-agents issue them.
+Async reads and commits (checker/inflight.py): an in-flight entry's lowest digits
+(`IR.entry_digits`) are, where they exist, a copy's part, a peer flag in a cluster (a copy or
+commit issued by an agent of another CTA than the one it targets), the agent an async read or
+a commit names (EAG), seq (ESQ, with async reads: a read's place in its agent's FIFO, a
+commit's count of its agent's earlier reads in flight) and cseq (ECS, with commits: a commit's
+count of its agent's earlier commit entries in flight). An entry acts when seq and cseq are 0
+(`IR.ready_unit`): so an agent's commits fire in the order it issued them (rule R1), the
+entries of one `to=all` commit in any order. `Group.reads_async` and `Group.commits` mark the
+groups whose agents issue them.
+
+Exit (rule R2): the step that makes a CTA gone is inflight_at_exit when an async read of it or
+a peer's copy or commit into it is in flight; its own copies and commits then are the
+engine's warning unawaited_at_exit, which the exports do not report, and their landing or
+firing into the gone CTA is no violation. `IR(spec, fmt, strict_exit=True)` is the strict
+reading (pipeproof --strict-exit): anything in flight into a CTA at its exit, and any landing
+or firing into a gone CTA, is inflight_at_exit.
 """
 from __future__ import annotations
 
@@ -57,7 +71,7 @@ KIND_MESSAGES = {
     "over_arrival": "over_arrival: an arrive above pending (trap)",
     "over_arrival_ahead": "over_arrival: a phase completed that no wait observed",
     "tx_range": "tx_range: a tx-count beyond 2^20-1 (trap)",
-    "inflight_at_exit": "inflight_at_exit: the CTA exits while something is in flight, or is targeted after",
+    "inflight_at_exit": "inflight_at_exit: the CTA exits while something is in flight into it, or is targeted after",
     "inflight_capacity": "inflight_capacity: more copies/commits in flight than the model holds (inconclusive)",
 }
 ENTRY_COPY, ENTRY_COMMIT, ENTRY_READ = 1, 2, 3  # checker/state_layout.py's entry kinds
@@ -194,6 +208,17 @@ class Group:
         that wait for them, name its agents."""
         return any(OP_EFFECTS[op.name].issues == "read" for op, _ in self.ops)
 
+    @property
+    def commits(self) -> bool:
+        """Its program issues commits (commit_empty): each names its agent (its later commits
+        wait for it, and for the agent's async reads before it)."""
+        return any(OP_EFFECTS[op.name].issues == "commit" for op, _ in self.ops)
+
+    @property
+    def names_agents(self) -> bool:
+        """An in-flight entry names its agents by number (async reads, commits)."""
+        return self.reads_async or self.commits
+
     def async_reads_on(self, r: int) -> bool:
         """Its program issues async reads of ring r's slots."""
         return any(OP_EFFECTS[op.name].issues == "read" and self.rings[p] == r
@@ -232,9 +257,14 @@ class Group:
 class IR:
     """The compiled model seen from the exporters: groups, constants and value ranges."""
 
-    def __init__(self, spec: Spec, fmt: str):
+    def __init__(self, spec: Spec, fmt: str, strict_exit: bool = False):
+        """`strict_exit`: a CTA gone with its own copies or commits in flight into it is
+        inflight_at_exit (PTX's strict reading), as is a landing or firing into a gone CTA;
+        by default that is the engine's warning unawaited_at_exit, which the exports do not
+        report (rule R2)."""
         check_exportable(spec, fmt)
         self.spec = spec
+        self.strict_exit = bool(strict_exit)
         self.model = m = compile_model(spec)
         self.stages = spec.stages
         self.pac = spec.producer_arrive_count
@@ -330,20 +360,31 @@ class IR:
             raise SpecError(f"{spec.path}: initial_phase: a phase above 2^31-1 cannot be exported to "
                             f"promela (SPIN's int is 32 bits)")
         self.pend_max = max(max(r.pac, r.cac) for r in self.rings)
-        # In-flight entry: ((((kind * CTAS + cta) * RINGS + ring) * STAGES + stage) * EV + value)
-        # * NB + bytes index (the CTAS and RINGS digits only where there are several), and with
-        # several parts, * EP + the part a copy stores into + 1 (0: every part; a commit's 0).
-        # With async reads (checker/inflight.py), then * EAG + agent and * ESQ + seq: a read's
-        # agent and its place in the agent's FIFO (0: the oldest, which may finish), a commit's
-        # agent and how many of its reads it still waits for (agent 0 when none, as the engine).
+        # In-flight entry (checker/inflight.py): ((((kind * CTAS + cta) * RINGS + ring) * STAGES
+        # + stage) * EV + value) * NB + bytes index (the CTAS and RINGS digits only where there
+        # are several), then, where they exist, lower digits (entry_digits): * EP + the part a
+        # copy stores into + 1 (0: every part; a commit's 0) with slots of several parts;
+        # * EPR + peer in a cluster (1: a copy or commit issued by an agent of another CTA than
+        # the one it targets); * EAG + agent with async reads or commits (an async read's agent,
+        # a commit's: every commit names its agent, its later commits wait for it); * ESQ + seq
+        # with async reads (a read's place in its agent's FIFO, 0: the oldest, which may finish;
+        # a commit's count of its agent's earlier reads still in flight); * ECS + cseq with
+        # commits (a commit's count of its agent's earlier commit entries still in flight). A
+        # read or commit acts only when seq and cseq are 0 (rule R1: an agent's commits fire in
+        # the order it issued them).
         self.has_reads = any(g.reads_async for g in self.groups)
+        self.has_commits = any(g.commits for g in self.groups)
+        self.names_agents = self.has_reads or self.has_commits
+        self.has_peer = self.ctas > 1
         self.ev = max(self.max_tag + 2, self.max_commit) + 1
         self.enb = len(self.bytes_vals)
         self.ep = self.n_parts + 1 if self.n_parts > 1 else 1
-        self.eag = self.n_agents if self.has_reads else 1
+        self.epr = 2 if self.has_peer else 1
+        self.eag = self.n_agents if self.names_agents else 1
         self.esq = self.inflight + 1 if self.has_reads else 1
+        self.ecs = self.inflight + 1 if self.has_commits else 1
         self.emax = ((4 if self.has_reads else 3) * self.ctas * self.n_rings * self.max_stages * self.ev
-                     * self.enb * self.ep * self.eag * self.esq - 1)
+                     * self.enb * self.ep * self.epr * self.eag * self.esq * self.ecs - 1)
         if fmt == "promela" and self.emax > (1 << 31) - 1:
             raise SpecError(f"{spec.path}: an in-flight entry above 2^31-1 cannot be exported to "
                             f"promela (SPIN's int is 32 bits)")
@@ -379,22 +420,51 @@ class IR:
         return all(len(self.parts_in(r.index, c)) == self.n_parts
                    for r in self.rings for c in range(self.ctas))
 
-    def part_filled(self, p: int, tag: int, r: int = 0):
-        """For which tags the program fills part p of ring r (semantics.part_filled_for): a read
-        of `tag` (-1: the reader's item) checks the part when this holds. True or False where it
-        is known here, else the body fills' guards on the item as a list of (items, every, at),
-        any of which may hold: item < items and item % every == at."""
-        outside, body = set(), []
-        for section, i, pc in self.rings[r].parts[p].fills:
-            if section == "body":
-                op = self.model.agents[i].ops[pc][0]
-                if self.model.agents[i].items:
-                    body.append((self.model.agents[i].items, op.every, op.at))
-            else:
-                outside.add(self.model.tag_of(self.model.agents[i], pc))
-        if tag >= 0:  # a prologue's or an epilogue's tag (tags of fills outside the body)
-            return tag in outside
-        return sorted(set(body)) or False
+    def read_stages(self, g: Group) -> dict:
+        """{(pc, item): the stage of ring g.rings[pc] when g's agents execute the op at pc in
+        that item} over their whole program (an op outside the body: its one visit). The stage
+        is a function of the program position (advance, reset, drain and every=/at= guards
+        move it), so it is known here; the walk is semantics.next_pc's."""
+        T, a = self.model.tables, g.first
+        stages = [info.init_stage for info in g.ring_info]
+        pc, item = g.init_pc, g.init_item
+        out = {}
+        while pc < g.length:
+            r = g.rings[pc]
+            out.setdefault((pc, item), stages[r])
+            move = OP_EFFECTS[g.ops[pc][0].name].move
+            if move == "advance":
+                stages[r] = (stages[r] + 1) % self.rings[r].stages
+            elif move == "reset":
+                stages[r] = g.ring_info[r].init_stage
+            pc, item = (int(x) for x in S.next_pc(T, a, pc, item))
+        return out
+
+    def read_classes(self, g: Group, p: int) -> list[tuple[tuple, list]]:
+        """The parts a read at pc `p` of group g checks (semantics.read_miss, rule R3): in slot
+        s, the parts of its CTA's slot that the program fills for the read's tag in s, or every
+        part when it fills none there (a one-part slot: that part). As [(parts checked, the
+        items in which it checks those)], items None for a read outside the body (one visit).
+        semantics.part_filled_for answers, once per item, at the read's stage in that item."""
+        r, tag = g.rings[p], g.tags[p]
+        here = tuple(self.parts_in(r, g.cta))
+        visits = sorted((item, s) for (q, item), s in self._stages_of(g).items() if q == p)
+        in_body = g.body_start <= p < g.body_end
+        classes: dict = {}
+        for item, s in visits if in_body else visits[:1]:
+            want = tag if tag >= 0 else item
+            filled = here if len(self.rings[r].parts) == 1 else tuple(
+                q for q in here if S.part_filled_for(self.model.tables, r, q, s, want))
+            classes.setdefault(filled or here, []).append(item if in_body else None)
+        if not classes:  # the read never runs (an empty item range): check as if nothing is filled
+            classes[here] = [None]
+        return [(parts, None if items == [None] else items) for parts, items in classes.items()]
+
+    def _stages_of(self, g: Group) -> dict:
+        cache = self.__dict__.setdefault("_stage_cache", {})
+        if g.ident not in cache:
+            cache[g.ident] = self.read_stages(g)
+        return cache[g.ident]
 
     def group_of(self, agent: int) -> Group:
         for g in self.groups:
@@ -433,7 +503,28 @@ class IR:
         out += [("ring", "RINGS")] if self.n_rings > 1 else []
         out += [("stage", self.stage_const), ("value", "EV"), ("bytes", "ENB")]
         out += [("part", "EP")] if self.n_parts > 1 else []
-        return out + ([("agent", "EAG"), ("seq", "ESQ")] if self.has_reads else [])
+        out += [("peer", "EPR")] if self.has_peer else []
+        out += [("agent", "EAG")] if self.names_agents else []
+        out += [("seq", "ESQ")] if self.has_reads else []
+        return out + ([("cseq", "ECS")] if self.has_commits else [])
+
+    def has_digit(self, name: str) -> bool:
+        return any(n == name for n, _ in self.entry_digits())
+
+    def entry_field(self, e: str, name: str) -> str:
+        """Field `name` of entry `e` (an expression) as an expression, the same in both languages:
+        (e / unit) % size, the kind's e / unit."""
+        size = dict(self.entry_digits())[name]
+        unit = self.entry_unit(name)
+        out = e if unit == "1" else f"{e} / ({unit})"
+        return f"({out}) % {size}" if size else out
+
+    def ready_unit(self) -> str | None:
+        """The product of the seq and cseq digits' sizes (an entry acts when it is 0 modulo
+        this: a read that is its agent's oldest, a commit whose agent's earlier reads finished
+        and earlier commits fired), or None where entries have neither digit."""
+        sizes = [size for name, size in self.entry_digits() if name in ("seq", "cseq")]
+        return "*".join(sizes) or None
 
     def entry_expr(self, fields: dict, upto: str | None = None) -> str:
         """An entry from its fields' expressions (a field not given is 0); with `upto`, only its
@@ -497,43 +588,38 @@ def _window_range(m, agents, r: int = 0) -> tuple:
     return lo_k, hi_k, lo_ph, hi_ph
 
 
-def read_miss_text(ir: IR, tag: int, item: str, want: str, slot, lang: str,
-                   item_below: int | None = None, ring: int = 0, cta: int = 0) -> str:
-    """semantics.read_miss as a condition: a part the program fills for the read's tag holds
-    another one, or, when it fills none for it, any part does (the parts the slots of `cta`
-    have, on ring `ring`). `slot(p)` is part p's tag as text, `want` the tag read, `item` the
-    reader's item (for a body fill's guard), known to be below `item_below` where given (a read
-    in the body)."""
-    eq, and_, or_, not_ = ("==", "&&", "||", "!") if lang == "promela" else ("=", "&", "|", "!")
-    ne = lambda p: f"{slot(p)} != {want}"
-    here = ir.parts_in(ring, cta)
-    conds = []
-    for p in here:
-        f = ir.part_filled(p, tag, ring)
-        if f is True or f is False:
-            conds.append(f)
-            continue
-        guards = []
-        for items, every, at in f:
-            below = item_below is not None and item_below <= items  # item < items holds anyway
-            if every == 1:
-                guards.append(True if below else f"{item} < {items}")
-            else:
-                c = f"{item} % {every} {eq} {at}"
-                guards.append(c if below else f"({item} < {items} {and_} {c})")
-        conds.append(True if True in guards else guards[0] if len(guards) == 1
-                     else "(" + f" {or_} ".join(guards) + ")")
-    if True in conds or all(c is False for c in conds):
-        checked = [i for i, c in enumerate(conds) if c is not False] if True in conds else \
-            list(range(len(here)))
-        parts = [ne(here[i]) if conds[i] is True or all(c is False for c in conds)
-                 else f"({conds[i]} {and_} {ne(here[i])})" for i in checked]
-        return f" {or_} ".join(parts)
-    some = [(here[i], c) for i, c in enumerate(conds) if c is not False]
-    filled = f" {or_} ".join(c for _, c in some)
-    inside = f" {or_} ".join(f"({c} {and_} {ne(p)})" for p, c in some)
-    anywhere = f" {or_} ".join(ne(p) for p in here)
-    return f"({inside}) {or_} ({not_}({filled}) {and_} ({anywhere}))"
+def read_miss_text(ir: IR, g: Group, p: int, item: str, want: str, slot, lang: str) -> str:
+    """semantics.read_miss for the read at pc `p` of group g, as a condition: a part it checks
+    (IR.read_classes: the parts the program fills for the read's tag in the read's slot, else
+    every part) holds another tag than `want`. `slot(q)` is part q's tag as text, `item` the
+    reader's item (which class of items the read is in, where the parts checked differ from
+    item to item)."""
+    or_ = " || " if lang == "promela" else " | "
+    and_ = " && " if lang == "promela" else " & "
+    miss = lambda parts: or_.join(f"{slot(q)} != {want}" for q in parts)
+    classes = ir.read_classes(g, p)
+    if len(classes) == 1:
+        return miss(classes[0][0])
+    runs = sorted(i for _, items in classes for i in items)
+    return or_.join(f"({item_in(items, runs, g.items, item, lang)}{and_}({miss(parts)}))"
+                    for parts, items in classes)
+
+
+def item_in(items: list, runs: list, n: int, item: str, lang: str) -> str:
+    """A condition on `item` (in range(n)) that holds for each of `items` and for none of the
+    other items of `runs` (items outside `runs` do not matter): `item % P == j` for the residues
+    j of the shortest period P the items follow, negated where that is shorter."""
+    eq, or_ = ("==", " || ") if lang == "promela" else ("=", " | ")
+    mine = set(items)
+    for period in range(1, n + 1):
+        residues = {i % period for i in mine}
+        if not any(i % period in residues for i in runs if i not in mine):
+            break
+    at = (lambda j: f"{item} {eq} {j}") if period >= n else (lambda j: f"{item} % {period} {eq} {j}")
+    other = sorted(set(range(min(period, n))) - residues)
+    if len(other) < len(residues):
+        return f"!({or_.join(at(j) for j in other)})"
+    return "(" + or_.join(at(j) for j in sorted(residues)) + ")"
 
 
 def _moves(op, move: str) -> bool:

@@ -1,6 +1,7 @@
 """Export a spec as a Promela (SPIN) or Murphi (Rumur, CMurphi) model of the same transition system.
 
-`to_promela(spec)` and `to_murphi(spec, symmetry=False)` return model text. Both are written
+`to_promela(spec, strict_exit=False)` and `to_murphi(spec, symmetry=False, strict_exit=False)`
+return model text (`strict_exit`: rule R2's strict reading, as pipeproof's `--strict-exit`). Both are written
 from the compiled `checker.model.Model`, so they take the very programs pipeproof explores
 (prologue, body once per item, epilogue; `@leader` ops kept only for agent 0 of a role;
 `drain` expanded into `stages` steps) and keep its step granularity: every op of an agent is
@@ -22,9 +23,10 @@ Async reads are the explicit engine's (checker/semantics.py step, fire_entry, re
 checker/inflight.py): a read_async is an in-flight entry naming its agent and its place in the
 agent's FIFO; only the agent's oldest may finish, at any later step, and finishing changes
 nothing but the FIFO; `read_wait n` is enabled while at most n of the agent's async reads are
-in flight (always, for an agent that issues none); a commit_empty of an agent that issues
-async reads names the agent and how many of its reads are in flight, and fires only after
-they finished; an async read still in flight is an unfinished read of its item for
+in flight (always, for an agent that issues none); a commit_empty names its agent, how many
+of the agent's async reads and how many of its commit entries are in flight, and fires only
+after those finished and fired (an agent's commits fire in the order it issued them, the
+entries of one `to=all` commit in any order: rule R1); an async read still in flight is an unfinished read of its item for
 overwrite_before_drain, and something in flight for inflight_at_exit and for deadlock.
 
 Clusters and rings (issue 18) are the explicit engine's: each CTA has its own signals, slots
@@ -33,9 +35,13 @@ keeps stage, phase, `ready` and its phase_alias window per ring. Where an op lan
 spec.schema `targets` (semantics.targets_mask compiled): an arrival or expect_tx to another CTA
 takes effect at once, a `to=all` copy is one in-flight landing per destination CTA, a commit
 fires in the CTA it targets. A CTA is gone when all its agents finished (one with no agents
-is gone from the start); an arrival, copy or commit aimed at a gone CTA, a landing or firing
-into one, and the step that makes a CTA gone while something in flight targets it are
-`inflight_at_exit` (semantics.step, fire_entry). Groups never span CTAs: with
+is gone from the start). Rule R2 (semantics.step, fire_entry): an arrival, copy or commit
+aimed at a gone CTA, and the step that makes a CTA gone while an async read of it or a copy
+or commit from another CTA is in flight into it, are `inflight_at_exit`; the CTA's own copies
+and commits in flight then are the engine's warning `unawaited_at_exit`, not reported by the
+models, and their landing or firing into the gone CTA is no violation. With
+`strict_exit=True` anything in flight into the CTA at that step, and any landing or firing
+into a gone CTA, is `inflight_at_exit` (the reading before the rule). Groups never span CTAs: with
 `symmetry=True`, agents interchangeable within one CTA are a scalarset; CTAs themselves are
 not permuted.
 
@@ -45,19 +51,20 @@ sync_arrive generation, per ring stage, phase and ready, and for an agent whose 
 each signal's phase_no, pending, tx and `observed` flag and the slot tags, one per slot part;
 each named barrier's arrivals and generation per CTA; the in-flight entries as a sorted array,
 i.e. a canonical multiset, an entry naming its destination CTA, ring and stage, a copy's its
-part, an async read its agent and FIFO place, a waiting commit its agent and the reads it
-waits for), so Rumur without symmetry reduction stores exactly as many states as
+part, in a cluster whether a copy or commit comes from another CTA, an async read its agent
+and FIFO place, a commit its agent and the reads and commit entries it waits for), so Rumur without symmetry reduction stores exactly as many states as
 pipeproof on a spec that holds. Fields that never change in a spec (tx without copies,
 `ready` without a try, window records without a reset) are left out; that changes no count.
 With `symmetry=True` each group of two or more interchangeable agents (same role, same
 program, same slot parts: a producer-side agent that fills owns its parts and is a group of
 its own) is indexed by a `scalarset`, so Rumur's symmetry reduction applies, except a group
-whose agents issue async reads (an in-flight entry names its agent by number).
+whose agents issue async reads or commits (an in-flight entry names its agent by number).
 
 The rules are the explicit engine's (docs/rules.md): a fill stores into its slot part (a
 consumer-side fill into every part), a read checks the parts the program fills for its tag
-(semantics.read_miss), an overwrite is judged per part, and an agent with a `reset` has its
-phase_alias window from its last passed wait (nvidia.intended_after, in_window_at, printed).
+in its slot (semantics.read_miss, part_filled_for at the read's stage: rule R3), an
+overwrite is judged per part, and an agent with a `reset` has its phase_alias window from its
+last passed wait (nvidia.intended_after, in_window_at, printed).
 
 Properties, as far as each language states them:
 
@@ -67,7 +74,7 @@ Properties, as far as each language states them:
 | read_before_fill, overwrite_before_drain | `error` in the step | `assert` in the step |
 | phase_alias | `invariant` (waiters) and `error` in a try | a monitor process (waiters) and `assert` in a try |
 | over_arrival, tx_range | `error` in the update (traps, and a phase nobody observed) | `assert` in the update |
-| inflight_at_exit | `error` when a CTA's last agent finishes with something in flight aimed at it, or when an arrival, copy, commit or landing targets a gone CTA | `assert`, the same |
+| inflight_at_exit | `error` when a CTA's last agent finishes with an async read of it or a peer's copy or commit in flight into it, or when an arrival, copy or commit targets a gone CTA (strict: anything in flight into it, and a landing or firing into it) | `assert`, the same |
 
 The Murphi error strings and the Promela assertion expressions begin with the kind's name,
 so the first word of a tool's report is the kind. A model also reports running out of its
@@ -106,11 +113,13 @@ __all__ = ["ENTRY_COMMIT", "ENTRY_COPY", "FORMATS", "IR", "KINDS", "KIND_MESSAGE
            "spin_steps", "spin_vectorsz", "to_murphi", "to_promela", "_pipeline"]
 
 
-def export(spec: Spec, fmt: str, symmetry: bool = False) -> str:
-    """`fmt` is 'promela' or 'murphi'; symmetry applies to Murphi only."""
+def export(spec: Spec, fmt: str, symmetry: bool = False, strict_exit: bool = False) -> str:
+    """`fmt` is 'promela' or 'murphi'; symmetry applies to Murphi only; `strict_exit`: a CTA
+    gone with its own copies or commits in flight is inflight_at_exit (rule R2's strict
+    reading, pipeproof's --strict-exit)."""
     if fmt == "promela":
-        return to_promela(spec)
+        return to_promela(spec, strict_exit=strict_exit)
     if fmt == "murphi":
-        return to_murphi(spec, symmetry=symmetry)
+        return to_murphi(spec, symmetry=symmetry, strict_exit=strict_exit)
     raise ValueError(f"unknown format {fmt!r} (expected one of: {', '.join(FORMATS)})")
 

@@ -19,8 +19,12 @@ Async reads (read_async) are in-flight entries that name their agent (its index 
 and their place in its FIFO (checker/inflight.py): reads_in_flight(a) counts an agent's, the
 oldest finishes in the landing rule (finish_read moves the others up and lets the commits that
 waited for it fire), and read_in_flight counts one as an unfinished read for
-overwrite_before_drain. An entry names an agent by number, so with symmetry a group that
-issues async reads is not a scalarset (its agents keep their numbers).
+overwrite_before_drain. A commit names its agent and counts its agent's commit entries in
+flight before it (commits_in_flight, cseq): it fires at cseq 0, and its firing counts the
+agent's later commits down (commit_fired; rule R1). An entry names an agent by number, so
+with symmetry a group that issues async reads or commits is not a scalarset (its agents keep
+their numbers). The exit check (rule R2) is foreign_in_flight(c), or with the strict reading
+targets_cta(c) and a check in the landing rule.
 """
 from __future__ import annotations
 
@@ -38,9 +42,11 @@ from pipeproof.checker.export_steps import (
 from pipeproof.backends.base import EMPTY, FULL
 from pipeproof.spec.schema import Spec
 
-def to_murphi(spec: Spec, symmetry: bool = False) -> str:
-    """The spec as a Murphi model for Rumur (check with `--deadlock-detection stuck`)."""
-    ir = IR(spec, "murphi")
+def to_murphi(spec: Spec, symmetry: bool = False, strict_exit: bool = False) -> str:
+    """The spec as a Murphi model for Rumur (check with `--deadlock-detection stuck`);
+    `strict_exit`: a CTA gone with its own copies or commits in flight is inflight_at_exit
+    (export_ir.IR)."""
+    ir = IR(spec, "murphi", strict_exit=strict_exit)
     return _Murphi(ir, symmetry).text()
 
 
@@ -77,8 +83,8 @@ class _Murphi:
 
     def _symmetric(self, g: Group) -> bool:
         """Its agents are a scalarset: with symmetry, two or more, and none named by number in
-        an in-flight entry (async reads, and the commits that wait for them)."""
-        return self.symmetry and g.size > 1 and not g.reads_async
+        an in-flight entry (async reads, commits)."""
+        return self.symmetry and g.size > 1 and not g.names_agents
 
     def _agent(self, g: Group, i: str = "i") -> str:
         """The model's number of agent `i` of group g (a group with async reads: not a scalarset)."""
@@ -93,6 +99,18 @@ class _Murphi:
     def _done(self, cta) -> str:
         """The CTA is gone: all its agents finished (one CTA: all agents)."""
         return "all_done()" if self.ir.ctas == 1 else f"cta_done({cta})"
+
+    def _foreign(self, e: str, cta: str = "c") -> str | None:
+        """Entry `e` (not 0) makes CTA `cta` going inflight_at_exit (rule R2): an async read
+        of it, or a copy or commit into it from another CTA (peer 1); None where no entry
+        can be either."""
+        ir = self.ir
+        kinds = ([f"{ir.entry_field(e, 'kind')} = {ENTRY_READ}"] if ir.has_reads else []) \
+            + ([f"{ir.entry_field(e, 'peer')} = 1"] if ir.has_peer else [])
+        if not kinds:
+            return None
+        into = f"{ir.entry_field(e, 'cta')} = {cta} & " if ir.ctas > 1 else ""
+        return into + "(" + " | ".join(kinds) + ")"
 
     def _count(self, kind: int, ring) -> str:
         """The count a signal of `kind` expects, on ring `ring` (a number, or the decoded r)."""
@@ -138,9 +156,14 @@ class _Murphi:
             self.w(f"  NPARTS: {ir.n_parts};  -- parts per slot")
             if ir.inflight:
                 self.w(f"  EP: {ir.ep};  -- a copy entry's part + 1")
+        if ir.has_peer and ir.inflight:
+            self.w("  EPR: 2;  -- an entry's peer flag: a copy or commit from another CTA")
+        if ir.names_agents:
+            self.w(f"  EAG: {ir.eag};  -- an entry's agent: an async read's, a commit's")
         if ir.has_reads:
-            self.w(f"  EAG: {ir.eag};  -- an entry's agent: an async read's, a waiting commit's",
-                   f"  ESQ: {ir.esq};  -- a read's place in its agent's FIFO; a commit's reads to wait for")
+            self.w(f"  ESQ: {ir.esq};  -- a read's place in its agent's FIFO; a commit's reads to wait for")
+        if ir.has_commits:
+            self.w(f"  ECS: {ir.ecs};  -- a commit's earlier commit entries to wait for")
         self.w("", "type", f"  stage_t: 0..{ir.stage_const}-1;", f"  tag_t: -1..{ir.max_tag};",
                f"  pn_t: 0..{ir.pn_max};", f"  pend_t: 0..{ir.pend_max};",
                f"  ph_t: 0..{ir.ph_max};", f"  cnt_t: 0..{ir.max_count};")
@@ -163,7 +186,7 @@ class _Murphi:
         self.w("    observed: boolean;", "  end;")
         if ir.inflight:
             self.w(f"  entry_t: 0..{ir.emax};")
-        if ir.has_reads:
+        if ir.names_agents:
             self.w("  agent_t: 0..EAG-1;  -- an agent's number (model order)")
         for g in ir.groups:
             idx = f"scalarset({g.size})" if self._symmetric(g) else f"0..{g.size - 1}"
@@ -289,13 +312,20 @@ class _Murphi:
                    f"function copy_in_flight({self._params()}): boolean;", "begin",
                    f"  return exists j: 0..INF-1 do inflight[j] != 0 & inflight[j] / ({ir.entry_unit('stage')}) = {head} end;",
                    "end;", "")
-            if ir.has_reads:
-                self.async_read_functions()
-            if ir.ctas > 1:
+            if ir.names_agents:
+                self.agent_entry_functions()
+            if ir.ctas > 1 and ir.strict_exit:
                 self.w("-- Something in flight (a copy, a commit or an async read) targets CTA c.",
                        "function targets_cta(c: cta_t): boolean;", "begin",
                        f"  return exists j: 0..INF-1 do inflight[j] != 0 & "
-                       f"(inflight[j] / ({ir.entry_unit('cta')})) % CTAS = c end;", "end;", "")
+                       f"{ir.entry_field('inflight[j]', 'cta')} = c end;", "end;", "")
+            foreign = self._foreign("inflight[j]")
+            if foreign and not ir.strict_exit:
+                self.w("-- An async read of CTA c, or a copy or commit into c from another CTA, is in flight",
+                       "-- (inflight_at_exit when c goes; its own copies and commits are the engine's warning",
+                       "-- unawaited_at_exit, not reported here).",
+                       f"function foreign_in_flight({'c: cta_t' if ir.ctas > 1 else ''}): boolean;", "begin",
+                       f"  return exists j: 0..INF-1 do inflight[j] != 0 & {foreign} end;", "end;", "")
             if ir.has_tx:
                 self.w("function bytes_of(b: 0..ENB-1): 0..TXL;", "begin")
                 for i, b in enumerate(ir.bytes_vals[:-1]):
@@ -415,33 +445,23 @@ class _Murphi:
                 if where:
                     self.w(f"{ind}endif;")
 
-    def async_read_functions(self):
-        """Counting, finishing and finding async reads (checker/inflight.py)."""
+    def agent_entry_functions(self):
+        """Counting, finishing and firing the entries that name their agent (checker/inflight.py):
+        async reads and commits."""
         ir = self.ir
-        kind = f"inflight[j] / ({ir.entry_unit('kind')})"
-        mine = "(inflight[j] / ESQ) % EAG = a"
-        entry = ir.entry_expr({"kind": ENTRY_READ, "cta": "c", "ring": "r", "stage": "s", "value": "t + 1",
-                               "agent": "a"}, upto="agent")
-        self.w("-- How many async reads agent a has in flight (checker/inflight.py reads_in_flight).",
-               "function reads_in_flight(a: agent_t): 0..INF;", "var n: 0..INF;", "begin", "  n := 0;",
-               "  for j: 0..INF-1 do",
-               f"    if inflight[j] != 0 & {kind} = {ENTRY_READ} & {mine} then n := n + 1; endif;",
-               "  end;", "  return n;", "end;", "",
-               "-- The agent a commit names: its own while it waits for its async reads, else 0.",
-               "function commit_agent(a: agent_t): agent_t;", "begin",
-               "  if reads_in_flight(a) > 0 then return a; endif;", "  return 0;", "end;", "",
-               "-- An async read of tag t by agent a from slot s is in flight: an unfinished read.",
-               f"function read_in_flight(a: agent_t; {self._params()}; t: tag_t): boolean;", "begin",
-               f"  return exists j: 0..INF-1 do inflight[j] != 0 & inflight[j] / ESQ = {entry} end;", "end;", "",
-               "-- Agent a's oldest async read finished (checker/inflight.py finish_read): its later reads",
-               "-- move up its FIFO and the commits that waited for it wait for one read fewer (one no",
-               "-- longer waiting forgets its agent); then the entries are sorted again.",
-               "procedure finish_read(a: agent_t);", "var e: entry_t; k: 0..INF-1; stop: boolean;", "begin",
-               "  for j: 0..INF-1 do",
-               f"    if inflight[j] != 0 & {mine} & inflight[j] % ESQ != 0 then",
-               "      inflight[j] := inflight[j] - 1;",
-               f"      if inflight[j] % ESQ = 0 & {kind} = {ENTRY_COMMIT} then inflight[j] := inflight[j] - a * ESQ; endif;",
-               "    endif;", "  end;")
+        field = lambda name: ir.entry_field("inflight[j]", name)
+        mine = f"{field('agent')} = a"
+        for name, entry, on in (("reads", ENTRY_READ, ir.has_reads), ("commits", ENTRY_COMMIT, ir.has_commits)):
+            if not on:
+                continue
+            what = "async reads" if entry == ENTRY_READ else "commit entries"
+            self.w(f"-- How many {what} agent a has in flight (checker/inflight.py {name}_in_flight).",
+                   f"function {name}_in_flight(a: agent_t): 0..INF;", "var n: 0..INF;", "begin", "  n := 0;",
+                   "  for j: 0..INF-1 do",
+                   f"    if inflight[j] != 0 & {field('kind')} = {entry} & {mine} then n := n + 1; endif;",
+                   "  end;", "  return n;", "end;", "")
+        self.w("-- The entries sorted again (largest first) after some were rewritten in place.",
+               "procedure inf_sort();", "var e: entry_t; k: 0..INF-1; stop: boolean;", "begin")
         if ir.inflight > 1:
             self.w("  for i: 1..INF-1 do", "    e := inflight[i];", "    k := i;", "    stop := false;",
                    "    while !stop do", "      if k = 0 then stop := true;",
@@ -449,6 +469,27 @@ class _Murphi:
                    "      else inflight[k] := inflight[k-1]; k := k - 1;", "      endif;", "    end;",
                    "    inflight[k] := e;", "  end;")
         self.w("end;", "")
+        if ir.has_reads:
+            entry = ir.entry_expr({"kind": ENTRY_READ, "cta": "c", "ring": "r", "stage": "s", "value": "t + 1",
+                                   "agent": "a"}, upto="agent")
+            self.w("-- An async read of tag t by agent a from slot s is in flight: an unfinished read.",
+                   f"function read_in_flight(a: agent_t; {self._params()}; t: tag_t): boolean;", "begin",
+                   f"  return exists j: 0..INF-1 do inflight[j] != 0 & inflight[j] / ({ir.entry_unit('agent')}) = "
+                   f"{entry} end;", "end;", "",
+                   "-- Agent a's oldest async read finished (checker/inflight.py finish_read): its later reads",
+                   "-- move up its FIFO and the commits that waited for it wait for one read fewer; then the",
+                   "-- entries are sorted again.",
+                   "procedure finish_read(a: agent_t);", "begin", "  for j: 0..INF-1 do",
+                   f"    if inflight[j] != 0 & {mine} & {field('seq')} != 0 then",
+                   f"      inflight[j] := inflight[j] - {ir.entry_unit('seq')};", "    endif;", "  end;",
+                   "  inf_sort();", "end;", "")
+        if ir.has_commits:
+            self.w("-- One of agent a's oldest commit entries fired (checker/inflight.py commit_fired): each",
+                   "-- of its later commits waits for one entry fewer; then the entries are sorted again.",
+                   "procedure commit_fired(a: agent_t);", "begin", "  for j: 0..INF-1 do",
+                   f"    if inflight[j] != 0 & {field('kind')} = {ENTRY_COMMIT} & {mine} & {field('cseq')} != 0 then",
+                   f"      inflight[j] := inflight[j] - {ir.entry_unit('cseq')};", "    endif;", "  end;",
+                   "  inf_sort();", "end;", "")
 
     def _in_window(self, g: Group, A: str, kind: int, phase_no: str, r: int = 0) -> str:
         """Agent `A` (of group g) is inside its phase window on its stage's signal `kind` of
@@ -605,22 +646,22 @@ class _Murphi:
         elif isinstance(act, AwaitReads):
             guard.append(f"reads_in_flight({self._agent(g)}) <= {act.n}")
         elif isinstance(act, Issue):
-            who = {}
-            if act.names_agent:  # the agent's reads in flight before this entry
-                me = self._agent(g)
-                who = {"agent": f"commit_agent({me})" if act.after_reads else me,
-                       "seq": f"reads_in_flight({me})"}
-            for dst in act.to or (g.cta,):
+            me = self._agent(g)
+            for k, dst in enumerate(act.to or (g.cta,)):
+                who = {}
+                if act.names_agent:  # the agent's reads and commit entries in flight before this op
+                    # (the k entries of this op added so far are not earlier commits)
+                    who = {"agent": me, "seq": f"reads_in_flight({me})",
+                           "cseq": f"commits_in_flight({me})" + (f" - {k}" if k else "")}
                 if dst != g.cta:
                     body += gone(dst)  # a copy or commit into a gone CTA
-                body.append(f"inf_add({act.expr(ir, dst, stage, A + '.item', **who)});")
+                body.append(f"inf_add({act.expr(ir, dst, stage, A + '.item', peer=int(dst != g.cta), **who)});")
         elif isinstance(act, Store):
             part = f"{act.part}, " if ir.n_parts > 1 else ""
             body.append(f"store_tag({self._args(g.cta, r, stage)}, {part}{tag(act.tag)});")
         elif isinstance(act, CheckRead):
-            cond = read_miss_text(ir, act.tag, A + ".item", tag(act.tag),
-                                  lambda q: self._slot_at(g.cta, r, stage, q), "murphi",
-                                  g.items if g.body_start <= p < g.body_end else None, ring=r, cta=g.cta)
+            cond = read_miss_text(ir, g, p, A + ".item", tag(act.tag),
+                                  lambda q: self._slot_at(g.cta, r, stage, q), "murphi")
             if ir.inflight:
                 cond = f"({cond}) | copy_in_flight({self._args(g.cta, r, stage)})"
             body += [f"if {cond} then", f"  error \"{KIND_MESSAGES['read_before_fill']}\";", "endif;"]
@@ -649,15 +690,17 @@ class _Murphi:
         elif isinstance(act, MovePc):
             body += self._next_lines(g, f"{A}.pc", f"{A}.item", p=p)
         elif isinstance(act, ExitCheck):
-            if ir.ctas == 1:
-                body += [f"if {A}.pc = {g.length} & inflight[0] != 0 then",
-                         f"  if all_done() then error \"{KIND_MESSAGES['inflight_at_exit']}\"; endif;",
-                         "endif;"]
-            else:  # its CTA is gone now, with something in flight aimed at it
-                body += [f"if {A}.pc = {g.length} & inflight[0] != 0 then",
-                         f"  if cta_done({g.cta}) & targets_cta({g.cta}) then "
-                         f"error \"{KIND_MESSAGES['inflight_at_exit']}\"; endif;",
-                         "endif;"]
+            # its CTA is gone now: with the strict reading, anything in flight into it is
+            # inflight_at_exit; else only an async read of it or a peer's copy or commit (R2)
+            if ir.strict_exit:
+                find = "" if ir.ctas == 1 else f" & targets_cta({g.cta})"
+            elif self._foreign("e"):
+                find = f" & foreign_in_flight({g.cta if ir.ctas > 1 else ''})"
+            else:
+                return
+            body += [f"if {A}.pc = {g.length} & inflight[0] != 0 then",
+                     f"  if {self._done(g.cta)}{find} then error \"{KIND_MESSAGES['inflight_at_exit']}\"; endif;",
+                     "endif;"]
         else:  # pragma: no cover
             raise AssertionError(act)
 
@@ -677,7 +720,7 @@ class _Murphi:
         coords = [(i, size) for i, size in ir.dims("c", "r", "s")]
         decl = " ".join({"CTAS": "c: cta_t;", "RINGS": "r: ring_t;"}.get(size, "s: stage_t;")
                         for _, size in coords)
-        decl += (" pt: -1..NPARTS-1;" if ir.n_parts > 1 else "") + (" ag: agent_t;" if ir.has_reads else "")
+        decl += (" pt: -1..NPARTS-1;" if ir.n_parts > 1 else "") + (" ag: agent_t;" if ir.names_agents else "")
         where = ", in the CTA it targets." if ir.ctas > 1 else "."
         if ir.has_reads:
             self.w("-- In-flight entry j lands (a copy: stores its item, then complete_tx of its bytes on",
@@ -686,13 +729,17 @@ class _Murphi:
         else:
             self.w("-- In-flight entry j lands (a copy: stores its item, then complete_tx of its bytes on",
                    "-- full) or fires (a commit: arrives n on empty), in one step" + where)
-        ready = " & inflight[j] % ESQ = 0" if ir.has_reads else ""
+        # not a later read, nor a commit that waits for its agent's reads or commits (rule R1)
+        ready = f" & inflight[j] % ({ir.ready_unit()}) = 0" if ir.ready_unit() else ""
         self.w("ruleset j: 0..INF-1 do", "  rule \"land or fire in-flight entry\"", f"    inflight[j] != 0{ready}",
                "  ==>", f"  var e: entry_t; {decl}", "  begin", "    e := inflight[j];", "    inf_remove(j);")
-        if ir.has_reads:  # the last digits are the entry's agent and seq (0 here)
-            self.w("    e := e / ESQ;", "    ag := e % EAG;", "    e := e / EAG;")
-        if ir.n_parts > 1:  # the next digit is its part + 1: drop it, keep the part
-            self.w("    pt := e % EP - 1;", "    e := e / EP;")
+        # the digits below the bytes' (IR.entry_digits): its agent and part are kept, the peer
+        # flag and the seq and cseq digits (0 here) dropped
+        keep = {"agent": "    ag := e % EAG;", "part": "    pt := e % EP - 1;"}
+        for name, size in reversed(ir.entry_digits()):
+            if name == "bytes":
+                break
+            self.w(*([keep[name]] if name in keep else []), f"    e := e / {size};")
         unit = "ENB*EV"
         for i, size in reversed(coords):
             self.w(f"    {i} := (e / ({unit})) % {size};")
@@ -703,13 +750,15 @@ class _Murphi:
         if ir.has_reads:  # a read finishing changes nothing but the FIFO (not even in a gone CTA)
             self.w(f"    if e / ({unit}) = {ENTRY_READ} then", "      finish_read(ag);", "    else")
             ind = "      "
-        self.w(f"{ind}if {self._done(c)} then error \"{KIND_MESSAGES['inflight_at_exit']}\"; endif;",
-               f"{ind}if e / ({unit}) = {ENTRY_COPY} then")
+        if ir.strict_exit:  # a landing or firing into a gone CTA (rule R2: only the strict reading)
+            self.w(f"{ind}if {self._done(c)} then error \"{KIND_MESSAGES['inflight_at_exit']}\"; endif;")
+        self.w(f"{ind}if e / ({unit}) = {ENTRY_COPY} then")
         part = "pt, " if ir.n_parts > 1 else ""
         self.w(f"{ind}  store_tag({self._args(c, r, 's')}, {part}(e / ENB) % EV - 1);")
         if ir.has_tx:
             self.w(f"{ind}  sig_update({self._sig(FULL, c, r, 's')}, {self._count(FULL, r)}, 0, -bytes_of(e % ENB));")
-        self.w(f"{ind}else", f"{ind}  sig_update({self._sig(EMPTY, c, r, 's')}, {self._count(EMPTY, r)}, (e / ENB) % EV{tx});",
+        self.w(f"{ind}else", *([f"{ind}  commit_fired(ag);"] if ir.has_commits else []),
+               f"{ind}  sig_update({self._sig(EMPTY, c, r, 's')}, {self._count(EMPTY, r)}, (e / ENB) % EV{tx});",
                f"{ind}endif;")
         if ir.has_reads:
             self.w("    endif;")

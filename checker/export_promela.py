@@ -16,7 +16,11 @@ named barriers are per CTA, and an in-flight entry carries its destination CTA a
 Async reads (read_async) are in-flight entries that name their agent and their place in its
 FIFO (checker/inflight.py): READS_IN_FLIGHT(A) counts an agent's, the oldest finishes in the
 landings process (finish_read moves the others up and lets the commits that waited for it
-fire), and reads_pending counts one in flight as an unfinished read.
+fire), and reads_pending counts one in flight as an unfinished read. A commit names its agent
+and counts its agent's commit entries in flight before it (COMMITS_IN_FLIGHT, cseq): it fires
+at cseq 0, and its firing counts the agent's later commits down (commit_fired; rule R1).
+The exit check (rule R2) is foreign_in_flight(C), or with the strict reading targets_cta(C)
+and a check in every landing.
 """
 from __future__ import annotations
 
@@ -35,9 +39,10 @@ from pipeproof.backends.base import EMPTY, FULL
 from pipeproof.spec.schema import Spec
 
 
-def to_promela(spec: Spec) -> str:
-    """The spec as a Promela model for SPIN."""
-    ir = IR(spec, "promela")
+def to_promela(spec: Spec, strict_exit: bool = False) -> str:
+    """The spec as a Promela model for SPIN; `strict_exit`: a CTA gone with its own copies or
+    commits in flight is inflight_at_exit (export_ir.IR)."""
+    ir = IR(spec, "promela", strict_exit=strict_exit)
     return _Promela(ir).text()
 
 
@@ -112,6 +117,18 @@ class _Promela:
     def _done(self, cta) -> str:
         return "ALL_DONE" if self.ir.ctas == 1 else f"CTA_DONE({cta})"
 
+    def _foreign(self, e: str, cta: str = "(C)") -> str | None:
+        """Entry `e` (not 0) makes CTA `cta` going inflight_at_exit (rule R2): an async read
+        of it, or a copy or commit into it from another CTA (peer 1); None where no entry
+        can be either."""
+        ir = self.ir
+        kinds = ([f"{ir.entry_field(e, 'kind')} == {ENTRY_READ}"] if ir.has_reads else []) \
+            + ([f"{ir.entry_field(e, 'peer')} == 1"] if ir.has_peer else [])
+        if not kinds:
+            return None
+        into = f"{ir.entry_field(e, 'cta')} == {cta} && " if ir.ctas > 1 else ""
+        return into + "(" + " || ".join(kinds) + ")"
+
     def _count(self, kind: int, ring) -> str:
         if isinstance(ring, int):
             return self.ir.rings[ring].expected(kind)
@@ -155,15 +172,26 @@ class _Promela:
             self.w(f"#define NPARTS {ir.n_parts}  /* parts per slot */")
             if ir.inflight:
                 self.w(f"#define EP {ir.ep}  /* a copy entry's part + 1 */")
+        if ir.has_peer and ir.inflight:
+            self.w("#define EPR 2  /* an entry's peer flag: a copy or commit from another CTA */")
+        if ir.names_agents:
+            self.w(f"#define EAG {ir.eag}  /* an entry's agent: an async read's, a commit's */")
         if ir.has_reads:
-            kind = f"(E) / ({ir.entry_unit('kind')})"
-            self.w(f"#define EAG {ir.eag}  /* an entry's agent: an async read's, a waiting commit's */",
-                   f"#define ESQ {ir.esq}  /* a read's place in its agent's FIFO; a commit's reads to wait for */",
-                   "/* entry E is an async read of agent A */",
-                   f"#define READ_OF(E, A) ((E) != 0 && {kind} == {ENTRY_READ} && ((E) / ESQ) % EAG == (A))",
-                   "/* how many async reads agent A has in flight (checker/inflight.py reads_in_flight) */",
-                   "#define READS_IN_FLIGHT(A) (" + " + ".join(
-                       f"(READ_OF(inflight[{j}], A) -> 1 : 0)" for j in range(ir.inflight)) + ")")
+            self.w(f"#define ESQ {ir.esq}  /* a read's place in its agent's FIFO; a commit's reads to wait for */")
+        if ir.has_commits:
+            self.w(f"#define ECS {ir.ecs}  /* a commit's earlier commit entries to wait for */")
+        for name, entry in (("READ", ENTRY_READ), ("COMMIT", ENTRY_COMMIT)):
+            if not (ir.has_reads if entry == ENTRY_READ else ir.has_commits):
+                continue
+            kind, agent = ir.entry_field("(E)", "kind"), ir.entry_field("(E)", "agent")
+            what = "async read" if entry == ENTRY_READ else "commit entr"
+            counter = "reads_in_flight" if entry == ENTRY_READ else "commits_in_flight"
+            self.w(f"/* entry E is an {what}{'y' if entry == ENTRY_COMMIT else ''} of agent A */",
+                   f"#define {name}_OF(E, A) ((E) != 0 && {kind} == {entry} && {agent} == (A))",
+                   f"/* how many {what}{'ies' if entry == ENTRY_COMMIT else 's'} agent A has in flight "
+                   f"(checker/inflight.py {counter}) */",
+                   f"#define {name}S_IN_FLIGHT(A) (" + " + ".join(
+                       f"({name}_OF(inflight[{j}], A) -> 1 : 0)" for j in range(ir.inflight)) + ")")
         if ir.has_window:
             self.w(f"#define W(a, s, kind) ((((a)*{S} + (s))*2) + (kind))  /* wk, wph */")
         self.w("")
@@ -208,7 +236,7 @@ class _Promela:
                "hidden byte rp_, st_;",
                *(["hidden int lc_, lr_;"] if ir.ctas > 1 or ir.n_rings > 1 else []),
                *(["hidden int pp_, ot_, pe_;"] if ir.n_parts > 1 else []),
-               *(["hidden int nr_, na_, ag_, se_, sj_;"] if ir.has_reads else []),
+               *(["hidden int nr_, nc_, ag_, se_, sj_;"] if ir.names_agents else []),
                "/* assert(KIND) fails with the kind's name in SPIN's report */",
                "hidden byte read_before_fill, overwrite_before_drain, phase_alias, over_arrival,",
                "           tx_range, inflight_at_exit, inflight_capacity;", "")
@@ -283,28 +311,48 @@ class _Promela:
                    + ir.entry_expr({"kind": ENTRY_COPY, "cta": "(C)", "ring": "(R)", "stage": "(S)"}, upto="stage")
                    + " -> rp_ = 1 :: else -> skip fi; k_++",
                    "  :: else -> break", "  od", "}", "")
-            if ir.ctas > 1:
+            if ir.ctas > 1 and ir.strict_exit:
                 self.w("/* rp_ := something in flight (a copy, a commit or an async read) targets CTA C */",
                        "inline targets_cta(C) {", "  rp_ = 0; k_ = 0;", "  do",
-                       f"  :: k_ < INF -> if :: inflight[k_] != 0 && (inflight[k_] / ({ir.entry_unit('cta')})) % CTAS == (C)"
+                       f"  :: k_ < INF -> if :: inflight[k_] != 0 && {ir.entry_field('inflight[k_]', 'cta')} == (C)"
                        " -> rp_ = 1 :: else -> skip fi; k_++",
                        "  :: else -> break", "  od", "}", "")
-        if ir.has_reads:
-            self.w("/* Agent A's oldest async read finished (checker/inflight.py finish_read): its later",
-                   " * reads move up its FIFO and the commits that waited for it wait for one read fewer",
-                   " * (one no longer waiting forgets its agent); then the entries are sorted again. */",
-                   "inline finish_read(A) {", "  k_ = 0;", "  do",
-                   "  :: k_ < INF && inflight[k_] != 0 ->", "    if",
-                   "    :: (inflight[k_] / ESQ) % EAG == (A) && inflight[k_] % ESQ != 0 ->",
-                   "      inflight[k_] = inflight[k_] - 1;", "      if",
-                   f"      :: inflight[k_] % ESQ == 0 && inflight[k_] / ({ir.entry_unit('kind')}) == {ENTRY_COMMIT} ->",
-                   "        inflight[k_] = inflight[k_] - (A)*ESQ", "      :: else -> skip", "      fi",
-                   "    :: else -> skip", "    fi;", "    k_++", "  :: else -> break", "  od;",
-                   "  k_ = 1;", "  do", "  :: k_ < INF ->", "    se_ = inflight[k_]; sj_ = k_;", "    do",
+            foreign = self._foreign("inflight[k_]")
+            if foreign and not ir.strict_exit:
+                self.w("/* rp_ := an async read of CTA C, or a copy or commit into C from another CTA, is",
+                       " * in flight (inflight_at_exit when C goes; its own copies and commits are the",
+                       " * engine's warning unawaited_at_exit, not reported here) */",
+                       f"inline foreign_in_flight({'C' if ir.ctas > 1 else ''}) {{", "  rp_ = 0; k_ = 0;", "  do",
+                       f"  :: k_ < INF -> if :: inflight[k_] != 0 && {foreign} -> rp_ = 1 :: else -> skip fi; k_++",
+                       "  :: else -> break", "  od", "}", "")
+        if ir.has_reads or ir.has_commits:
+            self.w("/* The entries sorted again (largest first) after some were rewritten in place. */",
+                   "inline inf_sort() {", "  k_ = 1;", "  do", "  :: k_ < INF ->", "    se_ = inflight[k_]; sj_ = k_;", "    do",
                    "    :: sj_ > 0 && inflight[sj_-1] < se_ -> inflight[sj_] = inflight[sj_-1]; sj_--",
                    "    :: else -> break", "    od;", "    inflight[sj_] = se_; k_++",
                    "  :: else -> break", "  od;",
                    "  skip  /* a break must land inside the d_step */", "}", "")
+        if ir.has_reads:
+            agent, seq = ir.entry_field("inflight[k_]", "agent"), ir.entry_field("inflight[k_]", "seq")
+            self.w("/* Agent A's oldest async read finished (checker/inflight.py finish_read): its later",
+                   " * reads move up its FIFO and the commits that waited for it wait for one read fewer;",
+                   " * then the entries are sorted again. */",
+                   "inline finish_read(A) {", "  k_ = 0;", "  do",
+                   "  :: k_ < INF && inflight[k_] != 0 ->", "    if",
+                   f"    :: {agent} == (A) && {seq} != 0 -> inflight[k_] = inflight[k_] - {ir.entry_unit('seq')}",
+                   "    :: else -> skip", "    fi;", "    k_++", "  :: else -> break", "  od;",
+                   "  inf_sort()", "}", "")
+        if ir.has_commits:
+            kind, agent = ir.entry_field("inflight[k_]", "kind"), ir.entry_field("inflight[k_]", "agent")
+            cseq = ir.entry_field("inflight[k_]", "cseq")
+            self.w("/* One of agent A's oldest commit entries fired (checker/inflight.py commit_fired): each",
+                   " * of its later commits waits for one entry fewer; then the entries are sorted again. */",
+                   "inline commit_fired(A) {", "  k_ = 0;", "  do",
+                   "  :: k_ < INF && inflight[k_] != 0 ->", "    if",
+                   f"    :: {kind} == {ENTRY_COMMIT} && {agent} == (A) && {cseq} != 0 -> "
+                   f"inflight[k_] = inflight[k_] - {ir.entry_unit('cseq')}",
+                   "    :: else -> skip", "    fi;", "    k_++", "  :: else -> break", "  od;",
+                   "  inf_sort()", "}", "")
         for g in ir.groups:
             if not g.guards:
                 continue
@@ -349,7 +397,7 @@ class _Promela:
                     entry = ir.entry_expr({"kind": ENTRY_READ, "cta": g.cta, "ring": ring.index, "stage": "(S)",
                                            "value": "(T) + 1", "agent": "(B)"}, upto="agent")
                     self.w("  k_ = 0;", "  do",
-                           f"  :: k_ < INF -> if :: inflight[k_] != 0 && inflight[k_] / ESQ == {entry} -> rp_ = 1 "
+                           f"  :: k_ < INF -> if :: inflight[k_] != 0 && inflight[k_] / ({ir.entry_unit('agent')}) == {entry} -> rp_ = 1 "
                            ":: else -> skip fi; k_++", "  :: else -> break", "  od;")
                 self.w("  do",
                        f"  :: rp_ == 0 && rp_pc < {g.length} && (rp_item <= (T)"
@@ -440,10 +488,13 @@ class _Promela:
                                 if ir.has_reads else " or fires (a commit: arrives n on empty)")
                    + ", in one step" + (", in the CTA it targets. */" if ir.ctas > 1 else ". */"),
                    "inline land(J) {", "  e_ = inflight[J];", "  inf_remove(J);")
-            if ir.has_reads:  # the last digits are the entry's agent and seq (0: it may act)
-                self.w("  e_ = e_ / ESQ;", "  ag_ = e_ % EAG;", "  e_ = e_ / EAG;")
-            if ir.n_parts > 1:  # the next digit is its part + 1: drop it, keep the part
-                self.w("  pe_ = e_ % EP - 1;", "  e_ = e_ / EP;")
+            # the digits below the bytes' (IR.entry_digits): its agent and part are kept, the
+            # peer flag and the seq and cseq digits (0: it may act) dropped
+            keep = {"agent": "  ag_ = e_ % EAG;", "part": "  pe_ = e_ % EP - 1;"}
+            for name, size in reversed(ir.entry_digits()):
+                if name == "bytes":
+                    break
+                self.w(*([keep[name]] if name in keep else []), f"  e_ = e_ / {size};")
             names = {"CTAS": "lc_", "RINGS": "lr_"}
             unit = "ENB*EV"
             for _, size in reversed(ir.dims("", "", "")):
@@ -456,19 +507,24 @@ class _Promela:
             if ir.has_reads:  # a read finishing changes nothing but the FIFO (not even in a gone CTA)
                 self.w("  if", f"  :: e_ / ({unit}) == {ENTRY_READ} -> finish_read(ag_)", "  :: else ->")
                 ind = "    "
-            self.w(f"{ind}if :: {self._done(c)} -> assert(inflight_at_exit) :: else -> skip fi;", f"{ind}if",
-                   f"{ind}:: e_ / ({unit}) == {ENTRY_COPY} ->",
+            if ir.strict_exit:  # a landing or firing into a gone CTA (rule R2: only the strict reading)
+                self.w(f"{ind}if :: {self._done(c)} -> assert(inflight_at_exit) :: else -> skip fi;")
+            self.w(f"{ind}if", f"{ind}:: e_ / ({unit}) == {ENTRY_COPY} ->",
                    f"{ind}  store_tag({self._args(c, r, 'ls_')}, {part}(e_ / ENB) % EV - 1);")
             if ir.has_tx:
                 self.w(f"{ind}  sig_update({self._sig(FULL, c, r, 'ls_')}, {self._count(FULL, r)}, 0, -bytes_of(e_ % ENB))")
             else:
                 self.w(f"{ind}  skip")
-            self.w(f"{ind}:: else ->", f"{ind}  sig_update({self._sig(EMPTY, c, r, 'ls_')}, {self._count(EMPTY, r)}, "
+            self.w(f"{ind}:: else ->")
+            if ir.has_commits:  # the agent's later commits wait for one entry fewer (rule R1)
+                self.w(f"{ind}  commit_fired(ag_);")
+            self.w(f"{ind}  sig_update({self._sig(EMPTY, c, r, 'ls_')}, {self._count(EMPTY, r)}, "
                    "(e_ / ENB) % EV, 0)", f"{ind}fi")
             if ir.has_reads:
                 self.w("  fi")
             self.w("}", "")
-            ready = " && inflight[{j}] % ESQ == 0" if ir.has_reads else ""  # not a later read, nor a waiting commit
+            # not a later read, nor a commit that waits for its agent's reads or commits
+            ready = f" && inflight[{{j}}] % ({ir.ready_unit()}) == 0" if ir.ready_unit() else ""
             self.w("proctype landings() {", "end:", "  do")
             for j in range(ir.inflight):
                 self.w(f"  :: d_step {{ inflight[{j}] != 0{ready.format(j=j)} -> land({j}) }}")
@@ -569,22 +625,22 @@ class _Promela:
             guard.append(f"READS_IN_FLIGHT(ME) <= {act.n}")
         elif isinstance(act, Issue):
             who = {}
-            if act.names_agent:  # the agent's reads in flight before this entry
-                body.append("nr_ = READS_IN_FLIGHT(ME)")
-                if act.after_reads:  # a commit names its agent only while it waits
-                    body.append("if :: nr_ > 0 -> na_ = ME :: else -> na_ = 0 fi")
-                who = {"agent": "na_" if act.after_reads else "ME", "seq": "nr_"}
+            if act.names_agent:  # the agent's reads (and commit entries) in flight before this op's
+                if act.entry == ENTRY_READ or act.after_reads:
+                    body.append("nr_ = READS_IN_FLIGHT(ME)")
+                if act.entry == ENTRY_COMMIT:
+                    body.append("nc_ = COMMITS_IN_FLIGHT(ME)")
+                who = {"agent": "ME", "seq": "nr_", "cseq": "nc_"}
             for dst in act.to or (g.cta,):
                 if dst != g.cta:
                     body.append(gone(dst))  # a copy or commit into a gone CTA
-                body.append(f"inf_add({act.expr(ir, dst, stage, 'item[ME]', **who)})")
+                body.append(f"inf_add({act.expr(ir, dst, stage, 'item[ME]', peer=int(dst != g.cta), **who)})")
         elif isinstance(act, Store):
             part = f"{act.part}, " if ir.n_parts > 1 else ""
             body.append(f"store_tag({self._args(g.cta, r, stage)}, {part}{tag(act.tag)})")
         elif isinstance(act, CheckRead):
-            miss = read_miss_text(ir, act.tag, "item[ME]", tag(act.tag),
-                                  lambda q: self._slot_at(g.cta, r, stage, q), "promela",
-                                  g.items if g.body_start <= p < g.body_end else None, ring=r, cta=g.cta)
+            miss = read_miss_text(ir, g, p, "item[ME]", tag(act.tag),
+                                  lambda q: self._slot_at(g.cta, r, stage, q), "promela")
             if ir.inflight:
                 body += [f"copy_in_flight({self._args(g.cta, r, stage)})",
                          f"if :: ({miss}) || rp_ -> assert(read_before_fill) :: else -> skip fi"]
@@ -616,13 +672,17 @@ class _Promela:
         elif isinstance(act, MovePc):
             body += self._next(g, p, "ME")
         elif isinstance(act, ExitCheck):
-            if ir.ctas == 1:
-                body.append(f"if :: pc[ME] == {g.length} && inflight[0] != 0 && ALL_DONE -> "
-                            "assert(inflight_at_exit) :: else -> skip fi")
-            else:  # its CTA is gone now, with something in flight aimed at it
-                body += [f"if :: pc[ME] == {g.length} && inflight[0] != 0 && CTA_DONE_{g.cta} -> "
-                         f"targets_cta({g.cta}); if :: rp_ -> assert(inflight_at_exit) :: else -> skip fi "
-                         ":: else -> skip fi"]
+            # its CTA is gone now: with the strict reading, anything in flight into it is
+            # inflight_at_exit; else only an async read of it or a peer's copy or commit (R2)
+            gone_now = f"pc[ME] == {g.length} && inflight[0] != 0 && " \
+                + ("ALL_DONE" if ir.ctas == 1 else f"CTA_DONE_{g.cta}")
+            if ir.strict_exit and ir.ctas == 1:
+                body.append(f"if :: {gone_now} -> assert(inflight_at_exit) :: else -> skip fi")
+            elif ir.strict_exit or self._foreign("e_"):
+                find = f"targets_cta({g.cta})" if ir.strict_exit else \
+                    f"foreign_in_flight({g.cta if ir.ctas > 1 else ''})"
+                body.append(f"if :: {gone_now} -> {find}; if :: rp_ -> assert(inflight_at_exit) "
+                            ":: else -> skip fi :: else -> skip fi")
         else:  # pragma: no cover
             raise AssertionError(act)
 

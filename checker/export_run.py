@@ -189,17 +189,20 @@ def spin_vectorsz(spec: Spec) -> int:
     return 4 * ir.model.n_fields + 16 * (ir.n_agents + 3) + 1024
 
 
-def run_spin(spec: Spec, workdir, timeout: float | None = None, **kw) -> ToolRun:
-    """Export `spec` to Promela in `workdir`, then spin -a, cc -O2 and ./pan (one budget)."""
-    Path(workdir, "model.pml").write_text(to_promela(spec))
+def run_spin(spec: Spec, workdir, timeout: float | None = None, strict_exit: bool = False,
+             **kw) -> ToolRun:
+    """Export `spec` to Promela in `workdir`, then spin -a, cc -O2 and ./pan (one budget);
+    `strict_exit` as to_promela's."""
+    Path(workdir, "model.pml").write_text(to_promela(spec, strict_exit=strict_exit))
     kw.setdefault("vectorsz", spin_vectorsz(spec))
     return _pipeline("spin", spin_steps("model.pml", search_depth(spec), **kw), str(workdir), timeout,
                      parse_spin)
 
 
 def run_rumur(spec: Spec, workdir, timeout: float | None = None, symmetry: bool = False,
-              threads: int = 1, opt: str = "-O2") -> ToolRun:
-    """Export `spec` to Murphi in `workdir`, then rumur, cc and the verifier (one budget)."""
-    Path(workdir, "model.m").write_text(to_murphi(spec, symmetry=symmetry))
+              threads: int = 1, opt: str = "-O2", strict_exit: bool = False) -> ToolRun:
+    """Export `spec` to Murphi in `workdir`, then rumur, cc and the verifier (one budget);
+    `strict_exit` as to_murphi's."""
+    Path(workdir, "model.m").write_text(to_murphi(spec, symmetry=symmetry, strict_exit=strict_exit))
     return _pipeline("rumur", rumur_steps("model.m", symmetry, threads, opt=opt), str(workdir), timeout,
                      parse_rumur)

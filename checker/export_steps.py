@@ -25,13 +25,16 @@ condition, the rest its body):
 - `Issue(entry, kind, tag, arrivals, bytes_index, part, ring, to, after_reads)`: an in-flight
   entry that acts later, when it lands (a copy: stores `tag` into its `part`, then updates by
   -bytes) or fires (a commit: `arrivals`); one per destination CTA with `to` (a multicast),
-  each landing on its own (inflight_at_exit where the destination is gone). An async read
-  (read_async) is an entry too, after its check: it names its agent and its place in the
-  agent's FIFO (the agent's reads in flight before it), and finishes later, oldest first
-  (checker/inflight.py finish_read); until then it is an unfinished read of `tag` for
-  overwrite_before_drain, and something in flight for inflight_at_exit. A commit by an agent
-  that issues async reads (`after_reads`) names the agent and how many of its reads are in
-  flight: it fires only after they finished (tcgen05.commit).
+  each landing on its own; an entry into another CTA than its agent's is a peer's (for
+  inflight_at_exit, rule R2). An async read (read_async) is an entry too, after its check: it
+  names its agent and its place in the agent's FIFO (the agent's reads in flight before it),
+  and finishes later, oldest first (checker/inflight.py finish_read); until then it is an
+  unfinished read of `tag` for overwrite_before_drain, and something in flight for
+  inflight_at_exit. A commit names its agent and how many of the agent's earlier commit
+  entries are in flight, and (`after_reads`, an agent that issues async reads) how many of
+  its async reads: it fires only after those fired and finished (tcgen05.commit; rule R1,
+  an agent's commits fire in the order it issued them; the entries of one `to=all` commit
+  in any order).
 - `AwaitReads(n)` guard: at most n of my async reads are in flight (read_wait n).
 - `Store(tag, part)`: part `part` of the slot at my stage takes `tag` (-1: every part, a
   consumer-side fill). `CheckRead(tag)`: read_before_fill when a part the program fills for
@@ -43,8 +46,9 @@ condition, the rest its body):
   (a sync) blocks the others until then, and the agent moves on only in `on_complete`.
   `BarrierWait(barrier, arrived)` guard: a generation completed (after my sync_arrive's).
 - `MovePc()`: the program moves on (checker.semantics.next_pc, every=/at= settled).
-  `ExitCheck()`: inflight_at_exit when the agent's finishing ends the run with something in
-  flight.
+  `ExitCheck()`: inflight_at_exit when the agent's finishing makes its CTA gone with an async
+  read of the CTA in flight or a peer's copy or commit into it (rule R2; with
+  `IR.strict_exit`, anything in flight into it).
 """
 from __future__ import annotations
 
@@ -115,27 +119,30 @@ class Issue:
     part: int = 0         # the slot part a landing stores into (-1: every part)
     ring: int = 0
     to: tuple = ()          # the CTAs it lands on, one entry each, where not only the agent's own
-    after_reads: bool = False  # a commit that fires only after its agent's async reads before it
+    after_reads: bool = False  # a commit of an agent that issues async reads: counts them (seq)
 
     @property
     def names_agent(self) -> bool:
-        """The entry carries its agent and a count of the agent's reads in flight (an async
-        read; a commit of an agent that issues async reads)."""
-        return self.entry == ENTRY_READ or self.after_reads
+        """The entry carries its agent (an async read, with its place in the agent's FIFO; a
+        commit, with how many of the agent's earlier reads and commit entries are in flight)."""
+        return self.entry in (ENTRY_READ, ENTRY_COMMIT)
 
-    def expr(self, ir, cta, stage: str, item: str, agent: str = "0", seq: str = "0") -> str:
+    def expr(self, ir, cta, stage: str, item: str, agent: str = "0", seq: str = "0",
+             cseq: str = "0", peer: int = 0) -> str:
         """The entry into CTA `cta` as an expression (the same in both languages, IR.entry_expr):
         ((((kind * CTAS + cta) * RINGS + ring) * STAGES + stage) * EV + value) * ENB + bytes
-        index, the value a copy's or read's tag + 1 or a commit's arrivals; with slots of
-        several parts, * EP + the part + 1 (0: every part, a commit or a read); with async
-        reads, * EAG + `agent` and * ESQ + `seq` (the printer's expressions, where
-        `names_agent`)."""
+        index, the value a copy's or read's tag + 1 or a commit's arrivals, then the lower
+        digits that exist (IR.entry_digits): a copy's part + 1 (0: every part); `peer` (1: a
+        copy or commit into another CTA than its agent's); `agent`, `seq` and `cseq` where
+        `names_agent` (the printer's expressions)."""
         value = f"{tag_text(self.tag, item)} + 1" if self.tag is not None else f"{self.arrivals}"
         fields = {"kind": self.entry, "cta": cta, "ring": self.ring, "stage": stage,
                   "value": value, "bytes": self.bytes_index or 0,
-                  "part": self.part + 1 if self.entry == ENTRY_COPY else 0}
+                  "part": self.part + 1 if self.entry == ENTRY_COPY else 0,
+                  "peer": peer if self.entry != ENTRY_READ else 0}
         if self.names_agent:
-            fields.update(agent=agent, seq=seq)
+            fields.update(agent=agent, seq=seq if self.entry == ENTRY_READ or self.after_reads else "0",
+                          cseq=cseq if self.entry == ENTRY_COMMIT else "0")
         return ir.entry_expr(fields)
 
 

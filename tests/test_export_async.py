@@ -4,18 +4,20 @@ engine's rules (checker/semantics.py step, fire_entry, reads_pending; checker/in
 - Each agent's async reads are in-flight entries naming the agent and their place in its FIFO;
   the oldest finishes at any later step; `read_wait n` is enabled while at most n of the
   agent's reads are in flight; a `commit_empty` waits for the agent's reads issued before it
-  (it fires only after they finished); an in-flight read is an unfinished read for
+  (it fires only after they finished) and for its earlier commits (rule R1, issue 31:
+  tests/test_export_rules.py); an in-flight read is an unfinished read for
   overwrite_before_drain, and something in flight for inflight_at_exit; a read_async checks
   the slot when it is issued (read_before_fill).
 - Small specs whose verdict those rules decide (ASYNC_SPECS, pinned: the explicit engine's
-  verdict, kinds and unreduced state count), the Mojo SM100 matmul template at small sizes and
+  verdict, kinds and unreduced state count, after rule R1: a commit names its agent and
+  fires after the agent's earlier commits), the Mojo SM100 matmul template at small sizes and
   generated specs (tests/generators_expressive.py: async reads with read_wait and commits, a
   second ring, guards, barriers, clusters): SPIN and Rumur reach pipeproof's verdict; Rumur
   (breadth first) names a kind pipeproof reports at the minimal depth, SPIN (depth first) one
   some path reaches (checker/reach.py); on a spec that holds Rumur without symmetry stores
   exactly pipeproof's unreduced state count.
-- With symmetry, a group whose agents issue async reads is not a scalarset (an entry names its
-  agent by number); the others still are.
+- With symmetry, a group whose agents issue async reads or commits is not a scalarset (an entry
+  names its agent by number); the others still are.
 
 Needs `spin`, `rumur` and a C compiler, like tests/test_export_models.py (they fail, never
 skip, without them).
@@ -74,7 +76,7 @@ ASYNC_SPECS = [
     ("commit_after_read",  # tcgen05.commit after the MMA: fires only when the read finished
      spec("commit after the read", 2, 1, 3, TMA, ["wait_full", "read_async", "commit_empty", "advance"],
           producer_epilogue=DRAIN),
-     ("ok",), 272),
+     ("ok",), 264),
     ("commit_before_read",  # the commit does not wait for a read issued after it
      spec("commit before the read", 2, 1, 3, TMA, ["wait_full", "commit_empty", "read_async", "advance"],
           producer_epilogue=DRAIN),
@@ -110,7 +112,7 @@ ASYNC_SPECS = [
     ("two_umma_agents",  # two agents, two reads each, one commit each: commits wait per agent
      spec("two umma agents", 2, 2, 2, TMA, ["wait_full", "read_async", "read_async", "commit_empty", "advance"],
           count=2, producer_epilogue=DRAIN),
-     ("ok",), 6679),
+     ("ok",), 6827),
     ("two_wgmma_agents_wait_1",
      spec("two wgmma agents, read_wait 1", 1, 2, 2, WRITE,
           ["wait_full", "read_async", "read_wait 1", "arrive_empty", "advance"], count=2,
@@ -121,11 +123,11 @@ ASYNC_SPECS = [
           ["wait_full", "read_async", "read_wait 0", "arrive_empty", "advance"], producer_epilogue=DRAIN,
           more=('[[role]]\nname = "reader"\nside = "consumer"\ncount = 1\n'
                 'body = ["wait_full", "read", "commit_empty", "advance"]\n')),
-     ("ok",), 1711),
+     ("ok",), 1603),
     ("cluster_commit_to_all",  # each CTA's umma commits to every CTA after its read
      spec("cluster: umma commits to every CTA", 2, 2, 2, TMA,
           ["wait_full", "read_async", "commit_empty to=all", "advance"], cluster=2, producer_epilogue=DRAIN),
-     ("ok",), 46250),
+     ("ok",), 44022),
     ("cluster_read_in_flight_at_exit",
      spec("cluster: read in flight at exit", 1, 1, 1, WRITE, ["wait_full", "read_async", "arrive_empty", "advance"],
           cluster=2),
@@ -149,8 +151,8 @@ body = ["wait_empty ring=acc every=2 at=0", "wait_full", "write ring=acc every=2
 """
 
 SM100_SPECS = [
-    ("sm100_C1_N2_I4", _sm100(consumers=1, stages=2, items=4), ("ok",), 13962),
-    ("sm100_C2_N2_I4", _sm100(consumers=2, stages=2, items=4), ("ok",), 65170),
+    ("sm100_C1_N2_I4", _sm100(consumers=1, stages=2, items=4), ("ok",), 12892),
+    ("sm100_C2_N2_I4", _sm100(consumers=2, stages=2, items=4), ("ok",), 59124),
     ("sm100_C1_N2_I4_commit_first", _sm100(SM100_COMMIT_FIRST, consumers=1, stages=2, items=4),
      ("violation", "read_before_fill", "overwrite_before_drain"), None),
 ]
@@ -206,20 +208,26 @@ def test_read_async_is_checked_then_issued():
     assert acts[1].names_agent and not acts[1].after_reads
     assert steps["consumer", "read_wait 0"][:2] == [AwaitReads(0), MovePc()]
     assert ir.has_reads and ir.eag == ir.n_agents and ir.esq == ir.inflight + 1
-    assert [d for d, _ in ir.entry_digits()][-2:] == ["agent", "seq"]
+    assert [d for d, _ in ir.entry_digits()][-2:] == ["agent", "seq"]  # no commits: no cseq
 
 
 def test_a_commit_waits_only_for_its_own_agent_s_reads():
     ir, steps = _steps_of("sync_reader_commits")
-    # the async reader's group has no commit; the synchronous reader's commit names no agent
+    # the async reader's group has no commit; the synchronous reader's commit names its agent
+    # (its later commits wait for it) but counts no reads
     commit = next(a for a in steps["reader", "commit_empty"] if isinstance(a, Issue))
-    assert commit == Issue(ENTRY_COMMIT, EMPTY, None, 1, None) and not commit.names_agent
+    assert commit == Issue(ENTRY_COMMIT, EMPTY, None, 1, None) and commit.names_agent
+    text = to_promela(ir.spec)
+    reader = text[text.index("proctype ag_reader()"):]
+    assert "nc_ = COMMITS_IN_FLIGHT(ME)" in reader and "nr_ = READS_IN_FLIGHT(ME)" not in reader
     ir, steps = _steps_of("commit_after_read")
     commit = next(a for a in steps["consumer", "commit_empty"] if isinstance(a, Issue))
     assert commit.after_reads and commit.names_agent
     pml, murphi = to_promela(ir.spec), to_murphi(ir.spec)
-    assert "if :: nr_ > 0 -> na_ = ME :: else -> na_ = 0 fi" in pml
-    assert "commit_agent(1)" in murphi and "reads_in_flight(1)" in murphi
+    assert "nr_ = READS_IN_FLIGHT(ME)" in pml and "nc_ = COMMITS_IN_FLIGHT(ME)" in pml
+    assert "reads_in_flight(1)" in murphi and "commits_in_flight(1)" in murphi
+    # it fires once its seq (reads) and cseq (earlier commit entries) are both 0
+    assert ir.ready_unit() == "ESQ*ECS" and "inflight[0] % (ESQ*ECS) == 0 -> land(0)" in pml
 
 
 def test_read_wait_without_async_reads_never_waits():
@@ -236,11 +244,11 @@ def test_an_in_flight_read_is_an_unfinished_read_in_both_languages():
     spec_ = _spec("release_before_wait")
     pml, murphi = to_promela(spec_), to_murphi(spec_)
     # reads_pending: a read of tag T by agent B from stage S still in flight counts
-    assert ("inflight[k_] / ESQ == (((3*STAGES + (S))*EV + (T) + 1)*ENB)*EAG + (B) -> rp_ = 1" in pml)
+    assert ("inflight[k_] / (ESQ) == (((3*STAGES + (S))*EV + (T) + 1)*ENB)*EAG + (B) -> rp_ = 1" in pml)
     assert "read_in_flight(1, s, slot_tag[s]) | reads_pending_ag_consumer(" in murphi
     # the oldest read alone may finish; finishing one re-sorts the entries
-    assert "inflight[j] != 0 & inflight[j] % ESQ = 0" in murphi and "finish_read(ag);" in murphi
-    assert "inflight[0] != 0 && inflight[0] % ESQ == 0 -> land(0)" in pml and "finish_read(ag_)" in pml
+    assert "inflight[j] != 0 & inflight[j] % (ESQ) = 0" in murphi and "finish_read(ag);" in murphi
+    assert "inflight[0] != 0 && inflight[0] % (ESQ) == 0 -> land(0)" in pml and "finish_read(ag_)" in pml
 
 
 def test_symmetry_leaves_async_readers_numbered(tmp_path):

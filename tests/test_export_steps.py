@@ -9,7 +9,8 @@ OP_EFFECTS into step actions, and the Promela and Murphi exports print that list
 - Slot parts and the phase_alias window after a `reset` (docs/rules.md): each fill stores into
   its part (a consumer-side fill into every part), an agent that owns parts is a group of its
   own, only agents with a reset record (k', ph') (raw while a reset lies ahead), and the
-  printed read check is semantics.read_miss. PART_AND_RESET_SPECS, the specs those rules
+  printed read check is semantics.read_miss at the read's own stage, item by item (parts are
+  per slot, rule R3: check_printed_read_miss). PART_AND_RESET_SPECS, the specs those rules
   decide, are run by SPIN and Rumur in tests/test_export_models.py.
 
 No SPIN or Rumur here: tests/test_export_models.py runs the tools on the printed models.
@@ -338,32 +339,54 @@ READ_MISS_SPECS = ["bug_expect_tx_too_few_bytes", "x_persistent_tiles_ok", "x_pe
                    "bug_expect_tx_over_limit", "mojo_pcp_nvidia", "x_prologue_tile_ok"]
 
 
-@pytest.mark.parametrize("name", READ_MISS_SPECS + ["epilogue_alias", "guarded_s2", "two_writers",
-                                                    "alternating"])
-def test_the_printed_read_check_is_semantics_read_miss(name):
-    """Every read of the spec, in every item, over slot contents of every kind: the printed
-    test (both languages) says read_before_fill exactly when semantics.read_miss finds a part."""
-    spec = _spec(name) if name not in READ_MISS_SPECS else load_spec(example_path(name))
-    ir = IR(spec, "promela")
+def check_printed_read_miss(ir) -> int:
+    """Every read of `ir`'s spec, in every item it runs in, at the stage it runs at, over slot
+    contents of every kind: the printed test (both languages) says read_before_fill exactly
+    when semantics.read_miss finds a part (parts per slot: part_filled_for at that stage).
+    The number of cases checked."""
     m = ir.model
     checked = 0
     for g in ir.groups:
+        visits = ir.read_stages(g)
         for p, (op, _) in enumerate(g.ops):
             if not OP_EFFECTS[op.name].checks_read:
                 continue
-            in_body = g.body_start <= p < g.body_end
+            r = g.rings[p]
+            n = ir.rings[r].n_parts
             for lang in ("promela", "murphi"):
-                text = _python(read_miss_text(ir, g.tags[p], "item", "want", lambda q: f"slot[{q}]",
-                                              lang, g.items if in_body else None), lang)
-                for item in (range(g.items) if in_body else [g.items]):
+                text = _python(read_miss_text(ir, g, p, "item", "want", lambda q: f"slot[{q}]", lang), lang)
+                for (q, item), stage in visits.items():
+                    if q != p:
+                        continue
                     want = g.tags[p] if g.tags[p] >= 0 else item
                     values = sorted({-1, want, (want + 1) % (ir.max_tag + 1)})
-                    for slot in itertools.product(values, repeat=ir.n_parts):
+                    for slot in itertools.product(values, repeat=n):
                         st = np.array(m.initial_vector(), dtype=np.int64)
-                        base = S.slot_pos(m.tables, 0, 0, 0)
-                        st[base:base + ir.n_parts] = slot
-                        expect = S.read_miss(m.tables, st, 0, 0, 0, want) >= 0
+                        base = S.slot_pos(m.tables, g.cta, r, stage)
+                        st[base:base + n] = slot
+                        expect = S.read_miss(m.tables, st, g.cta, r, stage, want) >= 0
                         got = eval(text, {"slot": list(slot), "item": item, "want": want})
-                        assert got == expect, (g.label, p, lang, item, slot, text)
+                        assert got == expect, (g.label, p, lang, item, stage, slot, text)
                         checked += 1
-    assert checked
+    return checked
+
+
+# A read whose parts differ from item to item: part 0 is filled every item, part 1 (by b, one
+# fill every other item, advancing by one stage each) at stage 0 for item 0 and at stage 1 for
+# item 2, so the read of item 2 (stage 0) checks part 0 alone, that of item 0 both.
+ITEM_CLASSES = part_spec("item classes", 2, 1, 4, ["wait_empty", "write", "arrive_full", "advance"],
+                         ["wait_full", "read", "arrive_empty", "advance"], epilogue=()) \
+    + _role("b", "producer", 1, ["write every=2 at=0", "advance every=2 at=0"], ())
+
+
+@pytest.mark.parametrize("name", READ_MISS_SPECS + ["epilogue_alias", "guarded_s2", "two_writers",
+                                                    "alternating", "item_classes"])
+def test_the_printed_read_check_is_semantics_read_miss(name):
+    spec = (load_spec_text(ITEM_CLASSES, "item_classes.toml") if name == "item_classes" else
+            _spec(name) if name not in READ_MISS_SPECS else load_spec(example_path(name)))
+    ir = IR(spec, "promela")
+    assert check_printed_read_miss(ir)
+    if name == "item_classes":
+        consumer = _group(ir, "consumer")
+        assert ir.read_classes(consumer, 1) == [((0, 1), [0]), ((0,), [1, 2, 3])]
+        assert "(item[ME] == 0) && (" in to_promela(spec)
