@@ -89,7 +89,7 @@ __device__ u32 helper_land(Ctx& c, i32 step, i32 issue) {
     const u64 meta = r[0];
     if (!(meta & REC_VALID) || (meta & 0xff) != c.cta || x[2] != 1ull || (i32)(u32)x[1] != issue) continue;
     const u32 ring = (meta >> 8) & 0xff, stage = (meta >> 16) & 0xffff, bytes = (u32)(r[1] >> 32);
-    const u32 region = (u32)((meta >> 32) & 0x7fffffffull), slot_off = (u32)(x[1] >> 32);
+    const u32 region = REC_REGION(meta), slot_off = (u32)(x[1] >> 32);
     const u32 priv = smem_u32(&s_priv);
     x[2] = 2ull;
     mbar_arrive_tx(priv, bytes);
@@ -140,7 +140,7 @@ __device__ void helper_issue_rest(Ctx& c) {
     const u64 meta = r[0];
     if (!(meta & REC_VALID) || (meta & 0xff) != c.cta || x[2] != 1ull) continue;
     const u32 ring = (meta >> 8) & 0xff, stage = (meta >> 16) & 0xffff, bytes = (u32)(r[1] >> 32);
-    const u32 region = (u32)((meta >> 32) & 0x7fffffffull), slot_off = (u32)(x[1] >> 32);
+    const u32 region = REC_REGION(meta), slot_off = (u32)(x[1] >> 32);
     x[2] = 2ull;
     __threadfence();
     bulk_copy(smem_u32(s_dyn + slot_off + region), (const void*)x[0], bytes, sig_addr(ring, stage, 0));

@@ -202,3 +202,19 @@ def test_the_replay_kernel_fires_an_agents_commits_in_issue_order():
     assert "note_late" not in fire          # a firing into a gone CTA: not marked (R2)
     free = G.generate(spec)
     assert "wait_commits(c, " not in free.source
+
+
+def test_every_reader_of_a_copy_records_region_masks_the_source_cta():
+    """Copy records carry their source CTA in meta bits 56..62 (exit_inflight vs
+    exit_unawaited); every reader of the region offset (bits 32..55) must mask it off. The
+    H200 showed what happens otherwise: the replay warp of a 2-CTA cluster issued a bulk copy
+    from a peer's record to an offset 16 MiB out of shared memory and stopped (every replay of
+    tests/fixtures/gpu_cluster/cutlass_cluster2_release_before_read.toml hung at its first
+    landing of the peer's copy)."""
+    spec = load_spec(str(ROOT / "tests" / "fixtures" / "gpu_cluster"
+                         / "cutlass_cluster2_release_before_read.toml"))
+    for replay in (False, True):
+        src = G.generate(spec, replay=replay).source
+        macro = "REC_REGION(m) ((u32)(((m) >> 32) & 0xffffffull))"
+        assert macro in src and ">> 32) &" not in src.replace(macro, "")
+        assert src.count("REC_REGION(meta)") >= (5 if replay else 3)
