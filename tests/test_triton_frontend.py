@@ -139,7 +139,7 @@ def test_code_before_warp_specialize_happens_before_the_workers(ttgir, tmp_path)
     target = tmp_path / "att.toml"
     out = CliRunner().invoke(main, ["triton", str(ttgir["ws_attention_sm100"]), "--arg",
                                     "N_CTX=512", "--emit-spec", str(target)])
-    assert out.exit_code == 1, out.output
+    assert out.exit_code == 0, out.output  # ok since R1 (commits fire in order)
     text = target.read_text()
     assert "[barrier.ws_start]" in text and "[barrier.ws_end]" in text
     assert "read_before_fill" not in out.output and "phase_alias" not in out.output
