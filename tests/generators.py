@@ -220,6 +220,12 @@ def check_result(spec, result):
             # The path before the last step is clean in the replayer too.
             for i, kinds in enumerate(outcome.step_kinds[:-1]):
                 assert not kinds, (i, kinds, to_steps(trace))
+    # A warning's trace (an own copy or commit still in flight at a CTA's exit) replays too: each
+    # step enabled, no violation on the way, and the warning at its last step.
+    for name, trace in getattr(result, "warnings", {}).items():
+        outcome = replay(spec, trace.to_json())
+        assert name in outcome.step_warnings[-1], (name, outcome.step_warnings, to_steps(trace))
+        assert not any(outcome.step_kinds), (name, outcome.step_kinds, to_steps(trace))
 
 
 def to_steps(trace):

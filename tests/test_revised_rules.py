@@ -144,6 +144,12 @@ def test_warning_trace_is_a_real_run_ending_at_the_exit():
     assert [e["kind"] for e in trace.steps[-1].state["inflight"]] == ["commit"]
     assert all(a["done"] for a in trace.steps[-1].state["agents"].values())
     assert "cta0 exits" in trace.reason and "commit 1 -> cta0.empty[0]" in trace.reason
+    # and the independent replayer (tests/replay.py) agrees: each step enabled, no violation,
+    # the warning at the last step (tests/generators.py check_result does this for every result)
+    from tests.replay import replay
+    outcome = replay(load_spec_text(spec_text(roles), "r.toml"), trace.to_json())
+    assert outcome.step_warnings[-1] == {"unawaited_at_exit"}
+    assert not any(outcome.step_kinds) and not any(outcome.step_warnings[:-1])
 
 
 CLI_SPEC = spec_text([{"name": "P", "side": "producer", "body": ["wait_empty", "write", "arrive_full"]},
