@@ -2,7 +2,8 @@
 
 Exit codes (checker/result.py): 0 every spec holds, 1 a violation, 2 bad input or usage,
 3 inconclusive (a limit was hit, or Ctrl-C), 4 internal error, 5 a verdict other than the
-spec's declared `expect`. Several specs give one verdict each, a summary line, and the worst
+spec's declared `expect`. A run in which every spec declares its verdict and gets it exits 0,
+violations included: a passing self-test (`self_test_exit`). Several specs give one verdict each, a summary line, and the worst
 exit code (checker/command.py runs the loop every command shares). The verdicts go
 to stdout; with --json stdout holds the JSON document alone and the human report goes to
 stderr. Errors always go to stderr.
@@ -14,12 +15,12 @@ import sys
 
 import click
 
-from pipeproof.checker import tier
+from pipeproof.checker import clock, tier
 
 from pipeproof.checker.command import (InputLoop, UsageFailure, check_trace_name, engines_late,
                                       output_path)
 from pipeproof.checker.result import (EXIT_INCONCLUSIVE, EXIT_OK, EXIT_UNEXPECTED, EXIT_USAGE,
-                                     VERDICT_EXIT)
+                                     EXIT_VIOLATION, VERDICT_EXIT)
 
 
 PLUGINS = "pipeproof.commands"  # the entry-point group of commands that live in other packages
@@ -108,7 +109,13 @@ def _write_graph(spec, target: str, max_states) -> int:
                    "inflight_at_exit (PTX's strict reading), not the warning unawaited_at_exit.")
 def verify(specs, as_json, trace_file, max_states, timeout, graph_file, no_precheck, suggest_fix,
            no_symmetry, no_cta_symmetry, no_por, engine, depth, quiet, strict_exit):
-    """Explore every interleaving of each SPEC; print a verdict per spec."""
+    """Explore every interleaving of each SPEC; print a verdict per spec.
+
+    Exit 0 when every spec holds, or when every spec declares its verdict (`expect`) and
+    gets it (a passing self-test, violations included); else 1 a violation, 2 bad input,
+    3 inconclusive, 4 internal error, 5 a verdict other than the declared one (UNEXPECTED).
+    A path spec/examples/NAME.toml that is not on disk reads the example shipped with
+    pipeproof (`pipeproof examples` lists them)."""
     if depth is not None and engine != "bmc":
         raise UsageFailure("--depth applies only to --engine bmc")
     if no_symmetry and engine == "laps":
@@ -177,13 +184,11 @@ def verify(specs, as_json, trace_file, max_states, timeout, graph_file, no_prech
             loop.attempt(path, lambda: _precheck(spec))
         if result is None or findings is None:
             continue
-        result.precheck = findings
+        result.precheck = findings  # printed right after the verdict line (report.format_text)
+        result.wall_seconds = clock.wall()
         results.append(result)
         say("\n".join([first_line(result)] + warning_lines(result)) if quiet
             else format_text(result).rstrip("\n"))
-        if not quiet:
-            for finding in findings:  # the symbolic pre-check's words for the same bug
-                say(f"pre-check: {finding.signal}: {finding.kind}: {finding.message}")
         if suggest_fix and result.verdict == "violation":
             from pipeproof.checker.fix import format_fix, suggest_fix as find_fix
             result.fix = find_fix(spec, result)
@@ -210,7 +215,20 @@ def verify(specs, as_json, trace_file, max_states, timeout, graph_file, no_prech
         doc = to_json(results)
         doc["errors"] = errors  # specs that could not be verified, so none goes missing
         click.echo(json.dumps(doc, indent=2))
-    sys.exit(loop.worst)
+    sys.exit(self_test_exit(loop.worst, len(specs), results, errors))
+
+
+def self_test_exit(worst: int, n_specs: int, results, errors) -> int:
+    """The exit code of a run. A run in which EVERY spec declares its verdict (`expect`,
+    `expect_any`) and every verdict is the declared one is a passing self-test: 0, violations
+    included (`pipeproof verify spec/examples/*.toml`). Otherwise the exit table as always:
+    a spec that declares nothing gives its verdict's code (1 for a violation), a declared one
+    that differs 5 (UNEXPECTED), and a run that did not reach every spec (Ctrl-C) or could not
+    load one keeps its worst code."""
+    if (worst == EXIT_VIOLATION and not errors and len(results) == n_specs
+            and all(r.as_expected is True for r in results)):
+        return EXIT_OK
+    return worst
 
 
 def _declared(spec) -> str:

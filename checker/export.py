@@ -9,7 +9,7 @@ import json
 import keyword
 from pathlib import Path
 
-from pipeproof.checker.trace import Step, Trace
+from pipeproof.checker.trace import Step, Trace, parity
 
 SUFFIXES = (".itf.json", ".trace.json")
 ITF_URL = "https://apalache-mc.org/docs/adr/015adr-trace.html"
@@ -189,6 +189,7 @@ def to_chrome(trace: Trace) -> dict:
             "ph": "X", "cat": "step", "name": _op_name(s), "pid": PID, "tid": tids[s.actor],
             "ts": start * STEP_US, "dur": (s.index - start) * STEP_US + SLICE_US,
             "args": {"step": s.index, "action": s.action, "stage": s.stage, "phase": s.phase,
+                     "lap": s.phase, "parity": parity(s.phase, trace.backend),  # report.py COLUMNS
                      "changes": list(s.changes), "waited_steps": s.index - start},
         })
         last_step[s.actor] = s.index

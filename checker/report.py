@@ -8,10 +8,13 @@ files compare it verbatim. The JSON document is the `--json` contract (docs/mode
 from __future__ import annotations
 
 from pipeproof.checker.result import JSON_SCHEMA_VERSION, Result
-from pipeproof.checker.trace import Step, Trace
+from pipeproof.checker.trace import Step, Trace, parity
 
 SCHEMA = f"pipeproof.verify/{JSON_SCHEMA_VERSION}"
-COLUMNS = ("step", "agent", "op", "stage", "phase", "changes")
+# `lap` is the acting agent's phase as the model keeps it: a lap count (0, 1, 2, ... as in
+# Mojo), not what PTX's mbarrier.try_wait.parity reads; `parity` (lap % 2, nvidia only) is.
+COLUMNS = ("step", "agent", "op", "stage", "lap", "parity", "changes")
+COLUMNS_NO_PARITY = ("step", "agent", "op", "stage", "lap", "changes")  # amd: counters, no parity
 
 
 def _plural(n: int, word: str) -> str:
@@ -30,6 +33,21 @@ def _reason(result: Result, kind: str) -> str:
     return trace.reason if trace else ""
 
 
+def _seconds(result: Result) -> str:
+    """`0.03 s`: the search alone; with the command's wall time (since the process started:
+    imports, loading, the pre-check and earlier specs included) when the command knows it."""
+    if result.wall_seconds is None:
+        return f"{result.seconds:.2f} s"
+    return f"{result.seconds:.2f} s search, {result.wall_seconds:.2f} s wall"
+
+
+def _max_depth(result: Result) -> str:
+    """The deepest BFS level: under partial-order reduction a level of the reduced graph (a
+    step and the steps taken at once with it count as one), not a number of steps."""
+    return (f"max depth {result.max_depth} (of the reduced graph)" if result.por
+            else f"max depth {result.max_depth}")
+
+
 def first_line(result: Result) -> str:
     """The one-line verdict, e.g. `spec.toml: deadlock after 17 steps: producer[0] waits ...`."""
     path = result.spec.path
@@ -37,10 +55,10 @@ def first_line(result: Result) -> str:
         return _bmc_line(result)
     if result.engine == "laps" and result.verdict == "ok":
         return (f"{path}: ok ({_plural(result.states, 'state')} with relative laps, the same for "
-                f"every item count >= {result.lap_bound}, {result.seconds:.2f} s)")
+                f"every item count >= {result.lap_bound}, {_seconds(result)})")
     if result.verdict == "ok":
         return (f"{path}: ok ({_plural(result.states, 'state')}, "
-                f"{_plural(result.transitions, 'transition')}, {result.seconds:.2f} s)")
+                f"{_plural(result.transitions, 'transition')}, {_seconds(result)})")
     if result.verdict == "inconclusive":
         return (f"{path}: inconclusive: {result.limit or 'limit reached'} "
                 f"({_plural(result.states, 'state')} explored, no violation found so far)")
@@ -61,7 +79,7 @@ def _bmc_line(result: Result) -> str:
     path = result.spec.path
     if result.verdict == "ok":
         return (f"{path}: ok (bmc: every run checked, none longer than "
-                f"{_plural(result.max_depth, 'step')}, {result.seconds:.2f} s)")
+                f"{_plural(result.max_depth, 'step')}, {_seconds(result)})")
     return (f"{path}: inconclusive: {result.limit or 'limit reached'} "
             f"(bmc: no violation within {_plural(result.max_depth, 'step')})")
 
@@ -94,15 +112,19 @@ def _dash(v: object) -> str:
     return "-" if v is None else str(v)
 
 
-def _row(step: Step) -> tuple[str, ...]:
-    return (str(step.index), step.actor, _op_text(step), _dash(step.stage), _dash(step.phase),
-            "; ".join(step.changes) or "-")
+def _row(step: Step, backend: str) -> tuple[str, ...]:
+    cells = (str(step.index), step.actor, _op_text(step), _dash(step.stage), _dash(step.phase))
+    if backend == "nvidia":
+        cells += (_dash(parity(step.phase, backend)),)
+    return cells + ("; ".join(step.changes) or "-",)
 
 
 def format_table(trace: Trace) -> list[str]:
-    """The steps of a trace as aligned rows under a header (the last column is not padded)."""
-    rows = [COLUMNS] + [_row(s) for s in trace.steps]
-    widths = [max(len(r[i]) for r in rows) for i in range(len(COLUMNS) - 1)]
+    """The steps of a trace as aligned rows under a header (the last column is not padded).
+    `lap` is the agent's phase as a lap count, `parity` its mbarrier parity (nvidia)."""
+    columns = COLUMNS if trace.backend == "nvidia" else COLUMNS_NO_PARITY
+    rows = [columns] + [_row(s, trace.backend) for s in trace.steps]
+    widths = [max(len(r[i]) for r in rows) for i in range(len(columns) - 1)]
     lines = []
     for r in rows:
         cells = [r[0].rjust(widths[0])]  # step numbers right-aligned, the rest left-aligned
@@ -113,16 +135,18 @@ def format_table(trace: Trace) -> list[str]:
 
 def summary_line(result: Result) -> str:
     if result.engine == "bmc":
-        return f"bmc, max depth {result.max_depth}, {result.seconds:.2f} s"
+        return f"bmc, max depth {result.max_depth}, {_seconds(result)}"
     if result.engine == "laps":
-        return f"{_plural(result.states, 'state')} (relative laps), {result.seconds:.2f} s"
+        return f"{_plural(result.states, 'state')} (relative laps), {_seconds(result)}"
     return (f"{_plural(result.states, 'state')}, {_plural(result.transitions, 'transition')}, "
-            f"max depth {result.max_depth}, {result.seconds:.2f} s")
+            f"{_max_depth(result)}, {_seconds(result)}")
 
 
 def format_text(result: Result) -> str:
-    """Full human report: verdict line, counterexample table, why, other kinds, summary."""
-    lines = [first_line(result)] + warning_lines(result)
+    """Full human report: verdict line, the pre-check's diagnosis (its one sentence is the
+    most direct word on the bug, so it comes before the table), counterexample table, why,
+    other kinds, summary."""
+    lines = [first_line(result)] + warning_lines(result) + precheck_lines(result)
     if result.verdict == "violation" and result.kind in result.traces:
         trace = result.traces[result.kind]
         lines += format_table(trace)
@@ -133,6 +157,11 @@ def format_text(result: Result) -> str:
             lines.append(f"also found: {', '.join(others)}")
     lines.append(summary_line(result))
     return "\n".join(lines) + "\n"
+
+
+def precheck_lines(result: Result) -> list[str]:
+    """The symbolic pre-check's words for the bug (checker/smt/precheck.py), one per finding."""
+    return [f"pre-check: {f.signal}: {f.kind}: {f.message}" for f in result.precheck]
 
 
 def warning_lines(result: Result) -> list[str]:
@@ -161,7 +190,9 @@ def result_to_json(result: Result) -> dict:
         "verdict": result.verdict,
         "states": result.states,
         "transitions": result.transitions,
-        "seconds": round(result.seconds, 3),
+        "seconds": round(result.seconds, 3),  # the search alone
+        # the command's wall time since its process started (null outside the command)
+        "wall_seconds": None if result.wall_seconds is None else round(result.wall_seconds, 3),
         "max_depth": result.max_depth,
         "limit": result.limit or None,
         "expect": result.spec.expect,

@@ -49,7 +49,7 @@ class Result:
     verdict: str                          # one of VERDICTS
     states: int                           # distinct states stored
     transitions: int                      # transitions generated
-    seconds: float
+    seconds: float                        # the search alone
     kinds: tuple[str, ...] = ()           # every kind found at the minimal depth, in KINDS order
     depth: int | None = None              # steps in the shortest counterexample
     traces: dict = field(default_factory=dict)  # kind -> its shortest checker.trace.Trace
@@ -62,6 +62,8 @@ class Result:
     precheck: list = field(default_factory=list)  # checker.smt.precheck findings
     fix: object = None                    # checker.fix.FixSuggestion, after --suggest-fix
     warnings: dict = field(default_factory=dict)  # warning (WARNINGS) -> a Trace that shows it
+    wall_seconds: float | None = None     # the command's wall time since its process started
+                                          # (set by the command line; checker/clock.py)
 
     @property
     def kind(self) -> str | None:

@@ -67,7 +67,8 @@ class Step:
     action: str               # printed form, e.g. "consumer[1].wait_full(stage=0, phase=1)"
     actor: str                # agent name, or "cta0.copy" / "cta0.commit" for async events
     stage: int | None         # the stage the step acted on (None if it has none)
-    phase: int | None         # the acting agent's phase before the step (None for async events)
+    phase: int | None         # the acting agent's phase before the step (None for async events):
+                              # a lap count, as the model keeps it; its mbarrier parity is phase % 2
     changes: tuple[str, ...]  # human lines: "cta0.full[0]: pending 1->0, phase_no 0->1"
     state: dict               # state view after the step
     violations: tuple[str, ...] = ()  # kinds this step itself violates (last step only)
@@ -91,10 +92,17 @@ class Trace:
             "steps": [
                 {"index": s.index, "event": s.event.to_json(), "action": s.action,
                  "actor": s.actor, "stage": s.stage, "phase": s.phase,
+                 # phase is a lap count; lap says so, parity is what a PTX wait reads
+                 "lap": s.phase, "parity": parity(s.phase, self.backend),
                  "changes": list(s.changes), "state": s.state}
                 for s in self.steps
             ],
         }
+
+
+def parity(phase, backend: str):
+    """The mbarrier parity of a lap count (nvidia); None on amd or for an async event."""
+    return None if phase is None or backend != "nvidia" else phase % 2
 
 
 # ------------------------------------------------------------------ codes -> trace

@@ -36,7 +36,7 @@ from pipeproof.spec.load_roles import (
     BARRIER_KEYS, RING_INT_RANGES, RING_KEYS, ROLE_KEYS, _barriers, _Context, _role, _role_names,
     _rings,
 )
-from pipeproof.spec.load_toml import MAX_NESTING, TOML_POSITION, _parse_toml, _read_text
+from pipeproof.spec.load_toml import MAX_NESTING, TOML_POSITION, _parse_toml, _read_text, strip_bom
 from pipeproof.spec.ops_syntax import (
     BARRIER_OPS, BYTE_OPS, COUNT_OPS, ITEM_KEYS, MAX_READ_WAIT, NVIDIA_ONLY_OPS, OP_INTEGER,
     TARGET_OPS, WAIT_OPS, WAITS_ON_EMPTY, WAITS_ON_FULL,
@@ -71,6 +71,7 @@ def load_spec(path) -> Spec:
 def load_spec_text(text: str, path: str) -> Spec:
     """Validate spec `text`; `path` names it in messages and gives the default name."""
     path = str(path)
+    text = strip_bom(text)
     if not text.strip():
         raise _error(path, "", "empty file (expected a [pipeline] table and [[role]] tables)")
     document = _parse_toml(text, path)

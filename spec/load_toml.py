@@ -28,10 +28,16 @@ def _read_text(path) -> str:
     if b"\x00" in data:
         raise _error(str(path), "", "binary file, not a spec (expected UTF-8 TOML text)")
     try:
-        return data.decode("utf-8")
+        return strip_bom(data.decode("utf-8"))
     except UnicodeDecodeError as err:
         raise _error(str(path), "", f"not UTF-8 text (bad byte at offset {err.start}; "
                                     "expected UTF-8 TOML text)") from None
+
+
+def strip_bom(text: str) -> str:
+    """Text without a leading UTF-8 byte-order mark (U+FEFF), which Windows editors write and
+    TOML does not allow: a spec saved that way reads as the same spec."""
+    return text[1:] if text.startswith("\ufeff") else text
 
 
 MAX_NESTING = 64  # tables and arrays inside each other: a spec needs 3

@@ -107,7 +107,8 @@ def test_ok_spec_exits_0(tmp_path):
     assert p.returncode == 0, p.stderr
     assert p.stderr == ""  # the verdict goes to stdout, where a shell redirects it
     first = lines(p.stdout)[0]
-    assert re.fullmatch(rf"ok\.toml: ok \({OK_STATES} states, \d+ transitions, \d+\.\d\d s\)", first)
+    assert re.fullmatch(rf"ok\.toml: ok \({OK_STATES} states, \d+ transitions, "
+                        rf"\d+\.\d\d s search, \d+\.\d\d s wall\)", first)
 
 
 def test_violation_exits_1_with_compiler_style_first_line(tmp_path):
@@ -390,7 +391,7 @@ def test_output_identical_on_two_runs(tmp_path):
     for d in docs:
         d.pop("seconds", None)
         for r in d["results"]:
-            r.pop("seconds")
+            r.pop("seconds"), r.pop("wall_seconds")
     assert docs[0] == docs[1]
 
 

@@ -189,7 +189,7 @@ def test_an_itf_trace_written_by_verify_replays_as_the_model_trace(tmp_path, vio
     out = tmp_path / "t.itf.json"
     r = subprocess.run([sys.executable, "-m", "pipeproof.checker.cli", "verify", str(spec),
                         "--trace", str(out)], capture_output=True, text=True, cwd=tmp_path)
-    assert r.returncode == 1, r.stderr
+    assert r.returncode == 0, r.stderr  # the violation the example declares: a self-test
     m, res = violations["x_async_release_before_wait"]
     a = R.from_itf(m, str(out))
     b = R.from_trace(m, res.traces["overwrite_before_drain"])

@@ -119,6 +119,6 @@ def test_the_cli_runs_them_and_says_unexpected_for_none(examples_dir, cli_comman
     names = [str(examples_dir / n) for n in sorted(NEW)]
     p = subprocess.run(cli_command + ["verify", "-q", *names],
                        capture_output=True, text=True, cwd=root, timeout=600)
-    assert p.returncode == 1, p.stdout + p.stderr
+    assert p.returncode == 0, p.stdout + p.stderr  # every verdict the declared one: a self-test
     assert p.stdout.splitlines()[-1] == ("4 specs: 2 ok, 2 violations, 0 inconclusive "
                                          "(all 4 with a declared verdict as expected)")

@@ -139,13 +139,14 @@ def test_format_text_violation_table():
     lines = text.splitlines()
     assert lines[0] == first_line(_violation(("deadlock", "phase_alias")))
     header = lines[1]
-    assert header.split() == ["step", "agent", "op", "stage", "phase", "changes"]
+    # the agent's phase is a lap count (lap) beside the mbarrier parity a PTX wait reads
+    assert header.split() == ["step", "agent", "op", "stage", "lap", "parity", "changes"]
     rows = lines[2:7]
     # Columns are aligned: every row's agent starts where the header's "agent" does.
     col = header.index("agent")
     assert all(r[col - 2:col] == "  " and r[col] != " " for r in rows)
     assert rows[0].split() == ["1", "producer[0]", "wait_empty(stage=0,", "phase=1)", "0", "1",
-                               "-"]
+                               "1", "-"]
     assert rows[3].split()[:3] == ["4", "cta0.copy", "land(stage=0,"]
     assert rows[3].endswith("cta0.slot[0]: -1->0; cta0.full[0]: tx 16384->0, phase_no 0->1")
     assert " - " in rows[3]  # async event: no phase

@@ -81,7 +81,7 @@ def test_issue_specs_through_the_command_as_plain_python(name, cli_command, root
     env = {k: v for k, v in os.environ.items() if k != "PIPEPROOF_JIT"}
     proc = subprocess.run(cli_command + ["verify", "--json", str(FIXTURES / name)], cwd=root,
                           env=env, capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 1, proc.stderr
+    assert proc.returncode == 0, proc.stderr  # the violation each fixture declares: a self-test
     doc = json.loads(proc.stdout)
     (res,) = doc["results"]
     assert (res["verdict"], tuple(res["violation"]["kinds"]), res["violation"]["depth"]) == \

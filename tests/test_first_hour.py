@@ -1,0 +1,151 @@
+"""Issue 32, "the first hour": what a new user meets in the outputs, run as a user runs them.
+
+The examples as a self-test (exit 0), the examples reachable after `pip install .`, the trace's
+lap and parity columns, the wall time beside the search's, the reduced graph's depth said so,
+the pre-check's sentence first, a byte-order mark, and what `sweep` does with `expect`.
+"""
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import time
+
+from tests.paths import CLI, EXAMPLES_DIR
+from tests.specs import standard_toml
+
+OK = standard_toml(items=3)
+# One slot; the consumer reads a 4th item the producer never fills: it reads laps 0, 1, 2
+# (parity 0, 1, 0), then waits on full[0] forever.
+DEAD = standard_toml(stages=1, items=3).replace('name = "consumer"\n', 'name = "consumer"\nitems = 4\n')
+
+
+def cli(*args, cwd, env=None, timeout=600):
+    return subprocess.run(CLI + [str(a) for a in args], cwd=cwd, capture_output=True, text=True,
+                          timeout=timeout, env=env)
+
+
+def declare(text: str, verdict: str) -> str:
+    return text.replace("items = 3\n", f'items = 3\nexpect = "{verdict}"\n', 1)
+
+
+def write(tmp_path, **texts):
+    for name, text in texts.items():
+        (tmp_path / f"{name}.toml").write_text(text)
+
+
+# ------------------------------------------------------------------ the self-test's exit
+
+def test_every_verdict_as_declared_exits_0_and_an_undeclared_violation_exits_1(tmp_path):
+    write(tmp_path, ok=declare(OK, "ok"), dead=declare(DEAD, "deadlock"), bare=DEAD,
+          wrong=declare(DEAD, "ok"))
+    p = cli("verify", "-q", "ok.toml", "dead.toml", cwd=tmp_path)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert p.stdout.splitlines()[-1].endswith("(all 2 with a declared verdict as expected)")
+    assert cli("verify", "-q", "dead.toml", cwd=tmp_path).returncode == 0
+    # one spec that declares nothing: the exit table as always (1 for a violation)
+    p = cli("verify", "-q", "ok.toml", "dead.toml", "bare.toml", cwd=tmp_path)
+    assert p.returncode == 1, p.stdout + p.stderr
+    assert cli("verify", "-q", "bare.toml", cwd=tmp_path).returncode == 1
+    # a verdict other than the declared one: 5, whatever else passed
+    assert cli("verify", "-q", "dead.toml", "wrong.toml", cwd=tmp_path).returncode == 5
+    # a spec that does not load: 2, not a passing self-test
+    assert cli("verify", "-q", "dead.toml", "missing.toml", cwd=tmp_path).returncode == 2
+
+
+def test_a_declared_spec_that_hits_a_limit_is_not_a_passing_self_test(tmp_path):
+    write(tmp_path, big=declare(standard_toml(3, 3, 40), "ok"), dead=declare(DEAD, "deadlock"))
+    p = cli("verify", "-q", "--max-states", 5, "--no-por", "big.toml", "dead.toml", cwd=tmp_path)
+    assert p.returncode == 3, p.stdout + p.stderr
+
+
+# ------------------------------------------------------------------ the trace and the numbers
+
+def _table(out: str) -> tuple[list[str], list[list[str]]]:
+    lines = out.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("step "))
+    header = lines[start].split()
+    rows = []
+    for line in lines[start + 1:]:
+        if not re.match(r"\s*\d+\s", line):
+            break
+        rows.append(line)
+    return header, rows
+
+
+def test_the_trace_shows_the_lap_and_the_parity_a_ptx_wait_reads(tmp_path):
+    write(tmp_path, dead=DEAD)
+    p = cli("verify", "--no-precheck", "dead.toml", cwd=tmp_path)
+    header, rows = _table(p.stdout)
+    assert header == ["step", "agent", "op", "stage", "lap", "parity", "changes"]
+    header_line = next(line for line in p.stdout.splitlines() if line.startswith("step "))
+    lap_at, parity_at = header_line.index(" lap ") + 1, header_line.index(" parity ") + 1
+    seen = set()
+    for row in rows:
+        lap, parity = row[lap_at:].split()[0], row[parity_at:].split()[0]
+        if lap != "-":
+            assert int(parity) == int(lap) % 2, row
+            seen.add(int(lap))
+        else:
+            assert parity == "-"
+    assert 2 in seen, rows  # a lap whose parity is not the lap: the columns tell them apart
+    doc = json.loads(cli("verify", "--json", "--no-precheck", "dead.toml", cwd=tmp_path).stdout)
+    steps = doc["violation"]["trace"]["steps"]
+    assert all(s["lap"] == s["phase"] for s in steps)  # the old key stays
+    assert all(s["parity"] == (None if s["phase"] is None else s["phase"] % 2) for s in steps)
+    assert any(s["lap"] == 2 and s["parity"] == 0 for s in steps)
+
+
+def test_an_amd_trace_has_laps_and_no_parity(tmp_path):
+    write(tmp_path, dead=DEAD.replace('"nvidia"', '"amd"'))
+    p = cli("verify", "--no-precheck", "dead.toml", cwd=tmp_path)
+    header, _ = _table(p.stdout)
+    assert header == ["step", "agent", "op", "stage", "lap", "changes"], p.stdout
+    doc = json.loads(cli("verify", "--json", "--no-precheck", "dead.toml", cwd=tmp_path).stdout)
+    assert {s["parity"] for s in doc["violation"]["trace"]["steps"]} == {None}
+
+
+def test_wall_time_beside_the_search_and_the_reduced_depth_said_so(tmp_path):
+    write(tmp_path, ok=OK)
+    started = time.monotonic()
+    p = cli("verify", "ok.toml", cwd=tmp_path)
+    elapsed = time.monotonic() - started
+    first, *_, last = p.stdout.splitlines()
+    m = re.fullmatch(r"ok\.toml: ok \(\d+ states, \d+ transitions, (\d+\.\d\d) s search, "
+                     r"(\d+\.\d\d) s wall\)", first)
+    assert m, first
+    search, wall = map(float, m.groups())
+    # wall time counts the process (Python's start, the imports, loading): more than the
+    # search, and no more than the parent saw the command take
+    assert search < wall <= elapsed + 0.05 and wall >= 0.1, (search, wall, elapsed)
+    assert re.fullmatch(r"\d+ states, \d+ transitions, max depth \d+ \(of the reduced graph\), "
+                        r"\d+\.\d\d s search, \d+\.\d\d s wall", last), last
+    q = cli("verify", "--no-por", "ok.toml", cwd=tmp_path)
+    assert re.search(r", max depth \d+, ", q.stdout.splitlines()[-1]), q.stdout
+    doc = json.loads(cli("verify", "--json", "ok.toml", cwd=tmp_path).stdout)
+    assert doc["wall_seconds"] > doc["seconds"] >= 0 and doc["results"][0]["wall_seconds"] > 0
+
+
+def test_the_precheck_sentence_comes_right_after_the_verdict_line(tmp_path):
+    p = cli("verify", EXAMPLES_DIR / "bug_consumer_count_too_many.toml", cwd=tmp_path)
+    lines = p.stdout.splitlines()
+    assert ": deadlock after " in lines[0]
+    assert lines[1].startswith("pre-check: empty[s]: ") and "expects 3 arrivals" in lines[1]
+    assert lines[2].startswith("step ")
+    assert not any(line.startswith("pre-check") for line in lines[2:])
+
+
+# ------------------------------------------------------------------ the byte-order mark
+
+def test_a_spec_with_a_utf8_byte_order_mark_reads_as_without(tmp_path):
+    (tmp_path / "bom.toml").write_bytes(b"\xef\xbb\xbf" + OK.encode())
+    (tmp_path / "plain.toml").write_text(OK)
+    from pipeproof.spec.load import load_spec
+    bom, plain = load_spec(tmp_path / "bom.toml"), load_spec(tmp_path / "plain.toml")
+    assert bom.roles == plain.roles and bom.stages == plain.stages
+    p = cli("verify", "bom.toml", cwd=tmp_path)
+    assert p.returncode == 0 and p.stdout.startswith("bom.toml: ok ("), p.stdout + p.stderr
+    # an error after the mark still names the line and column a user's editor shows
+    (tmp_path / "bad.toml").write_bytes(b"\xef\xbb\xbf[pipeline]\nbackend = \n")
+    p = cli("verify", "bad.toml", cwd=tmp_path)
+    assert p.returncode == 2 and p.stderr.startswith("bad.toml:2:11: TOML syntax error"), p.stderr
