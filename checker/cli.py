@@ -31,6 +31,7 @@ OWN_COMMANDS = {
     "export": ("pipeproof.checker.export_cli", "export"),
     "triton": ("pipeproof.checker.triton_cli", "triton"),
     "sweep": ("pipeproof.checker.sweep_cli", "sweep"),
+    "examples": ("pipeproof.checker.examples_cli", "examples"),
 }
 
 
@@ -125,6 +126,8 @@ def verify(specs, as_json, trace_file, max_states, timeout, graph_file, no_prech
     if max_states is not None and engine == "bmc":
         raise UsageFailure("--max-states applies only to --engine explicit (bmc stores no states; use --depth)")
     check_trace_name(trace_file)
+    from pipeproof.spec.shipped import expand
+    specs = expand(specs)  # spec/examples/*.toml outside a clone: the shipped examples
     settled = {}  # results of the plain-Python first try, by the spec's index (checker/tier.py)
     if _as_command and tier.available(engine, suggest_fix, graph_file):
         settled = tier.first_try(specs, max_states, timeout, not no_symmetry, not no_por,

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from pipeproof.spec.load_checks import _error, _one_line
 from pipeproof.spec.schema import SpecError
+from pipeproof.spec.shipped import names_a_shipped_example, note, shipped_copy
 
 
 TOML_POSITION = re.compile(r"^(.*) \(at (?:line (\d+), column (\d+)|end of document)\)$")
@@ -16,7 +17,14 @@ TOML_POSITION = re.compile(r"^(.*) \(at (?:line (\d+), column (\d+)|end of docum
 
 def _read_text(path) -> str:
     file = Path(path)
+    copy = shipped_copy(file)  # spec/examples/NAME.toml outside a clone: the shipped example
+    if copy is not None:
+        note(file)
+        file = copy
     if not file.exists():
+        if names_a_shipped_example(file):  # outside a clone, a name no example has
+            raise _error(str(path), "", "cannot read spec: no such file, nor a shipped example "
+                                        "of that name (`pipeproof examples` lists them)")
         raise _error(str(path), "", "cannot read spec: no such file (expected a .toml spec file)")
     if file.is_dir():
         raise _error(str(path), "", "cannot read spec: is a directory (expected a .toml spec file)")

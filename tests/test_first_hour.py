@@ -7,11 +7,14 @@ the pre-check's sentence first, a byte-order mark, and what `sweep` does with `e
 from __future__ import annotations
 
 import json
+import os
 import re
+import shutil
 import subprocess
+import sys
 import time
 
-from tests.paths import CLI, EXAMPLES_DIR
+from tests.paths import CLI, EXAMPLES_DIR, ROOT
 from tests.specs import standard_toml
 
 OK = standard_toml(items=3)
@@ -149,3 +152,85 @@ def test_a_spec_with_a_utf8_byte_order_mark_reads_as_without(tmp_path):
     (tmp_path / "bad.toml").write_bytes(b"\xef\xbb\xbf[pipeline]\nbackend = \n")
     p = cli("verify", "bad.toml", cwd=tmp_path)
     assert p.returncode == 2 and p.stderr.startswith("bad.toml:2:11: TOML syntax error"), p.stderr
+
+
+# ------------------------------------------------------------------ the examples after an install
+
+def test_examples_lists_each_shipped_example_with_its_declared_verdict(tmp_path):
+    from pipeproof.spec.load import load_spec
+    p = cli("examples", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    rows = [line.split()[:2] for line in p.stdout.splitlines()]
+    files = sorted(EXAMPLES_DIR.glob("*.toml"))
+    assert [name for name, _ in rows] == [f.name for f in files]
+    for (name, verdict), f in zip(rows, files):
+        spec = load_spec(f)
+        assert verdict.split("|")[0] == spec.expect, name
+    assert f"{len(files)} examples shipped with pipeproof" in p.stderr
+
+
+def test_examples_copy_writes_them_out_and_never_overwrites(tmp_path):
+    p = cli("examples", "--copy", "mine", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    copied = sorted(f.name for f in (tmp_path / "mine").glob("*.toml"))
+    assert copied == sorted(f.name for f in EXAMPLES_DIR.glob("*.toml"))
+    assert (tmp_path / "mine" / "mojo_pcp_nvidia.toml").read_bytes() == \
+        (EXAMPLES_DIR / "mojo_pcp_nvidia.toml").read_bytes()
+    assert cli("examples", "--copy", "mine", cwd=tmp_path).returncode == 0  # the same files again
+    (tmp_path / "mine" / "mojo_pcp_nvidia.toml").write_text("# my edit\n")
+    p = cli("examples", "--copy", "mine", cwd=tmp_path)
+    assert p.returncode == 2 and "mojo_pcp_nvidia.toml: exists and differs" in p.stderr
+    assert (tmp_path / "mine" / "mojo_pcp_nvidia.toml").read_text() == "# my edit\n"
+
+
+def test_spec_examples_paths_read_the_shipped_copies_outside_a_clone(tmp_path):
+    assert not (tmp_path / "spec").exists()
+    p = cli("verify", "spec/examples/mojo_pcp_nvidia.toml", cwd=tmp_path)
+    assert p.returncode == 0 and p.stdout.startswith("spec/examples/mojo_pcp_nvidia.toml: ok ("), \
+        p.stdout + p.stderr
+    assert p.stderr.count("reading the examples shipped with pipeproof") == 1, p.stderr
+    # the README's self-test: a shell passes an unmatched glob on as written
+    p = cli("verify", "-q", "spec/examples/bug_consumer_count_*.toml", cwd=tmp_path)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert p.stdout.splitlines()[-1] == ("2 specs: 0 ok, 2 violations, 0 inconclusive "
+                                         "(all 2 with a declared verdict as expected)")
+    p = cli("verify", "spec/examples/no_such_example.toml", cwd=tmp_path)
+    assert p.returncode == 2 and "`pipeproof examples` lists them" in p.stderr
+    # a folder of that name that exists is read as it is, never replaced by the shipped copy
+    (tmp_path / "spec" / "examples").mkdir(parents=True)
+    p = cli("verify", "spec/examples/mojo_pcp_nvidia.toml", cwd=tmp_path)
+    assert p.returncode == 2 and "no such file" in p.stderr
+
+
+def test_an_installed_package_finds_its_examples_from_any_directory(tmp_path):
+    """The modules and package data that `pip install .` installs (setuptools' build_py from
+    pyproject.toml, as the wheel's build runs it), imported from there in a folder with no
+    spec/examples/: `pipeproof examples` lists them and `verify spec/examples/...` checks one."""
+    src = tmp_path / "src"
+    src.mkdir()
+    skip = shutil.ignore_patterns("__pycache__", "*.nbi", "*.nbc", "*.ready")
+    for name in ("spec", "backends", "checker", "cuda_ref"):
+        shutil.copytree(ROOT / name, src / name, ignore=skip)
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(ROOT / name, src / name)
+    site = tmp_path / "site"
+    build = subprocess.run([sys.executable, "-c", "import setuptools; setuptools.setup()", "-q",
+                            "build_py", "--build-lib", str(site)], cwd=src, capture_output=True,
+                           text=True, timeout=300)
+    assert build.returncode == 0, build.stderr
+    away = tmp_path / "away"
+    away.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PIPEPROOF_", "PYTHONPATH"))}
+    env.update(PYTHONPATH=str(site), PIPEPROOF_JIT="0")  # plain Python: no engine build here
+    where = subprocess.run([sys.executable, "-c", "import pipeproof.spec.shipped as s; "
+                            "print(s.shipped_dir())"], cwd=away, env=env, capture_output=True,
+                           text=True, timeout=60)
+    assert where.stdout.strip() == str(site / "pipeproof" / "spec" / "examples"), where
+    listed = cli("examples", cwd=away, env=env)
+    assert listed.returncode == 0, listed.stderr
+    names = [line.split()[0] for line in listed.stdout.splitlines()]
+    assert names == sorted(p.name for p in EXAMPLES_DIR.glob("*.toml"))
+    p = cli("verify", "spec/examples/mojo_pcp_nvidia.toml", cwd=away, env=env)
+    assert p.returncode == 0 and p.stdout.startswith("spec/examples/mojo_pcp_nvidia.toml: ok ("), \
+        p.stdout + p.stderr
+    assert str(site) in p.stderr  # the note names the installed copy it read
