@@ -5,7 +5,8 @@ the points grouped by verdict and a summary line; --json / --csv write the recor
 when given no file: the human output then goes to stderr), --plot X,Y -o F.png the heatmap,
 --trace-dir D each failing point's trace and TOML. The exit code is the worst point's
 (checker/result.py: 0 all ok, 1 a violation, 2 a point that is not a spec or bad usage,
-3 inconclusive or interrupted, 4 internal error, 5 a verdict other than the spec's `expect`).
+3 inconclusive or interrupted, 4 internal error). The spec's `expect` is not applied to the
+points: each is judged by its own verdict (checker/sweep_run.py).
 """
 from __future__ import annotations
 
@@ -67,7 +68,11 @@ STYLE = {"ok": "green", "inconclusive": "yellow", "violation": "red", "error": "
 def sweep(spec, sets, triton_target, args, do_prove, jobs, cluster, timeout, max_states, trace_dir,
           json_out, csv_out, plot, plot_file, resume, cache_dir, no_cache, table_mode, no_progress,
           dry_run):
-    """Check every configuration of SPEC: the product of the --set axes and its [sweep] table."""
+    """Check every configuration of SPEC: the product of the --set axes and its [sweep] table.
+
+    Each point is judged by its own verdict: the spec's `expect` describes the spec as written,
+    not the points that change it, so it is not applied (no point is UNEXPECTED). The exit
+    code is the worst point's: 0 all ok, 1 a violation, 2 an error point, 3 inconclusive."""
     from pipeproof.checker.command import UsageFailure
     from pipeproof.checker.result import EXIT_USAGE
     from pipeproof.spec.schema import SpecError

@@ -170,12 +170,13 @@ def test_keys_that_cannot_be_set_make_an_error_point(tmp_path):
     assert (record["verdict"], record["exit_code"], record["message"]) == ("error", 2, point.error)
 
 
-def test_a_verdict_other_than_the_declared_expect_exits_5():
+def test_the_spec_declared_expect_is_not_applied_to_the_points():
+    """Issue 32: a sweep judges points, not the base spec's `expect = "ok"` (PCP declares it)."""
     result = run_sweep(points_of_spec(PCP, ["consumer_arrive_count=1,2"]), jobs=1)
-    wrong, right = result.records
-    assert (wrong["verdict"], wrong["as_expected"], wrong["exit_code"]) == ("violation", False, 5)
-    assert (right["verdict"], right["as_expected"], right["exit_code"]) == ("ok", True, 0)
-    assert result.exit_code == 5
+    broken, base = result.records
+    assert (broken["verdict"], broken["as_expected"], broken["exit_code"]) == ("violation", None, 1)
+    assert (base["verdict"], base["as_expected"], base["exit_code"]) == ("ok", None, 0)
+    assert result.exit_code == 1
 
 
 def test_prove_each_point_and_the_worse_answer_is_the_verdict(standard):
