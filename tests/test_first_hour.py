@@ -234,3 +234,14 @@ def test_an_installed_package_finds_its_examples_from_any_directory(tmp_path):
     assert p.returncode == 0 and p.stdout.startswith("spec/examples/mojo_pcp_nvidia.toml: ok ("), \
         p.stdout + p.stderr
     assert str(site) in p.stderr  # the note names the installed copy it read
+
+
+# ------------------------------------------------------------------ sweep and `expect`
+
+def test_sweeping_a_spec_that_declares_ok_judges_the_points_not_the_declaration(tmp_path):
+    p = cli("sweep", EXAMPLES_DIR / "mojo_pcp_nvidia.toml", "--set", "consumer_arrive_count=1,2",
+            "--jobs", 1, "--no-cache", "--no-progress", cwd=tmp_path)
+    assert p.returncode == 1, p.stdout + p.stderr  # a violating point, nothing unexpected
+    assert "UNEXPECTED" not in p.stdout + p.stderr
+    assert "2 points: 1 ok, 1 violation" in p.stdout
+    assert "expect" in cli("sweep", "--help", cwd=tmp_path).stdout  # the help says what it does
