@@ -292,6 +292,8 @@ def triton(target, args, trip_count, per_warp, lowering, func, gpu, signature, c
         from pipeproof.checker.report import format_text, to_json
         from pipeproof.checker.verify import verify
         result = verify(spec, max_states=max_states, timeout=timeout, strict_exit=strict_exit)
+        from pipeproof.checker.clock import wall
+        result.wall_seconds = wall()  # compiling the kernel included
         out(format_text(result).rstrip("\n"))
         code = VERDICT_EXIT[result.verdict]
         lines = source_lines(result, source)

@@ -14,6 +14,8 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from tests.paths import CLI, EXAMPLES_DIR, ROOT
 from tests.specs import standard_toml
 
@@ -245,3 +247,63 @@ def test_sweeping_a_spec_that_declares_ok_judges_the_points_not_the_declaration(
     assert "UNEXPECTED" not in p.stdout + p.stderr
     assert "2 points: 1 ok, 1 violation" in p.stdout
     assert "expect" in cli("sweep", "--help", cwd=tmp_path).stdout  # the help says what it does
+
+
+# ------------------------------------------------------------------ the README says what happens
+
+README = (ROOT / "README.md").read_text()
+
+
+def _blocks(lang: str) -> list[str]:
+    return re.findall(rf"```{lang}\n(.*?)```", README, re.S)
+
+
+def test_the_readme_set_up_is_one_install_one_check_one_test():
+    setup = [line for line in _blocks("sh")[0].splitlines() if line.strip()]
+    assert [line.split()[0] for line in setup] == ["pip", "pipeproof", "pytest"], setup
+
+
+def test_the_readme_first_counterexample_is_what_verify_prints(tmp_path):
+    (shown,) = [b for b in _blocks("text") if "Your first" in README.split(b)[0][-400:]]
+    command, *lines = shown.splitlines()
+    assert command.startswith("$ pipeproof verify ")
+    p = cli(*command.split()[2:], cwd=ROOT)
+    real = p.stdout.splitlines()
+    numbers = re.compile(r"\d+\.\d\d s")
+    for line in lines:
+        line = numbers.sub("<t> s", line)
+        prefix = line[:-3].rstrip() if line.endswith("...") else line
+        assert any(numbers.sub("<t> s", r).startswith(prefix) for r in real), (line, real)
+
+
+def _readme_triton_commands():
+    block = next(b for b in _blocks("sh") if "pipeproof triton $K/" in b)
+    folder = re.search(r"^K=(\S+)$", block, re.M).group(1)
+    return [line.split("#")[0].replace("$K", folder).split()[2:]
+            for line in block.splitlines() if line.startswith("pipeproof triton")]
+
+
+def test_the_readme_triton_commands_run_and_are_ok(tmp_path):
+    pytest.importorskip("triton", reason="pip install 'pipeproof[triton]'")
+    commands = _readme_triton_commands()
+    assert len(commands) >= 7
+    env = dict(os.environ, TRITON_DEFAULT_FP_FUSION="1")
+    for args in commands:
+        p = cli("triton", *args, cwd=ROOT, env=env)
+        assert p.returncode == 0, (args, p.stdout[-2000:], p.stderr[-2000:])
+        assert re.search(r"\(extracted\): (ok \(|proved)", p.stdout), (args, p.stdout[-2000:])
+
+
+def test_the_readme_triton_bug_deadlocks(tmp_path):
+    pytest.importorskip("triton", reason="pip install 'pipeproof[triton]'")
+    block = next(b for b in _blocks("sh") if "dump_ttgir.py" in b)
+    env = dict(os.environ, TRITON_DEFAULT_FP_FUSION="1")
+    dump, edit, check = block.strip().splitlines()
+    dump = dump.replace("tests/", f"{ROOT}/tests/", 1)
+    assert subprocess.run(dump, shell=True, cwd=tmp_path, env=env, capture_output=True,
+                          timeout=600).returncode == 0
+    assert subprocess.run(edit, shell=True, cwd=tmp_path, timeout=60).returncode == 0
+    assert (tmp_path / "ir" / "bad.ttgir").read_text() != \
+        (tmp_path / "ir" / "gluon_ring_rowsum_sm100.ttgir").read_text()
+    p = cli(*check.split()[1:], cwd=tmp_path, env=env)
+    assert p.returncode == 1 and ": deadlock after 18 steps: " in p.stdout, p.stdout + p.stderr
