@@ -254,6 +254,8 @@ def run():
     """Console entry point: click's own usage errors exit 2 (docs/model.md "Exit codes")."""
     global _as_command
     _as_command = True
+    from pipeproof.checker import progress
+    progress.enable()  # a long search says how it goes on stderr, terminal or not (issue 32)
     try:
         main.main(standalone_mode=False)
     except click.exceptions.Exit as e:
