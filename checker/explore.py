@@ -38,14 +38,19 @@ import numpy as np
 
 from pipeproof.backends.base import JIT, njit
 from pipeproof.checker import por as POR
+from pipeproof.checker import progress as PROGRESS
 from pipeproof.checker import semantics as S
 from pipeproof.checker import symmetry as SYM
 from pipeproof.checker.model import Model
 
 EMPTY_SLOT = -1
+# A call of `expand` takes about this long (sized by the measured time per state): the driver
+# looks at the limits and Ctrl-C between calls. At most MAX_CHUNK states a call.
+CHUNK_SECONDS = 0.1
+MAX_CHUNK = 50_000
 # Per stored state: words*8 bytes of state, 4 of parent, 2 of action, 8..16 of hash table.
 # Statuses returned by `expand`.
-DONE, NEED_ROOM, INFLIGHT_OVERFLOW, STATE_LIMIT = 0, 1, 2, 3
+DONE, NEED_ROOM, INFLIGHT_OVERFLOW, STATE_LIMIT, LATE = 0, 1, 2, 3, 4
 INTERRUPTED = "interrupted (Ctrl-C)"
 # Set by checker/tier.py in a plain-Python run while the compiled engine is being built: once
 # the event is set, a search stops (like a limit) so the command can hand over to it.
@@ -60,6 +65,20 @@ HANDED_OVER = "handed over to the compiled engine"
 # call, so no count is needed. Functions `expand` calls that are not inlined get the same
 # flags, or their own increfs would come back.
 ENGINE = dict(cache=True, _nrt=False)
+
+
+# As plain Python (checker/tier.py) a step is ~100 times slower than compiled, and one state of
+# a spec with hundreds of agents can take seconds to expand: there `expand` and `merge_steps`
+# look at the clock themselves (`late`: past the search's deadline, or told to hand over), and
+# stop. Compiled, `late` is always False: a call of `expand` is kept short instead.
+_DEADLINE = [float("inf")]
+if JIT:
+    @njit(**ENGINE)
+    def late():
+        return False
+else:
+    def late():
+        return time.monotonic() > _DEADLINE[0] or (HAND_OVER is not None and HAND_OVER.is_set())
 
 
 @njit(**ENGINE)
@@ -179,29 +198,52 @@ def record(vrec, bits, depth, state_idx, action, det, vdet):
 def merge_steps(T, F, st, tmp, det):
     """Take every step `por.mergeable` allows now, agent by agent, then the first in-flight
     landing or commit `por.independent_entry` allows, until none is left (a step that would
-    report a violation is left to the search). por.merged_steps is the same loop in Python."""
+    report a violation is left to the search). por.merged_steps is the same loop in Python.
+    All or nothing: when the checks would spend more work than is left (por.WORK_PER_FIELD;
+    `expand` sets it per state), `st` goes back to the state it started from, and 1 is
+    returned (else 0); that state is then stored and expanded as the unreduced search does."""
     n_agents = T.cfg[S.C_AGENTS]
     off = T.cfg[S.C_OFF_INF]
+    W = F.work
+    wk = W.shape[0] - 1
+    nf = st.shape[0]
+    if W[wk] < 0:
+        return 1  # the state's merge work is spent: no check at all
+    POR.merge_begin(F, st)
     moved = True
     while moved:
         moved = False
+        if late():
+            return POR.merge_end(F, st, True)
         for a in range(n_agents):
+            W[wk] -= 1
             if POR.mergeable(T, F, st, a):
                 if S.step(T, st, a, tmp, det) != 0:
                     det[:] = -1
-                    continue
-                S.copy_state(T, tmp, st)
-                moved = True
+                else:
+                    S.copy_state(T, tmp, st)
+                    W[wk] -= nf
+                    moved = True
+            if W[wk] < 0:
+                return POR.merge_end(F, st, True)
         for j in range(T.cfg[S.C_INFLIGHT]):
             if st[off + j] == 0:
                 break
+            W[wk] -= 1
+            taken = False
             if POR.independent_entry(T, F, st, j):
                 if S.step(T, st, n_agents + j, tmp, det) != 0:
                     det[:] = -1
-                    continue
-                S.copy_state(T, tmp, st)
-                moved = True
+                else:
+                    S.copy_state(T, tmp, st)
+                    W[wk] -= nf
+                    moved = True
+                    taken = True
+            if W[wk] < 0:
+                return POR.merge_end(F, st, True)
+            if taken:
                 break  # the entries moved up
+    return POR.merge_end(F, st, False)
 
 
 @njit(**ENGINE)
@@ -222,8 +264,12 @@ def expand(T, PK, SY, F, store, n_stored, table, parent, via, lo, hi, depth, vre
             if n_stored + n_actions > capacity or 2 * (n_stored + n_actions) > table.shape[0]:
                 return NEED_ROOM, i, n_stored
         unpack(PK, store[i], st)
+        if por:  # the merges of its successors share this much work (por.WORK_PER_FIELD)
+            POR.set_work(F, POR.state_work(n_actions, st.shape[0]))
         enabled = 0
         for code in range(n_actions):
+            if late():
+                return LATE, i, n_stored
             bits = S.step(T, st, code, out, det)
             if bits < 0:
                 continue
@@ -242,7 +288,7 @@ def expand(T, PK, SY, F, store, n_stored, table, parent, via, lo, hi, depth, vre
                     counters[2] += 1
                     continue
             if por and bits == 0:  # after a violating step: the state as it is (its trace ends there)
-                merge_steps(T, F, out, local, det)
+                counters[3] += merge_steps(T, F, out, local, det)
             SYM.canonicalise_successor(T, SY, st, out, perm, tmp)
             repack(PK, st, store[i], out, key)
             idx, new = find_or_insert(store, n_stored, table, key, max_states)
@@ -367,10 +413,14 @@ class Search(StateStore):
         self.max_states = max_states or (1 << 62)
         self.timeout = timeout
         self.progress = progress
+        self.reporter = PROGRESS.Reporter(progress, getattr(model.spec, "path", ""))
+        self._chunk = 1  # states per call of `expand`, and the seconds one took (measured)
+        self._per_state = 1e-3
         words = model.words
         self.vrec = np.zeros((S.N_RECORDS, 4), dtype=np.int64)
         self.vdet = np.full((S.N_KINDS, S.DET_W), -1, dtype=np.int64)
-        self.counters = np.zeros(3, dtype=np.int64)  # transitions, terminal states, traps
+        # transitions, terminal states, traps, merges given up (por.WORK_PER_FIELD)
+        self.counters = np.zeros(4, dtype=np.int64)
         self.scratch = scratch_arrays(model)
         self.limit = ""
         self.max_depth = 0
@@ -392,21 +442,35 @@ class Search(StateStore):
         return int(self.counters[2])
 
     def _expand_range(self, lo, hi, depth, check_only, started):
-        """Expand lo..hi in chunks; returns '' or the reason a limit stopped it."""
+        """Expand lo..hi in chunks; returns '' or the reason a limit stopped it. The limits
+        (time, Ctrl-C, memory, the hand-over) are looked at between chunks, and a chunk is
+        sized by the time per state the last one took, to about CHUNK_SECONDS (and no later
+        than the timeout), so a limit is seen within about that much of when it is reached,
+        however slow a state is to expand (issue 32); --max-states is exact (find_or_insert)."""
         m = self.model
-        # Compiled, a chunk is a fraction of a second; as plain Python (checker/tier.py) a
-        # small one, so a time limit is seen soon after it passes.
-        chunk = 50_000 if JIT else 32
         i = lo
-        last_report = started
         while i < hi:
+            n = self._chunk
+            _DEADLINE[0] = float("inf")
+            if self.timeout is not None:
+                left = started + self.timeout - time.monotonic()
+                n = max(1, min(n, int(left / self._per_state) + 1))
+                _DEADLINE[0] = started + self.timeout
+            t0 = time.monotonic()
             try:
-                status, i, self.n_stored = expand(
+                status, j, self.n_stored = expand(
                     m.tables, m.packing, self.sym, self.future, self.store, self.n_stored,
-                    self.table, self.parent, self.via, i, min(hi, i + chunk), depth, self.vrec,
+                    self.table, self.parent, self.via, i, min(hi, i + n), depth, self.vrec,
                     self.vdet, check_only, self.max_states, self.counters, self.scratch, self.por)
             except KeyboardInterrupt:  # Ctrl-C: a limit like any other, with the counts so far
                 return INTERRUPTED
+            finally:
+                self.future.work[-1] = POR.NO_LIMIT  # merges outside a search: not counted
+            now = time.monotonic()
+            if j > i:
+                self._per_state = max((now - t0) / (j - i), 1e-9)
+                self._chunk = max(1, min(MAX_CHUNK, 4 * n, int(CHUNK_SECONDS / self._per_state)))
+            i = j
             if status == NEED_ROOM:
                 if not self.grow():
                     return f"memory budget {memory_budget() / 2**30:.1f} GB ({MEMORY_ENV})"
@@ -414,16 +478,15 @@ class Search(StateStore):
                 return f"max-states {self.max_states}"
             elif status == INFLIGHT_OVERFLOW:
                 return f"more than {m.inflight} copies/commits in flight (model capacity)"
-            now = time.monotonic()
+            elif status == LATE:  # (plain Python only) the deadline, or the hand-over, came
+                if HAND_OVER is not None and HAND_OVER.is_set():
+                    return HANDED_OVER
+                return f"timeout {self.timeout:g} s"
             if self.timeout is not None and now - started > self.timeout:
                 return f"timeout {self.timeout:g} s"
             if HAND_OVER is not None and HAND_OVER.is_set():
                 return HANDED_OVER
-            if self.progress and now - last_report > 1.0:
-                last_report = now
-                rate = self.n_stored / max(now - started, 1e-9)
-                print(f"\r  {self.n_stored:,} states, depth {depth}, {rate:,.0f} states/s",
-                      end="", file=sys.stderr, flush=True)
+            self.reporter.tell(self.n_stored, depth, now)
         return ""
 
     def shallowest_seen(self):
@@ -441,6 +504,7 @@ class Search(StateStore):
     def run(self):
         """Explore; returns (kinds found at the minimal depth, that depth) or ([], None)."""
         started = time.monotonic()
+        self.reporter.started = started
         lo, hi, depth = 0, self.n_stored, 0
         try:
             while lo < hi:
@@ -458,8 +522,7 @@ class Search(StateStore):
                 lo, hi, depth = hi, self.n_stored, depth + 1
             return [], None
         finally:
-            if self.progress:
-                print("\r\033[K", end="", file=sys.stderr, flush=True)
+            self.reporter.done()
 
     def run_all(self):
         """Explore every reachable state (checker/reach.py), recording the shallowest
@@ -470,6 +533,7 @@ class Search(StateStore):
             self.max_depth = depth
             self.limit = self._expand_range(lo, hi, depth, False, started)
             lo, hi, depth = hi, self.n_stored, depth + 1
+        self.reporter.done()
 
     def key_of(self, state) -> np.ndarray:
         """The packed key the search stores for a concrete state (its canonical form)."""

@@ -165,10 +165,20 @@ def _uniform(model) -> np.ndarray:
 def _work(model) -> np.ndarray:
     """Scratch of `frozen_touch`: a record per agent, then per signal an arrival budget, the
     bytes that can still land on it and the bytes that can still be expected on it, then per
-    agent and signal the least phase_no it has seen pass (-1: none yet)."""
+    agent and signal the least phase_no it has seen pass (-1: none yet); then the merge's
+    room (`_merge_room`)."""
     n_signals = model.ctas * model.rings * model.max_stages * 2
-    return np.zeros(len(model.agents) * (_record_len(model.rings) + n_signals) + 3 * n_signals,
-                    dtype=np.int64)
+    return _merge_room(model, len(model.agents) * (_record_len(model.rings) + n_signals)
+                       + 3 * n_signals)
+
+
+def _merge_room(model, n: int) -> np.ndarray:
+    """n words of scratch, then the merge's own: a copy of the state the merge started from
+    (model.n_fields words, to go back to it) and, last, the work left (`WORK`, NO_LIMIT
+    outside a merge)."""
+    W = np.zeros(n + model.n_fields + 1, dtype=np.int64)
+    W[-1] = NO_LIMIT
+    return W
 
 
 def _record_len(rings):
@@ -183,7 +193,7 @@ def no_future_tables(model) -> FutureTables:
     """Tables that allow local steps only."""
     return FutureTables(np.zeros(2, dtype=np.int64), np.zeros((1, 1), dtype=np.int64),
                         np.zeros((1, N_CLASSES), dtype=np.int64), _uniform(model),
-                        np.zeros(1, dtype=np.int64), EFFECTS, _no_limit(model))
+                        _merge_room(model, 1), EFFECTS, _no_limit(model))
 
 
 def _program_key(agent):
@@ -312,6 +322,7 @@ def others_touch(T, F, st, a, r, classes, bits):
     cta * max_stages + stage) in one of the access classes of the mask `classes`, by the
     future tables (a superset: waits are ignored)?"""
     ms = T.cfg[S.C_MAXS]
+    F.work[F.work.shape[0] - 1] -= T.cfg[S.C_AGENTS]  # the merge's work (WORK_PER_FIELD)
     for b in range(T.cfg[S.C_AGENTS]):
         if b == a:
             continue
@@ -387,6 +398,22 @@ W_PC, W_ITEM, W_OUT, W_RING0 = 0, 1, 2, 3
 # Ops one walk may visit before it gives up and answers "touched" (a long program whose agents
 # nobody blocks would otherwise be walked to its end after every step).
 WALK_LIMIT = 4096
+# The merges' work budget (issue 32; docs/reductions.md "A bounded merge"). The checks of a
+# merge (explore.merge_steps, after one step) cost work units, counted down in the last word
+# of F.work: a walk's set-up (one per word of its records it clears), each op it visits, each
+# agent the future tables are read for, each mergeable check, each step taken (one per field).
+# Expanding a state, explore.expand gives the merges of all its successors together
+# max(WORK_PER_FIELD * n_actions * fields, WORK_FLOOR) units (`state_work`): about what the
+# unreduced search spends on the state's successors (a step, a canonical form, a packing of
+# the fields each), times a constant, and never less than a small spec's merges take (the
+# floor: walks are long beside a small spec's few fields, and cheap; every example's state
+# needs less than a fifth of it). A merge that would go
+# past what is left gives up, all or nothing: its successor is stored as the step left it,
+# exactly as the unreduced search stores it, and later successors of the state are not
+# merged. So a state costs at most a constant times its unreduced expansion, and no state is
+# stored that the unreduced search would not store.
+WORK_PER_FIELD = 1
+WORK_FLOOR = 1 << 20
 
 
 @jit
@@ -495,6 +522,12 @@ def frozen_touch(T, F, st, a, r, bits, t_kind, t_sig_acc, t_slot_acc, window, go
     n_sig = T.cfg[S.C_CTAS] * rings * ms * 2
     lo, ex = bo + n_sig, bo + 2 * n_sig  # bytes that can land, bytes that can be expected
     seen = bo + 3 * n_sig  # seen[agent * n_sig + sig]: phase_no is at least this there
+    # The merge's work left (WORK_PER_FIELD): the set-up, then one unit per op walked. Out of
+    # work, the answer is "touched" (the safe answer), and the merge gives up.
+    wk = W.shape[0] - 1
+    W[wk] -= seen + n_agents * n_sig
+    if W[wk] < 0:
+        return True
     commuting = t_kind >= 0 and commuting_arrivals(T, F, r, t_kind)
     for i in range(3 * n_sig):
         W[bo + i] = 0
@@ -552,7 +585,8 @@ def frozen_touch(T, F, st, a, r, bits, t_kind, t_sig_acc, t_slot_acc, window, go
             cta = T.agent[b, S.A_CTA]
             while True:
                 budget -= 1
-                if budget < 0:
+                W[wk] -= 1
+                if budget < 0 or W[wk] < 0:
                     return True
                 pc = W[rec + W_PC]
                 if pc >= T.agent[b, S.A_LEN]:
@@ -834,33 +868,88 @@ def mergeable(T, F, st, a):
     return S.local_step(T, st, a) or independent_step(T, F, st, a)
 
 
-def merged_steps(model, F, state):
+@jit
+def state_work(n_actions, nf):
+    """The merge work of one state's successors together (WORK_PER_FIELD, WORK_FLOOR)."""
+    return max(WORK_PER_FIELD * n_actions * nf, WORK_FLOOR)
+
+
+@jit
+def set_work(F, units):
+    """The work the merges may spend from now on (NO_LIMIT: not counted)."""
+    F.work[F.work.shape[0] - 1] = units
+
+
+@jit
+def merge_begin(F, st):
+    """Start a merge from `st`: a copy of it to go back to (`merge_end`)."""
+    W = F.work
+    wk = W.shape[0] - 1
+    nf = st.shape[0]
+    for f in range(nf):
+        W[wk - nf + f] = st[f]
+
+
+@jit
+def merge_end(F, st, gave_up):
+    """End a merge; when it `gave_up`, `st` goes back to the state it started from. Returns
+    1 when it gave up, else 0."""
+    W = F.work
+    wk = W.shape[0] - 1
+    if gave_up:
+        nf = st.shape[0]
+        for f in range(nf):
+            st[f] = W[wk - nf + f]
+    return 1 if gave_up else 0
+
+
+def merged_steps(model, F, state, bounded: bool = True):
     """(codes, state after them) of the steps the engine takes at once after a step: the
-    same loop as explore.merge_steps, through `mergeable`."""
+    same loop as explore.merge_steps, through `mergeable`, with a state's merge work
+    (`state_work`; none when not `bounded`): when it runs out, no step is taken, ([], state).
+    (The engine's merges of a state's successors share that work, so the trace builder,
+    verify._step_to, tries the successor unmerged and merged without a budget too.)"""
     codes = []
+    start = state
     n_agents = len(model.agents)
     off = model.tables.cfg[S.C_OFF_INF]
-    moved = True
-    while moved:
-        moved = False
-        for a in range(n_agents):
-            if mergeable(model.tables, F, np.array(state, dtype=np.int64), a):
-                nxt, bits, _ = model.apply(state, a)
-                if bits != 0:
-                    continue
-                state = nxt
-                codes.append(a)
-                moved = True
-        for j in range(model.tables.cfg[S.C_INFLIGHT]):
-            if state[off + j] == 0:
-                break
-            if independent_entry(model.tables, F, np.array(state, dtype=np.int64), j):
-                nxt, bits, _ = model.apply(state, n_agents + j)
-                if bits != 0:
-                    continue
-                state = nxt
-                codes.append(n_agents + j)
-                moved = True
-                break
-    return codes, state
+    W = F.work
+    wk = W.shape[0] - 1
+    nf = len(state)
+    merge_begin(F, np.array(state, dtype=np.int64))
+    W[wk] = state_work(model.n_actions(), nf) if bounded else NO_LIMIT
+    try:
+        moved = True
+        while moved:
+            moved = False
+            for a in range(n_agents):
+                W[wk] -= 1
+                if mergeable(model.tables, F, np.array(state, dtype=np.int64), a):
+                    nxt, bits, _ = model.apply(state, a)
+                    if bits == 0:
+                        state = nxt
+                        codes.append(a)
+                        W[wk] -= nf
+                        moved = True
+                if W[wk] < 0:
+                    return [], start
+            for j in range(model.tables.cfg[S.C_INFLIGHT]):
+                if state[off + j] == 0:
+                    break
+                W[wk] -= 1
+                taken = False
+                if independent_entry(model.tables, F, np.array(state, dtype=np.int64), j):
+                    nxt, bits, _ = model.apply(state, n_agents + j)
+                    if bits == 0:
+                        state = nxt
+                        codes.append(n_agents + j)
+                        W[wk] -= nf
+                        moved = taken = True
+                if W[wk] < 0:
+                    return [], start
+                if taken:
+                    break
+        return codes, state
+    finally:
+        W[wk] = NO_LIMIT
 

@@ -123,18 +123,11 @@ def concrete_codes(model: Model, search: Search, k: int) -> list[int]:
     state = model.initial_state()
     codes = []
     for i, idx in enumerate(search.index_path(int(search.vrec[k, 2]))[1:]):
-        target = search.store[idx]
-        for code in range(model.n_actions()):
-            nxt, bits, _ = model.apply(state, code)
-            if nxt is None or bits & (S.TRAP | S.INFLIGHT_FULL):
-                continue
-            local = (POR.merged_steps(model, search.future, nxt) if search.por and bits == 0
-                     else ([], nxt))
-            if np.array_equal(search.key_of(local[1]), target):
-                break
-        else:
+        found = _step_to(model, search, state, search.store[idx])
+        if found is None:
             raise AssertionError(f"internal: no step {i + 1} of the {RECORDS[k]} trace reaches "
                                  f"the stored state")
+        code, local = found
         codes += [code] + local[0]
         state = local[1]
     if search.vrec[k, 3] >= 0:  # the violation is a step: the lowest action that commits it
@@ -146,6 +139,31 @@ def concrete_codes(model: Model, search: Search, k: int) -> list[int]:
         else:
             raise AssertionError(f"internal: no last step of the {RECORDS[k]} trace violates it")
     return codes
+
+
+def _step_to(model: Model, search: Search, state, target):
+    """(code, (merged codes, state)) of the lowest action from concrete `state` whose
+    successor, after the steps the reduction merged, has `target` as its stored form; None.
+    The merge gives up when it runs out of work (por.WORK_PER_FIELD); the work a merge takes
+    depends on the order of the agents, which here is the concrete state's, not the stored
+    one's: so when no bounded merge matches, the successor unmerged and the merge without a
+    budget are tried too (one of them is what the search stored)."""
+    passes = (True, False) if search.por else (True,)
+    for first in passes:
+        for code in range(model.n_actions()):
+            nxt, bits, _ = model.apply(state, code)
+            if nxt is None or bits & (S.TRAP | S.INFLIGHT_FULL):
+                continue
+            if not search.por or bits != 0:
+                tries = [([], nxt)] if first else []
+            elif first:
+                tries = [POR.merged_steps(model, search.future, nxt)]
+            else:
+                tries = [([], nxt), POR.merged_steps(model, search.future, nxt, bounded=False)]
+            for local in tries:
+                if np.array_equal(search.key_of(local[1]), target):
+                    return code, local
+    return None
 
 
 def build_trace(model: Model, search: Search, k: int) -> Trace:
