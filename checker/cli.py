@@ -30,6 +30,7 @@ OWN_COMMANDS = {
     "prove": ("pipeproof.checker.prove_cli", "prove"),
     "export": ("pipeproof.checker.export_cli", "export"),
     "triton": ("pipeproof.checker.triton_cli", "triton"),
+    "mojo": ("pipeproof.checker.mojo_cli", "mojo"),
     "sweep": ("pipeproof.checker.sweep_cli", "sweep"),
     "examples": ("pipeproof.checker.examples_cli", "examples"),
 }
