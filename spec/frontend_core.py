@@ -526,7 +526,7 @@ class Builder:
         for r in roles:
             phases = ", ".join(f"{'main' if n == main.name else n} = {ph}"
                                for n, ph in r["initial_phase"].items())
-            side = "producer" if any(t.startswith("copy") for t in r["body"] + r["prologue"]) \
+            side = "producer" if any(t.startswith(("copy", "write")) for t in r["body"] + r["prologue"]) \
                 else "consumer"
             lines += ["[[role]]", f'name = "{r["name"]}"', f'side = "{side}"', f"count = {r['count']}",
                       f"items = {r['items']}"]

@@ -1,0 +1,142 @@
+"""`pipeproof mojo TARGET`: check a Mojo kernel's synchronisation from its compiled LLVM IR
+(docs/mojo.md).
+
+TARGET is a `.ll` / `.ll.gz` file (`mojo build -g1 --emit llvm`, read only, never run) or a
+`.mojo` file, compiled with the installed Mojo toolchain for `--target` (the optional extra
+`pipeproof[mojo]`). The extracted spec (spec/mojo/, through spec/frontend_core.py) is printed or
+written (`--emit-spec`), then checked by `verify`; every step of a counterexample names the
+role, the pipeline method and the Mojo line. Exit codes as `verify`; a kernel the spec language
+cannot state yet is one line, exit 2.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import click
+
+from pipeproof.checker.triton_cli import _kv, source_lines
+
+INSTALL = "pip install 'pipeproof[mojo]'"
+
+
+def mojo_binary() -> str | None:
+    found = shutil.which("mojo")
+    if found:
+        return found
+    here = Path(sys.executable).parent / "mojo"
+    return str(here) if here.exists() else None
+
+
+def compile_mojo(path: str, target: str) -> list[str]:
+    """Compile a host program for --target with -g1 and return the kernels' LLVM IR files."""
+    from pipeproof.spec.schema import SpecError
+    mojo = mojo_binary()
+    if mojo is None:
+        raise SpecError(f"{path}: compiling Mojo needs the Mojo toolchain ({INSTALL}); a compiled "
+                        f".ll file needs nothing")
+    if not os.path.isfile(path):
+        raise SpecError(f"{path}: no such file")
+    out = tempfile.mkdtemp(prefix="pipeproof-mojo-")
+    stem = Path(path).stem
+    cmd = [mojo, "build", "--disable-warnings", "-g1", "--target-accelerator", target,
+           "--emit", "llvm", "-o", os.path.join(out, stem + ".ll"), path]
+    got = subprocess.run(cmd, capture_output=True, text=True)
+    if got.returncode != 0:
+        last = (got.stderr.strip().splitlines() or ["failed"])[-1]
+        raise SpecError(f"{path}: mojo build failed: {last}")
+    files = sorted(str(p) for p in Path(out).glob("*.ll") if p.name != stem + ".ll")
+    if not files:  # a program that compiles its kernel itself and prints the IR
+        run = subprocess.run([mojo, "run", "--disable-warnings", "-g1", path], capture_output=True,
+                             text=True)
+        if run.returncode == 0 and "define" in run.stdout:
+            f = os.path.join(out, stem + ".kernel.ll")
+            Path(f).write_text(run.stdout)
+            files = [f]
+    if not files:
+        raise SpecError(f"{path}: the build wrote no kernel IR (does main launch a kernel?)")
+    return files
+
+
+def extract(path: str, kernel: str | None, args: dict, block_dim: int | None):
+    """(TOML text, SourceMap, seconds) of the kernel's synchronisation."""
+    from pipeproof.spec.mojo.build import build
+    from pipeproof.spec.mojo.parse import Extractor, read_ir
+    ex = Extractor(read_ir(path), path, kernel, args, block_dim)
+    k = ex.run()
+    name = Path(path).name.split(".")[0] + "::" + ex.k.name.lstrip("@")[:60]
+    return build(k, name)
+
+
+@click.command()
+@click.argument("target")
+@click.option("--target", "arch", type=click.Choice(["sm_90a", "sm_100a", "gfx942"]),
+              help="KERNEL.mojo: the accelerator to compile for.")
+@click.option("--arg", "args", multiple=True, metavar="NAME=V",
+              help="A kernel argument's value (loop bounds): by name, or by position (2=8).")
+@click.option("--kernel", metavar="NAME", help="The kernel (a file with several).")
+@click.option("--block-dim", type=click.IntRange(min=1), metavar="N",
+              help="Threads per block, where the IR does not state it (nvvm.maxntid).")
+@click.option("--emit-spec", "emit", metavar="F.toml", help="Write the extracted spec here (else print it).")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout.")
+@click.option("--trace", "trace_file", metavar="F", help="Write the counterexample (*.itf.json or *.trace.json).")
+@click.option("--max-states", type=click.IntRange(min=1), help="Stop (inconclusive) after this many states.")
+@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), help="Stop (inconclusive) after this many seconds.")
+def mojo(target, arch, args, kernel, block_dim, emit, as_json, trace_file, max_states, timeout):
+    """Extract the synchronisation of a Mojo kernel (.ll from mojo build -g1 --emit llvm, or a
+    .mojo file with --target) and check it."""
+    from pipeproof.checker.command import check_trace_name
+    from pipeproof.checker.result import EXIT_USAGE, VERDICT_EXIT
+    from pipeproof.spec.load import load_spec_text
+    from pipeproof.spec.schema import SpecError
+
+    check_trace_name(trace_file)
+    try:
+        path = target
+        if target.endswith(".mojo"):
+            if arch is None:
+                raise SpecError(f"{target}: give --target sm_90a, sm_100a or gfx942 to compile it")
+            files = compile_mojo(target, arch)
+            if len(files) > 1 and kernel is None:
+                raise SpecError(f"{target}: the build wrote {len(files)} kernels "
+                                f"({', '.join(Path(f).name for f in files)}); name one with --kernel")
+            path = next((f for f in files if kernel is None or kernel in Path(f).name), files[0])
+        toml_text, source = extract(path, kernel, _kv(args), block_dim)
+        if emit:
+            Path(emit).write_text(toml_text)
+        spec = load_spec_text(toml_text, emit or f"{target} (extracted)")
+    except SpecError as err:
+        click.echo(str(err), err=True)
+        sys.exit(EXIT_USAGE)
+    out = (lambda s: click.echo(s, err=True)) if as_json else click.echo
+    if emit:
+        out(f"{target}: spec written to {emit}")
+    elif not as_json:
+        out(toml_text)
+    from pipeproof.checker.report import format_text, to_json
+    from pipeproof.checker.verify import verify
+    result = verify(spec, max_states=max_states, timeout=timeout)
+    out(format_text(result).rstrip("\n"))
+    code = VERDICT_EXIT[result.verdict]
+    lines = source_lines(result, source)
+    if as_json:
+        doc = to_json([result])
+        doc["target"] = target
+        doc["source"] = lines
+        click.echo(json.dumps(doc, indent=2))
+    if result.verdict == "violation":
+        if lines:
+            out("in the kernel:")
+            for s in lines:
+                out(f"  step {s['step']:>3}  {s['partition']:<10} {s['line']}"
+                    + ("  (where it stands at the end)" if s["step"] == "end" else ""))
+        if trace_file:
+            from pipeproof.checker.export import write_trace
+            write_trace(result.traces[result.kind], trace_file)
+            out(f"{target}: {result.kind} trace written to {trace_file}")
+    sys.exit(code)

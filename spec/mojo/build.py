@@ -1,0 +1,323 @@
+"""A Mojo kernel's partitions (spec/mojo/parse.py) to a spec, through the front-end core
+(spec/frontend_core.py). What differs from Triton: a ring is a pair of barrier arrays (full,
+empty: the PipelineBackend storage), so both signals and both counts are the kernel's; the
+backend is nvidia or amd; reads are placed after each wait on a ring's full signal (wgmma and
+tcgen05 read shared memory through descriptors, not loads); a TMA copy's bytes are the
+distance between its destinations in consecutive slots; plain shared-memory stores and loads
+into a ring's buffer are `write` and `read` of the slot their offset falls in."""
+from __future__ import annotations
+
+from math import gcd
+
+from pipeproof.spec.frontend_core import EMPTY, FULL, Builder, Ring, _ident
+from pipeproof.spec.mojo.parse import Data, Event, Kernel, Partition, Ref
+from pipeproof.spec.schema import SpecError
+
+
+class NotExpressible(SpecError):
+    """The kernel was read, but the spec language cannot state it yet (exit 2, one line)."""
+
+
+class MojoBuilder(Builder):
+    TOOL = "pipeproof mojo"
+    HEADER = ("# Rings are the kernel's PipelineBackend barrier pairs (full, empty); roles its",
+              "# warp (or warpgroup) programs. Each op's Mojo line is in the comment after it.")
+    START_OP = "start"
+
+    def __init__(self, kernel: Kernel, name: str):
+        self.kernel = kernel
+        super().__init__(kernel.path, [], name, lambda op: op.where)
+        self.data = {}
+        self.barrier_counts = {}
+
+    # ------------------------------------------------------------ rings
+    def _rings(self):
+        k = self.kernel
+        names = set()
+        self.sig = {}
+        for arr, empty in k.pairs.items():
+            stages = arr.slots
+            name = _ident(f"ring{arr.base[1]}")
+            while name in names:
+                name += "_"
+            names.add(name)
+            ring = Ring(name, stages, arr.signal, arr.count, arr)
+            ring.counts = {arr.signal: arr.count}
+            self.rings[arr] = ring
+            self.sig[arr] = arr.signal
+            if empty is not None:
+                self.rings[empty] = ring
+                self.sig[empty] = EMPTY
+                ring.counts[EMPTY] = empty.count
+            self.data[ring.name] = Data(ring.name, stages)
+        if not self.rings:
+            raise SpecError(f"{self.path}: the kernel uses no mbarrier or pipeline counter: "
+                            f"nothing to check")
+        self.by_name = {r.name: r for r in self.rings.values()}
+        # the main ring: the first that copies or writes fill
+        filled = [self.rings[ev.barrier.array] for p in self.parts for ev in p.events
+                  if ev.kind in ("copy", "write") and ev.barrier is not None]
+        self.main = filled[0] if filled else next(iter(self.rings.values()))
+        for arr in self.rings:
+            self.owner[("data", self.rings[arr].name)] = arr if self.sig[arr] == FULL else \
+                self.owner.get(("data", self.rings[arr].name), arr)
+
+    def signal_of(self, array) -> str:
+        return self.sig[array]
+
+    def ring_counts(self, ring) -> tuple:
+        amd = self.kernel.backend == "amd"
+        pac = ring.counts.get(FULL, 1)
+        cac = ring.counts.get(EMPTY, 1)
+        if amd:
+            pac, cac = self.amd_counts[ring.name]
+        return pac, cac
+
+    def pipeline_lines(self) -> list:
+        lines = [f'backend = "{self.kernel.backend}"']
+        if self.kernel.cluster > 1:
+            lines.append(f"cluster_size = {self.kernel.cluster}")
+        return lines
+
+    def _warps(self, p) -> int:
+        return p.warps
+
+    def fail(self, ev, what: str):
+        raise SpecError(f"{ev.op.where} ({self.path}, {ev.op.name}): {what}")
+
+    def _ops(self, ev):
+        if ev.kind == "sync":
+            return [(None, None, None, f"sync {ev.extra[0]}")]
+        if ev.kind == "write":
+            return [(self.rings[ev.barrier.array], ev.buffer.index, None, "write")]
+        out = super()._ops(ev)
+        if ev.kind == "copy" and ev.suffix:
+            out = [(r, s, ph, t + " " + ev.suffix) for r, s, ph, t in out]
+        return out
+
+
+def prepare(kernel: Kernel) -> None:
+    """Turn the reader's raw events into the core's vocabulary, in place: waits with phases,
+    copies with bytes and slots, reads after full waits, writes/reads of plain stores/loads,
+    named barriers; and refuse (NotExpressible) what the ops cannot state."""
+    arrays = {}
+    for full, empty in kernel.pairs.items():
+        arrays[full] = (full, empty)
+        if empty is not None:
+            arrays[empty] = (full, empty)
+    # sm100: a tcgen05.commit onto a full signal (the accumulator ring) has no op yet
+    for p in kernel.partitions:
+        for ev in p.events:
+            if ev.kind == "commit" and ev.barrier.array.signal == FULL:
+                raise NotExpressible(
+                    f"{ev.op.where} ({kernel.path}, {ev.op.name}): a tcgen05.commit arrives on a "
+                    f"ring's full signal (the accumulator ring: the MMA warp fills it per k-block "
+                    f"group, the epilogue drains it per tile); the spec language has no async "
+                    f"arrival on full (`commit_full`) and no pairing of fills and reads across "
+                    f"roles with different item counts yet (docs/mojo.md)")
+            if ev.kind == "wait" and isinstance(ev.value, tuple):
+                pass
+    if kernel.cluster > 1:
+        p = next((p for p in kernel.partitions if p.events), None)
+        raise NotExpressible(
+            f"{kernel.path}: a cluster of {kernel.cluster} CTAs (multicast copies, remote "
+            f"arrivals through mapa): reading the per-CTA targets into to=self/peer/leader/all "
+            f"is not built yet (docs/mojo.md)")
+    # copy bytes: the stride of each copy instruction's destination between slots
+    dst = {}
+    for p in kernel.partitions:
+        for ev in p.events:
+            if ev.kind == "copy":
+                dst.setdefault(ev.extra[1].index, {}).setdefault(ev.barrier.index, set()).add(
+                    ev.buffer.offset if ev.buffer is not None else None)
+    stride = {}
+    for k, by_slot in dst.items():
+        pts = sorted((s, o) for s, offs in by_slot.items() for o in offs if isinstance(o, int))
+        g = 0
+        for (s0, o0), (s1, o1) in zip(pts, pts[1:]):
+            if s1 != s0:
+                d = (o1 - o0)
+                if d % (s1 - s0):
+                    g = -1
+                    break
+                g = gcd(g, abs(d // (s1 - s0)))
+        stride[k] = g
+    # AMD thresholds -> phases; counts from the first lap's thresholds
+    for p in kernel.partitions:
+        ring_of = {}
+        new = []
+        last_ring = None
+        explicit = set()
+        for ev in p.events:
+            if ev.kind == "copy":
+                b = stride.get(ev.extra[1].index, 0)
+                if b <= 0:
+                    raise NotExpressible(
+                        f"{ev.op.where} ({kernel.path}, {ev.op.name}): the bytes of this TMA copy "
+                        f"(its destination's stride between slots) cannot be read: it fills one "
+                        f"slot only at these trip counts; give a trip count of at least two laps")
+                mask = ev.extra[0]
+                if mask is not None:
+                    raise NotExpressible(f"{ev.op.where} ({kernel.path}): a multicast TMA copy "
+                                         f"in a one-CTA kernel")
+                full, _ = arrays[ev.barrier.array]
+                ev.value = b
+                ev.buffer = Ref(("data", full.base[1]), ev.barrier.index)
+                new.append(ev)
+                continue
+            if ev.kind in ("store", "load"):
+                ring = last_ring
+                a = ev.buffer
+                if ring is None or not isinstance(a.offset, int) or a.base[0] != "global":
+                    continue
+                size = buffer_bytes(kernel, a.base[1])
+                full = ring
+                if not size or size % full.slots:
+                    continue
+                slot = a.offset // (size // full.slots)
+                kind = "write" if ev.kind == "store" else "read"
+                if new and new[-1].kind == kind and new[-1].buffer.index == slot and kind == "write":
+                    continue
+                if kind == "read" and new and new[-1].kind == "read" and getattr(new[-1], "auto", False):
+                    new.pop()
+                if kind == "read" and new and new[-1].kind == "read" and new[-1].buffer.index == slot:
+                    continue
+                new.append(Event(kind, ev.op, Ref(full, slot) if kind == "write" else None, 0,
+                                 Ref(("data", full.base[1]), slot), ev.iters, (), ev.seq, ""))
+                continue
+            new.append(ev)
+            if ev.barrier is not None and ev.kind in ("wait", "arrive"):
+                last_ring = arrays[ev.barrier.array][0]
+            if ev.kind == "wait" and ev.barrier is not None and ev.barrier.array.signal == FULL:
+                auto = Event("read", ev.op, None, 0, Ref(("data", ev.barrier.array.base[1]),
+                                                         ev.barrier.index), ev.iters, (), ev.seq, "")
+                auto.auto = True
+                new.append(auto)
+            if ev.kind == "sync":
+                pass
+        p.events = new
+        del ring_of
+
+
+def buffer_bytes(kernel, name):
+    t = kernel.globals.get(name, (0, None))[1]
+    from pipeproof.spec.mojo.llvm import size_of
+    return size_of(t) if t is not None else 0
+
+
+def to_core(kernel: Kernel, b: MojoBuilder) -> None:
+    """Map data refs to the builder's owner table (buffer array -> full barrier array)."""
+    for p in kernel.partitions:
+        for ev in p.events:
+            if ev.buffer is not None and isinstance(ev.buffer.array, tuple):
+                full = next(a for a in kernel.pairs if a.signal == FULL and a.base[1] == ev.buffer.array[1])
+                key = ("data", b.rings[full].name)
+                b.owner[key] = full
+                ev.buffer = Ref(key, ev.buffer.index)
+
+
+def amd_phases(kernel: Kernel, b: MojoBuilder) -> None:
+    """AmdCounterBackend waits are thresholds: full T = (phase + 1) * producer_arrivals, empty
+    T = (phase - 1) * consumer_arrivals (UInt32 arithmetic). The counts are the smallest
+    positive thresholds (the first lap); the phase of each wait follows."""
+    counts = {}
+    for p in kernel.partitions:
+        for ev in p.events:
+            if ev.kind == "wait" and isinstance(ev.value, tuple):
+                ring = b.rings[ev.barrier.array]
+                t = ev.value[1]
+                if t > 0:
+                    c = counts.setdefault(ring.name, {FULL: 0, EMPTY: 0})
+                    sig = b.sig[ev.barrier.array]
+                    c[sig] = t if not c[sig] else min(c[sig], t)
+    b.amd_counts = {}
+    for ring in b.by_name.values():
+        c = counts.get(ring.name, {FULL: 0, EMPTY: 0})
+        arrivals = {}
+        for p in kernel.partitions:
+            for ev in p.events:
+                if ev.kind == "arrive" and b.rings.get(ev.barrier.array) is ring:
+                    sig = b.sig[ev.barrier.array]
+                    arrivals[sig] = arrivals.get(sig, 0) + ev.value * p.warps
+        pac = c[FULL] or 1
+        cac = c[EMPTY] or max(1, arrivals.get(EMPTY, 0) // max(1, ring.stages) or 1)
+        b.amd_counts[ring.name] = (pac, cac)
+    for p in kernel.partitions:
+        for ev in p.events:
+            if ev.kind == "wait" and isinstance(ev.value, tuple):
+                ring = b.rings[ev.barrier.array]
+                pac, cac = b.amd_counts[ring.name]
+                t = ev.value[1] & 0xFFFFFFFF
+                if b.sig[ev.barrier.array] == FULL:
+                    if t % pac:
+                        b.fail(ev, f"wait_full threshold {t} is not a multiple of the count {pac}")
+                    ev.value = (t // pac - 1) % 2
+                else:
+                    if t % cac:
+                        b.fail(ev, f"wait_empty threshold {t} is not a multiple of the count {cac}")
+                    ev.value = (t // cac + 1) % 2
+
+
+def build(kernel: Kernel, name: str):
+    """(TOML text, SourceMap)."""
+    prepare(kernel)
+    b = MojoBuilder(kernel, name)
+    b.parts = kernel.partitions
+    drop_start_barrier(kernel)
+    named_barriers(kernel, b)
+    b._rings_done = False
+    orig = b._rings
+
+    def rings():
+        orig()
+        to_core(kernel, b)
+        if kernel.backend == "amd":
+            amd_phases(kernel, b)
+    b._rings = rings
+    text, source = b.toml()
+    if b.barrier_counts:
+        extra = []
+        for bar, n in b.barrier_counts.items():
+            extra += [f"[barrier.{bar}]", f"count = {n}", ""]
+        cut = text.index("[[role]]")
+        text = text[:cut] + "\n".join(extra) + text[cut:]
+    if kernel.backend == "amd":
+        # exact phases: the builder follows parity; a counter wait names its lap exactly
+        check_amd_exact(kernel, b)
+    return text, source
+
+
+def drop_start_barrier(kernel: Kernel) -> None:
+    """A CTA-wide bar.sync that every modelled agent passes before its first pipeline op (the
+    one after the barriers are initialised) orders nothing the model does not: all agents start
+    at once with the barriers initialised. Dropped."""
+    firsts = [next((e for e in p.events if e.kind != "init"), None) for p in kernel.partitions]
+    if firsts and all(e is not None and e.kind == "sync" for e in firsts) and \
+            len({e.extra[0] for e in firsts}) == 1:
+        for p in kernel.partitions:
+            first = next(e for e in p.events if e.kind != "init")
+            p.events.remove(first)
+
+
+def named_barriers(kernel: Kernel, b: MojoBuilder) -> None:
+    """bar.sync ID, N: a named barrier of N threads; in agents, N / the agent's threads."""
+    per_agent = 128 if any(p.name.startswith("wg") for p in kernel.partitions) else \
+        (32 if kernel.backend == "nvidia" else 64)
+    for p in kernel.partitions:
+        for ev in p.events:
+            if ev.kind == "sync":
+                bid, n = ev.extra[0], ev.value
+                if not isinstance(bid, int) or not isinstance(n, int):
+                    raise NotExpressible(f"{ev.op.where} ({kernel.path}): a named barrier whose "
+                                         f"id or thread count cannot be evaluated")
+                name = f"bar{bid}"
+                agents = max(1, n // per_agent)
+                have = b.barrier_counts.setdefault(name, agents)
+                if have != agents:
+                    raise NotExpressible(f"{ev.op.where} ({kernel.path}): named barrier {bid} used "
+                                         f"with different thread counts")
+                ev.extra = (name,)
+
+
+def check_amd_exact(kernel, b) -> None:
+    return None

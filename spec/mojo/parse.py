@@ -1,0 +1,640 @@
+"""From a Mojo kernel's LLVM IR (NVVM or AMDGPU, compiled with -g1) to per-role event sequences
+the front-end core (spec/frontend_core.py) turns into a spec (docs/mojo.md gives the rules).
+
+1. Every warp of one CTA (every CTA of a cluster) is run concretely (spec/mojo/interp.py),
+   lane 0 first; when a branch depends on the lane (elect.sync, `lane_id() == 0`,
+   `thread_idx.x < K`), lanes 1, 2, ws/2 and ws-1 too, and an event's arrival count is the
+   number of lanes that make it (lanes not probed are taken to behave like lanes 1 and ws-1
+   when those two agree, else every lane is run).
+2. Agents: one per warp; one per warpgroup (4 warps) when the kernel reallocates registers
+   per warpgroup (`setmaxnreg`, sm90 warp specialisation). Agents whose event sequences are
+   equal form one role.
+3. Barriers: NVIDIA from `mbarrier.init` (address, count); AMD counters from the atomics.
+   A barrier's signal (full or empty) is the `PipelineBackend` method on its debug stack
+   (`wait_full`, `arrive_empty`, ...), else what completes it (TMA copies: full). A ring is a
+   full array and the empty array right after it (the backends' storage layout).
+4. Each event keeps its Mojo call stack from the debug info: the kernel's line and the
+   pipeline method that issued it.
+"""
+from __future__ import annotations
+
+import gzip
+import re
+from dataclasses import dataclass, field
+
+from pipeproof.spec.frontend_core import EMPTY, FULL
+from pipeproof.spec.mojo.interp import MAX_STEPS, Raw, Thread  # noqa: F401
+from pipeproof.spec.mojo.llvm import IRError, LLModule, OPAQUE, Ptr, parse_module
+from pipeproof.spec.schema import SpecError
+
+API = ("wait_full", "wait_empty", "try_full", "try_empty", "arrive_full", "arrive_empty",
+       "init_barriers", "expect_bytes", "drain", "drain_producer", "acquire", "release",
+       "acquire_producer", "acquire_consumer", "wait_producer", "wait_consumer", "producer_step",
+       "consumer_step", "produce", "consume", "arrive", "commit", "release_from_mma",
+       "acquire_for_mma", "acquire_for_epilogue", "consumer_arrive_empty_barriers",
+       "producer_signal_and_step", "consumer_signal_and_step", "prepare_stage", "load_tile",
+       "wait", "expect_tx", "init", "arrive_cluster", "mma")
+FULL_WORDS = ("wait_full", "try_full", "arrive_full", "wait_producer", "acquire_consumer")
+EMPTY_WORDS = ("wait_empty", "try_empty", "arrive_empty", "wait_consumer", "acquire_producer")
+
+
+def read_ir(path: str) -> str:
+    try:
+        if path.endswith(".gz"):
+            with gzip.open(path, "rt") as fh:
+                return fh.read()
+        with open(path) as fh:
+            return fh.read()
+    except OSError as err:
+        raise SpecError(f"{path}: cannot read it ({err.strerror or err})") from None
+    except UnicodeDecodeError:
+        raise SpecError(f"{path}: not a text file (expected LLVM IR from `mojo build --emit llvm`)") from None
+
+
+# ---------------------------------------------------------------- debug locations
+class Debug:
+    def __init__(self, m: LLModule):
+        self.meta = m.meta
+        self.cache = {}
+
+    def frames(self, dbg):
+        """[(file, line, function)] innermost first, for a !DILocation id."""
+        if dbg is None:
+            return []
+        if dbg in self.cache:
+            return self.cache[dbg]
+        out, i = [], dbg
+        while i:
+            s = self.meta.get("!" + i, "")
+            m = re.search(r"line: (\d+)", s)
+            sc = re.search(r"scope: !(\d+)", s)
+            if not m or not sc:
+                break
+            name, fn = self.scope(sc.group(1))
+            out.append((fn, int(m.group(1)), name))
+            nxt = re.search(r"inlinedAt: !(\d+)", s)
+            i = nxt.group(1) if nxt else None
+        self.cache[dbg] = out
+        return out
+
+    def scope(self, sid):
+        for _ in range(100):
+            sp = self.meta.get("!" + sid, "")
+            if sp.startswith("!DISubprogram"):
+                name = re.search(r'name: "([^"]*)"', sp)
+                f = re.search(r"file: !(\d+)", sp)
+                fname = ""
+                if f:
+                    fm = re.search(r'filename: "([^"]*)"', self.meta.get("!" + f.group(1), ""))
+                    fname = fm.group(1) if fm else ""
+                return (name.group(1) if name else "?"), fname.split("/")[-1]
+            nxt = re.search(r"scope: !(\d+)", sp)
+            if not nxt:
+                return "?", ""
+            sid = nxt.group(1)
+        return "?", ""
+
+    def stack(self, inst, calls=()):
+        """Innermost first: the instruction's inlined frames, then each call site's."""
+        out = list(self.frames(inst.dbg)) if inst is not None else []
+        for c in reversed(calls):
+            out += self.frames(c.dbg)
+        return out
+
+
+@dataclass(frozen=True)
+class Op:
+    """What a trace step names: the pipeline method (`name`) and the kernel's Mojo line."""
+    name: str
+    line: int
+    where: str
+    ir: str
+
+
+def short_name(name: str) -> str:
+    return name.split("[")[0].split("(")[0]
+
+
+def describe(debug: Debug, inst, calls=()) -> Op:
+    frames = debug.stack(inst, calls)
+    api = [short_name(n) for _, _, n in frames if short_name(n) in API]
+    site = frames[-1] if frames else ("?", 0, "?")
+    # the kernel's line: the outermost frame (the kernel function itself)
+    label = " <- ".join(dict.fromkeys(api[:3])) or short_name(frames[0][2]) if frames else "?"
+    ir = inst.text.split("(")[0][:60] if inst is not None else "?"
+    return Op(label, site[1], f"{site[0]}:{site[1]}", ir)
+
+
+# ---------------------------------------------------------------- loops
+def natural_loops(f) -> dict:
+    """header -> set of blocks, for every edge to a block at or before its source in the text
+    (Mojo's IR keeps loop headers before their bodies)."""
+    order = {b: i for i, b in enumerate(f.order)}
+    succ, pred = {}, {}
+    for b in f.order:
+        insts = f.blocks[b]
+        targets = []
+        if insts:
+            last = insts[-1]
+            targets = re.findall(r"label (%[-\w.$]+)", last.text)
+        succ[b] = targets
+        for t in targets:
+            pred.setdefault(t, []).append(b)
+    loops = {}
+    for b in f.order:
+        for t in succ[b]:
+            if t in order and order[t] <= order[b]:
+                body = loops.setdefault(t, {t})
+                work = [b]
+                while work:
+                    x = work.pop()
+                    if x in body:
+                        continue
+                    body.add(x)
+                    work += pred.get(x, [])
+    return loops
+
+
+# ---------------------------------------------------------------- running warps
+@dataclass
+class AgentRun:
+    warps: tuple
+    cta: int
+    events: list               # [Raw] with .lanes
+    starts: dict
+    ends: dict
+
+
+def trim_loops(agent, evs):
+    """Iteration starts with no event before the next start or the loop's end are the header's
+    last check (the exit test of a `for`): not an item."""
+    seqs = sorted(e.seq for e in evs)
+    import bisect
+    starts = {}
+    for key, st in agent.starts.items():
+        bounds = sorted(st[1:] + agent.ends.get(key, []))
+        keep = []
+        for s0 in st:
+            k = bisect.bisect_right(bounds, s0)
+            nxt = bounds[k] if k < len(bounds) else float("inf")
+            j = bisect.bisect_right(seqs, s0)
+            if j < len(seqs) and seqs[j] < nxt:
+                keep.append(s0)
+        if keep:
+            starts[key] = keep
+    return starts, {k: v for k, v in agent.ends.items() if k in starts}
+
+
+def _key(r: Raw, occ: dict):
+    k = (r.kind, r.inst.index, tuple(c.index for c in r.stack))
+    n = occ.get(k, 0)
+    occ[k] = n + 1
+    return k + (n,)
+
+
+def _keys(events):
+    occ = {}
+    return [_key(r, occ) for r in events]
+
+
+def run_warp(m, kernel, loops, warp, cta, ncta, block_dim, args, ws):
+    def one(lane):
+        t = Thread(m, kernel, warp * ws + lane, cta, ncta, block_dim, args, loops)
+        t.run()
+        return t
+
+    t0 = one(0)
+    events = [r for r in t0.events if r.kind not in ("load", "store") or True]
+    if not t0.lane_dependent:
+        for r in events:
+            r.lanes = ws
+        return t0, events
+    probe = [1, 2, ws // 2, ws - 1]
+    others = {lane: one(lane) for lane in probe}
+    k1, klast = _keys(others[1].events), _keys(others[ws - 1].events)
+    if k1 == klast and _keys(others[2].events) == k1 and _keys(others[ws // 2].events) == k1:
+        weights = {0: 1, 1: ws - 1}
+        runs = {0: t0, 1: others[1]}
+    else:
+        runs = {0: t0, **{lane: one(lane) for lane in range(1, ws)}}
+        weights = {lane: 1 for lane in runs}
+    base = _keys(t0.events)
+    count = {k: 0 for k in base}
+    for lane, t in runs.items():
+        for k in _keys(t.events):
+            if k not in count:
+                r = t.events[_keys(t.events).index(k)]
+                raise IRError(f"lane {lane} of warp {warp} makes an op lane 0 does not: a per-lane "
+                              f"split pipeproof cannot model", r.inst)
+            count[k] += weights[lane]
+    for r, k in zip(t0.events, base):
+        r.lanes = count[k]
+    return t0, events
+
+
+# ---------------------------------------------------------------- the kernel
+@dataclass
+class Barrier:
+    addr: tuple           # (global name, offset)
+    count: int | None
+    signal: str | None
+    init: object = None
+
+
+@dataclass(eq=False)
+class Array:
+    name: str
+    slots: int
+    signal: str
+    count: int
+    base: tuple
+    barriers: list
+
+
+@dataclass(frozen=True)
+class Ref:
+    array: object
+    index: int | None
+
+
+@dataclass(eq=False)
+class Data:
+    """The data slots a ring guards (TMA destinations or plain shared-memory stores)."""
+    name: str
+    slots: int
+
+
+@dataclass
+class Event:
+    kind: str
+    op: Op
+    barrier: Ref | None = None
+    value: int = 0
+    buffer: Ref | None = None
+    iters: tuple = ()
+    extra: tuple = ()
+    seq: int = 0
+    suffix: str = ""
+
+
+@dataclass
+class Partition:
+    name: str
+    warps: int
+    events: list = field(default_factory=list)
+    starts: dict = field(default_factory=dict)
+    ends: dict = field(default_factory=dict)
+    ws_start: int | None = None
+    ws_end: int | None = None
+    ctas: int = 1
+
+
+@dataclass
+class Kernel:
+    path: str
+    name: str
+    backend: str
+    cluster: int
+    block_dim: int
+    partitions: list
+    arrays: list
+    pairs: dict          # full Array -> empty Array (or None)
+    data: dict           # full Array -> Data
+    unsupported: list    # (what, Op): ops read but not expressible in the spec language
+    globals: dict = field(default_factory=dict)
+
+
+def attr(m: LLModule, kernel, key):
+    text = m.attributes.get(kernel.attr_group or "", "") + " " + kernel.attrs
+    got = re.search(rf'"{re.escape(key)}"="([^"]*)"', text)
+    return got.group(1) if got else None
+
+
+class Extractor:
+    def __init__(self, text: str, path: str, kernel: str | None = None, args: dict | None = None,
+                 block_dim: int | None = None):
+        self.path = path
+        try:
+            self.m = parse_module(text, path)
+        except IRError as err:
+            raise SpecError(f"{path}: {err}") from None
+        ks = self.m.kernels()
+        if kernel:
+            ks = [k for k in ks if kernel in k.name]
+        if len(ks) != 1:
+            names = ", ".join(k.name.lstrip("@") for k in self.m.kernels()) or "none"
+            raise SpecError(f"{path}: {'no' if not ks else 'several'} kernel"
+                            f"{'' if kernel is None else ' matching ' + repr(kernel)} (kernels: "
+                            f"{names}); name one with --kernel")
+        self.k = ks[0]
+        self.debug = Debug(self.m)
+        self.args = self._args(args or {})
+        self.nvidia = "nvptx" in self.m.triple
+        self.ws = 32 if self.nvidia else 64
+        bd = block_dim or self._block_dim()
+        if bd is None:
+            raise SpecError(f"{path}: the IR does not state the block size (no nvvm.maxntid); "
+                            f"give it with --block-dim N")
+        self.block_dim = bd
+        cl = attr(self.m, self.k, "nvvm.cluster_dim")
+        self.cluster = 1
+        if cl:
+            dims = [int(x) for x in cl.split(",")]
+            self.cluster = dims[0] * (dims[1] if len(dims) > 1 else 1) * (dims[2] if len(dims) > 2 else 1)
+
+    def _args(self, given: dict) -> dict:
+        out = {}
+        names = self._param_names()
+        for key, v in given.items():
+            if key.isdigit():
+                out[int(key)] = v
+            elif key.lstrip("%").isdigit():
+                out[int(key.lstrip("%"))] = v
+            elif key in names:
+                out[names.index(key)] = v
+            else:
+                raise SpecError(f"--arg {key}: the kernel's parameters are "
+                                f"{', '.join(n or '%' + str(i) for i, n in enumerate(names))} "
+                                f"(by name when the Mojo source is readable, else by position)")
+        return out
+
+    def _param_names(self) -> list:
+        """Parameter names from the kernel's `def` line in its Mojo source, when readable."""
+        n = len(self.k.params)
+        sp = self.m.meta.get("!" + (self.k.dbg or ""), "")
+        line = re.search(r"line: (\d+)", sp)
+        f = re.search(r"file: !(\d+)", sp)
+        if not line or not f:
+            return [None] * n
+        fm = self.m.meta.get("!" + f.group(1), "")
+        fname = re.search(r'filename: "([^"]*)"', fm)
+        dname = re.search(r'directory: "([^"]*)"', fm)
+        import os
+        cands = []
+        if fname:
+            cands = [fname.group(1), os.path.join(dname.group(1) if dname else "", fname.group(1)),
+                     os.path.join(os.path.dirname(self.path), os.path.basename(fname.group(1)))]
+        for c in cands:
+            try:
+                src = open(c).read().splitlines()
+            except OSError:
+                continue
+            text = " ".join(src[int(line.group(1)) - 1:int(line.group(1)) + 5])
+            got = re.search(r"def\s+\w+(?:\[[^\]]*\])?\((.*?)\)\s*(?:->|:|raises)", text)
+            if got:
+                names = [p.split(":")[0].strip() for p in got.group(1).split(",") if p.strip()]
+                if len(names) == n:
+                    return names
+        return [None] * n
+
+    def _block_dim(self):
+        for key in ("nvvm.maxntid", "nvvm.reqntid"):
+            v = attr(self.m, self.k, key)
+            if v:
+                d = [int(x) for x in v.split(",")]
+                return d[0] * (d[1] if len(d) > 1 else 1) * (d[2] if len(d) > 2 else 1)
+        v = attr(self.m, self.k, "amdgpu-flat-work-group-size")
+        if v and v.split(",")[0] == v.split(",")[-1]:
+            return int(v.split(",")[-1])
+        return None
+
+    def fail(self, err: IRError):
+        inst = err.inst
+        if inst is None:
+            raise SpecError(f"{self.path}: {err}")
+        op = describe(self.debug, inst)
+        line = self.m.lines[inst.index] if inst.index < len(self.m.lines) else 0
+        raise SpecError(f"{op.where} ({self.path}:{line}, `{inst.text[:70]}`): {err}")
+
+    # ------------------------------------------------------------ running
+    def run(self) -> Kernel:
+        loops = {name: natural_loops(f) for name, f in self.m.functions.items()}
+        warps = self.block_dim // self.ws
+        per_cta = []
+        try:
+            for cta in range(self.cluster):
+                runs = []
+                for w in range(warps):
+                    t, evs = run_warp(self.m, self.k, loops, w, cta, self.cluster, self.block_dim,
+                                      self.args, self.ws)
+                    runs.append(AgentRun((w,), cta, evs, t.starts, t.ends))
+                per_cta.append(runs)
+        except IRError as err:
+            self.fail(err)
+        self.warpgroups = self._uses(("setmaxnreg",))
+        return self._kernel(per_cta)
+
+    def _uses(self, words) -> bool:
+        for f in self.m.functions.values():
+            for b in f.blocks.values():
+                for inst in b:
+                    if inst.opcode == "call" and any(w in inst.text for w in words):
+                        return True
+        return False
+
+    # ------------------------------------------------------------ barriers
+    def _barriers(self, per_cta):
+        bars = {}
+        sync = ("init", "wait", "try", "arrive", "expect", "copy", "commit", "poll", "atomic")
+        for runs in per_cta[:1]:
+            for run in runs:
+                for r in run.events:
+                    if r.kind not in sync:
+                        continue
+                    a = r.extra[0] if r.kind == "copy" else r.addr
+                    if not isinstance(a, Ptr) or not isinstance(a.offset, int):
+                        if r.kind in ("poll", "atomic") and not isinstance(a, Ptr):
+                            continue
+                        self.fail(IRError("a barrier address pipeproof cannot evaluate", r.inst))
+                    key = (a.base[1] if a.base[0] == "global" else a.base, a.offset)
+                    b = bars.setdefault(key, Barrier(key, None, None))
+                    if r.kind == "init":
+                        b.count = r.value
+                        b.init = r
+                    names = [short_name(n) for _, _, n in self.debug.stack(r.inst, r.stack)]
+                    sig = FULL if any(n in FULL_WORDS for n in names) else \
+                        EMPTY if any(n in EMPTY_WORDS for n in names) else None
+                    if sig and r.kind in ("wait", "poll", "arrive", "atomic", "try"):
+                        b.signal = b.signal or sig
+        return bars
+
+    def _kernel(self, per_cta) -> Kernel:
+        bars = self._barriers(per_cta)
+        runs0 = per_cta[0]
+        # signals not named by a backend method: what completes the barrier
+        for runs in per_cta[:1]:
+            for run in runs:
+                for r in run.events:
+                    if r.kind in ("copy", "expect"):
+                        a = r.extra[0] if r.kind == "copy" else r.addr
+                        b = bars.get((a.base[1] if a.base[0] == "global" else a.base, a.offset))
+                        if b and b.signal is None:
+                            b.signal = FULL
+        if not self.nvidia:
+            # AMD counters: the storage array holds full[0..n) then empty[0..n)
+            for key, b in bars.items():
+                if b.signal is None:
+                    raise SpecError(f"{self.path}: the counter at {key[0]}+{key[1]} is not used "
+                                    f"through a PipelineBackend method; pipeproof cannot tell its "
+                                    f"signal")
+        # arrays: runs of consecutive barriers (8 bytes apart) of one signal and one init site
+        arrays = []
+        keys = sorted(bars, key=lambda k: (str(k[0]), k[1]))
+        cur = None
+        for k in keys:
+            b = bars[k]
+            if b.signal is None:
+                where = describe(self.debug, b.init.inst, b.init.stack).where if b.init else ""
+                raise SpecError(f"{where} ({self.path}): the barrier at {k[0]}+{k[1]} is neither "
+                                f"waited on nor arrived on through a PipelineBackend method, nor "
+                                f"completed by a TMA copy; pipeproof cannot tell full from empty")
+            site = b.init.inst.dbg if b.init else None
+            if cur and cur.base[0] == k[0] and k[1] == cur.base[1] + 8 * cur.slots \
+                    and cur.signal == b.signal and cur.count == b.count and cur.site == site:
+                cur.slots += 1
+                cur.barriers.append(b)
+            else:
+                cur = Array(f"{b.signal}@{k[1]}", 1, b.signal, b.count, k, [b])
+                cur.site = site
+                arrays.append(cur)
+        if not self.nvidia:
+            self._amd_arrays(arrays, bars)
+        by_addr = {}
+        for arr in arrays:
+            for i, b in enumerate(arr.barriers):
+                by_addr[b.addr] = (arr, i)
+        # rings: a full array and the empty array right after it
+        pairs = {}
+        for arr in arrays:
+            if arr.signal == FULL:
+                nxt = next((e for e in arrays if e.signal == EMPTY and e.base[0] == arr.base[0]
+                            and e.base[1] == arr.base[1] + 8 * arr.slots and e.slots == arr.slots), None)
+                pairs[arr] = nxt
+        for arr in arrays:
+            if arr.signal == EMPTY and arr not in pairs.values():
+                pairs[arr] = None
+        self.by_addr = by_addr
+        parts = self._partitions(per_cta)
+        data = {}
+        return Kernel(self.path, self.k.name.lstrip("@"), "nvidia" if self.nvidia else "amd",
+                      self.cluster, self.block_dim, parts, arrays, pairs, data, [], self.m.globals)
+
+    def _amd_arrays(self, arrays, bars):
+        """Counters of the AmdCounterBackend: the storage global is 2n Int64, full then empty,
+        so a ring has n stages even when a short trip count touches fewer of them."""
+        for arr in arrays:
+            g = arr.base[0]
+            space, t = self.m.globals.get(g, (3, None))
+            n = t.count if t is not None and t.kind == "array" else None
+            if n and n % 2 == 0:
+                stages = n // 2
+                if arr.signal == FULL and arr.base[1] == 0:
+                    arr.slots = max(arr.slots, stages)
+                elif arr.signal == EMPTY and arr.base[1] == 8 * stages:
+                    arr.slots = max(arr.slots, stages)
+
+    # ------------------------------------------------------------ agents and roles
+    def _agents(self, runs):
+        if not self.warpgroups:
+            return runs
+        out = []
+        for g in range(0, len(runs), 4):
+            group = runs[g:g + 4]
+            events, seen = [], {}
+            for run in group:
+                for r, k in zip(run.events, _keys(run.events)):
+                    if k in seen:
+                        if r.kind in ("arrive", "expect", "atomic"):
+                            seen[k].lanes += r.lanes
+                        continue
+                    seen[k] = r
+                    events.append(r)
+            events.sort(key=lambda r: r.seq)
+            out.append(AgentRun(tuple(w for run in group for w in run.warps), group[0].cta, events,
+                                group[0].starts, group[0].ends))
+        return out
+
+    def _partitions(self, per_cta):
+        roles = {}
+        for runs in per_cta:
+            for agent in self._agents(runs):
+                evs = self._events(agent)
+                if not evs:
+                    continue
+                sig = tuple((e.kind, e.op, e.value, e.barrier and (id(e.barrier.array), e.barrier.index),
+                             e.suffix) for e in evs)
+                roles.setdefault((agent.cta, sig), []).append((agent, evs))
+        # roles by their CTA-0 program; other CTAs must run the same programs
+        parts = []
+        cta0 = [(sig, group) for (cta, sig), group in roles.items() if cta == 0]
+        for n, (sig, group) in enumerate(cta0):
+            agent, evs = group[0]
+            unit = "wg" if self.warpgroups else "warp"
+            first = agent.warps[0] // (4 if self.warpgroups else 1)
+            name = f"{unit}{first}" + (f"_x{len(group)}" if len(group) > 1 else "")
+            p = Partition(name, len(group), evs, *trim_loops(agent, evs))
+            parts.append(p)
+        for (cta, sig), group in roles.items():
+            if cta != 0 and (0, sig) not in roles:
+                agent, evs = group[0]
+                raise SpecError(f"{self.path}: CTA {cta} of the cluster runs a program CTA 0 does "
+                                f"not ({describe(self.debug, evs[0].op and None) if False else evs[0].op.where}): "
+                                f"CTAs with different programs are not expressible yet")
+        return parts
+
+    def _events(self, agent) -> list:
+        out = []
+        for r in agent.events:
+            if r.kind in ("load", "store", "mma", "sync", "bar_arrive"):
+                if r.kind in ("sync", "bar_arrive"):
+                    out.append(Event(r.kind, describe(self.debug, r.inst, r.stack), None,
+                                     r.value, None, r.iters, (r.addr,), r.seq))
+                elif r.kind in ("load", "store"):
+                    out.append(Event(r.kind, describe(self.debug, r.inst, r.stack), None, 0,
+                                     r.addr, r.iters, (), r.seq))
+                continue
+            if r.kind == "atomic":
+                if r.extra != "add" or not isinstance(r.value, int):
+                    self.fail(IRError(f"an atomic {r.extra} on a counter: only add is read", r.inst))
+            a = r.extra[0] if r.kind == "copy" else r.addr
+            if not isinstance(a, Ptr):
+                continue
+            key = (a.base[1] if a.base[0] == "global" else a.base, a.offset)
+            if key not in self.by_addr:
+                continue
+            arr, idx = self.by_addr[key]
+            op = describe(self.debug, r.inst, r.stack)
+            ev = Event(r.kind, op, Ref(arr, idx), 0, None, r.iters, (), r.seq)
+            if r.kind == "init":
+                ev.value = r.value
+            elif r.kind in ("wait", "try"):
+                if not isinstance(r.value, int):
+                    self.fail(IRError("a wait parity pipeproof cannot evaluate", r.inst))
+                ev.value = r.value & 1
+            elif r.kind == "poll":
+                ev.kind = "wait"
+                ev.value = ("threshold", r.value)
+            elif r.kind in ("arrive", "atomic"):
+                if not isinstance(r.value, int):
+                    self.fail(IRError("an arrive count pipeproof cannot evaluate", r.inst))
+                ev.kind = "arrive"
+                ev.value = r.value * r.lanes
+            elif r.kind == "expect":
+                if not isinstance(r.value, int):
+                    self.fail(IRError("expect_tx bytes pipeproof cannot evaluate", r.inst))
+                if r.lanes != 1:
+                    self.fail(IRError(f"arrive.expect_tx by {r.lanes} lanes of one warp: not "
+                                      f"expressible yet", r.inst))
+                ev.value = r.value
+            elif r.kind == "copy":
+                if r.lanes != 1:
+                    self.fail(IRError(f"a TMA copy by {r.lanes} lanes of one warp: not "
+                                      f"expressible yet", r.inst))
+                ev.buffer = r.addr
+                ev.extra = (r.extra[1], r.inst)
+            elif r.kind == "commit":
+                ev.extra = (r.extra,)
+            if a.cta is not None:
+                ev.suffix = ("cta", a.cta)
+            out.append(ev)
+        return out
