@@ -41,7 +41,7 @@ class MojoBuilder(Builder):
             while name in names:
                 name += "_"
             names.add(name)
-            ring = Ring(name, stages, arr.signal, arr.count, arr)
+            ring = Ring(name, stages, arr.signal, arr.count or 1, arr)
             ring.counts = {arr.signal: arr.count}
             self.rings[arr] = ring
             self.sig[arr] = arr.signal
@@ -128,7 +128,7 @@ def prepare(kernel: Kernel) -> None:
     for p in kernel.partitions:
         for ev in p.events:
             if ev.kind == "copy":
-                dst.setdefault(ev.extra[1].index, {}).setdefault(ev.barrier.index, set()).add(
+                dst.setdefault((ev.op.where, ev.op.name), {}).setdefault(ev.barrier.index, set()).add(
                     ev.buffer.offset if ev.buffer is not None else None)
     stride = {}
     for k, by_slot in dst.items():
@@ -150,7 +150,7 @@ def prepare(kernel: Kernel) -> None:
         explicit = set()
         for ev in p.events:
             if ev.kind == "copy":
-                b = stride.get(ev.extra[1].index, 0)
+                b = stride.get((ev.op.where, ev.op.name), 0)
                 if b <= 0:
                     raise NotExpressible(
                         f"{ev.op.where} ({kernel.path}, {ev.op.name}): the bytes of this TMA copy "
@@ -197,6 +197,35 @@ def prepare(kernel: Kernel) -> None:
                 pass
         p.events = new
         del ring_of
+
+
+def check_pairing(kernel: Kernel) -> None:
+    """The model tags a fill with its agent's item number and a read expects its agent's: that
+    pairs a ring's fills and reads only when every reader reads as many slots as the fillers
+    fill (per kernel run). Where they differ (a producer whose item is a group of stages and a
+    consumer whose item is another), refuse rather than check a mispaired spec."""
+    fills, reads = {}, {}
+    for p in kernel.partitions:
+        last = None
+        for ev in p.events:
+            if ev.kind in ("copy", "write") and ev.buffer is not None:
+                key = (ev.buffer.array, ev.buffer.index)
+                if key != last:
+                    fills[ev.buffer.array] = fills.get(ev.buffer.array, 0) + 1
+                last = key
+            elif ev.kind in ("wait", "advance"):
+                last = None
+            if ev.kind == "read" and ev.buffer is not None:
+                reads.setdefault(ev.buffer.array, {})[p.name] = \
+                    reads.setdefault(ev.buffer.array, {}).get(p.name, 0) + 1
+    for ring, per_role in reads.items():
+        n = fills.get(ring, 0)
+        for role, r in per_role.items():
+            if n and r != n:
+                raise NotExpressible(
+                    f"{kernel.path}: ring {ring[1] if isinstance(ring, tuple) else ring}: the fillers "
+                    f"fill {n} slots and role {role} reads {r}: item structures that differ between "
+                    f"roles (a fill's item is not its read's) are not expressible yet (docs/mojo.md)")
 
 
 def buffer_bytes(kernel, name):
@@ -261,6 +290,7 @@ def amd_phases(kernel: Kernel, b: MojoBuilder) -> None:
 def build(kernel: Kernel, name: str):
     """(TOML text, SourceMap)."""
     prepare(kernel)
+    check_pairing(kernel)
     b = MojoBuilder(kernel, name)
     b.parts = kernel.partitions
     drop_start_barrier(kernel)

@@ -90,6 +90,7 @@ class Thread:
         self.ends = {}              # loop key -> [seq]
         self.nvptx = "nvptx" in module.triple
         self.lane_dependent = False
+        self.spin = set()
 
     # ------------------------------------------------------------ values
     def ev(self, frame, v, t: Type = None):
@@ -210,7 +211,7 @@ class Thread:
                 self.loop_stack.pop()
                 self.ends.setdefault(key, []).append(self.seq)
             if block in loops:
-                key = stack + (f.name, block)
+                key = tuple(c.index for c in stack) + (f.name, block)
                 self.seq += 1
                 if len(self.loop_stack) > depth and self.loop_stack[-1][0] == key:
                     self.loop_stack[-1] = (key, self.loop_stack[-1][1] + 1)
@@ -414,10 +415,11 @@ class Thread:
                 return y.add(x)
             if op == "sub" and isinstance(x, Ptr) and isinstance(y, int):
                 return x.add(-y)
-            if op == "and" and isinstance(x, Ptr) and isinstance(y, int) and y == 0xFEFFFFFF:
-                return Ptr(x.base, x.offset, 0)  # umma_arrive_leader_cta: the leader's copy
+            if op == "and" and isinstance(x, Ptr) and isinstance(y, int) and y & 0xFFFFFFFF == 0xFEFFFFFF:
+                # the leader CTA's copy of the address (bit 24 clear: the pair's CTA 0)
+                return x if self.ncta == 1 or self.cta % 2 == 0 else Ptr(x.base, x.offset, self.cta - 1)
             if op == "or" and isinstance(x, Ptr) and isinstance(y, int) and y == 0x01000000:
-                return Ptr(x.base, x.offset, 1)
+                return x if self.ncta == 1 else Ptr(x.base, x.offset, self.cta | 1)
             return OPAQUE
         if not isinstance(x, int) or not isinstance(y, int) or t.kind != "int":
             return OPAQUE
@@ -499,6 +501,8 @@ class Thread:
         if c.pred not in ("slt", "ult", "sge", "uge", "sle", "ule", "sgt", "ugt"):
             raise IRError("a counter compared for (in)equality: a wait pipeproof cannot read", inst)
         threshold = b + (1 if c.pred in ("sle", "ule", "sgt", "ugt") else 0)
+        if self.loop_stack:  # the spin loop of the wait: not a loop of the program
+            self.spin.add(self.loop_stack[-1][0])
         self.record("poll", c.inst, stack, addr=c.addr, value=threshold)
         return int(result)
 
@@ -571,12 +575,19 @@ class Thread:
             cnt = vals[1] if len(vals) > 1 else self.block_dim
             self.record("sync", inst, stack, addr=bid, value=cnt)
             return None
+        if n.startswith("llvm.nvvm.barrier.cluster."):
+            if self.ncta == 1:
+                return None  # a one-CTA cluster: the CTA-wide barrier after init; orders nothing modelled
+            raise IRError("a cluster barrier in a multi-CTA cluster is not read yet", inst)
         if n.startswith("llvm.nvvm.barrier.cta.arrive") or n.startswith("llvm.nvvm.barrier.arrive"):
             self.record("bar_arrive", inst, stack, addr=vals[0], value=vals[1] if len(vals) > 1 else self.block_dim)
             return None
         if n.startswith("llvm.nvvm.mapa"):
             a, c = vals
             return Ptr(a.base, a.offset, c) if isinstance(a, Ptr) and isinstance(c, int) else OPAQUE
+        if n.startswith("llvm.nvvm.cp.async.bulk.tensor.s2g") or n.startswith("llvm.nvvm.cp.async.bulk.commit") \
+                or n.startswith("llvm.nvvm.cp.async.bulk.wait"):
+            return None  # TMA stores and their groups: no barrier, no ring slot
         if n.startswith("llvm.nvvm.cp.async.bulk.tensor") or n.startswith("llvm.nvvm.tcgen05.commit"):
             raise IRError(f"the intrinsic {n} is not read yet (docs/mojo.md)", inst)
         if n.startswith("llvm.amdgcn.s.sleep") or n.startswith("llvm.lifetime") or n.startswith("llvm.dbg") \
@@ -610,7 +621,7 @@ class Thread:
             dst, bar = vals[0], None
             m = re.search(r"\],\s*\[\$(\d+)\]", body.split("mbarrier::complete_tx")[1]) if "complete_tx" in body else None
             refs = [int(x) for x in re.findall(r"\[\$(\d+)\]", body)]
-            bar = vals[refs[2]] if len(refs) >= 3 else None
+            bar = vals[refs[-1]] if len(refs) >= 2 else None
             mask = None
             if "multicast" in body:
                 mm = re.findall(r"\$(\d+)", body.split(";")[0])

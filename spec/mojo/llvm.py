@@ -208,7 +208,7 @@ class Parser:
             return ("const", OPAQUE)
         if val == "zeroinitializer":
             return ("const", zero_of(t))
-        if val in ("{", "<") and self.peek()[1] == "{":
+        if val == "<" and self.peek()[1] == "{":
             self.next()
             val = "{"
         if val == "{":

@@ -118,7 +118,9 @@ def short_name(name: str) -> str:
 def describe(debug: Debug, inst, calls=()) -> Op:
     frames = debug.stack(inst, calls)
     api = [short_name(n) for _, _, n in frames if short_name(n) in API]
+    # the kernel's line: the innermost frame in the file of the outermost one (the kernel's)
     site = frames[-1] if frames else ("?", 0, "?")
+    site = next((f for f in frames if f[0] == site[0]), site)
     # the kernel's line: the outermost frame (the kernel function itself)
     label = " <- ".join(dict.fromkeys(api[:3])) or short_name(frames[0][2]) if frames else "?"
     ir = inst.text.split("(")[0][:60] if inst is not None else "?"
@@ -417,7 +419,11 @@ class Extractor:
                 for w in range(warps):
                     t, evs = run_warp(self.m, self.k, loops, w, cta, self.cluster, self.block_dim,
                                       self.args, self.ws)
-                    runs.append(AgentRun((w,), cta, evs, t.starts, t.ends))
+                    for r in evs:
+                        r.iters = tuple(x for x in r.iters if x[0] not in t.spin)
+                    runs.append(AgentRun((w,), cta, evs,
+                                         {k: v for k, v in t.starts.items() if k not in t.spin},
+                                         {k: v for k, v in t.ends.items() if k not in t.spin}))
                 per_cta.append(runs)
         except IRError as err:
             self.fail(err)
@@ -470,6 +476,14 @@ class Extractor:
                         b = bars.get((a.base[1] if a.base[0] == "global" else a.base, a.offset))
                         if b and b.signal is None:
                             b.signal = FULL
+        # barriers no run touched (a short trip count): the signal of those from the same init
+        by_site = {}
+        for b in bars.values():
+            if b.signal and b.init is not None:
+                by_site.setdefault(b.init.inst.dbg, set()).add(b.signal)
+        for b in bars.values():
+            if b.signal is None and b.init is not None and len(by_site.get(b.init.inst.dbg, ())) == 1:
+                b.signal = next(iter(by_site[b.init.inst.dbg]))
         if not self.nvidia:
             # AMD counters: the storage array holds full[0..n) then empty[0..n)
             for key, b in bars.items():
