@@ -216,6 +216,8 @@ def merge_steps(T, F, st, tmp, det):
         if late():
             return POR.merge_end(F, st, True)
         for a in range(n_agents):
+            if late():  # (plain Python: one round of checks over thousands of agents is long)
+                return POR.merge_end(F, st, True)
             W[wk] -= 1
             if POR.mergeable(T, F, st, a):
                 if S.step(T, st, a, tmp, det) != 0:
