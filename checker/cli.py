@@ -109,8 +109,10 @@ def _write_graph(spec, target: str, max_states) -> int:
 @click.option("--strict-exit", is_flag=True,
               help="A CTA that exits with its own copies or commits still in flight is "
                    "inflight_at_exit (PTX's strict reading), not the warning unawaited_at_exit.")
+@click.option("--sarif", "sarif_file", metavar="F",
+              help="Also write the findings as SARIF 2.1.0 (code-scanning views; checker/sarif.py).")
 def verify(specs, as_json, trace_file, max_states, timeout, graph_file, no_precheck, suggest_fix,
-           no_symmetry, no_cta_symmetry, no_por, engine, depth, quiet, strict_exit):
+           no_symmetry, no_cta_symmetry, no_por, engine, depth, quiet, strict_exit, sarif_file=None):
     """Explore every interleaving of each SPEC; print a verdict per spec.
 
     Exit 0 when every spec holds, or when every spec declares its verdict (`expect`) and
@@ -219,6 +221,10 @@ def verify(specs, as_json, trace_file, max_states, timeout, graph_file, no_prech
         doc = to_json(results)
         doc["errors"] = errors  # specs that could not be verified, so none goes missing
         click.echo(json.dumps(doc, indent=2))
+    if sarif_file:
+        from pipeproof.checker import sarif
+        sarif.write(sarif_file, [f for r in results for f in sarif.from_result(r, r.spec.path)]
+                    + [f for e in errors for f in sarif.from_error(e["spec"], e["error"])])
     sys.exit(self_test_exit(loop.worst, len(specs), results, errors))
 
 

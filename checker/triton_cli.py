@@ -209,6 +209,20 @@ def source_lines(result, source) -> list[dict]:
     return out
 
 
+def kernel_findings(result, lines, target, proof_status=None) -> list[dict]:
+    """SARIF findings of one kernel's check (none when it holds)."""
+    from pipeproof.checker import sarif
+    file = target.split("::")[0]
+    if result is not None and result.verdict == "violation":
+        return sarif.from_kernel(result.kind, "error",
+                                 f"{result.kind}: shortest counterexample {result.depth} steps "
+                                 f"({result.states} states)", lines, file)
+    if proof_status not in (None, "proved") or (result is not None and result.verdict == "inconclusive"):
+        why = result.limit if result is not None and result.limit else (proof_status or "")
+        return sarif.from_kernel("inconclusive", "warning", f"inconclusive: {why}", [], file)
+    return []
+
+
 @click.command()
 @click.argument("target")
 @click.option("--arg", "args", multiple=True, metavar="NAME=V",
@@ -239,8 +253,11 @@ def source_lines(result, source) -> list[dict]:
               help="A CTA that exits with its own copies or commits still in flight (e.g. the last "
                    "tcgen05 commits nothing waits for) is inflight_at_exit, not the warning "
                    "unawaited_at_exit.")
+@click.option("--sarif", "sarif_file", metavar="F",
+              help="Also write the verdict as SARIF 2.1.0, on the kernel's line (checker/sarif.py).")
 def triton(target, args, trip_count, per_warp, lowering, func, gpu, signature, constexprs, num_warps,
-           num_stages, emit, as_json, trace_file, do_prove, max_states, timeout, strict_exit):
+           num_stages, emit, as_json, trace_file, do_prove, max_states, timeout, strict_exit,
+           sarif_file=None):
     """Extract the synchronisation of a Triton/Gluon kernel (TTGIR or KERNEL.py::NAME) and check it."""
     from pipeproof.checker.command import check_trace_name
     from pipeproof.checker.result import EXIT_USAGE, VERDICT_EXIT
@@ -261,6 +278,10 @@ def triton(target, args, trip_count, per_warp, lowering, func, gpu, signature, c
         spec = load_spec_text(toml_text, emit or f"{where} (extracted)")
     except SpecError as err:
         click.echo(str(err), err=True)
+        if sarif_file:
+            from pipeproof.checker import sarif
+            sarif.write(sarif_file, sarif.from_kernel("unreadable", "warning", str(err), [],
+                                                      target.split("::")[0]))
         sys.exit(EXIT_USAGE)
     out = (lambda s: click.echo(s, err=True)) if as_json else click.echo
     if emit:
@@ -302,6 +323,10 @@ def triton(target, args, trip_count, per_warp, lowering, func, gpu, signature, c
             doc["target"] = target
             doc["source"] = lines
             click.echo(json.dumps(doc, indent=2))
+    if sarif_file:
+        from pipeproof.checker import sarif
+        sarif.write(sarif_file, kernel_findings(result, lines, target,
+                                                proof.status if do_prove else None))
     if result is not None and result.verdict == "violation":
         if lines:
             out("in the kernel:")
