@@ -1,0 +1,216 @@
+"""`pytest --pipeproof` (checker/pytest_plugin.py), `pipeproof.triton.watch()` and SARIF output,
+for real: an inner pytest session (pytester) whose tests compile a Gluon TMA ring for sm100 on
+this CPU (tests/fixtures/pytest_plugin/ring_kernels.py: stock, and two bugs behind a constexpr)
+through Triton's own compile, which the plugin hooks. The launch path (arguments from
+`launch_enter_hook`) is driven the way Triton's launcher drives it, with a LazyDict, since
+there is no GPU here; benchmarks/pytest_plugin_h200.py launches for real.
+"""
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+__import__("os").environ.setdefault("TRITON_DEFAULT_FP_FUSION", "1")
+triton = pytest.importorskip("triton", reason="the plugin's tests need pip install 'pipeproof[triton]'")
+
+pytest_plugins = ["pytester"]
+
+HERE = Path(__file__).parent
+FIXTURE = HERE / "fixtures" / "pytest_plugin" / "ring_kernels.py"
+SCHEMA = HERE / "fixtures" / "sarif" / "sarif-schema-2.1.0.json"
+
+INNER = '''
+import pytest
+from ring_kernels import compile_rowsum
+
+@pytest.mark.pipeproof(args={"n_tiles": 5})
+def test_stock():
+    compile_rowsum(bug=0)
+
+@pytest.mark.pipeproof(args={"n_tiles": 5})
+def test_phase_flipped():
+    compile_rowsum(bug=1)
+
+@pytest.mark.pipeproof(args={"n_tiles": 5})
+def test_never_released():
+    compile_rowsum(bug=2)
+
+@pytest.mark.pipeproof_skip
+@pytest.mark.pipeproof(args={"n_tiles": 5})
+def test_opted_out():
+    compile_rowsum(bug=1, stages=2)
+
+def test_no_trip_count():
+    compile_rowsum(bug=0, stages=4)
+'''
+
+
+def validate_sarif(path):
+    jsonschema = pytest.importorskip("jsonschema", reason="SARIF validation needs jsonschema "
+                                                          "(the test extra)")
+    doc = json.loads(Path(path).read_text())
+    jsonschema.validate(doc, json.loads(SCHEMA.read_text()))
+    return doc
+
+
+@pytest.fixture(scope="module")
+def warm():
+    """The inner sessions run in this process (pytester restores sys.modules after each, and
+    numpy cannot be imported twice): load what a check imports here first."""
+    from pipeproof.checker.prove import prove
+    from pipeproof.checker.prove_cli import proof_text  # noqa: F401
+    from pipeproof.checker.report import format_text  # noqa: F401
+    from pipeproof.checker.triton_cli import extract  # noqa: F401
+    from pipeproof.checker.verify import verify
+    from pipeproof.spec.load import load_spec
+    spec = load_spec("spec/examples/sm90_ring_nvidia.toml")
+    verify(spec)
+    prove(spec)
+
+
+@pytest.fixture
+def inner(pytester, warm):
+    shutil.copy(FIXTURE, pytester.path / "ring_kernels.py")
+    pytester.makepyfile(test_rings=INNER)
+    pytester.syspathinsert()
+    return pytester
+
+
+def test_without_the_flag_the_plugin_checks_nothing(inner):
+    result = inner.runpytest()
+    result.assert_outcomes(passed=5)
+    out = result.stdout.str()
+    assert "plugins: pipeproof-" in out  # registered through the pytest11 entry point
+    assert "= pipeproof =" not in out and not (inner.path / ".pytest_cache/d/pipeproof").exists()
+
+
+def test_a_violation_fails_the_test_that_compiled_the_kernel(inner):
+    sarif = inner.path / "out.sarif"
+    result = inner.runpytest("--pipeproof", f"--pipeproof-sarif={sarif}")
+    result.assert_outcomes(passed=3, failed=2)
+    out = result.stdout.str()
+    # the failure reports: verdict, shortest trace, the kernel's source lines
+    result.stdout.fnmatch_lines([
+        "*test_phase_flipped*",
+        "*kernel ring_rowsum (*ring_kernels.py:*) with n_tiles=5: read_before_fill*",
+        "*read_before_fill after 2 steps*",
+        "*in the kernel:*",
+        "*ttng.wait_barrier*ring_kernels.py:34*",
+        "*mbarrier.wait(ready.index(s), phase ^ 1)*",
+    ])
+    assert "with n_tiles=5: deadlock" in out
+    assert "FAILED test_rings.py::test_phase_flipped" in out
+    assert "FAILED test_rings.py::test_never_released" in out
+    # the summary: each distinct check once; the opted-out kernel is not there; the kernel
+    # without a trip count is unreadable, with the front end's reason, never ok
+    summary = out[out.index("= pipeproof ="):]
+    result.stdout.fnmatch_lines([
+        "*= pipeproof =*",
+        "ok * ring_rowsum(n_tiles=5) [[]sm100[]]  5 states, * s",
+        "read_before_fill * ring_rowsum(n_tiles=5) [[]sm100[]]  6 states, * s",
+        "deadlock * ring_rowsum(n_tiles=5) [[]sm100[]]  152 states, * s",
+        "unreadable * ring_rowsum() [[]sm100[]]: *cannot evaluate the loop's upper bound %n_tiles"
+        " (it comes from kernel argument n_tiles); launch the kernel, or give its values: "
+        "@pytest.mark.pipeproof(args=*",
+        "4 kernel checks: 1 deadlock, 1 ok, 1 read_before_fill, 1 unreadable (0 from the cache)",
+    ])
+    assert "cached" not in summary.split("kernel checks")[0]
+    doc = validate_sarif(sarif)
+    results = doc["runs"][0]["results"]
+    assert sorted(r["ruleId"] for r in results) == ["deadlock", "read_before_fill", "unreadable"]
+    flip = next(r for r in results if r["ruleId"] == "read_before_fill")
+    loc = flip["locations"][0]["physicalLocation"]
+    assert loc["artifactLocation"]["uri"].endswith("ring_kernels.py")
+    assert loc["region"]["startLine"] == 34 and flip["level"] == "error"
+
+    # a second run: every check from the cache (keyed by the TTGIR's hash and the values)
+    again = inner.runpytest("--pipeproof")
+    again.assert_outcomes(passed=3, failed=2)
+    again.stdout.fnmatch_lines(["ok * ring_rowsum(n_tiles=5) [[]sm100[]]  5 states, * s, cached",
+                                "4 kernel checks: * (4 from the cache)"])
+
+
+def test_prove_proves_for_every_trip_count(inner):
+    inner.makepyfile(test_rings=INNER.split("@pytest.mark.pipeproof(args={\"n_tiles\": 5})\n"
+                                            "def test_phase_flipped")[0])
+    result = inner.runpytest("--pipeproof-prove", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["proved * ring_rowsum(n_tiles=5) [[]sm100[]]*"])
+
+
+def test_watch_collects_results_and_raises_if_asked():
+    import importlib.util
+    import pipeproof.triton as pt
+    spec = importlib.util.spec_from_file_location("pipeproof_ring_kernels", FIXTURE)
+    rk = importlib.util.module_from_spec(spec)
+    __import__("sys").modules[spec.name] = rk
+    spec.loader.exec_module(rk)
+    with pt.watch(args={"n_tiles": 4}) as w:
+        rk.compile_rowsum(arch=90, bug=0)
+    assert [(r.verdict, r.args, r.target) for r in w.results] == [("ok", {"n_tiles": 4}, "sm90")]
+    with pytest.raises(pt.PipeproofViolation, match="read_before_fill"):
+        with pt.watch(args={"n_tiles": 4}, raise_on_violation=True):
+            rk.compile_rowsum(arch=90, bug=1)
+
+
+def test_a_launch_checks_with_the_launch_arguments():
+    """What Triton's launcher does on a GPU (CompiledKernel.launch_metadata, then
+    launch_enter_hook), driven by hand: the trip count comes from the call's n_tiles."""
+    import importlib.util
+
+    from triton import knobs
+    from triton.compiler.compiler import LazyDict
+
+    import pipeproof.triton as pt
+    spec = importlib.util.spec_from_file_location("pipeproof_ring_kernels2", FIXTURE)
+    rk = importlib.util.module_from_spec(spec)
+    __import__("sys").modules[spec.name] = rk
+    spec.loader.exec_module(rk)
+    with pt.watch() as w:
+        kernel = rk.compile_rowsum(bug=2)
+        for n in (2, 7, 7):  # 2 tiles fit the 3-slot ring: no second lap, no deadlock
+            meta = LazyDict({"name": kernel.name, "function": None, "stream": 0})
+            args = dict(zip(kernel.src.fn.arg_names, (object(), object(), n, 3, 2)))
+            meta.add(kernel.src.fn.launch_metadata, ((1, 1, 1), kernel.metadata, args))
+            knobs.runtime.launch_enter_hook(meta)
+    assert [(r.verdict, r.kind, r.args) for r in w.results] == [
+        ("ok", None, {"n_tiles": 2}), ("violation", "deadlock", {"n_tiles": 7})]
+    assert kernel.src.fn.launch_metadata is None  # restored when the block ends
+
+
+def test_sarif_of_verify_and_triton_validates(tmp_path):
+    from click.testing import CliRunner
+
+    from pipeproof.checker.cli import main
+    out = tmp_path / "v.sarif"
+    CliRunner().invoke(main, ["verify", "spec/examples/bug_consumer_phase1_nvidia.toml",
+                              "spec/examples/sm90_ring_nvidia.toml", str(tmp_path / "none.toml"),
+                              "-q", "--sarif", str(out)])
+    doc = validate_sarif(out)
+    got = [(r["ruleId"], r["level"], r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"])
+           for r in doc["runs"][0]["results"]]
+    assert got[0] == ("read_before_fill", "error", "spec/examples/bug_consumer_phase1_nvidia.toml")
+    assert got[1][:2] == ("unreadable", "warning") and len(got) == 2
+
+    text = tmp_path / "ring.ttgir"
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("pipeproof_ring_kernels3", FIXTURE)
+    rk = importlib.util.module_from_spec(spec)
+    __import__("sys").modules[spec.name] = rk
+    spec.loader.exec_module(rk)
+    text.write_text(rk.compile_rowsum(bug=1).asm["ttgir"])
+    out = tmp_path / "t.sarif"
+    res = CliRunner().invoke(main, ["triton", str(text), "--arg", "n_tiles=5", "--sarif", str(out)])
+    assert res.exit_code == 1
+    doc = validate_sarif(out)
+    (r,) = doc["runs"][0]["results"]
+    loc = r["locations"][0]["physicalLocation"]
+    assert (r["ruleId"], loc["artifactLocation"]["uri"].endswith("ring_kernels.py"),
+            loc["region"]["startLine"]) == ("read_before_fill", True, 34)
+    ok = tmp_path / "ok.sarif"
+    text.write_text(rk.compile_rowsum(bug=0).asm["ttgir"])
+    res = CliRunner().invoke(main, ["triton", str(text), "--arg", "n_tiles=5", "--sarif", str(ok)])
+    assert res.exit_code == 0 and validate_sarif(ok)["runs"][0]["results"] == []
