@@ -50,6 +50,7 @@ class KernelResult:
     report: str = ""           # the checker's text report (verdict and shortest trace)
     lines: list = field(default_factory=list)  # source_lines(): step, partition, op, line
     target: str = ""           # sm90 / sm100 ...
+    constexprs: str = ""       # the specialisation: "STAGES=3, BUG=0"
 
     @property
     def failed(self) -> bool:
@@ -58,7 +59,8 @@ class KernelResult:
     def summary(self) -> str:
         what = self.kind if self.verdict == "violation" else self.verdict
         args = ", ".join(f"{k}={v}" for k, v in sorted(self.args.items()))
-        head = f"{what:<22} {self.name}({args})" + (f" [{self.target}]" if self.target else "")
+        spec = f"[{self.constexprs}]" if self.constexprs else ""
+        head = f"{what:<22} {self.name}{spec}({args})" + (f" [{self.target}]" if self.target else "")
         if self.verdict == "unreadable":
             return f"{head}: {self.reason}"
         tail = f"{self.states} states, {self.seconds:.2f} s" + (", cached" if self.cached else "")
@@ -140,6 +142,20 @@ def _int_args(args: dict) -> dict:
         elif type(v).__name__ == "constexpr" and isinstance(getattr(v, "value", None), int):
             out[k] = int(v.value)
     return out
+
+
+def _constexprs(src) -> str:
+    """The constexpr values a kernel was compiled with, by parameter name."""
+    fn = getattr(src, "fn", None)
+    names = list(getattr(fn, "arg_names", []) or [])
+    sig = getattr(src, "signature", {}) or {}
+    out = []
+    for key, val in sorted((getattr(src, "constants", {}) or {}).items(), key=lambda kv: str(kv[0])):
+        if isinstance(key, tuple) and len(key) == 1 and isinstance(key[0], int) and key[0] < len(names):
+            name = names[key[0]]
+            if sig.get(name) == "constexpr" and isinstance(val, (int, float, str, bool)):
+                out.append(f"{name}={val}")
+    return ", ".join(out)
 
 
 def _source_of(compiled):
@@ -256,7 +272,11 @@ class Watcher:
             return
         sha = hashlib.sha256(ttgir.encode()).hexdigest()
         name, where, target = _source_of(kernel)
-        self._kernels[sha] = (ttgir, name, where, target)
+        try:
+            cx = _constexprs(getattr(kernel, "src", None))
+        except Exception:
+            cx = ""
+        self._kernels[sha] = (ttgir, name, where, target, cx)
         self._pending[sha] = True
         jitfn = getattr(getattr(kernel, "src", None), "fn", None)
         if jitfn is not None and self._installed is not None and \
@@ -309,7 +329,7 @@ class Watcher:
 
     # ------------------------------------------------------------------ checking
     def check_sha(self, sha: str, args: dict) -> KernelResult:
-        ttgir, name, where, target = self._kernels[sha]
+        ttgir, name, where, target, cx = self._kernels[sha]
         from pipeproof.spec.schema import SpecError
         from pipeproof.spec.ttgir.parse import parse_ttgir
         try:
@@ -328,7 +348,7 @@ class Watcher:
             result = self._load(key)
             if result is None:
                 result = self._check(ttgir, module, name, where, used, key)
-                result.target = target
+                result.target, result.constexprs = target, cx
                 self._store(result)
             self._by_key[key] = result
             self.results.append(result)
