@@ -68,11 +68,13 @@ class ProofResult:
     items: int | None = None       # the parameter n at which it is violated
     result: Result | None = None   # the explicit engine's verdict at that n (with traces)
     warnings: tuple = ()           # result.WARNINGS met at some item count (no violations)
+    own_states: int = 0            # states the quick look stored at the spec's own item count
 
     def __post_init__(self):
         # Plain ints, whatever computed them: the abstract search's counts are numpy integers
         # when the engines run as plain Python (PIPEPROOF_JIT=0), and `prove --json` writes them.
         self.abstract_states = int(self.abstract_states)
+        self.own_states = int(self.own_states)
         if self.items is not None:
             self.items = int(self.items)
 
@@ -304,10 +306,14 @@ def future_for(lap: LapAbstraction, por: bool):
 
 class _Search(StateStore):
     """BFS over abstract states (vector, n_rel); n_rel is exact (1..R-1) or MANY (>= R).
-    The loop is `_bfs`, run a chunk at a time so the deadline is checked and the arrays grown
-    between chunks."""
+    The loop is `_bfs`, run a chunk at a time so the deadline (and a Ctrl-C: Python sees it
+    only when the compiled loop returns) is checked and the arrays grown between chunks. A
+    chunk is sized by the measured time per state to take about CHUNK_SECONDS (one abstract
+    state of 16 roles x 16 agents takes ~0.1 s, so a fixed 8192 of them ran for minutes past
+    --timeout and Ctrl-C); the states stored and their order do not depend on it."""
 
     CHUNK = 8192
+    CHUNK_SECONDS = 0.1
 
     def __init__(self, lap: LapAbstraction, R: int, max_states: int, deadline: float | None,
                  raw: bool = False, por: bool = True):
@@ -360,13 +366,20 @@ class _Search(StateStore):
                                                self.max_states)
             self._check(status)
         i = 0
+        chunk = 1  # states per call of _bfs: grown while a call is quick, shrunk when slow
         while i < self.n_stored:
-            if self.deadline and time.monotonic() > self.deadline:
+            now = time.monotonic()
+            if self.deadline and now > self.deadline:
                 raise _Limit("the time limit")
+            lo = i
             status, i, self.n_stored = _bfs(
                 self.tables, self.fast, self.future, self.por, self.packing, self.store, self.n_stored, self.table,
-                self.parent, self.via, i, min(self.n_stored, i + self.CHUNK), R,
+                self.parent, self.via, i, min(self.n_stored, i + chunk), R,
                 self.max_states, found, *scratch)
+            took = time.monotonic() - now
+            if i > lo:
+                per_state = took / (i - lo)
+                chunk = int(min(self.CHUNK, max(1, min(4 * chunk, self.CHUNK_SECONDS / max(per_state, 1e-9)))))
             if status == B_NEED_ROOM:
                 self._grow(self.n_stored + 2 * room)
             elif status == B_FOUND:
@@ -476,11 +489,16 @@ def search_laps(lap: LapAbstraction, max_states: int, deadline: float | None,
     where found is None or (state index, action or -1, bits). Raises Unknown at a limit."""
     R = first_bound(lap, por)
     raw = False
+    search = None
     while True:
-        search = (searcher(lap, R, max_states, deadline, por=por) if searcher is not None
-                  else _Search(lap, R, max_states, deadline, raw=raw, por=por))
         try:
+            if deadline and time.monotonic() > deadline:
+                raise _Limit("the time limit")
+            search = (searcher(lap, R, max_states, deadline, por=por) if searcher is not None
+                      else _Search(lap, R, max_states, deadline, raw=raw, por=por))
             return search, search.run(only_n)
+        except KeyboardInterrupt:  # Ctrl-C: a limit like any other, with the counts so far
+            raise Unknown(INTERRUPTED, search.n_stored if search is not None else 0) from None
         except _NoFit:
             raw = True
         except _NeedLargerR:
@@ -489,7 +507,7 @@ def search_laps(lap: LapAbstraction, max_states: int, deadline: float | None,
                               "items)", search.n_stored, drift=True)
             R *= 2
         except _Limit as err:
-            raise Unknown(f"stopped at {err}", search.n_stored)
+            raise Unknown(f"stopped at {err}", search.n_stored if search is not None else 0)
 
 
 def prove(spec: Spec, timeout: float | None = None, max_states: int = MAX_ABSTRACT_STATES,
@@ -504,40 +522,56 @@ def prove(spec: Spec, timeout: float | None = None, max_states: int = MAX_ABSTRA
     warm_up_prove()
     started = time.monotonic()
     deadline = started + timeout if timeout else None
+    own_states = 0  # the quick look's states, reported with every answer
 
     def done(**kw) -> ProofResult:
-        return ProofResult(spec=spec, seconds=time.monotonic() - started, **kw)
+        return ProofResult(spec=spec, seconds=time.monotonic() - started, own_states=own_states,
+                           **kw)
 
-    # A quick look at the spec's own item count: most bugs show there, with a short trace.
-    # Bounded, since the abstraction below covers this count too.
-    own = verify(spec, timeout=timeout, max_states=min(max_states, QUICK_LOOK_STATES), por=por,
-                 cta_symmetry=cta_symmetry, strict_exit=strict_exit)
-    if own.verdict == "violation":
-        return done(status="violated", items=spec.items, result=own,
-                    reason=f"violated at its own item count ({spec.items})")
-    if own.limit == INTERRUPTED:  # Ctrl-C in the quick look: the proof stops there
-        return done(status="unknown", reason="interrupted (Ctrl-C)")
-    try:
-        lap = LapAbstraction(spec, MAX_R, cta_symmetry=cta_symmetry, strict_exit=strict_exit)
-    except CannotAbstract as err:
-        return done(status="unknown", reason=f"outside the lap abstraction: {err}")
-    parameter = describe_parameter(spec, lap)
-    try:
-        search, found = search_laps(lap, max_states, deadline, searcher=searcher, por=por)
-    except Unknown as err:
-        return done(status="unknown", parameter=parameter, abstract_states=err.states,
-                    reason=str(err))
-    if found is None:
-        warned = own.warnings or getattr(search, "warned", False)  # (the reference search: no flag)
-        return done(status="proved", parameter=parameter, abstract_states=search.n_stored,
-                    reason="no violation in any abstract state, for every item count",
-                    warnings=("unawaited_at_exit",) if warned else ())
-    i, action, bits = found
-    n = search.item_count_of(i)
-    concrete = scaled_spec(spec, n)
-    remaining = None if deadline is None else max(deadline - time.monotonic(), 1.0)
-    result = verify(concrete, timeout=remaining, strict_exit=strict_exit)
+    def left() -> float | None:
+        return None if deadline is None else deadline - time.monotonic()
+
+    parameter, search = "", None
+    try:  # a Ctrl-C anywhere below (the searches stop at it themselves): unknown, with the counts
+        # A quick look at the spec's own item count: most bugs show there, with a short trace.
+        # Bounded, since the abstraction below covers this count too.
+        own = verify(spec, timeout=timeout, max_states=min(max_states, QUICK_LOOK_STATES),
+                     por=por, cta_symmetry=cta_symmetry, strict_exit=strict_exit)
+        own_states = own.states
+        if own.verdict == "violation":
+            return done(status="violated", items=spec.items, result=own,
+                        reason=f"violated at its own item count ({spec.items})")
+        if own.limit == INTERRUPTED:  # Ctrl-C in the quick look: the proof stops there
+            return done(status="unknown", reason=INTERRUPTED)
+        if deadline is not None and left() <= 0:
+            return done(status="unknown", reason="stopped at the time limit")
+        try:
+            lap = LapAbstraction(spec, MAX_R, cta_symmetry=cta_symmetry, strict_exit=strict_exit)
+        except CannotAbstract as err:
+            return done(status="unknown", reason=f"outside the lap abstraction: {err}")
+        parameter = describe_parameter(spec, lap)
+        try:
+            search, found = search_laps(lap, max_states, deadline, searcher=searcher, por=por)
+        except Unknown as err:
+            return done(status="unknown", parameter=parameter, abstract_states=err.states,
+                        reason=str(err))
+        if found is None:
+            warned = own.warnings or getattr(search, "warned", False)  # (the reference search: no flag)
+            return done(status="proved", parameter=parameter, abstract_states=search.n_stored,
+                        reason="no violation in any abstract state, for every item count",
+                        warnings=("unawaited_at_exit",) if warned else ())
+        i, action, bits = found
+        n = search.item_count_of(i)
+        concrete = scaled_spec(spec, n)
+        remaining = None if deadline is None else max(left(), 1.0)
+        result = verify(concrete, timeout=remaining, strict_exit=strict_exit)
+    except KeyboardInterrupt:
+        return done(status="unknown", parameter=parameter, reason=INTERRUPTED,
+                    abstract_states=search.n_stored if search is not None else 0)
     kinds = [KINDS[k] for k in range(S.N_KINDS) if bits & (1 << k)]
+    if result.limit == INTERRUPTED:  # Ctrl-C in the re-check at n
+        return done(status="unknown", parameter=parameter, abstract_states=search.n_stored,
+                    reason=INTERRUPTED)
     if result.verdict != "violation":
         return done(status="unknown", parameter=parameter, abstract_states=search.n_stored,
                     reason=f"the abstraction reached {', '.join(kinds)} at n = {n}, but the "

@@ -35,6 +35,7 @@ def proof_to_json(proof) -> dict:
         "reason": proof.reason,
         "parameter": proof.parameter,
         "abstract_states": proof.abstract_states,
+        "own_states": proof.own_states,
         "seconds": round(proof.seconds, 3),
         "items": proof.items,
         "warnings": list(proof.warnings),
@@ -53,7 +54,10 @@ def proof_text(proof) -> str:
     if proof.status == "violated":
         return (f"{path}: violated at item count n = {proof.items} ({proof.reason})\n"
                 + format_text(proof.result).rstrip("\n"))
-    return f"{path}: unknown: {proof.reason} ({proof.seconds:.2f} s)"
+    # The counts so far (a limit or a Ctrl-C stops the run where it is): the abstract search's,
+    # and the explicit engine's quick look at the spec's own item count.
+    return (f"{path}: unknown: {proof.reason} ({proof.abstract_states:,} abstract states, "
+            f"{proof.own_states:,} states at its own item count, {proof.seconds:.2f} s)")
 
 
 def document(results: list, error: str | None = None) -> str:
@@ -71,7 +75,7 @@ def error_entry(path, reason: str) -> dict:
 def unknown_entry(path, reason: str) -> dict:
     """The entry of a spec a Ctrl-C stopped (or kept from running): unknown, as a limit."""
     return {"spec": path, "status": "unknown", "reason": reason, "parameter": "",
-            "abstract_states": 0, "seconds": 0.0, "items": None, "warnings": [], "result": None}
+            "abstract_states": 0, "own_states": 0, "seconds": 0.0, "items": None, "warnings": [], "result": None}
 
 
 class _ProveCommand(click.Command):
