@@ -142,14 +142,15 @@ def run_sweep(points, options: dict | None = None, *, jobs: int | None = None,
 
     engine = runner or R.runner(options, jobs=jobs, cluster=cluster)
     result.runner, result.workers = engine.name, engine.workers
+    started = time.perf_counter()
     try:
-        if tasks:
-            result.start_seconds = engine.start()
-            result.runner, result.workers = engine.name, engine.workers
-        if on_start is not None:
-            on_start(len(points), len(tasks), engine)
-        started = time.perf_counter()
-        try:
+        try:  # Ctrl-C while the workers start or run: the runner stops them; what finished stays
+            if tasks:
+                result.start_seconds = engine.start()
+                result.runner, result.workers = engine.name, engine.workers
+            if on_start is not None:
+                on_start(len(points), len(tasks), engine)
+            started = time.perf_counter()
             if tasks:
                 engine.run(tasks, lambda index, record: land(index, record, False))
         except KeyboardInterrupt:

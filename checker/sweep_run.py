@@ -270,8 +270,16 @@ def cacheable(record: dict) -> bool:
 
 # ---------------------------------------------------------------------------------------
 # Where the points run. Each runner takes [(index, text, where)] and calls
-# done(index, record) as records arrive (in this thread); Ctrl-C stops it, and the points
-# it did not finish get no call.
+# done(index, record) as records arrive (in this thread); Ctrl-C stops it (KeyboardInterrupt
+# out of start() or run(), with every worker process gone), and the points it did not finish
+# get no call.
+
+
+def interrupted(record: dict) -> bool:
+    """Did a Ctrl-C stop this point's check (the searches end on it like a limit)?"""
+    from pipeproof.checker.explore import INTERRUPTED
+    proof = record.get("proof") or {}
+    return record.get("limit") == INTERRUPTED or proof.get("reason") == INTERRUPTED
 
 
 class InProcess:
@@ -288,7 +296,10 @@ class InProcess:
 
     def run(self, tasks, done) -> None:
         for index, text, where in tasks:
-            done(index, check_point(text, where, self.options))
+            record = check_point(text, where, self.options)
+            done(index, record)
+            if interrupted(record):  # the search stopped at the Ctrl-C: so does the sweep
+                raise KeyboardInterrupt
 
     def close(self) -> None:
         pass
@@ -298,6 +309,30 @@ def _init_local_worker(options: dict) -> None:
     import signal
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent stops the pool on Ctrl-C
     warm(options)
+
+
+class _SigintHeld:
+    """SIGINT blocked in this thread while the pool starts its processes: the fork server and
+    every worker (forked from it, or by threads started now) inherit the mask, so a terminal's
+    Ctrl-C, which reaches the whole process group, reaches none of them (not even while the
+    fork server imports the engines, or before a worker's initializer ignores it: either
+    printed a traceback). The parent gets a Ctrl-C held meanwhile once it leaves (the
+    resource tracker of multiprocessing starts its process the same way)."""
+
+    def __enter__(self):
+        import signal
+        self._held = hasattr(signal, "pthread_sigmask")
+        if self._held:
+            # multiprocessing's resource tracker, started with the first pool, unblocks SIGINT
+            # in this thread after its own start: start it first
+            from multiprocessing import resource_tracker
+            resource_tracker.ensure_running()
+            signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+
+    def __exit__(self, *exc):
+        import signal
+        if self._held:
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 
 
 def _local_task(task):
@@ -339,10 +374,15 @@ class LocalPool:
 
     def start(self) -> float:
         started = time.perf_counter()
-        self._pool = _context(self.options).Pool(self.workers, initializer=_init_local_worker,
-                                                 initargs=(self.options,))
-        # every worker has run its initializer (engines loaded) once each has answered
-        self._pool.map(_ready, range(self.workers), chunksize=1)
+        try:
+            with _SigintHeld():
+                self._pool = _context(self.options).Pool(
+                    self.workers, initializer=_init_local_worker, initargs=(self.options,))
+            # every worker has run its initializer (engines loaded) once each has answered
+            self._pool.map(_ready, range(self.workers), chunksize=1)
+        except BaseException:  # (a Ctrl-C while they start): no process is left behind
+            self.terminate()
+            raise
         return time.perf_counter() - started
 
     def run(self, tasks, done) -> None:
@@ -351,10 +391,22 @@ class LocalPool:
         try:
             for index, record in self._pool.imap_unordered(_local_task, tasks, chunksize=chunk):
                 done(index, record)
-        except KeyboardInterrupt:
-            self._pool.terminate()
-            self._pool = None
+        except BaseException:  # Ctrl-C: stop the workers now (close() would wait for them)
+            self.terminate()
             raise
+
+    def terminate(self) -> None:
+        """Stop every worker now (their points are lost) and wait until they are gone."""
+        pool, self._pool = self._pool, None
+        if pool is None:
+            return
+        workers = list(getattr(pool, "_pool", ()))
+        with _SigintHeld():  # (a second Ctrl-C must not leave the pool half stopped)
+            pool.terminate()
+            for worker in workers:  # (terminate sent SIGTERM and joined; make sure)
+                if worker.exitcode is None:
+                    worker.kill()
+                    worker.join(5)
 
     def close(self) -> None:
         if self._pool is not None:
