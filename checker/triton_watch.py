@@ -391,24 +391,34 @@ class Watcher:
             return KernelResult(verdict="unreadable", reason=reason,
                                 seconds=time.perf_counter() - t0, **base)
         from pipeproof.checker.report import format_text
-        if self.prove:
+        from pipeproof.checker.verify import verify
+        deadline = None if self.timeout is None else t0 + self.timeout
+        result = verify(spec, max_states=self.max_states, timeout=self.timeout,
+                        strict_exit=self.strict_exit)
+        verdict, report, states = result.verdict, format_text(result), result.states
+        reason = result.limit if verdict == "inconclusive" else ""
+        if self.prove and verdict == "ok":
+            # The launch's own trip count holds; now every item count of the extracted
+            # program. A violation at another item count is not one of this launch (the
+            # extraction ran the IR's arithmetic for the launch's values): inconclusive, with
+            # the item count, never a failed test and never ok.
             from pipeproof.checker.prove import MAX_ABSTRACT_STATES, prove
             from pipeproof.checker.prove_cli import proof_text
-            proof = prove(spec, timeout=self.timeout,
-                          max_states=self.max_states or MAX_ABSTRACT_STATES)
-            result = proof.result
-            verdict = {"proved": "proved", "violated": "violation"}.get(proof.status, "inconclusive")
+            left = None if deadline is None else max(deadline - time.perf_counter(), 0.1)
+            proof = prove(spec, timeout=left, max_states=self.max_states or MAX_ABSTRACT_STATES)
             report = proof_text(proof)
-            if result is not None and verdict == "violation":
-                report += "\n" + format_text(result)
-            states = getattr(result, "states", 0) if result is not None else 0
-            reason = "" if verdict != "inconclusive" else f"prove: {proof.status}"
-        else:
-            from pipeproof.checker.verify import verify
-            result = verify(spec, max_states=self.max_states, timeout=self.timeout,
-                            strict_exit=self.strict_exit)
-            verdict, report, states = result.verdict, format_text(result), result.states
-            reason = result.limit if verdict == "inconclusive" else ""
+            states = proof.abstract_states
+            if proof.status == "proved":
+                verdict = "proved"
+            else:
+                verdict = "inconclusive"
+                reason = (f"ok at this launch's trip count ({result.states} states); prove: "
+                          + (f"the extracted program is violated at item count n = {proof.items}"
+                             f" ({proof.result.kind if proof.result else '?'}), a trip count "
+                             f"this launch does not run" if proof.status == "violated"
+                             else f"unknown: {' '.join(str(proof.reason).split())}"))
+                if proof.status == "violated" and proof.result is not None:
+                    report += "\n" + format_text(proof.result)
         lines = source_lines(result, source) if result is not None else []
         return KernelResult(verdict=verdict, kind=result.kind if verdict == "violation" else None,
                             states=states, seconds=time.perf_counter() - t0, reason=reason,

@@ -135,10 +135,11 @@ def test_a_violation_fails_the_test_that_compiled_the_kernel(inner):
 
 def test_prove_proves_for_every_trip_count(inner):
     inner.makepyfile(test_rings=INNER.split("@pytest.mark.pipeproof(args={\"n_tiles\": 5})\n"
-                                            "def test_phase_flipped")[0])
+                                            "def test_never_released")[0])
     result = inner.runpytest("--pipeproof-prove", "-p", "no:cacheprovider")
-    result.assert_outcomes(passed=1)
-    result.stdout.fnmatch_lines(["proved * ring_rowsum[[]STAGES=3, BUG=0[]](n_tiles=5) [[]sm100[]]*"])
+    result.assert_outcomes(passed=1, failed=1)  # the launch's own trip count is checked first
+    result.stdout.fnmatch_lines(["proved * ring_rowsum[[]STAGES=3, BUG=0[]](n_tiles=5) [[]sm100[]]*",
+                                 "read_before_fill * ring_rowsum[[]STAGES=3, BUG=1[]](n_tiles=5)*"])
 
 
 def test_watch_collects_results_and_raises_if_asked():
