@@ -18,6 +18,11 @@ import pytest
 
 SECTION = "pipeproof"
 
+try:  # new-style hook wrappers (pluggy >= 1.2, pytest >= 8); the plugin needs them
+    _call_wrapper = pytest.hookimpl(wrapper=True)
+except TypeError:  # an older pytest: every other run must still work, --pipeproof says why not
+    _call_wrapper = None
+
 
 def pytest_addoption(parser):
     group = parser.getgroup("pipeproof", "pipeproof: check Triton kernels' synchronisation")
@@ -42,6 +47,8 @@ def pytest_configure(config):
                                        "kernels the test compiles but does not launch")
     opt = config.getoption
     if opt("pipeproof") or opt("pipeproof_prove") or opt("pipeproof_sarif"):
+        if _call_wrapper is None:
+            raise pytest.UsageError("--pipeproof needs pytest >= 8 (new-style hook wrappers)")
         config.pluginmanager.register(PipeproofSession(config), "pipeproof-session")
 
 
@@ -98,7 +105,7 @@ class PipeproofSession:
         return out
 
     # ------------------------------------------------------------------ per test
-    @pytest.hookimpl(wrapper=True)
+    @(_call_wrapper or (lambda f: f))
     def pytest_runtest_call(self, item):
         w = self.watcher
         if w is None:
