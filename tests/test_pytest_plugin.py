@@ -142,6 +142,26 @@ def test_prove_proves_for_every_trip_count(inner):
                                  "read_before_fill * ring_rowsum[[]STAGES=3, BUG=1[]](n_tiles=5)*"])
 
 
+def test_watch_caches_atomically_and_survives_a_bad_cache_file(tmp_path):
+    import importlib.util
+    import pipeproof.triton as pt
+    spec = importlib.util.spec_from_file_location("pipeproof_ring_kernels4", FIXTURE)
+    rk = importlib.util.module_from_spec(spec)
+    __import__("sys").modules[spec.name] = rk
+    spec.loader.exec_module(rk)
+    runs = []
+    for corrupt in (False, False, True):
+        if corrupt:
+            for f in tmp_path.glob("*.json"):
+                f.write_text("{not json")  # a torn or foreign file: checked again, not trusted
+        with pt.watch(args={"n_tiles": 4}, cache_dir=tmp_path) as w:
+            rk.compile_rowsum(arch=90, bug=1)
+        runs.append([(r.kind, r.cached) for r in w.results])
+    assert runs == [[("read_before_fill", False)], [("read_before_fill", True)],
+                    [("read_before_fill", False)]]
+    assert [p.name for p in tmp_path.iterdir() if not p.name.endswith(".json")] == []
+
+
 def test_watch_collects_results_and_raises_if_asked():
     import importlib.util
     import pipeproof.triton as pt
