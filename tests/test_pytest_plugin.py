@@ -235,3 +235,18 @@ def test_sarif_of_verify_and_triton_validates(tmp_path):
     text.write_text(rk.compile_rowsum(bug=0).asm["ttgir"])
     res = CliRunner().invoke(main, ["triton", str(text), "--arg", "n_tiles=5", "--sarif", str(ok)])
     assert res.exit_code == 0 and validate_sarif(ok)["runs"][0]["results"] == []
+
+
+def test_xdist_workers_share_the_cache_and_the_controller_reports(inner):
+    """With pytest-xdist (not a dependency: skipped without it), each worker checks what its
+    tests compile, writes the shared cache atomically, and the controller's summary lists every
+    check once."""
+    pytest.importorskip("xdist", reason="pytest-xdist is not installed")
+    result = inner.runpytest_subprocess("-n", "2", "--pipeproof", "--cache-clear")
+    result.assert_outcomes(passed=3, failed=2)
+    result.stdout.fnmatch_lines(["*4 kernel checks: 1 deadlock, 1 ok, 1 read_before_fill, "
+                                 "1 unreadable (0 from the cache)"])
+    again = inner.runpytest_subprocess("-n", "2", "--pipeproof")
+    again.stdout.fnmatch_lines(["*4 kernel checks: * (4 from the cache)"])
+    assert not [p for p in (inner.path / ".pytest_cache/d/pipeproof").iterdir()
+                if not p.name.endswith(".json")]
