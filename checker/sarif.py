@@ -91,28 +91,33 @@ def split_loc(text: str):
     return (m.group(1), int(m.group(2))) if m else (None, None)
 
 
-def _op_line(spec_path: str, op_text: str | None) -> int | None:
-    """The spec file's line that holds the op (its quoted text), if the file is on disk."""
-    if not op_text:
+def _op_line(spec_path: str, op: tuple | None) -> int | None:
+    """The spec file's line that spells the op (a quoted string starting with its name), in
+    the acting role's table when the file names the role, if the file is on disk."""
+    if not op:
         return None
+    op_text, role = op
     try:
         lines = Path(spec_path).read_text().splitlines()
     except OSError:
         return None
     pattern = re.compile(r"[\"']" + re.escape(op_text) + r"\b")
-    for i, line in enumerate(lines, 1):
-        if pattern.search(line):
-            return i
+    named = re.compile(r"^\s*name\s*=\s*[\"']" + re.escape(role) + r"[\"']") if role else None
+    start = next((i for i, line in enumerate(lines) if named and named.search(line)), 0)
+    for i in list(range(start, len(lines))) + list(range(0, start)):
+        if pattern.search(lines[i]):
+            return i + 1
     return None
 
 
-def _last_op(result) -> str | None:
+def _last_op(result):
+    """(op name, role) of the counterexample's last agent step."""
     trace = result.traces.get(result.kind) if result.traces else None
     if trace is None:
         return None
     for step in reversed(trace.steps):
-        if step.event.kind == "agent":
-            return step.event.op or None
+        if step.event.kind == "agent" and step.event.op:
+            return step.event.op, re.sub(r"\[\d+\]$", "", step.actor.split(".")[-1])
     return None
 
 
