@@ -118,15 +118,24 @@ class PipeproofSession:
         w.paused = skip
         try:
             res = yield
-        finally:
-            if not skip:
-                w.check_pending(args)
-            w.paused = False
-            hit = w.take()
-        bad = [r for r in hit if r.failed]
+        except BaseException:
+            # the test failed on its own: its report still shows what pipeproof found
+            self._finish(item, w, skip, args, section=True)
+            raise
+        bad = self._finish(item, w, skip, args)
         if bad:
             pytest.fail("\n\n".join(r.describe() for r in bad), pytrace=False)
         return res
+
+    @staticmethod
+    def _finish(item, w, skip, args, section=False):
+        if not skip:
+            w.check_pending(args)
+        w.paused = False
+        bad = [r for r in w.take() if r.failed]
+        if section and bad:
+            item.add_report_section("call", "pipeproof", "\n\n".join(r.describe() for r in bad))
+        return bad
 
     def pytest_report_header(self, config):
         mode = "prove for every trip count" if config.getoption("pipeproof_prove") else "verify"

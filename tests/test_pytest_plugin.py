@@ -142,6 +142,22 @@ def test_prove_proves_for_every_trip_count(inner):
                                  "read_before_fill * ring_rowsum[[]STAGES=3, BUG=1[]](n_tiles=5)*"])
 
 
+def test_a_test_that_fails_on_its_own_still_shows_the_violation(inner):
+    inner.makepyfile(test_rings='''
+import pytest
+from ring_kernels import compile_rowsum
+
+@pytest.mark.pipeproof(args={"n_tiles": 5})
+def test_both():
+    compile_rowsum(bug=1)
+    assert 1 == 2, "the test's own failure"
+''')
+    result = inner.runpytest("--pipeproof", "-p", "no:cacheprovider")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*the test's own failure*", "*Captured pipeproof call*",
+                                 "*with n_tiles=5: read_before_fill*"])
+
+
 def test_watch_caches_atomically_and_survives_a_bad_cache_file(tmp_path):
     import importlib.util
     import pipeproof.triton as pt
