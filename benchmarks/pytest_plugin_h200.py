@@ -15,6 +15,8 @@ It writes an inner test file into a temporary folder and runs `pytest --pipeproo
 - tests/triton_kernels/sm90_pipelined.py (Triton's own pipeliner, TMA + wgmma) at K=512 and
   K=1024: two distinct checks, one per trip count (must pass, checked against torch).
 
+Needs torch with CUDA, Triton 3.9.0 and pipeproof installed (`pip install -e .` in this
+checkout: the `pipeproof` namespace comes from pyproject's package-dir, not from a folder).
 It prints both runs' output and one line per expectation, `PASS`/`FAIL`, and exits 1 if any
 expectation fails.
 """
@@ -130,6 +132,15 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out")
     a = ap.parse_args(argv)
+    import importlib.util
+    for module, why in (("pipeproof.checker.pytest_plugin", "pip install -e . in this checkout"),
+                        ("torch", "torch with CUDA"), ("triton", "pip install triton==3.9.0")):
+        try:
+            found = importlib.util.find_spec(module) is not None
+        except ModuleNotFoundError:
+            found = False
+        if not found:
+            sys.exit(f"pytest_plugin_h200.py: {module} is not importable ({why})")
     folder = Path(tempfile.mkdtemp(prefix="pipeproof-h200-"))
     (folder / "test_launch.py").write_text(INNER.format(
         fixture=str(ROOT / "tests" / "fixtures" / "pytest_plugin"),
