@@ -211,7 +211,7 @@ def test_an_installed_package_finds_its_examples_from_any_directory(tmp_path):
     src = tmp_path / "src"
     src.mkdir()
     skip = shutil.ignore_patterns("__pycache__", "*.nbi", "*.nbc", "*.ready")
-    for name in ("spec", "backends", "checker", "cuda_ref", "pipeproof_triton"):
+    for name in ("spec", "backends", "checker", "cuda_ref"):
         shutil.copytree(ROOT / name, src / name, ignore=skip)
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(ROOT / name, src / name)

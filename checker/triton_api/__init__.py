@@ -6,8 +6,8 @@
     for r in w.results:
         print(r.summary())
 
-(The folder is `pipeproof_triton/`, installed as `pipeproof.triton`: a top-level folder named
-`triton` would shadow Triton itself. The code is checker/triton_watch.py; docs/pytest.md.)
+(The folder is `checker/triton_api/`, installed as `pipeproof.triton`: a folder named `triton`
+on the path would shadow Triton itself. The code is checker/triton_watch.py; docs/pytest.md.)
 """
 from pipeproof.checker.triton_watch import (KernelResult, PipeproofViolation, Watcher,  # noqa: F401
                                             watch)
