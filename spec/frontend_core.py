@@ -530,6 +530,8 @@ class Builder:
                 else "consumer"
             lines += ["[[role]]", f'name = "{r["name"]}"', f'side = "{side}"', f"count = {r['count']}",
                       f"items = {r['items']}"]
+            if r.get("ctas"):
+                lines.append(f"ctas = {list(r['ctas'])}")
             if phases:
                 lines.append(f"initial_phase = {{ {phases} }}")
             for section in ("prologue", "body", "epilogue"):

@@ -14,6 +14,9 @@ from pipeproof.spec.mojo.parse import Data, Event, Kernel, Partition, Ref
 from pipeproof.spec.schema import SpecError
 
 
+CLUSTER = ("cluster barrier",)   # the key of the ring that states barrier.cluster
+
+
 class NotExpressible(SpecError):
     """The kernel was read, but the spec language cannot state it yet (exit 2, one line)."""
 
@@ -29,6 +32,7 @@ class MojoBuilder(Builder):
         super().__init__(kernel.path, [], name, lambda op: op.where)
         self.data = {}
         self.barrier_counts = {}
+        self.cluster_agents = 0
 
     # ------------------------------------------------------------ rings
     def _rings(self):
@@ -50,6 +54,12 @@ class MojoBuilder(Builder):
                 self.sig[empty] = EMPTY
                 ring.counts[EMPTY] = empty.count
             self.data[ring.name] = Data(ring.name, stages)
+        if self.cluster_agents:
+            ring = Ring("cluster_barrier", 1, FULL, self.cluster_agents, CLUSTER)
+            ring.counts = {FULL: self.cluster_agents, EMPTY: 1}
+            self.rings[CLUSTER] = ring
+            self.sig[CLUSTER] = FULL
+            self.cluster_ring = ring
         if not self.rings:
             raise SpecError(f"{self.path}: the kernel uses no mbarrier or pipeline counter: "
                             f"nothing to check")
@@ -90,10 +100,21 @@ class MojoBuilder(Builder):
             return [(None, None, None, f"sync {ev.extra[0]}")]
         if ev.kind == "write":
             return [(self.rings[ev.barrier.array], ev.buffer.index, None, "write")]
+        if ev.kind == "csync":
+            # barrier.cluster arrive / wait: the cluster ring (cluster_barrier below)
+            ring = self.cluster_ring
+            if ev.extra[0] == "wait":
+                return [(ring, 0, 0, "wait_full")]
+            return [(ring, 0, None, "arrive_full to=all" if self.kernel.cluster > 1 else "arrive_full")]
         out = super()._ops(ev)
-        if ev.kind == "copy" and ev.suffix:
+        if ev.kind in ("copy", "arrive", "expect", "commit") and ev.suffix:
             out = [(r, s, ph, t + " " + ev.suffix) for r, s, ph, t in out]
         return out
+
+    def _role(self, p):
+        r = super()._role(p)
+        r["ctas"] = p.ctas
+        return r
 
 
 def prepare(kernel: Kernel) -> None:
@@ -117,12 +138,6 @@ def prepare(kernel: Kernel) -> None:
                     f"roles with different item counts yet (docs/mojo.md)")
             if ev.kind == "wait" and isinstance(ev.value, tuple):
                 pass
-    if kernel.cluster > 1:
-        p = next((p for p in kernel.partitions if p.events), None)
-        raise NotExpressible(
-            f"{kernel.path}: a cluster of {kernel.cluster} CTAs (multicast copies, remote "
-            f"arrivals through mapa): reading the per-CTA targets into to=self/peer/leader/all "
-            f"is not built yet (docs/mojo.md)")
     # copy bytes: the stride of each copy instruction's destination between slots
     dst = {}
     for p in kernel.partitions:
@@ -157,7 +172,7 @@ def prepare(kernel: Kernel) -> None:
                         f"(its destination's stride between slots) cannot be read: it fills one "
                         f"slot only at these trip counts; give a trip count of at least two laps")
                 mask = ev.extra[0]
-                if mask is not None:
+                if mask is not None and kernel.cluster == 1:
                     raise NotExpressible(f"{ev.op.where} ({kernel.path}): a multicast TMA copy "
                                          f"in a one-CTA kernel")
                 full, _ = arrays[ev.barrier.array]
@@ -211,7 +226,8 @@ def check_pairing(kernel: Kernel) -> None:
             if ev.kind in ("copy", "write") and ev.buffer is not None:
                 key = (ev.buffer.array, ev.buffer.index)
                 if key != last:
-                    fills[ev.buffer.array] = fills.get(ev.buffer.array, 0) + 1
+                    per = fills.setdefault(ev.buffer.array, {})
+                    per[p.name] = per.get(p.name, 0) + 1
                 last = key
             elif ev.kind in ("wait", "advance"):
                 last = None
@@ -219,9 +235,11 @@ def check_pairing(kernel: Kernel) -> None:
                 reads.setdefault(ev.buffer.array, {})[p.name] = \
                     reads.setdefault(ev.buffer.array, {}).get(p.name, 0) + 1
     for ring, per_role in reads.items():
-        n = fills.get(ring, 0)
+        # one filler role per CTA program (a cluster's CTAs may fill through different roles)
+        ns = set(fills.get(ring, {}).values())
+        n = max(ns) if ns else 0
         for role, r in per_role.items():
-            if n and r != n:
+            if ns and (len(ns) > 1 or r != n):
                 raise NotExpressible(
                     f"{kernel.path}: ring {ring[1] if isinstance(ring, tuple) else ring}: the fillers "
                     f"fill {n} slots and role {role} reads {r}: item structures that differ between "
@@ -294,6 +312,18 @@ def build(kernel: Kernel, name: str):
     b = MojoBuilder(kernel, name)
     b.parts = kernel.partitions
     drop_start_barrier(kernel)
+    drop_start_cluster_barrier(kernel)
+    if any(ev.kind == "csync" for p in kernel.partitions for ev in p.events):
+        # every agent of every CTA arrives once on each CTA's cluster barrier per use
+        b.cluster_agents = sum(p.warps * (len(p.ctas) if p.ctas else kernel.cluster)
+                               for p in kernel.partitions)
+        uses = {sum(1 for ev in p.events if ev.kind == "csync" and ev.extra[0] != "wait")
+                for p in kernel.partitions}
+        if len(uses) != 1 or uses != {1}:
+            p = next(p for p in kernel.partitions)
+            raise NotExpressible(f"{kernel.path}: the cluster barrier (barrier.cluster) is used "
+                                 f"{sorted(uses)} times by different roles after the start: only one "
+                                 f"use by every agent (the kernel's end) is expressible")
     named_barriers(kernel, b)
     b._rings_done = False
     orig = b._rings
@@ -327,6 +357,23 @@ def drop_start_barrier(kernel: Kernel) -> None:
         for p in kernel.partitions:
             first = next(e for e in p.events if e.kind != "init")
             p.events.remove(first)
+
+
+def drop_start_cluster_barrier(kernel: Kernel) -> None:
+    """barrier.cluster arrive + wait that every agent of every CTA makes before its first
+    pipeline op (after mbarrier.init: Mojo's pipeline_init) keeps a CTA from arriving on or
+    copying into a peer's barriers before the peer has initialised them. The model starts
+    every agent of every CTA with every barrier initialised, so it orders nothing the model
+    tracks: dropped. A later use (the kernel's end) is kept (MojoBuilder: cluster_barrier)."""
+    heads = []
+    for p in kernel.partitions:
+        evs = [e for e in p.events if e.kind != "init"]
+        heads.append(evs[:2])
+    if heads and all(len(h) == 2 and h[0].kind == "csync" and h[0].extra[0] != "wait"
+                     and h[1].kind == "csync" and h[1].extra[0] == "wait" for h in heads):
+        for p, h in zip(kernel.partitions, heads):
+            for e in h:
+                p.events.remove(e)
 
 
 def named_barriers(kernel: Kernel, b: MojoBuilder) -> None:

@@ -28,6 +28,7 @@ class Raw:
     iters: tuple = ()
     seq: int = 0
     lanes: int = 1
+    targets: object = None  # {CTA: lanes} an op lands on (lanes that mapa elsewhere)
 
 
 @dataclass
@@ -91,6 +92,13 @@ class Thread:
         self.nvptx = "nvptx" in module.triple
         self.lane_dependent = False
         self.spin = set()
+        # the peer bit (bit 24 of a shared::cluster address: the CTA pair's CTA 1) addresses the
+        # pair's leader only for cta_group::2 (sm100 2-SM) ops; elsewhere (sm90 clusters) the
+        # TMA helper's `and 0xFEFFFFFF` on a shared::cta address is a no-op
+        if not hasattr(module, "_pair"):
+            module._pair = any("cta_group::2" in i.text for f in module.functions.values()
+                               for b in f.blocks.values() for i in b)
+        self.pair = module._pair
 
     # ------------------------------------------------------------ values
     def ev(self, frame, v, t: Type = None):
@@ -417,9 +425,9 @@ class Thread:
                 return x.add(-y)
             if op == "and" and isinstance(x, Ptr) and isinstance(y, int) and y & 0xFFFFFFFF == 0xFEFFFFFF:
                 # the leader CTA's copy of the address (bit 24 clear: the pair's CTA 0)
-                return x if self.ncta == 1 or self.cta % 2 == 0 else Ptr(x.base, x.offset, self.cta - 1)
+                return x if self.ncta == 1 or self.cta % 2 == 0 or not self.pair else Ptr(x.base, x.offset, self.cta - 1)
             if op == "or" and isinstance(x, Ptr) and isinstance(y, int) and y == 0x01000000:
-                return x if self.ncta == 1 else Ptr(x.base, x.offset, self.cta | 1)
+                return x if self.ncta == 1 or not self.pair else Ptr(x.base, x.offset, self.cta | 1)
             return OPAQUE
         if not isinstance(x, int) or not isinstance(y, int) or t.kind != "int":
             return OPAQUE
@@ -578,7 +586,8 @@ class Thread:
         if n.startswith("llvm.nvvm.barrier.cluster."):
             if self.ncta == 1:
                 return None  # a one-CTA cluster: the CTA-wide barrier after init; orders nothing modelled
-            raise IRError("a cluster barrier in a multi-CTA cluster is not read yet", inst)
+            self.record("csync", inst, stack, addr=n.split(".")[4], value=self.ncta)
+            return None
         if n.startswith("llvm.nvvm.barrier.cta.arrive") or n.startswith("llvm.nvvm.barrier.arrive"):
             self.record("bar_arrive", inst, stack, addr=vals[0], value=vals[1] if len(vals) > 1 else self.block_dim)
             return None
@@ -588,6 +597,12 @@ class Thread:
         if n.startswith("llvm.nvvm.cp.async.bulk.tensor.s2g") or n.startswith("llvm.nvvm.cp.async.bulk.commit") \
                 or n.startswith("llvm.nvvm.cp.async.bulk.wait"):
             return None  # TMA stores and their groups: no barrier, no ring slot
+        if n.startswith("llvm.nvvm.cp.async.bulk.tensor.g2s.tile"):
+            # (dst, mbarrier, tensor map, coords..., i16 mask, i64 cache hint, i1 use mask, ...)
+            nd = int(n.split(".tile.")[1].split("d")[0])
+            mask = vals[3 + nd] if len(vals) > 5 + nd and vals[5 + nd] == 1 else None
+            self.record("copy", inst, stack, addr=vals[0], extra=(vals[1], mask))
+            return None
         if n.startswith("llvm.nvvm.cp.async.bulk.tensor") or n.startswith("llvm.nvvm.tcgen05.commit"):
             raise IRError(f"the intrinsic {n} is not read yet (docs/mojo.md)", inst)
         if n.startswith("llvm.amdgcn.s.sleep") or n.startswith("llvm.lifetime") or n.startswith("llvm.dbg") \
@@ -636,6 +651,12 @@ class Thread:
             return None
         if "mbarrier.arrive.expect_tx" in body:
             self.record("expect", inst, stack, addr=vals[0], value=vals[1] if len(vals) > 1 else OPAQUE)
+            return OPAQUE if ret.kind != "void" else None
+        if "mbarrier.arrive" in body and "mapa" in body:
+            # {mapa remAddr, $0, $1; mbarrier.arrive.shared::cluster [remAddr], $2}
+            a, c = vals[0], vals[1]
+            addr = Ptr(a.base, a.offset, c) if isinstance(a, Ptr) and isinstance(c, int) else OPAQUE
+            self.record("arrive", inst, stack, addr=addr, value=vals[2] if len(vals) > 2 else 1)
             return OPAQUE if ret.kind != "void" else None
         if "mbarrier.arrive" in body:
             count = vals[1] if len(vals) > 1 else 1

@@ -222,15 +222,19 @@ def run_warp(m, kernel, loops, warp, cta, ncta, block_dim, args, ws):
         weights = {lane: 1 for lane in runs}
     base = _keys(t0.events)
     count = {k: 0 for k in base}
+    targets = {k: {} for k in base}   # the CTA each lane's op lands on (mapa per lane)
     for lane, t in runs.items():
-        for k in _keys(t.events):
+        for k, r in zip(_keys(t.events), t.events):
             if k not in count:
-                r = t.events[_keys(t.events).index(k)]
                 raise IRError(f"lane {lane} of warp {warp} makes an op lane 0 does not: a per-lane "
                               f"split pipeproof cannot model", r.inst)
             count[k] += weights[lane]
+            a = r.addr
+            c = a.cta if isinstance(a, Ptr) and a.cta is not None else cta
+            targets[k][c] = targets[k].get(c, 0) + weights[lane]
     for r, k in zip(t0.events, base):
         r.lanes = count[k]
+        r.targets = targets[k]
     return t0, events
 
 
@@ -277,6 +281,7 @@ class Event:
     extra: tuple = ()
     seq: int = 0
     suffix: str = ""
+    tgt: object = None       # frozenset of the CTAs it lands on (absolute), None: its own
 
 
 @dataclass
@@ -288,7 +293,7 @@ class Partition:
     ends: dict = field(default_factory=dict)
     ws_start: int | None = None
     ws_end: int | None = None
-    ctas: int = 1
+    ctas: object = None   # the CTAs that run this program (None: every CTA)
 
 
 @dataclass
@@ -560,6 +565,11 @@ class Extractor:
                     if k in seen:
                         if r.kind in ("arrive", "expect", "atomic"):
                             seen[k].lanes += r.lanes
+                            if r.targets:
+                                t = dict(seen[k].targets or {})
+                                for c, n in r.targets.items():
+                                    t[c] = t.get(c, 0) + n
+                                seen[k].targets = t
                         continue
                     seen[k] = r
                     events.append(r)
@@ -569,40 +579,80 @@ class Extractor:
         return out
 
     def _partitions(self, per_cta):
-        roles = {}
+        """Roles: agents of one CTA with equal programs. In a cluster, an op's target CTAs
+        (mapa, multicast masks, per-lane remote arrivals) are absolute in each CTA's run; a
+        role's program is the same in every CTA where each op's targets read as one relative
+        target, `self`, `peer` ((c+1) mod K), `leader` (CTA 0) or `all`, in every CTA. A program
+        some CTAs only run is a role with `ctas = [..]`."""
+        K = self.cluster
+        names = ("self", "peer", "leader", "all")
+
+        def cands(c, tgt):
+            if tgt is None:
+                return set(names[:1]) if True else set()
+            rel = {"self": frozenset({c}), "peer": frozenset({(c + 1) % K}),
+                   "leader": frozenset({0}), "all": frozenset(range(K))}
+            return {n for n in names if rel[n] == tgt}
+
+        def sig_of(evs):
+            return tuple((e.kind, e.op, e.value, e.barrier and (id(e.barrier.array), e.barrier.index),
+                          e.extra if e.kind in ("csync",) else ()) for e in evs)
+
+        groups = {}   # sig -> {cta: [(agent, evs)]}
+        order = []
         for runs in per_cta:
             for agent in self._agents(runs):
                 evs = self._events(agent)
                 if not evs:
                     continue
-                sig = tuple((e.kind, e.op, e.value, e.barrier and (id(e.barrier.array), e.barrier.index),
-                             e.suffix) for e in evs)
-                roles.setdefault((agent.cta, sig), []).append((agent, evs))
-        # roles by their CTA-0 program; other CTAs must run the same programs
+                sig = sig_of(evs)
+                if sig not in groups:
+                    groups[sig] = {}
+                    order.append(sig)
+                groups[sig].setdefault(agent.cta, []).append((agent, evs))
         parts = []
-        cta0 = [(sig, group) for (cta, sig), group in roles.items() if cta == 0]
-        for n, (sig, group) in enumerate(cta0):
-            agent, evs = group[0]
-            unit = "wg" if self.warpgroups else "warp"
+        unit = "wg" if self.warpgroups else "warp"
+        for sig in order:
+            per = groups[sig]
+            ctas = sorted(per)
+            sizes = {len(g) for g in per.values()}
+            first_cta = ctas[0]
+            agent, evs = per[first_cta][0]
+            if len(sizes) != 1:
+                raise SpecError(f"{self.path}: the program of {unit} {agent.warps[0]} "
+                                f"({evs[0].op.where}) runs in a different number of agents in "
+                                f"different CTAs of the cluster: not expressible yet")
+            if K > 1:
+                for i, ev in enumerate(evs):
+                    ok = set(names)
+                    for c in ctas:
+                        for _, evs_c in per[c]:
+                            ok &= cands(c, evs_c[i].tgt)
+                    if not ok:
+                        raise SpecError(
+                            f"{ev.op.where} ({self.path}, {ev.op.name}): this {ev.kind} lands on CTAs "
+                            + ", ".join(f"{sorted(per[c][0][1][i].tgt or {c})} from CTA {c}" for c in ctas)
+                            + ": not one of to=self/peer/leader/all in every CTA")
+                    name = next(n for n in names if n in ok)
+                    ev.suffix = "" if name == "self" else f"to={name}"
+            group = per[first_cta]
             first = agent.warps[0] // (4 if self.warpgroups else 1)
             name = f"{unit}{first}" + (f"_x{len(group)}" if len(group) > 1 else "")
+            if len(ctas) < K:
+                name += "_cta" + "".join(str(c) for c in ctas)
             p = Partition(name, len(group), evs, *trim_loops(agent, evs))
+            p.ctas = ctas if len(ctas) < K else None
             parts.append(p)
-        for (cta, sig), group in roles.items():
-            if cta != 0 and (0, sig) not in roles:
-                agent, evs = group[0]
-                raise SpecError(f"{self.path}: CTA {cta} of the cluster runs a program CTA 0 does "
-                                f"not ({describe(self.debug, evs[0].op and None) if False else evs[0].op.where}): "
-                                f"CTAs with different programs are not expressible yet")
         return parts
 
     def _events(self, agent) -> list:
         out = []
         for r in agent.events:
-            if r.kind in ("load", "store", "mma", "sync", "bar_arrive"):
-                if r.kind in ("sync", "bar_arrive"):
+            if r.kind in ("load", "store", "mma", "sync", "bar_arrive", "csync"):
+                if r.kind in ("sync", "bar_arrive", "csync"):
                     out.append(Event(r.kind, describe(self.debug, r.inst, r.stack), None,
                                      r.value, None, r.iters, (r.addr,), r.seq))
+                    out[-1].tgt = None
                 elif r.kind in ("load", "store"):
                     out.append(Event(r.kind, describe(self.debug, r.inst, r.stack), None, 0,
                                      r.addr, r.iters, (), r.seq))
@@ -619,6 +669,24 @@ class Extractor:
             arr, idx = self.by_addr[key]
             op = describe(self.debug, r.inst, r.stack)
             ev = Event(r.kind, op, Ref(arr, idx), 0, None, r.iters, (), r.seq)
+            c = agent.cta
+            ev.tgt = frozenset({a.cta if a.cta is not None else c})
+            lanes = r.lanes
+            if r.kind in ("arrive", "atomic") and r.targets and len(r.targets) > 1:
+                per = set(r.targets.values())
+                if len(per) != 1:
+                    self.fail(IRError(f"an arrive whose lanes land on CTAs {sorted(r.targets)} "
+                                      f"unevenly: not expressible", r.inst))
+                ev.tgt, lanes = frozenset(r.targets), per.pop()
+            elif r.kind in ("arrive", "atomic") and r.targets:
+                ev.tgt = frozenset(r.targets)
+            if r.kind == "copy" and r.extra[1] is not None and self.cluster > 1:
+                m = r.extra[1]
+                if not isinstance(m, int):
+                    self.fail(IRError("a multicast mask pipeproof cannot evaluate", r.inst))
+                ev.tgt = frozenset(i for i in range(self.cluster) if m >> i & 1)
+            if r.kind in ("wait", "try", "poll") and a.cta is not None and a.cta != c:
+                self.fail(IRError("a wait on another CTA's barrier", r.inst))
             if r.kind == "init":
                 ev.value = r.value
             elif r.kind in ("wait", "try"):
@@ -632,7 +700,7 @@ class Extractor:
                 if not isinstance(r.value, int):
                     self.fail(IRError("an arrive count pipeproof cannot evaluate", r.inst))
                 ev.kind = "arrive"
-                ev.value = r.value * r.lanes
+                ev.value = r.value * lanes
             elif r.kind == "expect":
                 if not isinstance(r.value, int):
                     self.fail(IRError("expect_tx bytes pipeproof cannot evaluate", r.inst))
@@ -645,10 +713,8 @@ class Extractor:
                     self.fail(IRError(f"a TMA copy by {r.lanes} lanes of one warp: not "
                                       f"expressible yet", r.inst))
                 ev.buffer = r.addr
-                ev.extra = (r.extra[1], r.inst)
+                ev.extra = (r.extra[1] if self.cluster == 1 else None, r.inst)
             elif r.kind == "commit":
                 ev.extra = (r.extra,)
-            if a.cta is not None:
-                ev.suffix = ("cta", a.cta)
             out.append(ev)
         return out
