@@ -1,4 +1,6 @@
 """pipeproof mojo on the committed fixtures (tests/fixtures/mojo/: compiled LLVM IR; no Mojo needed)."""
+import gzip
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -91,3 +93,47 @@ def test_mojo_source_without_toolchain_says_how_to_get_it(tmp_path, monkeypatch)
                          capture_output=True, text=True, env={"PATH": env_path})
     assert got.returncode == 2, got.stderr
     assert "pipeproof[mojo]" in got.stderr
+
+
+# ---- mutations of the sm90 IR (issue 34): text edits of the committed fixture, no Mojo needed
+def _sm90_ir():
+    return gzip.open(FIX / "sm90_bf16.ll.gz", "rt").read()
+
+
+def test_sm90_expected_bytes_halved_is_read_before_fill(tmp_path):
+    # prepare_stage's arrive.expect_tx(32768) -> 16384: the first 16384-byte copy (A) lands,
+    # tx reaches 0 and the full barrier completes with B's half still in flight; the consumer
+    # passes wait_full and reads a slot whose B part holds nothing.
+    ir, n = re.subn(r"(mbarrier\.arrive\.expect\.tx\.scope\.cta\.space\.cta\(ptr addrspace\(3\) %\d+, "
+                    r"i32 )32768\)", r"\g<1>16384)", _sm90_ir())
+    assert n == 4  # the four comptime-unrolled stages
+    f = tmp_path / "sm90_half.ll"
+    f.write_text(ir)
+    code, out = run(f)
+    assert code == 1, out
+    assert "read_before_fill" in out.split("step  agent")[0]
+    assert '"expect_tx 16384' in out
+    assert "matmul_kernels.mojo:822" in out.split("in the kernel:")[1]  # prepare_stage's line
+    assert "matmul_kernels.mojo:1619" in out.split("in the kernel:")[1]  # the consumer's wait
+
+
+def test_sm90_consumer_pre_arrival_removed_is_deadlock(tmp_path):
+    # consumer_arrive_empty_barriers (matmul_kernels.mojo:576) is what lets the producer's
+    # first wait_empty (phase 0: the kernel's _producer_phase = 0) pass; without it nothing
+    # ever arrives on empty and nothing fills full.
+    ir = _sm90_ir()
+    at576 = set(re.findall(r"^(!\d+) = !DILocation\(line: 576,", ir, re.M))
+    assert at576
+    ir, n = re.subn(r"(%\d+) = call i64 @llvm\.nvvm\.mbarrier\.arrive\.shared\(ptr addrspace\(3\) %\d+\), "
+                    r"!dbg (!\d+)", lambda m: f"{m.group(1)} = add i64 0, 0, !dbg {m.group(2)}"
+                    if m.group(2) in at576 else m.group(0), ir)
+    removed = sum(1 for d in at576 for _ in re.finditer(rf"add i64 0, 0, !dbg {d}\b", ir))
+    assert removed == 4  # one pre-arrival per stage
+    f = tmp_path / "sm90_nopre.ll"
+    f.write_text(ir)
+    code, out = run(f)
+    assert code == 1, out
+    assert "deadlock" in out.split("step  agent")[0]
+    lines = out.split("in the kernel:")[1]
+    assert "matmul_kernels.mojo:818" in lines  # the producer's wait_empty (acquire_producer)
+    assert "matmul_kernels.mojo:1619" in lines  # the consumers' wait_full
