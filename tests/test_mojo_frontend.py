@@ -54,6 +54,27 @@ def test_sm100_is_refused_in_one_line_naming_the_mojo_line(name):
     assert "matmul_kernels.mojo:" in out
 
 
+@pytest.mark.parametrize("name,k_tiles,states", [("sm90_bf16", 16, 11), ("sm90_bf16_k512", 8, 11),
+                                                  ("sm90_bf16_cluster2", 16, 419),
+                                                  ("sm90_bf16_cluster2_k512", 8, 219)])
+def test_sm90_spec_has_one_item_per_k_iteration(name, k_tiles, states, tmp_path):
+    # The IR's k-loop steps a lap (4 stages, comptime-unrolled) per iteration; the spec has one
+    # item per k-tile (K / 64) with a body of one wait ... advance, no every=/at= variants.
+    spec = tmp_path / "s.toml"
+    code, out = run(FIX / f"{name}.ll.gz", "--emit-spec", spec)
+    assert code == 0, out
+    assert f"ok ({states} states" in out
+    text = spec.read_text()
+    assert "every=" not in text
+    assert f"items = {k_tiles}\n" in text
+    bodies = re.findall(r"^body = \[\n(.*?)^\]", text, re.M | re.S)
+    ops = [[l.split('"')[1] for l in b.splitlines()] for b in bodies]
+    assert ["wait_full", "read", "arrive_empty" + (" to=all" if "cluster2" in name else ""),
+            "advance"] in ops
+    producer = next(o for o in ops if o[0] == "wait_empty")
+    assert producer[1] == "expect_tx 32768" and producer[-1] == "advance" and len(producer) in (4, 5)
+
+
 @pytest.mark.parametrize("name,states", [("sm90_bf16_cluster2", 419), ("sm90_bf16_cluster2_k512", 219)])
 def test_sm90_cluster2_multicast_is_ok_at_two_trip_counts(name, states):
     # K = 1024 / 512: CTA 0's producer multicasts B (copy to=all) and both load A; each consumer

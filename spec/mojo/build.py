@@ -325,6 +325,7 @@ def build(kernel: Kernel, name: str):
                                  f"{sorted(uses)} times by different roles after the start: only one "
                                  f"use by every agent (the kernel's end) is expressible")
     named_barriers(kernel, b)
+    split_unrolled_items(kernel, b)
     b._rings_done = False
     orig = b._rings
 
@@ -357,6 +358,57 @@ def drop_start_barrier(kernel: Kernel) -> None:
         for p in kernel.partitions:
             first = next(e for e in p.events if e.kind != "init")
             p.events.remove(first)
+
+
+def split_unrolled_items(kernel: Kernel, b: MojoBuilder) -> None:
+    """One item per k-iteration. Mojo's sm90 loops step over the k-tiles a lap at a time and
+    unroll the stages at compile time (`for j in range(num_pipeline_stages)` under `comptime`),
+    so one iteration of the IR's loop is `stages` k-iterations, each `wait ... advance`. Where
+    every iteration of a role's item loop is a run of groups that each start with the same wait
+    (the same op at the same Mojo line) and read alike (the same ops, lines and values; only
+    the stage and the wait's parity differ), each group is made its own item, and iterations
+    with no ops (the loop's last header test) are not items. The spec then has one item per
+    k-iteration (items = the k-tiles) and a body of one wait/copy/advance, as the kernel reads.
+    The ops and their order are unchanged: each agent runs the same sequence, so the verdict
+    is the same. Roles whose iterations do not split so are left as they are."""
+    def sig(ev):
+        return (ev.kind, ev.op.where, ev.op.name, None if ev.kind == "wait" else ev.value, ev.suffix)
+
+    for p in kernel.partitions:
+        loop = b._item_loop(p)
+        if loop is None or loop not in p.starts:
+            continue
+        starts, end = p.starts[loop], p.ends[loop][-1]
+        events = [ev for ev in p.events if ev.kind != "init"]
+        new, shape = [], None
+        ok = True
+        for k, st in enumerate(starts):
+            nxt = starts[k + 1] if k + 1 < len(starts) else end
+            evs = [ev for ev in events if st < ev.seq < nxt]
+            if not evs:
+                continue
+            head = evs[0]
+            if head.kind != "wait" or head.barrier is None:
+                ok = False
+                break
+            groups = []
+            for ev in evs:
+                if ev.kind == "wait" and (ev.op.where, ev.op.name) == (head.op.where, head.op.name):
+                    groups.append([])
+                groups[-1].append(ev)
+            for g in groups:
+                gs = tuple(sig(ev) for ev in g)
+                if shape is None:
+                    shape = gs
+                if gs != shape:
+                    ok = False
+                    break
+                new.append(g[0].seq - 0.5)
+            if not ok:
+                break
+        if ok and new and len(new) != len(starts):
+            p.starts = dict(p.starts)
+            p.starts[loop] = new
 
 
 def drop_start_cluster_barrier(kernel: Kernel) -> None:
