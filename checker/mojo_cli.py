@@ -106,7 +106,12 @@ def mojo(target, arch, args, kernel, block_dim, emit, as_json, trace_file, max_s
                 raise SpecError(f"{target}: the build wrote {len(files)} kernels "
                                 f"({', '.join(Path(f).name for f in files)}); name one with --kernel")
             path = next((f for f in files if kernel is None or kernel in Path(f).name), files[0])
-        toml_text, source = extract(path, kernel, _kv(args), block_dim)
+            try:
+                toml_text, source = extract(path, kernel, _kv(args), block_dim)
+            finally:  # the build's folder (tens of MB of IR per kernel)
+                shutil.rmtree(Path(files[0]).parent, ignore_errors=True)
+        else:
+            toml_text, source = extract(path, kernel, _kv(args), block_dim)
         if emit:
             Path(emit).write_text(toml_text)
         spec = load_spec_text(toml_text, emit or f"{target} (extracted)")
