@@ -73,14 +73,15 @@ class Reporter:
         self.next_at = self.started + (LIVE_SECONDS if self.mode == "live" else FIRST_SECONDS)
         self.shown = False
 
-    def line(self, states: int, depth: int, now: float) -> str:
+    def line(self, states: int, depth: int | None, now: float) -> str:
         elapsed = max(now - self.started, 1e-9)
         head = f"{self.what}: " if self.what else ""
-        return (f"{head}searching: {states:,} states, depth {depth}, "
+        depth_text = "" if depth is None else f"depth {depth}, "
+        return (f"{head}searching: {states:,} states, {depth_text}"
                 f"{states / elapsed:,.0f} states/s, {_memory_text(memory_bytes())}, "
                 f"{elapsed:.0f} s")
 
-    def tell(self, states: int, depth: int, now: float | None = None) -> None:
+    def tell(self, states: int, depth: int | None, now: float | None = None) -> None:
         if not self.mode:
             return
         now = time.monotonic() if now is None else now

@@ -40,6 +40,7 @@ import numpy as np
 
 from pipeproof.backends.base import njit
 from pipeproof.checker import por as POR
+from pipeproof.checker import progress
 from pipeproof.checker import semantics as S
 from pipeproof.checker.explore import (ENGINE, INTERRUPTED, StateStore, find_or_insert,
                                       merge_steps, unpack)
@@ -367,8 +368,11 @@ class _Search(StateStore):
             self._check(status)
         i = 0
         chunk = 1  # states per call of _bfs: grown while a call is quick, shrunk when slow
+        # the abstract search has no depth of its own (a state stands for every item count)
+        reporter = progress.Reporter(False, "prove, abstract states")
         while i < self.n_stored:
             now = time.monotonic()
+            reporter.tell(self.n_stored, None, now)
             if self.deadline and now > self.deadline:
                 raise _Limit("the time limit")
             lo = i
@@ -383,9 +387,11 @@ class _Search(StateStore):
             if status == B_NEED_ROOM:
                 self._grow(self.n_stored + 2 * room)
             elif status == B_FOUND:
+                reporter.done()
                 return int(found[0]), int(found[1]), int(found[2])
             else:
                 self._check(status)
+        reporter.done()
         return None
 
     def _grow(self, need: int):

@@ -196,6 +196,20 @@ def test_prove_stops_at_the_first_ctrl_c_with_the_counts(compiled, command, tmp_
     assert cmd.left_running() == []
 
 
+def test_prove_abstract_search_reports_progress_off_a_terminal(compiled, command, tmp_path):
+    """stderr a pipe (a CI log): the abstract search prints a progress line after 3 s and then
+    every 10 s (abstract states, states/s, memory), so a long proof is never silent."""
+    (tmp_path / "long.toml").write_text(LONG_PROOF)
+    cmd = command("prove", "long.toml")
+    time.sleep(START_SLACK + 10)
+    cmd.ctrl_c()
+    cmd.finish()
+    lines = [ln for ln in cmd.stderr.splitlines() if "prove, abstract states: searching:" in ln]
+    assert lines, cmd.stderr
+    assert re.search(r"searching: [\d,]+ states, [\d,]+ states/s, \d+ (MB|GB), \d+ s$",
+                     lines[-1]), lines
+
+
 def test_prove_ctrl_c_in_the_quick_look(compiled, command, tmp_path):
     """16 roles x 16 agents: the quick look at the spec's own count is still running; the
     answer is unknown with its states so far."""
