@@ -27,6 +27,11 @@ WARNING_TEXT = {"unawaited_at_exit": "a CTA exits with its own copies or commits
                                      "flight (not a violation; --strict-exit makes it one)"}
 
 
+def _wall() -> float:
+    from pipeproof.checker.clock import wall
+    return wall()
+
+
 def proof_to_json(proof) -> dict:
     from pipeproof.checker.report import result_to_json
     return {
@@ -37,10 +42,18 @@ def proof_to_json(proof) -> dict:
         "abstract_states": proof.abstract_states,
         "own_states": proof.own_states,
         "seconds": round(proof.seconds, 3),
+        "wall_seconds": round(_wall(), 3),
         "items": proof.items,
         "warnings": list(proof.warnings),
         "result": result_to_json(proof.result) if proof.result else None,
     }
+
+
+def _seconds(proof) -> str:
+    """The proof's own seconds, and the command's wall time since its process started (imports,
+    the engines' load and the specs before this one too: what a stopwatch reads)."""
+    from pipeproof.checker.clock import wall
+    return f"{proof.seconds:.2f} s, {wall():.2f} s wall"
 
 
 def proof_text(proof) -> str:
@@ -48,7 +61,7 @@ def proof_text(proof) -> str:
     path = proof.spec.path
     if proof.status == "proved":
         return "\n".join([f"{path}: proved for every item count ({proof.parameter}): "
-                          f"{proof.abstract_states:,} abstract states, {proof.seconds:.2f} s"]
+                          f"{proof.abstract_states:,} abstract states, {_seconds(proof)}"]
                          + [f"{path}: warning: {name} at some item count: {WARNING_TEXT[name]}"
                             for name in proof.warnings])
     if proof.status == "violated":
@@ -57,7 +70,7 @@ def proof_text(proof) -> str:
     # The counts so far (a limit or a Ctrl-C stops the run where it is): the abstract search's,
     # and the explicit engine's quick look at the spec's own item count.
     return (f"{path}: unknown: {proof.reason} ({proof.abstract_states:,} abstract states, "
-            f"{proof.own_states:,} states at its own item count, {proof.seconds:.2f} s)")
+            f"{proof.own_states:,} states at its own item count, {_seconds(proof)})")
 
 
 def document(results: list, error: str | None = None) -> str:

@@ -63,7 +63,8 @@ items = [8, 64]
 """
 
 UNKNOWN_LINE = re.compile(r"unknown: (?P<reason>.+?) \((?P<abstract>[\d,]+) abstract states, "
-                          r"(?P<own>[\d,]+) states at its own item count, (?P<s>[\d.]+) s\)")
+                          r"(?P<own>[\d,]+) states at its own item count, (?P<s>[\d.]+) s, "
+                          r"(?P<wall>[\d.]+) s wall\)")
 
 
 @pytest.fixture(scope="module")

@@ -221,3 +221,17 @@ def test_ctrl_c_in_the_quick_look_stops_the_run(tmp_path):
     doc = one_document(proc)
     assert [(e["status"], e["reason"]) for e in doc["results"]] == [
         ("unknown", "interrupted (Ctrl-C)"), ("unknown", "not run: interrupted (Ctrl-C)")]
+
+
+def test_proof_reports_its_own_seconds_and_the_wall_time(tmp_path):
+    """Issue 32: a proof's seconds are the proof's own; the line also gives the command's wall
+    time since its process started (imports included), which is never less; so does --json."""
+    import re
+    name = write(tmp_path, "ok.toml", OK_SPEC)
+    text = prove_cli(tmp_path, name)
+    m = re.search(r"proved for every item count .*abstract states, ([\d.]+) s, ([\d.]+) s wall$",
+                  text.stdout.strip())
+    assert text.returncode == 0 and m, text.stdout + text.stderr
+    assert float(m[2]) >= float(m[1]) and float(m[2]) > 0.1  # the interpreter's start alone
+    [entry] = one_document(prove_cli(tmp_path, "--json", name))["results"]
+    assert entry["wall_seconds"] >= entry["seconds"] and entry["wall_seconds"] > 0.1, entry
