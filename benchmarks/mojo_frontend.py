@@ -1,5 +1,6 @@
 """pipeproof mojo on the committed fixtures: verdict, kind, states, extract and check seconds per
-target (issue 34). Run: python benchmarks/mojo_frontend.py"""
+target, and `--prove` (the lap abstraction: status, abstract states, seconds) (issue 34).
+Run: python benchmarks/mojo_frontend.py"""
 import gzip
 import re
 import tempfile
@@ -7,6 +8,7 @@ import time
 from pathlib import Path
 
 from pipeproof.checker.mojo_cli import extract
+from pipeproof.checker.prove import prove
 from pipeproof.checker.verify import verify
 from pipeproof.spec.load import load_spec_text
 from pipeproof.spec.schema import SpecError
@@ -44,7 +46,8 @@ TARGETS = [
     ("sm100 2-SM", "sm100_bf16_2sm.ll.gz", {}, 224),
 ]
 
-print(f"{'target':<24} {'verdict':<13} {'kind':<20} {'states':>7} {'extract s':>9} {'check s':>8}")
+print(f"{'target':<24} {'verdict':<13} {'kind':<20} {'states':>7} {'extract s':>9} {'check s':>8}"
+      f"  {'--prove':<9} {'abstract':>8} {'prove s':>7}")
 for label, f, args, bd in TARGETS:
     path = str(FIX / f)
     if ":" in f:
@@ -65,4 +68,7 @@ for label, f, args, bd in TARGETS:
     t2 = time.perf_counter()
     if path != str(FIX / f):
         Path(path).unlink()
-    print(f"{label:<24} {r.verdict:<13} {(r.kind or '-'):<20} {r.states:>7} {t1 - t0:>9.2f} {t2 - t1:>8.2f}")
+    pr = prove(load_spec_text(text, f))
+    t3 = time.perf_counter()
+    print(f"{label:<24} {r.verdict:<13} {(r.kind or '-'):<20} {r.states:>7} {t1 - t0:>9.2f} {t2 - t1:>8.2f}"
+          f"  {pr.status:<9} {pr.abstract_states or 0:>8} {t3 - t2:>7.2f}")

@@ -73,6 +73,31 @@ def extract(path: str, kernel: str | None, args: dict, block_dim: int | None):
     return build(k, name)
 
 
+def trip_counts_agree(path, kernel, args: dict, block_dim, toml_text):
+    """--prove with --arg values: re-extract with every given argument at v + 3 and 2v + 5 and
+    compare the programs (the spec without its item counts), so the proof for every item count
+    speaks for the kernel's other trip counts where its index and phase arithmetic gives the
+    same program. (same?, [argument values]) or None without --arg (the trip counts are then
+    the kernel's compile-time values: the compiled kernel is one of the item counts proved)."""
+    from pipeproof.checker.triton_cli import _program
+    from pipeproof.spec.schema import SpecError
+    numeric = {k: v for k, v in args.items() if isinstance(v, int)}
+    if not numeric:
+        return None
+    base = _program(toml_text)
+    tried = [dict(numeric)]
+    for f in (lambda v: v + 3, lambda v: 2 * v + 5):
+        other = {**args, **{k: f(v) for k, v in numeric.items()}}
+        tried.append({k: other[k] for k in numeric})
+        try:
+            text, _ = extract(path, kernel, other, block_dim)
+        except SpecError:
+            return False, tried
+        if _program(text) != base:
+            return False, tried
+    return True, tried
+
+
 @click.command()
 @click.argument("target")
 @click.option("--target", "arch", type=click.Choice(["sm_90a", "sm_100a", "gfx942"]),
@@ -82,12 +107,14 @@ def extract(path: str, kernel: str | None, args: dict, block_dim: int | None):
 @click.option("--kernel", metavar="NAME", help="The kernel (a file with several).")
 @click.option("--block-dim", type=click.IntRange(min=1), metavar="N",
               help="Threads per block, where the IR does not state it (nvvm.maxntid).")
+@click.option("--prove", "do_prove", is_flag=True,
+              help="Prove the extracted spec for every item count (the lap abstraction).")
 @click.option("--emit-spec", "emit", metavar="F.toml", help="Write the extracted spec here (else print it).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout.")
 @click.option("--trace", "trace_file", metavar="F", help="Write the counterexample (*.itf.json or *.trace.json).")
 @click.option("--max-states", type=click.IntRange(min=1), help="Stop (inconclusive) after this many states.")
 @click.option("--timeout", type=click.FloatRange(min=0, min_open=True), help="Stop (inconclusive) after this many seconds.")
-def mojo(target, arch, args, kernel, block_dim, emit, as_json, trace_file, max_states, timeout):
+def mojo(target, arch, args, kernel, block_dim, do_prove, emit, as_json, trace_file, max_states, timeout):
     """Extract the synchronisation of a Mojo kernel (.ll from mojo build -g1 --emit llvm, or a
     .mojo file with --target) and check it."""
     from pipeproof.checker.command import check_trace_name
@@ -108,10 +135,14 @@ def mojo(target, arch, args, kernel, block_dim, emit, as_json, trace_file, max_s
             path = next((f for f in files if kernel is None or kernel in Path(f).name), files[0])
             try:
                 toml_text, source = extract(path, kernel, _kv(args), block_dim)
+                same = trip_counts_agree(path, kernel, _kv(args), block_dim, toml_text) \
+                    if do_prove else None
             finally:  # the build's folder (tens of MB of IR per kernel)
                 shutil.rmtree(Path(files[0]).parent, ignore_errors=True)
         else:
             toml_text, source = extract(path, kernel, _kv(args), block_dim)
+            same = trip_counts_agree(path, kernel, _kv(args), block_dim, toml_text) \
+                if do_prove else None
         if emit:
             Path(emit).write_text(toml_text)
         spec = load_spec_text(toml_text, emit or f"{target} (extracted)")
@@ -123,18 +154,40 @@ def mojo(target, arch, args, kernel, block_dim, emit, as_json, trace_file, max_s
         out(f"{target}: spec written to {emit}")
     elif not as_json:
         out(toml_text)
-    from pipeproof.checker.report import format_text, to_json
-    from pipeproof.checker.verify import verify
-    result = verify(spec, max_states=max_states, timeout=timeout)
-    out(format_text(result).rstrip("\n"))
-    code = VERDICT_EXIT[result.verdict]
-    lines = source_lines(result, source)
-    if as_json:
-        doc = to_json([result])
-        doc["target"] = target
-        doc["source"] = lines
-        click.echo(json.dumps(doc, indent=2))
-    if result.verdict == "violation":
+    if do_prove:
+        from pipeproof.checker.prove import MAX_ABSTRACT_STATES, prove
+        from pipeproof.checker.prove_cli import proof_text, proof_to_json
+        proof = prove(spec, timeout=timeout, max_states=max_states or MAX_ABSTRACT_STATES)
+        out(proof_text(proof))
+        result = proof.result
+        lines = source_lines(result, source) if result else []
+        if same is None:
+            out(f"{target}: the loop bounds are the kernel's compile-time values (no --arg): the "
+                f"compiled kernel's trip count is one of the item counts proved")
+        else:
+            vals = "; ".join(", ".join(f"{k}={v}" for k, v in t.items()) for t in same[1])
+            out(f"{target}: the extracted program is {'the same' if same[0] else 'NOT the same'} at "
+                f"--arg {vals}" + ("" if same[0] else ": the proof covers the arguments given only"))
+        if as_json:
+            click.echo(json.dumps({"target": target, "proof": proof_to_json(proof),
+                                   "trip_counts_agree": same and {"same": same[0], "args": same[1]},
+                                   "source": lines}, indent=2))
+        code = {"proved": 0, "violated": 1}.get(proof.status, 3)
+        if same is not None and not same[0] and code == 0:
+            code = 3  # proved for a program that is not the kernel's at other argument values
+    else:
+        from pipeproof.checker.report import format_text, to_json
+        from pipeproof.checker.verify import verify
+        result = verify(spec, max_states=max_states, timeout=timeout)
+        out(format_text(result).rstrip("\n"))
+        code = VERDICT_EXIT[result.verdict]
+        lines = source_lines(result, source)
+        if as_json:
+            doc = to_json([result])
+            doc["target"] = target
+            doc["source"] = lines
+            click.echo(json.dumps(doc, indent=2))
+    if result is not None and result.verdict == "violation":
         if lines:
             out("in the kernel:")
             for s in lines:

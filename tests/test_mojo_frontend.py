@@ -158,3 +158,26 @@ def test_sm90_consumer_pre_arrival_removed_is_deadlock(tmp_path):
     lines = out.split("in the kernel:")[1]
     assert "matmul_kernels.mojo:818" in lines  # the producer's wait_empty (acquire_producer)
     assert "matmul_kernels.mojo:1619" in lines  # the consumers' wait_full
+
+
+# ---- --prove: the lap abstraction on the extracted spec (every item count)
+def test_prove_pc_nvidia_for_every_item_count_and_the_program_agrees_at_other_args():
+    code, out = run(FIX / "pc_nvidia.ll", "--arg", "2=8", "--block-dim", "64", "--prove")
+    assert code == 0, out
+    assert "proved for every item count" in out
+    assert "the extracted program is the same at --arg 2=8; 2=11; 2=21" in out
+
+
+@pytest.mark.parametrize("name", ["sm90_bf16", "sm90_bf16_cluster2"])
+def test_prove_sm90(name):
+    code, out = run(FIX / f"{name}.ll.gz", "--prove")
+    assert code == 0, out
+    assert "proved for every item count" in out
+    assert "compile-time values" in out
+
+
+def test_prove_finds_the_flipped_phase_at_its_mojo_line():
+    code, out = run(FIX / "backend_phase_bug.ll", "--arg", "2=8", "--block-dim", "64", "--prove")
+    assert code == 1, out
+    assert "read_before_fill" in out
+    assert "backend_phase_bug.mojo:" in out.split("in the kernel:")[1]
