@@ -162,6 +162,11 @@ def _program(toml_text: str) -> str:
     return re.sub(r"(?m)^items = \d+$", "", toml_text)
 
 
+def _elsewhere(proof, spec) -> bool:
+    """Is the proof's violation at an item count other than the extracted spec's own?"""
+    return proof.result is not None and proof.result.spec.items != spec.items
+
+
 def trip_counts_agree(text, where, func, args, trip_count, lowering, toml_text):
     """With --trip-count N: re-extract at two more trip counts and compare the programs, so a
     proof for every item count of the extracted spec speaks for the kernel's other trip counts
@@ -213,12 +218,14 @@ def kernel_findings(result, lines, target, proof_status=None) -> list[dict]:
     """SARIF findings of one kernel's check (none when it holds)."""
     from pipeproof.checker import sarif
     file = target.split("::")[0]
-    if result is not None and result.verdict == "violation":
+    if result is not None and result.verdict == "violation" and proof_status != "unknown":
         return sarif.from_kernel(result.kind, "error",
                                  f"{result.kind}: shortest counterexample {result.depth} steps "
                                  f"({result.states} states)", lines, file)
     if proof_status not in (None, "proved") or (result is not None and result.verdict == "inconclusive"):
-        why = result.limit if result is not None and result.limit else (proof_status or "")
+        why = result.limit if result is not None and result.limit else (
+            "the proof's violation is at an item count the kernel does not run"
+            if proof_status == "unknown" and result is not None else (proof_status or ""))
         return sarif.from_kernel("inconclusive", "warning", f"inconclusive: {why}", [], file)
     return []
 
@@ -288,25 +295,40 @@ def triton(target, args, trip_count, per_warp, lowering, func, gpu, signature, c
         out(f"{target}: spec written to {emit}")
     elif not as_json:
         out(toml_text)
+    elsewhere = False  # --prove: a violation only at an item count the kernel does not run
     if do_prove:
         from pipeproof.checker.prove import prove
         from pipeproof.checker.prove_cli import proof_text, proof_to_json
         from pipeproof.checker.prove import MAX_ABSTRACT_STATES
         proof = prove(spec, timeout=timeout, max_states=max_states or MAX_ABSTRACT_STATES)
-        out(proof_text(proof))
         result = proof.result
         lines = source_lines(result, source) if result else []
         same = trip_counts_agree(text, where, func, arg_values, trip_count, low, toml_text)
+        # The extracted spec is the kernel at the extracted trip count only (its per-item
+        # shape, e.g. `every=4`, comes from that count) unless --trip-count showed the program
+        # the same at other counts: a violation at another item count is then one of a program
+        # the kernel never runs, so it is no verdict on the kernel (never a false alarm).
+        elsewhere = (proof.status == "violated" and not (same and same[0])
+                     and _elsewhere(proof, spec))
+        if elsewhere:
+            out(f"{target}: inconclusive for the kernel: the extracted spec is first violated at item "
+                f"count {proof.result.spec.items}, and it is the kernel's program at "
+                f"{spec.items} alone (--trip-count N compares other counts); the counterexample "
+                f"below is that spec's, not a run of the kernel; `pipeproof triton` without "
+                f"--prove checks the launch's own count")
+        out(proof_text(proof))
         if same is not None:
             out(f"{target}: the extracted program is {'the same' if same[0] else 'NOT the same'}"
                 f" at trip counts {', '.join(map(str, same[1]))}"
                 + ("" if same[0] else ": the proof covers the trip count extracted only"))
+        kernel_status = "unknown" if elsewhere else proof.status
         if as_json:
             click.echo(json.dumps({"target": target, "proof": proof_to_json(proof),
+                                   "kernel_status": kernel_status,
                                    "trip_counts_agree": same and {"same": same[0],
                                                                   "counts": same[1]},
                                    "source": lines}, indent=2))
-        code = {"proved": 0, "violated": 1}.get(proof.status, 3)
+        code = {"proved": 0, "violated": 1}.get(kernel_status, 3)
         if same is not None and not same[0] and code == 0:
             code = 3  # proved for a spec that is not the kernel at every trip count
     else:
@@ -326,10 +348,11 @@ def triton(target, args, trip_count, per_warp, lowering, func, gpu, signature, c
     if sarif_file:
         from pipeproof.checker import sarif
         sarif.write(sarif_file, kernel_findings(result, lines, target,
-                                                proof.status if do_prove else None))
+                                                kernel_status if do_prove else None))
     if result is not None and result.verdict == "violation":
         if lines:
-            out("in the kernel:")
+            out("in the kernel:" if not elsewhere else
+                f"the kernel's lines of that spec's steps (item count {result.spec.items}):")
             for s in lines:
                 out(f"  step {s['step']:>3}  {s['partition']:<12} {s['op']:<40} {s['line']}"
                     + ("  (where it stands at the end)" if s["step"] == "end" else ""))

@@ -158,6 +158,27 @@ def test_prove_the_extracted_ring_for_every_trip_count(ttgir):
         assert "proved for every item count" in out.output
 
 
+def test_prove_never_calls_a_working_kernel_violated_at_a_count_it_does_not_run(ttgir):
+    """Triton's WS matmul at K=256 (4 k-blocks a tile): the extracted spec's per-item shape
+    (`every=4`) is the kernel's at 4 items only, and that spec is first violated at n = 5, a
+    program the kernel never runs. --prove says so and exits 3 (inconclusive), never 1; the
+    launch's own count is ok. A real bug, violated at the kernel's own count, still exits 1."""
+    args = ["--arg", "M=256", "--arg", "N=128", "--arg", "K=256"]
+    doc = check(ttgir["ws_matmul_sm100"], *args, "--prove")
+    assert (doc["exit"], doc["kernel_status"], doc["proof"]["status"]) == (3, "unknown", "violated")
+    assert doc["proof"]["items"] == 5
+    out = CliRunner().invoke(main, ["triton", str(ttgir["ws_matmul_sm100"]), *args, "--prove"])
+    assert out.exit_code == 3 and "inconclusive for the kernel" in out.output, out.output
+    assert kind(check(ttgir["ws_matmul_sm100"], *args)) == "ok"
+
+
+def test_prove_of_a_kernel_broken_at_its_own_count_exits_1(ttgir, tmp_path):
+    m = BY_NAME["arrive_removed"]
+    path = _mutate(ttgir[m.kernel], tmp_path, m.transform)
+    doc = check(path, *m.args, "--prove")
+    assert (doc["exit"], doc["kernel_status"]) == (1, "violated"), doc["proof"]
+
+
 # ------------------------------------------------------------------ mutations
 
 def _mutate(path, tmp_path, fn):
