@@ -16,22 +16,8 @@ Agents. Each partition (the default one, which also runs the code before
 per op, how many arrivals one execution makes (one, by an elected thread, for every op the
 front end reads).
 
-Stage and phase. The IR computes a barrier's index and wait phase itself; the model's agent
-has a stage and phase per ring that only `advance` moves (docs/model.md). Before each op the
-agent is advanced to the stage the IR indexes and, for a wait, to the parity it waits for:
-d >= 0 advances, the fewest that reach both (an arrive or copy needs the stage only). When
-the IR follows the ring idiom this is one `advance` per ring per item and the spec reads
-like a hand-written one; when it does not, the extra advances are what the IR does (a flipped
-phase is a lap more, an index off by one a stage more). Nothing is approximated: on the
-hardware a wait sees only the parity, and the model's wait is ready on parity too.
-
-Items. The item loop of a partition is the innermost `scf.for` around its ring data ops (else
-around its barrier ops); its iterations, counted across enclosing loops, are the role's items
-(the tag a fill stores, the item a read expects). Ops before the first item are the prologue,
-after the last the epilogue; ops between two items (an outer loop's) belong to the item before.
-Each item's op list is the same for items P apart (P smallest); the body lists items 0..P-1
-with `every=P at=j` (no guard when P = 1). A partition that loads ahead of its own reads
-(software pipelining) tags each load with the item it is for: `copy B ahead=K` (`_fill_ahead`).
+Stage and phase, items, `every=P at=j` and `ahead=K`: the core's rules (spec/frontend_core.py's
+docstring), read here off each partition's `scf.for` loops.
 """
 from __future__ import annotations
 
