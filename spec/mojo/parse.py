@@ -588,8 +588,8 @@ class Extractor:
         names = ("self", "peer", "leader", "all")
 
         def cands(c, tgt):
-            if tgt is None:
-                return set(names[:1]) if True else set()
+            if tgt is None:  # not a barrier op (named barriers, loads, stores): its own CTA
+                return {"self"}
             rel = {"self": frozenset({c}), "peer": frozenset({(c + 1) % K}),
                    "leader": frozenset({0}), "all": frozenset(range(K))}
             return {n for n in names if rel[n] == tgt}
