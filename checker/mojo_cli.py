@@ -158,9 +158,19 @@ def mojo(target, arch, args, kernel, block_dim, do_prove, emit, as_json, trace_f
         from pipeproof.checker.prove import MAX_ABSTRACT_STATES, prove
         from pipeproof.checker.prove_cli import proof_text, proof_to_json
         proof = prove(spec, timeout=timeout, max_states=max_states or MAX_ABSTRACT_STATES)
-        out(proof_text(proof))
         result = proof.result
         lines = source_lines(result, source) if result else []
+        # As `pipeproof triton --prove`: the extracted spec is the kernel's program at its own
+        # item count (and, with --arg, at the values compared below); a violation only at
+        # another item count is one of a program the kernel may never run: no verdict on it.
+        elsewhere = (proof.status == "violated" and not (same and same[0])
+                     and result is not None and result.spec.items != spec.items)
+        if elsewhere:
+            out(f"{target}: inconclusive for the kernel: the extracted spec is first violated at "
+                f"item count {result.spec.items}, and it is the kernel's program at {spec.items} "
+                f"alone; the counterexample below is that spec's, not a run of the kernel; "
+                f"`pipeproof mojo` without --prove checks the kernel's own count")
+        out(proof_text(proof))
         if same is None:
             out(f"{target}: the loop bounds are the kernel's compile-time values (no --arg): the "
                 f"compiled kernel's trip count is one of the item counts proved")
@@ -170,9 +180,10 @@ def mojo(target, arch, args, kernel, block_dim, do_prove, emit, as_json, trace_f
                 f"--arg {vals}" + ("" if same[0] else ": the proof covers the arguments given only"))
         if as_json:
             click.echo(json.dumps({"target": target, "proof": proof_to_json(proof),
+                                   "kernel_status": "unknown" if elsewhere else proof.status,
                                    "trip_counts_agree": same and {"same": same[0], "args": same[1]},
                                    "source": lines}, indent=2))
-        code = {"proved": 0, "violated": 1}.get(proof.status, 3)
+        code = 3 if elsewhere else {"proved": 0, "violated": 1}.get(proof.status, 3)
         if same is not None and not same[0] and code == 0:
             code = 3  # proved for a program that is not the kernel's at other argument values
     else:

@@ -181,3 +181,17 @@ def test_prove_finds_the_flipped_phase_at_its_mojo_line():
     assert code == 1, out
     assert "read_before_fill" in out
     assert "backend_phase_bug.mojo:" in out.split("in the kernel:")[1]
+
+
+def test_prove_violation_only_at_another_item_count_is_no_verdict_on_the_kernel():
+    # Without the per-k-iteration split the cluster-2 spec has `every=5 at=j` items: the kernel's
+    # program at 5 items only. The proof finds a violation at another item count: exit 3, not 1.
+    code = ("import sys; import pipeproof.spec.mojo.build as b; "
+            "b.split_unrolled_items = lambda k, bb: None; "
+            "from pipeproof.checker.cli import run; "
+            f"sys.argv = ['pipeproof', 'mojo', r'{FIX / 'sm90_bf16_cluster2.ll.gz'}', '--prove']; run()")
+    got = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    out = got.stdout + got.stderr
+    assert "every=5" in out
+    assert got.returncode == 3, out
+    assert "inconclusive for the kernel" in out
