@@ -3,18 +3,9 @@ Triton front end's spec/ttgir/run.py, the Mojo front end's spec/mojo/parse.py) t
 spec in TOML, whose ops carry the source line they came from (`SourceMap`). A front end is a
 reader plus a table of ops; this module is what they share.
 
-Rings. Every barrier array (`ttg.local_alloc` of Nx1xi64) is a ring of N stages of its own;
-arrays whose barriers TMA copies complete (expect_tx, copy) use the ring's `full` signal, arrays
-that tcgen05 commits arrive on use its `empty` signal, others `full`. Its arrive count is the
-`ttng.init_barrier` count (the same for every barrier of the array, else an error). A buffer
-array that TMA copies fill is the slot of the ring whose barrier the copy completes, at the
-same index (a copy into buffer j completing barrier i != j is an error: not expressible yet).
-The main ring is the first ring that copies fill.
-
-Agents. Each partition (the default one, which also runs the code before
-`ttg.warp_specialize`, and each `partitionN`) is one role of one agent: docs/triton.md gives,
-per op, how many arrivals one execution makes (one, by an elected thread, for every op the
-front end reads).
+Rings and agents are the reader's to name (Triton: spec/ttgir/build.py, barrier arrays and
+partitions; Mojo: spec/mojo/build.py, PipelineBackend barrier pairs and warp roles); the rules
+below are the same for every front end.
 
 Stage and phase. The IR computes a barrier's index and wait phase itself; the model's agent
 has a stage and phase per ring that only `advance` moves (docs/model.md). Before each op the
