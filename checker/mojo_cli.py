@@ -10,7 +10,6 @@ cannot state yet is one line, exit 2.
 """
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import subprocess
@@ -118,7 +117,7 @@ def mojo(target, arch, args, kernel, block_dim, do_prove, emit, as_json, trace_f
     """Extract the synchronisation of a Mojo kernel (.ll from mojo build -g1 --emit llvm, or a
     .mojo file with --target) and check it."""
     from pipeproof.checker.command import check_trace_name
-    from pipeproof.checker.result import EXIT_USAGE, VERDICT_EXIT
+    from pipeproof.checker.result import EXIT_USAGE
     from pipeproof.spec.load import load_spec_text
     from pipeproof.spec.schema import SpecError
 
@@ -154,58 +153,23 @@ def mojo(target, arch, args, kernel, block_dim, do_prove, emit, as_json, trace_f
         out(f"{target}: spec written to {emit}")
     elif not as_json:
         out(toml_text)
-    if do_prove:
-        from pipeproof.checker.prove import MAX_ABSTRACT_STATES, prove
-        from pipeproof.checker.prove_cli import proof_text, proof_to_json
-        proof = prove(spec, timeout=timeout, max_states=max_states or MAX_ABSTRACT_STATES)
-        result = proof.result
-        lines = source_lines(result, source) if result else []
-        # As `pipeproof triton --prove`: the extracted spec is the kernel's program at its own
-        # item count (and, with --arg, at the values compared below); a violation only at
-        # another item count is one of a program the kernel may never run: no verdict on it.
-        elsewhere = (proof.status == "violated" and not (same and same[0])
-                     and result is not None and result.spec.items != spec.items)
-        if elsewhere:
-            out(f"{target}: inconclusive for the kernel: the extracted spec is first violated at "
-                f"item count {result.spec.items}, and it is the kernel's program at {spec.items} "
-                f"alone; the counterexample below is that spec's, not a run of the kernel; "
-                f"`pipeproof mojo` without --prove checks the kernel's own count")
-        out(proof_text(proof))
-        if same is None:
-            out(f"{target}: the loop bounds are the kernel's compile-time values (no --arg): the "
-                f"compiled kernel's trip count is one of the item counts proved")
-        else:
-            vals = "; ".join(", ".join(f"{k}={v}" for k, v in t.items()) for t in same[1])
-            out(f"{target}: the extracted program is {'the same' if same[0] else 'NOT the same'} at "
-                f"--arg {vals}" + ("" if same[0] else ": the proof covers the arguments given only"))
-        if as_json:
-            click.echo(json.dumps({"target": target, "proof": proof_to_json(proof),
-                                   "kernel_status": "unknown" if elsewhere else proof.status,
-                                   "trip_counts_agree": same and {"same": same[0], "args": same[1]},
-                                   "source": lines}, indent=2))
-        code = 3 if elsewhere else {"proved": 0, "violated": 1}.get(proof.status, 3)
-        if same is not None and not same[0] and code == 0:
-            code = 3  # proved for a program that is not the kernel's at other argument values
+    from pipeproof.checker.frontend_cli import check_extracted, print_counterexample
+    if not do_prove:
+        same_lines = []
+    elif same is None:
+        same_lines = [f"{target}: the loop bounds are the kernel's compile-time values (no --arg): "
+                      f"the compiled kernel's trip count is one of the item counts proved"]
     else:
-        from pipeproof.checker.report import format_text, to_json
-        from pipeproof.checker.verify import verify
-        result = verify(spec, max_states=max_states, timeout=timeout)
-        out(format_text(result).rstrip("\n"))
-        code = VERDICT_EXIT[result.verdict]
-        lines = source_lines(result, source)
-        if as_json:
-            doc = to_json([result])
-            doc["target"] = target
-            doc["source"] = lines
-            click.echo(json.dumps(doc, indent=2))
-    if result is not None and result.verdict == "violation":
-        if lines:
-            out("in the kernel:")
-            for s in lines:
-                out(f"  step {s['step']:>3}  {s['partition']:<10} {s['line']}"
-                    + ("  (where it stands at the end)" if s["step"] == "end" else ""))
-        if trace_file:
-            from pipeproof.checker.export import write_trace
-            write_trace(result.traces[result.kind], trace_file)
-            out(f"{target}: {result.kind} trace written to {trace_file}")
+        vals = "; ".join(", ".join(f"{k}={v}" for k, v in t.items()) for t in same[1])
+        same_lines = [f"{target}: the extracted program is {'the same' if same[0] else 'NOT the same'}"
+                      f" at --arg {vals}"
+                      + ("" if same[0] else ": the proof covers the arguments given only")]
+    checked = check_extracted(
+        spec, target, lambda r: source_lines(r, source), out=out, as_json=as_json,
+        do_prove=do_prove, same=same, same_lines=same_lines,
+        same_json=same and {"same": same[0], "args": same[1]},
+        rerun_hint="`pipeproof mojo` without --prove", max_states=max_states, timeout=timeout)
+    code = checked.code
+    print_counterexample(checked, target, out, trace_file,
+                         lambda s: f"{s['partition']:<10} {s['line']}")
     sys.exit(code)

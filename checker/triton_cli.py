@@ -10,7 +10,6 @@ Exit codes as `verify`.
 """
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
@@ -162,11 +161,6 @@ def _program(toml_text: str) -> str:
     return re.sub(r"(?m)^items = \d+$", "", toml_text)
 
 
-def _elsewhere(proof, spec) -> bool:
-    """Is the proof's violation at an item count other than the extracted spec's own?"""
-    return proof.result is not None and proof.result.spec.items != spec.items
-
-
 def trip_counts_agree(text, where, func, args, trip_count, lowering, toml_text):
     """With --trip-count N: re-extract at two more trip counts and compare the programs, so a
     proof for every item count of the extracted spec speaks for the kernel's other trip counts
@@ -267,7 +261,7 @@ def triton(target, args, trip_count, per_warp, lowering, func, gpu, signature, c
            sarif_file=None):
     """Extract the synchronisation of a Triton/Gluon kernel (TTGIR or KERNEL.py::NAME) and check it."""
     from pipeproof.checker.command import check_trace_name
-    from pipeproof.checker.result import EXIT_USAGE, VERDICT_EXIT
+    from pipeproof.checker.result import EXIT_USAGE
     from pipeproof.spec.load import load_spec_text
     from pipeproof.spec.schema import SpecError
 
@@ -295,69 +289,23 @@ def triton(target, args, trip_count, per_warp, lowering, func, gpu, signature, c
         out(f"{target}: spec written to {emit}")
     elif not as_json:
         out(toml_text)
-    elsewhere = False  # --prove: a violation only at an item count the kernel does not run
-    if do_prove:
-        from pipeproof.checker.prove import prove
-        from pipeproof.checker.prove_cli import proof_text, proof_to_json
-        from pipeproof.checker.prove import MAX_ABSTRACT_STATES
-        proof = prove(spec, timeout=timeout, max_states=max_states or MAX_ABSTRACT_STATES)
-        result = proof.result
-        lines = source_lines(result, source) if result else []
-        same = trip_counts_agree(text, where, func, arg_values, trip_count, low, toml_text)
-        # The extracted spec is the kernel at the extracted trip count only (its per-item
-        # shape, e.g. `every=4`, comes from that count) unless --trip-count showed the program
-        # the same at other counts: a violation at another item count is then one of a program
-        # the kernel never runs, so it is no verdict on the kernel (never a false alarm).
-        elsewhere = (proof.status == "violated" and not (same and same[0])
-                     and _elsewhere(proof, spec))
-        if elsewhere:
-            out(f"{target}: inconclusive for the kernel: the extracted spec is first violated at item "
-                f"count {proof.result.spec.items}, and it is the kernel's program at "
-                f"{spec.items} alone (--trip-count N compares other counts); the counterexample "
-                f"below is that spec's, not a run of the kernel; `pipeproof triton` without "
-                f"--prove checks the launch's own count")
-        out(proof_text(proof))
-        if same is not None:
-            out(f"{target}: the extracted program is {'the same' if same[0] else 'NOT the same'}"
-                f" at trip counts {', '.join(map(str, same[1]))}"
-                + ("" if same[0] else ": the proof covers the trip count extracted only"))
-        kernel_status = "unknown" if elsewhere else proof.status
-        if as_json:
-            click.echo(json.dumps({"target": target, "proof": proof_to_json(proof),
-                                   "kernel_status": kernel_status,
-                                   "trip_counts_agree": same and {"same": same[0],
-                                                                  "counts": same[1]},
-                                   "source": lines}, indent=2))
-        code = {"proved": 0, "violated": 1}.get(kernel_status, 3)
-        if same is not None and not same[0] and code == 0:
-            code = 3  # proved for a spec that is not the kernel at every trip count
-    else:
-        from pipeproof.checker.report import format_text, to_json
-        from pipeproof.checker.verify import verify
-        result = verify(spec, max_states=max_states, timeout=timeout, strict_exit=strict_exit)
-        from pipeproof.checker.clock import wall
-        result.wall_seconds = wall()  # compiling the kernel included
-        out(format_text(result).rstrip("\n"))
-        code = VERDICT_EXIT[result.verdict]
-        lines = source_lines(result, source)
-        if as_json:
-            doc = to_json([result])
-            doc["target"] = target
-            doc["source"] = lines
-            click.echo(json.dumps(doc, indent=2))
+    from pipeproof.checker.frontend_cli import check_extracted, print_counterexample
+    same = (trip_counts_agree(text, where, func, arg_values, trip_count, low, toml_text)
+            if do_prove else None)
+    same_lines = [] if same is None else [
+        f"{target}: the extracted program is {'the same' if same[0] else 'NOT the same'}"
+        f" at trip counts {', '.join(map(str, same[1]))}"
+        + ("" if same[0] else ": the proof covers the trip count extracted only")]
+    checked = check_extracted(
+        spec, target, lambda r: source_lines(r, source), out=out, as_json=as_json,
+        do_prove=do_prove, same=same, same_lines=same_lines,
+        same_json=same and {"same": same[0], "counts": same[1]},
+        rerun_hint="`pipeproof triton` without --prove (or --trip-count N to compare counts)",
+        max_states=max_states, timeout=timeout, strict_exit=strict_exit)
+    result, lines, code = checked.result, checked.lines, checked.code
     if sarif_file:
         from pipeproof.checker import sarif
-        sarif.write(sarif_file, kernel_findings(result, lines, target,
-                                                kernel_status if do_prove else None))
-    if result is not None and result.verdict == "violation":
-        if lines:
-            out("in the kernel:" if not elsewhere else
-                f"the kernel's lines of that spec's steps (item count {result.spec.items}):")
-            for s in lines:
-                out(f"  step {s['step']:>3}  {s['partition']:<12} {s['op']:<40} {s['line']}"
-                    + ("  (where it stands at the end)" if s["step"] == "end" else ""))
-        if trace_file:
-            from pipeproof.checker.export import write_trace
-            write_trace(result.traces[result.kind], trace_file)
-            out(f"{target}: {result.kind} trace written to {trace_file}")
+        sarif.write(sarif_file, kernel_findings(result, lines, target, checked.kernel_status))
+    print_counterexample(checked, target, out, trace_file,
+                         lambda s: f"{s['partition']:<12} {s['op']:<40} {s['line']}")
     sys.exit(code)
