@@ -25,6 +25,17 @@ class Checked:
     elsewhere: bool = False   # --prove: violated only at an item count the kernel does not run
 
 
+def show_extracted(target, toml_text, emit, as_json):
+    """Where the report goes (stderr under --json, whose document owns stdout), after saying
+    where the extracted spec went (the --emit-spec file) or printing it."""
+    out = (lambda s: click.echo(s, err=True)) if as_json else click.echo
+    if emit:
+        out(f"{target}: spec written to {emit}")
+    elif not as_json:
+        out(toml_text)
+    return out
+
+
 def check_extracted(spec, target, lines_of, *, out, as_json, do_prove, same, same_lines,
                     same_json, rerun_hint, max_states, timeout, strict_exit=False) -> Checked:
     """`lines_of(result)`: the kernel lines of its counterexample. `same`: None, or (the program

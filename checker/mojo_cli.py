@@ -148,12 +148,8 @@ def mojo(target, arch, args, kernel, block_dim, do_prove, emit, as_json, trace_f
     except SpecError as err:
         click.echo(str(err), err=True)
         sys.exit(EXIT_USAGE)
-    out = (lambda s: click.echo(s, err=True)) if as_json else click.echo
-    if emit:
-        out(f"{target}: spec written to {emit}")
-    elif not as_json:
-        out(toml_text)
-    from pipeproof.checker.frontend_cli import check_extracted, print_counterexample
+    from pipeproof.checker.frontend_cli import check_extracted, print_counterexample, show_extracted
+    out = show_extracted(target, toml_text, emit, as_json)
     if not do_prove:
         same_lines = []
     elif same is None:

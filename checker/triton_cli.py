@@ -284,12 +284,8 @@ def triton(target, args, trip_count, per_warp, lowering, func, gpu, signature, c
             sarif.write(sarif_file, sarif.from_kernel("unreadable", "warning", str(err), [],
                                                       target.split("::")[0]))
         sys.exit(EXIT_USAGE)
-    out = (lambda s: click.echo(s, err=True)) if as_json else click.echo
-    if emit:
-        out(f"{target}: spec written to {emit}")
-    elif not as_json:
-        out(toml_text)
-    from pipeproof.checker.frontend_cli import check_extracted, print_counterexample
+    from pipeproof.checker.frontend_cli import check_extracted, print_counterexample, show_extracted
+    out = show_extracted(target, toml_text, emit, as_json)
     same = (trip_counts_agree(text, where, func, arg_values, trip_count, low, toml_text)
             if do_prove else None)
     same_lines = [] if same is None else [
