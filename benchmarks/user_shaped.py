@@ -22,14 +22,13 @@ from __future__ import annotations
 import argparse
 import os
 import random
-import re
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-CLI = [sys.executable, "-m", "pipeproof.checker.cli"]
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from many_agents import run  # noqa: E402  (one way to time a verify in its own process)
 
 A_BYTES, SFA_BYTES, B_BYTES = 16384, 512, 16384   # BLOCK_M x BLOCK_K fp8, scales, BLOCK_N x BLOCK_K
 
@@ -76,20 +75,6 @@ def load_check(path: str) -> None:
     """Every generated spec must load (fail loudly here, not as a confusing verdict later)."""
     from pipeproof.spec.load import load_spec  # noqa: WPS433 (lazy: keep --help fast)
     load_spec(path)
-
-
-def run(path: str, timeout: float, extra=()) -> dict:
-    started = time.monotonic()
-    proc = subprocess.run(["/usr/bin/time", "-v"] + CLI + ["verify", path, "--timeout",
-                                                           str(timeout), *extra],
-                          capture_output=True, text=True)
-    wall = time.monotonic() - started
-    m = re.search(r"^([\d,]+) states, ([\d,]+) transitions.*?([\d.]+) s search", proc.stdout, re.M)
-    rss = re.search(r"Maximum resident set size \(kbytes\): (\d+)", proc.stderr)
-    verdict = proc.stdout.split(": ", 2)[1].split(" ")[0] if ": " in proc.stdout else "?"
-    return {"verdict": verdict.rstrip(":"), "states": int(m.group(1).replace(",", "")) if m else -1,
-            "wall": wall, "mb": int(rss.group(1)) / 1024 if rss else float("nan"),
-            "exit": proc.returncode}
 
 
 def main() -> None:
