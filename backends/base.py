@@ -18,7 +18,7 @@ import os
 
 # PIPEPROOF_JIT=0 runs every engine as plain Python without importing numba at all (numba's
 # import and cache load cost ~0.9 s, more than a small spec's whole search takes in Python).
-# The command line sets it for its plain-Python first try (checker/tier.py); it must be set
+# The command line sets it for its plain-Python first try (checker/engines/tier.py); it must be set
 # before this module is first imported. NUMBA_DISABLE_JIT=1 also runs plain Python, but
 # still imports numba.
 JIT = os.environ.get("PIPEPROOF_JIT", "1") != "0"
@@ -50,7 +50,7 @@ def jit(fn):
     calls it (LLVM still inlines the small ones). Inlining them all at numba's level made one
     engine take 4.4 minutes to compile on a 2-core machine, against 29 s this way, for a search
     14% slower at the median (benchmarks/results/compile_2026-12-01.txt). Without reference
-    counting, as the engines that call them (checker/explore.py, ENGINE)."""
+    counting, as the engines that call them (checker/engines/explore.py, ENGINE)."""
     return njit(cache=True, _nrt=False)(fn)
 
 NVIDIA = 0

@@ -6,7 +6,7 @@ upgrade of pipeproof) it would load a stale compiled engine. Before numba is imp
 (backends/base.py), `drop_stale_cache` compares a digest of every engine source with the one
 recorded beside the cache and drops the cached code when they differ, and `choose_cache_dir`
 picks a writable cache: beside the sources, else numba's user-wide directory, else a private
-temporary one (a read-only install). checker/jitcache.py builds the engines into it.
+temporary one (a read-only install). checker/runtime/jitcache.py builds the engines into it.
 """
 from __future__ import annotations
 
@@ -16,19 +16,31 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent  # the folder holding backends/ and checker/
+# Every source a compiled engine is built from (tests/test_engine_build.py checks that each
+# module compiling with backends.base.jit/njit is listed).
 ENGINE_SOURCES = ("backends/base.py", "backends/nvidia.py", "backends/amd.py",
-                  "checker/state_layout.py", "checker/inflight.py", "checker/semantics.py",
-                  "checker/explore.py", "checker/model.py",
-                  "checker/symmetry.py", "checker/laps.py", "checker/prove.py", "checker/por.py")
-CACHE_DIRS = ("backends/__pycache__", "checker/__pycache__")
+                  "checker/core/state_layout.py", "checker/core/inflight.py",
+                  "checker/core/semantics.py", "checker/core/model.py",
+                  "checker/engines/explore.py", "checker/engines/symmetries.py",
+                  "checker/engines/laps.py", "checker/engines/prover.py", "checker/engines/por.py")
+# numba caches each function beside its own source file
+CACHE_DIRS = tuple(sorted({str(Path(rel).parent / "__pycache__") for rel in ENGINE_SOURCES}))
 IN_TREE = ROOT / "checker" / "__pycache__"
 MARKER = "checker/__pycache__/engine-sources.sha256"
+class MissingEngineSource(RuntimeError):
+    """An engine source named in ENGINE_SOURCES is not there: a file was moved or renamed
+    without updating the list. Hashing nothing would keep a stale compiled engine forever."""
+
+
 def engine_digest() -> str:
     h = hashlib.sha256()
     for rel in ENGINE_SOURCES:
         path = ROOT / rel
+        if not path.is_file():
+            raise MissingEngineSource(f"pipeproof: engine source {rel} is missing under {ROOT} "
+                                      "(backends/numba_cache.py ENGINE_SOURCES names it)")
         h.update(rel.encode())
-        h.update(path.read_bytes() if path.exists() else b"")
+        h.update(path.read_bytes())
     return h.hexdigest()
 
 

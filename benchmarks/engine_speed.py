@@ -59,9 +59,9 @@ def child(repo: str, n: int, c: int, i: int, symmetry: bool, por: bool) -> dict:
     load = _import_tree(repo)
     import numpy as np
     from benchmarks.standard_pipeline import load_cell
-    Search = load("checker.explore").Search
-    compile_model = load("checker.model").compile_model
-    warm_up = load("checker.verify").warm_up
+    Search = load("checker.engines.explore").Search
+    compile_model = load("checker.core.model").compile_model
+    warm_up = load("checker.engines.verifier").warm_up
 
     warm_up()
     model = compile_model(load_cell(n, c, i))

@@ -48,7 +48,7 @@ def peak_mb(stderr: str) -> float:
 
 
 def settle() -> None:
-    """Wait until no engine build (checker/jitcache.py) runs in the background, so that no
+    """Wait until no engine build (checker/runtime/jitcache.py) runs in the background, so that no
     figure shares the CPUs with the build a figure before it started."""
     while subprocess.run(["pgrep", "-f", "import build; sys.exit"],
                          capture_output=True).returncode == 0:

@@ -25,7 +25,7 @@ import tempfile
 import time
 from pathlib import Path
 
-CLI = [sys.executable, "-m", "pipeproof.checker.cli"]
+CLI = [sys.executable, "-m", "pipeproof.checker.cli.main"]
 
 
 def many_agents_toml(roles: int, agents: int, stages: int = 1, items: int = 1) -> str:

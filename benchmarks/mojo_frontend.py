@@ -7,9 +7,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from pipeproof.checker.mojo_cli import extract
-from pipeproof.checker.prove import prove
-from pipeproof.checker.verify import verify
+from pipeproof.checker.cli.mojo import extract
+from pipeproof.checker.engines.prover import prove
+from pipeproof.checker.engines.verifier import verify
 from pipeproof.spec.load import load_spec_text
 from pipeproof.spec.schema import SpecError
 

@@ -47,13 +47,13 @@ def run_cell(text: str, what: str, timeout: float) -> dict:
     spec = load_spec_text(text, "production.toml")
     started = time.monotonic()
     if what == "prove":
-        from pipeproof.checker.prove import prove
+        from pipeproof.checker.engines.prover import prove
         proof = prove(spec, timeout=timeout)
         return {"status": proof.status, "states": proof.abstract_states,
                 "seconds": time.monotonic() - started, "reason": proof.reason,
                 "state_bytes": _abstract_state_bytes(spec)}
-    from pipeproof.checker.model import compile_model
-    from pipeproof.checker.verify import verify
+    from pipeproof.checker.core.model import compile_model
+    from pipeproof.checker.engines.verifier import verify
     kw = {"por": False, "symmetry": False} if what == "unreduced" else {}
     result = verify(spec, timeout=timeout, **kw)
     return {"status": result.verdict, "states": result.states, "kinds": list(result.kinds),
@@ -62,9 +62,9 @@ def run_cell(text: str, what: str, timeout: float) -> dict:
 
 
 def _abstract_state_bytes(spec) -> int:
-    """Bytes of one stored abstract state: the lap packing's words and n_rel (checker/prove.py)."""
-    from pipeproof.checker.laps import CannotAbstract, LapAbstraction
-    from pipeproof.checker.prove import MAX_R, _lap_packing
+    """Bytes of one stored abstract state: the lap packing's words and n_rel (checker/engines/prover.py)."""
+    from pipeproof.checker.engines.laps import CannotAbstract, LapAbstraction
+    from pipeproof.checker.engines.prover import MAX_R, _lap_packing
     try:
         return 8 * (_lap_packing(LapAbstraction(spec, MAX_R).model)[1] + 1)
     except CannotAbstract:

@@ -16,7 +16,7 @@ import time
 ROOT = __file__.rsplit("/", 2)[0]
 sys.path.insert(0, ROOT)
 
-from pipeproof.checker.prove import MAX_ABSTRACT_STATES, prove, warm_up_prove  # noqa: E402
+from pipeproof.checker.engines.prover import MAX_ABSTRACT_STATES, prove, warm_up_prove  # noqa: E402
 from pipeproof.spec.load import load_spec  # noqa: E402
 from tests.reference_search import ReferenceSearch  # noqa: E402  (the test oracle)
 

@@ -16,7 +16,7 @@ import time
 sys.path.insert(0, __file__.rsplit("/", 2)[0])
 
 from benchmarks.standard_pipeline import load_cell  # noqa: E402
-from pipeproof.checker.prove import prove, warm_up_prove  # noqa: E402
+from pipeproof.checker.engines.prover import prove, warm_up_prove  # noqa: E402
 
 GRID = [(n, c) for n in (2, 4, 8) for c in range(1, 9)]
 

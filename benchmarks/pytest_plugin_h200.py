@@ -125,7 +125,7 @@ def plugin_flag() -> list[str]:
     """-p for the plugin when it is not installed through its entry point (a bare checkout)."""
     from importlib.metadata import entry_points
     names = {ep.value for ep in entry_points(group="pytest11")}
-    return [] if "pipeproof.checker.pytest_plugin" in names else ["-p", "pipeproof.checker.pytest_plugin"]
+    return [] if "pipeproof.checker.integrations.pytest_plugin" in names else ["-p", "pipeproof.checker.integrations.pytest_plugin"]
 
 
 def main(argv=None):
@@ -133,7 +133,7 @@ def main(argv=None):
     ap.add_argument("--out")
     a = ap.parse_args(argv)
     import importlib.util
-    for module, why in (("pipeproof.checker.pytest_plugin", "pip install -e . in this checkout"),
+    for module, why in (("pipeproof.checker.integrations.pytest_plugin", "pip install -e . in this checkout"),
                         ("torch", "torch with CUDA"), ("triton", "pip install triton==3.9.0")):
         try:
             found = importlib.util.find_spec(module) is not None

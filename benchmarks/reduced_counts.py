@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.standard_pipeline import make_toml  # noqa: E402
-from pipeproof.checker.verify import verify  # noqa: E402
+from pipeproof.checker.engines.verifier import verify  # noqa: E402
 from pipeproof.spec.load import load_spec, load_spec_text  # noqa: E402
 
 

@@ -40,7 +40,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from pipeproof.checker.program import agents_of, slot_parts  # noqa: E402
+from pipeproof.checker.core.program import agents_of, slot_parts  # noqa: E402
 from pipeproof.spec import templates  # noqa: E402
 from pipeproof.spec.load import load_spec_text  # noqa: E402
 from pipeproof.spec.schema import SpecError  # noqa: E402
@@ -277,7 +277,7 @@ def _answer(result):
 
 def compare(spec, do_bmc=False, do_prove=False, do_laps=False, max_states=MAX_STATES):
     """{check: (expected, got)} for each disagreement, plus what was compared."""
-    from pipeproof.checker.verify import verify
+    from pipeproof.checker.engines.verifier import verify
     reduced = verify(spec, max_states=max_states)
     full = verify(spec, max_states=max_states, por=False, symmetry=False)
     out = {"compared": [], "disagree": {}, "verdict": full.verdict}
@@ -313,7 +313,7 @@ def compare(spec, do_bmc=False, do_prove=False, do_laps=False, max_states=MAX_ST
                 if got != want:
                     out["disagree"]["bmc"] = (want, got)
     if do_laps:
-        from pipeproof.checker.lap_verify import verify_laps
+        from pipeproof.checker.engines.lap_verify import verify_laps
         laps = verify_laps(spec, max_states=max_states * 10, timeout=60)
         if not laps.limit:
             out["compared"].append("laps")
@@ -325,9 +325,9 @@ def compare(spec, do_bmc=False, do_prove=False, do_laps=False, max_states=MAX_ST
 
 
 def _compare_prove(spec, out, max_states):
-    from pipeproof.checker.laps import scaled_spec
-    from pipeproof.checker.prove import prove
-    from pipeproof.checker.verify import verify
+    from pipeproof.checker.engines.laps import scaled_spec
+    from pipeproof.checker.engines.prover import prove
+    from pipeproof.checker.engines.verifier import verify
     try:
         proof = prove(spec, timeout=60, max_states=2_000_000)
     except Exception as err:  # a crash is a finding too
@@ -515,9 +515,9 @@ def main():
     ap.add_argument("--clusters", action="store_true",
                     help="compare only the generated specs of more than one CTA")
     args = ap.parse_args()
-    from pipeproof.checker.verify import warm_up
+    from pipeproof.checker.engines.verifier import warm_up
     warm_up()  # compile (or load) the engines once, before the workers fork
-    from pipeproof.checker.prove import warm_up_prove
+    from pipeproof.checker.engines.prover import warm_up_prove
     warm_up_prove()
     out = run(args.specs, args.seed, args.jobs, args.bmc_every, args.prove_every,
               args.laps_every, args.max_states, args.shrink_dir, clusters=args.clusters)

@@ -88,8 +88,8 @@ def _cpu_seconds() -> float:
 
 def run_cell(n: int, c: int, i: int, timeout: float | None) -> dict:
     sys.path.insert(0, str(REPO))
-    from pipeproof.checker.model import compile_model
-    from pipeproof.checker.verify import verify
+    from pipeproof.checker.core.model import compile_model
+    from pipeproof.checker.engines.verifier import verify
 
     verify(load_cell(2, 1, 2))                    # warm-up: numba cache load, not timed
     spec = load_cell(n, c, i)
@@ -159,7 +159,7 @@ def _failed(cell, note: str) -> dict:
 
 
 def layout_note(words: int) -> str:
-    """Per-state memory of checker/explore.py for a model of `words` packed words."""
+    """Per-state memory of checker/engines/explore.py for a model of `words` packed words."""
     state = 8 * words
     steady_lo = state + 4 + 2 + 8          # capacity == states, table = 2x capacity (int32)
     steady_hi = int(1.5 * (state + 4 + 2 + 16))  # capacity 1.5x states, table rounded up to 4x

@@ -42,7 +42,7 @@ AXES = ["stages=2,4,8", "role.consumer.count+consumer_arrive_count=1..8", "items
 def standard_points(repeat: int = 1):
     """The standard grid's points (K times over, as distinct points of equal text)."""
     import tempfile
-    from pipeproof.checker.sweep import points_of_spec
+    from pipeproof.checker.sweep.points import points_of_spec
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "standard_pipeline.toml"
         path.write_text(make_toml(2, 1, 8).replace('name = "standard pipeline N=2 C=1 I=8"\n', ""))
@@ -67,8 +67,8 @@ def _answers(records):
 
 
 def speed(args) -> int:
-    from pipeproof.checker import sweep_run as R
-    from pipeproof.checker.sweep import run_sweep
+    from pipeproof.checker.sweep import run as R
+    from pipeproof.checker.sweep.points import run_sweep
     points = standard_points(args.repeat)
     options = R.default_options(prove=args.prove)
     counts = [int(w) for w in args.workers.split(",")]
@@ -148,8 +148,8 @@ class _Kept:
 
 def cluster(args) -> int:
     from distributed import LocalCluster
-    from pipeproof.checker import sweep_run as R
-    from pipeproof.checker.sweep import run_sweep
+    from pipeproof.checker.sweep import run as R
+    from pipeproof.checker.sweep.points import run_sweep
     points = standard_points(args.repeat)
     w = int(args.workers)
     print(f"standard grid: {len(points)} points; Dask LocalCluster of {w} worker processes "

@@ -38,7 +38,7 @@ def _module(name: str):
 
 def check(path: Path, args) -> tuple[str, str, int, float]:
     start = time.perf_counter()
-    out = subprocess.run([sys.executable, "-m", "pipeproof.checker.cli", "triton", str(path),
+    out = subprocess.run([sys.executable, "-m", "pipeproof.checker.cli.main", "triton", str(path),
                           "--json", *args], capture_output=True, text=True)
     seconds = time.perf_counter() - start
     if out.returncode == 2:

@@ -4,9 +4,9 @@ The standard pipeline (benchmarks/standard_pipeline.py: nvidia, N stages, one pr
 writes, C consumers that all read every slot, I items) over N in {2,4,8} x C in {1..8} x
 I in {8,16,32}. Per cell, one after another on the same machine, each as whole processes:
 
-  pipeproof  `python -m pipeproof.checker.cli verify --json SPEC`, as a user runs it: interpreter start,
+  pipeproof  `python -m pipeproof.checker.cli.main verify --json SPEC`, as a user runs it: interpreter start,
              spec load, the search as plain Python and, for a spec past its half-second
-             budget (checker/tier.py), the numba cache load and the search again compiled.
+             budget (checker/engines/tier.py), the numba cache load and the search again compiled.
              The engine was compiled once, untimed, before the grid.
   SPIN       `spin -a` on the Promela export, `cc -O2 -DMEMLIM=...`, `./pan -m<depth>`:
              default reductions (partial-order reduction on), default hash table
@@ -22,13 +22,13 @@ gets `--timeout` seconds per cell (killed after that: "timeout").
 
 Ratios are pipeproof seconds / tool seconds: below 1 means pipeproof was faster. pipeproof
 runs with its defaults: symmetry reduction (states up to consumer permutation, as Rumur's
-count) and partial-order reduction (checker/por.py: steps no other step can tell the time of
+count) and partial-order reduction (checker/engines/por.py: steps no other step can tell the time of
 are taken at once), so it stores fewer states than Rumur. With `verify --no-por` it stored
 exactly Rumur's symmetric count on every cell both finished (results/*_2026-11-29.txt). SPIN counts all states (plus its
 init and process-exit states), after its own partial-order reduction.
 
 With `--laps`, pipeproof also runs `verify --engine laps` (item numbers and laps relative to
-the slowest agent, checker/lap_verify.py): its state count stays the same as I grows.
+the slowest agent, checker/engines/lap_verify.py): its state count stays the same as I grows.
 
 A tool that runs out of time on a cell is not run on the cells that have at least as many
 stages, consumers and items (its state space only grows); those show "skip" and count as out
@@ -67,7 +67,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from benchmarks.standard_pipeline import make_toml  # noqa: E402
-from pipeproof.checker.export_models import (  # noqa: E402
+from pipeproof.checker.models.exporter import (  # noqa: E402
     ToolRun, measured, parse_rumur, parse_spin, rumur_steps, search_depth, spin_steps, spin_vectorsz,
     to_murphi, to_promela, _pipeline,
 )
@@ -88,7 +88,7 @@ PIPEPROOF_ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYT
 
 
 def run_pipeproof(spec_file: Path, timeout: float | None, engine: str = "explicit") -> ToolRun:
-    cmd = [sys.executable, "-m", "pipeproof.checker.cli", "verify", "--json", "--engine", engine, str(spec_file)]
+    cmd = [sys.executable, "-m", "pipeproof.checker.cli.main", "verify", "--json", "--engine", engine, str(spec_file)]
     code, out, wall, rss = measured(cmd, REPO, timeout, env=PIPEPROOF_ENV, stdout_only=True)
     if code is None:
         return ToolRun("pipeproof" if engine == "explicit" else "laps", "timeout", None, None, wall,
@@ -269,7 +269,7 @@ def warm_pipeproof():
     with tempfile.TemporaryDirectory() as d:
         f = Path(d, "warm.toml")
         f.write_text(make_toml(2, 1, 2))
-        measured([sys.executable, "-m", "pipeproof.checker.cli", "verify", str(f)], REPO, None,
+        measured([sys.executable, "-m", "pipeproof.checker.cli.main", "verify", str(f)], REPO, None,
                  env=dict(PIPEPROOF_ENV, PIPEPROOF_JIT="1"))  # a tiny spec would skip numba
 
 

@@ -26,7 +26,7 @@ stage/phase per ring), so a log of the kernel names the model's own agents and p
   `bar.sync id, 32*count` of the whole warps when the barrier is used only through `sync` and
   its count equals its users (then every agent that passes the counter reaches the hardware
   barrier, which therefore cannot hang);
-* payload: a slot is laid out as its parts (checker/program.py slot_parts), one region each,
+* payload: a slot is laid out as its parts (checker/core/program.py slot_parts), one region each,
   sized by the part's largest fill; a `copy` lands B bytes whose every word is the item number
   in its part's region; a producer-side `write` stores the item number in the tag words at the
   start of its part's region, a consumer-side one in every word of every part (it reuses the
@@ -70,9 +70,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from pipeproof.backends.base import EMPTY, FULL
-from pipeproof.checker import semantics as S
-from pipeproof.checker.model import OP_CODES, Model, compile_model
-from pipeproof.checker.program import OP_EFFECTS
+from pipeproof.checker.core import semantics as S
+from pipeproof.checker.core.model import OP_CODES, Model, compile_model
+from pipeproof.checker.core.program import OP_EFFECTS
 from pipeproof.cuda_ref.emit_backend import (
     AMD_C_HELPERS, BACKEND_MIRRORS, BACKEND_MODULES, amd_helpers, amd_ready, backend_functions,
     check_backend_mirrors, nv_wait_parity,

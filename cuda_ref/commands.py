@@ -1,6 +1,6 @@
 """`pipeproof gpu` and `pipeproof crosscheck`: the reference kernels from the command line.
 
-These are click commands; checker/cli.py registers them in its group
+These are click commands; checker/cli/main.py registers them in its group
 (`main.add_command(gpu)`, `main.add_command(crosscheck)`). `python -m pipeproof.cuda_ref.commands`
 runs them standalone.
 
@@ -37,9 +37,9 @@ import sys
 
 import click
 
-from pipeproof.checker.command import InputLoop
-from pipeproof.checker.jitcache import ensure_engines
-from pipeproof.checker.result import EXIT_NOT_RUN, EXIT_OK, EXIT_USAGE, EXIT_VIOLATION as EXIT_FAIL
+from pipeproof.checker.cli.command import InputLoop
+from pipeproof.checker.runtime.jitcache import ensure_engines
+from pipeproof.checker.results.result import EXIT_NOT_RUN, EXIT_OK, EXIT_USAGE, EXIT_VIOLATION as EXIT_FAIL
 from pipeproof.cuda_ref.crosscheck_facts import ModelFacts, witnesses
 TRAP_KINDS = ("over_arrival", "tx_range")
 
@@ -52,7 +52,7 @@ def _command_line() -> str:
         if base == "commands.py":
             argv[0:1] = ["python", "-m", "pipeproof.cuda_ref.commands"]
         elif base in ("cli.py", "__main__.py"):
-            argv[0:1] = ["python", "-m", "pipeproof.checker.cli"]
+            argv[0:1] = ["python", "-m", "pipeproof.checker.cli.main"]
         else:
             argv[0] = "pipeproof"
     return " ".join(shlex.quote(a) for a in argv)

@@ -14,12 +14,12 @@ model deadlocks. Each question is answered by the first of these that decides it
    or a trap: a path that does not deadlock, so "every path deadlocks" is false. (A `trap`
    log is checked only up to the trap, so it witnesses nothing here.)
 2. **The exhaustive search with symmetry reduction** (agent classes and CTA renamings,
-   checker/symmetry.py; docs/reductions.md "Symmetry reduction", "CTA symmetry"). The
+   checker/engines/symmetries.py; docs/reductions.md "Symmetry reduction", "CTA symmetry"). The
    permutations are automorphisms of the state graph that keep every step's violation bits,
    the trap bit and enabledness, so the quotient keeps every reachable kind, every trapping
    step and every terminal state up to permutation: run to exhaustion it decides both
-   questions both ways, as checker/reach.py does. It is bounded (`max_states`, `timeout`).
-3. **The search with partial-order reduction too** (the merged steps of checker/por.py), when
+   questions both ways, as checker/engines/reachable.py does. It is bounded (`max_states`, `timeout`).
+3. **The search with partial-order reduction too** (the merged steps of checker/engines/por.py), when
    the exhaustive search stopped at its bound. docs/reductions.md proves that this reduction
    keeps *some* violation of a violating spec ("What must be kept"); it does not claim to keep
    every kind, every terminal state or every trapping step, so it is never used to deny
@@ -35,10 +35,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pipeproof.checker import semantics as S
-from pipeproof.checker.explore import Search
-from pipeproof.checker.model import MAX_INFLIGHT, Model
-from pipeproof.checker.result import KINDS
+from pipeproof.checker.core import semantics as S
+from pipeproof.checker.engines.explore import Search
+from pipeproof.checker.core.model import MAX_INFLIGHT, Model
+from pipeproof.checker.results.result import KINDS
 from pipeproof.spec.schema import Spec
 
 REACH_STATES = 5_000_000
@@ -100,7 +100,7 @@ class ModelFacts:
 
     def __init__(self, spec: Spec, max_states: int = REACH_STATES,
                  timeout: float | None = REACH_TIMEOUT, result=None):
-        from pipeproof.checker.verify import verify
+        from pipeproof.checker.engines.verifier import verify
         self.spec = spec
         self.result = result if result is not None else verify(spec)
         self.max_states, self.timeout = max_states, timeout
@@ -118,9 +118,9 @@ class ModelFacts:
         return self._por
 
     def reach(self):
-        """The exhaustive search's answer in checker.reach's shape (kinds, terminal, traps,
+        """The exhaustive search's answer in checker.engines.reachable's shape (kinds, terminal, traps,
         states, limit, every_path_deadlocks)."""
-        from pipeproof.checker.reach import Reach
+        from pipeproof.checker.engines.reachable import Reach
         f = self.full()
         return Reach(f.kinds, f.terminal, f.traps, f.states, f.limit)
 

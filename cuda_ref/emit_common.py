@@ -75,7 +75,7 @@ class Region:
 
 @dataclass
 class PartLayout:
-    """One part of a ring's slots (checker/program.py slot_parts): its region of every slot's
+    """One part of a ring's slots (checker/core/program.py slot_parts): its region of every slot's
     buffer (same offset in every CTA that has it), sized by its largest fill."""
     index: int
     offset: int

@@ -4,7 +4,7 @@ cuda_ref.codegen's _Gen)."""
 from __future__ import annotations
 
 from pipeproof.backends.base import EMPTY, FULL
-from pipeproof.checker.program import part_of
+from pipeproof.checker.core.program import part_of
 from pipeproof.cuda_ref.emit_common import (
     BULK_ALIGN, MAX_DYNAMIC_SMEM, MAX_HW_BARRIERS, SLOT_ALIGN, WRITE_REGION, PartLayout, Region,
     RingLayout, round_up,
@@ -19,7 +19,7 @@ def _copies(op) -> bool:
 
 class Layout:
     def layout(self):
-        """Each ring's slot is its parts (checker/program.py slot_parts), one region each, in
+        """Each ring's slot is its parts (checker/core/program.py slot_parts), one region each, in
         order, sized by the part's largest fill (a copy's bytes, a write's WRITE_REGION); a
         copy lands in its part's region, a producer-side write stores its tag in every word of
         its part's region, a consumer-side write in every word of every part (it reuses the

@@ -1,12 +1,12 @@
-"""The CUDA text of every op, chosen by the op's effects (checker/program.py OP_EFFECTS), not
+"""The CUDA text of every op, chosen by the op's effects (checker/core/program.py OP_EFFECTS), not
 its name: `emitter_for` maps an effect shape (a wait, a try, an arrival, an issued copy or
 commit, a read, a fill, a move, a barrier step) to the method of this mixin of
 cuda_ref.codegen's _Gen that realises it; ops with the same effects share one emitter."""
 from __future__ import annotations
 
 from pipeproof.backends.base import EMPTY, FULL
-from pipeproof.checker.model import OP_CODES
-from pipeproof.checker.program import OP_EFFECTS, part_of
+from pipeproof.checker.core.model import OP_CODES
+from pipeproof.checker.core.program import OP_EFFECTS, part_of
 from pipeproof.cuda_ref.emit_backend import nv_wait_parity
 from pipeproof.cuda_ref.emit_common import WRITE_REGION
 from pipeproof.spec.schema import targets

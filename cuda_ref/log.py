@@ -10,7 +10,7 @@ A run's log is one JSON document:
 `events` are in the order (t, sequence number) of the kernel's global log counter. Agent
 steps (one event per model step):
 
-    {"t": ns (%globaltimer), "agent": "consumer[1]" | "cta0.producer[0]" (checker.model's
+    {"t": ns (%globaltimer), "agent": "consumer[1]" | "cta0.producer[0]" (checker.core.model's
      names), "op": the model op ("wait_full", "arrive_empty", "copy", "read", "advance",
      "drain", "sync", ...), "pc": index into Model.agents[a].ops, "item": the agent's item,
      "stage": int, "phase": int, "result": "ok" | "timeout" | "tag_mismatch"}
@@ -64,7 +64,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-from pipeproof.checker.program import OP_EFFECTS
+from pipeproof.checker.core.program import OP_EFFECTS
 from pipeproof.cuda_ref import codegen as G
 
 OUTCOMES = ("ok", "deadlock", "read_before_fill", "overwrite_before_drain", "trap",

@@ -62,10 +62,10 @@ import json
 import os
 from dataclasses import dataclass, field
 
-from pipeproof.checker import semantics as S
-from pipeproof.checker.model import Model
-from pipeproof.checker.program import OP_EFFECTS
-from pipeproof.checker.result import KINDS
+from pipeproof.checker.core import semantics as S
+from pipeproof.checker.core.model import Model
+from pipeproof.checker.core.program import OP_EFFECTS
+from pipeproof.checker.results.result import KINDS
 
 HDR = 4
 OP_W, FIN_W, HELPER_W = 2, 1, 10

@@ -92,7 +92,7 @@ def _build_spec(document: dict, path: str) -> Spec:
         raise _Invalid("[pipeline]", f"missing required table (write [pipeline] with "
                                      f"{', '.join(required)}, or a template)")
     pipeline = _check_table(document["pipeline"], "pipeline", "write [pipeline]")
-    # [sweep] lists the configurations `pipeproof sweep` checks (checker/sweep_grid.py reads
+    # [sweep] lists the configurations `pipeproof sweep` checks (checker/sweep/grid.py reads
     # it); verify and prove check the spec as written, the table's values are not theirs.
     _check_table(document.get("sweep", {}), "sweep", "write [sweep] with KEY = [values]")
     raw_roles = _role_tables(document.get("role", []))

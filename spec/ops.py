@@ -4,11 +4,11 @@ An op is described by its effects, in a fixed vocabulary (`Effects`): what it ob
 it updates and by how many arrivals, its tx bytes, whether it stores a tag or checks a read,
 what it leaves in flight, how it moves its agent's stage, what it does at a named barrier.
 Everything else reads this table: the op list and the parser's families (spec/schema.py,
-spec/ops_syntax.py), the compiled step (checker/semantics.py, as the program rows' P_EFF
+spec/ops_syntax.py), the compiled step (checker/core/semantics.py, as the program rows' P_EFF
 columns), the Z3 encoding, the exporters, the GPU generator, the reductions. So an op made of
 existing effects, with an operand of an existing family, is one line here.
 
-The order of OP_EFFECTS is the order of the op codes (checker/semantics.py OP_CODES, which the
+The order of OP_EFFECTS is the order of the op codes (checker/core/semantics.py OP_CODES, which the
 GPU event logs record) and of every list of ops in a message: add an op at the end.
 """
 from __future__ import annotations
@@ -80,7 +80,7 @@ OP_EFFECTS = {
 
 OPS = tuple(OP_EFFECTS)
 # An issued update acts when its entry lands or fires; the entry kind fixes the signal kind
-# (checker/semantics.py fire_entry): a copy lands on full, a commit fires on empty.
+# (checker/core/semantics.py fire_entry): a copy lands on full, a commit fires on empty.
 assert all(e.updates == {"copy": FULL, "commit": EMPTY}[e.issues]
            for e in OP_EFFECTS.values() if e.issues in ("copy", "commit")), \
     "an issued copy updates full and an issued commit empty"

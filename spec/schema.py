@@ -70,7 +70,7 @@ class Ring:
 def targets(ctas: int, cta: int, to: str) -> tuple[int, ...]:
     """The CTAs an op of an agent in `cta` lands on, in a cluster of `ctas`: its own (self, or
     any op in a one-CTA cluster), CTA 0 (leader), the next one round the cluster (peer), every
-    one (all). checker/semantics.py interprets the same rule compiled (T_SELF .. T_ALL)."""
+    one (all). checker/core/semantics.py interprets the same rule compiled (T_SELF .. T_ALL)."""
     if ctas == 1 or to == "self":
         return (cta,)
     return {"leader": (0,), "peer": ((cta + 1) % ctas,), "all": tuple(range(ctas))}[to]
@@ -144,7 +144,7 @@ class Spec:
         """The pairing rule: whose fill a read in `section` of `ring` expects.
 
         Every fill stores a tag: a body fill its item number, a prologue or an epilogue fill a
-        tag of its own, distinct from every item (checker/model.py `tag_of`). A read expects
+        tag of its own, distinct from every item (checker/core/model.py `tag_of`). A read expects
         - the fill of its own section, when some role fills the ring there (a body read at
           item i: item i), or when nothing fills the ring at all;
         - else the prologue's, when the prologue is the latest section before the read's that

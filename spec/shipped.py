@@ -4,7 +4,7 @@ from any directory after `pip install .`.
 A path `spec/examples/NAME.toml` (any prefix) whose folder does not exist on disk reads the
 shipped copy of NAME.toml, with one note on stderr per process; `pipeproof verify spec/examples/*.toml`,
 which a shell without a match passes on as written, checks every shipped example. The
-`pipeproof examples` command (checker/examples_cli.py) lists them and copies them out.
+`pipeproof examples` command (checker/cli/examples.py) lists them and copies them out.
 """
 from __future__ import annotations
 

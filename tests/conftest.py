@@ -43,6 +43,6 @@ def example_spec():
 
 @pytest.fixture
 def cli_command():
-    """The command line as a user runs it, `[python, "-m", "pipeproof.checker.cli"]` (a fresh
+    """The command line as a user runs it, `[python, "-m", "pipeproof.checker.cli.main"]` (a fresh
     list, to extend with the arguments)."""
     return list(paths.CLI)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 
-from pipeproof.checker.verify import verify
+from pipeproof.checker.engines.verifier import verify
 from pipeproof.spec.load import load_spec
 from tests.paths import EXAMPLES_DIR
 

@@ -19,7 +19,7 @@ import json
 from hypothesis import HealthCheck
 from hypothesis import strategies as st
 
-from pipeproof.checker.result import KINDS
+from pipeproof.checker.results.result import KINDS
 from pipeproof.spec.load import load_spec_text
 
 try:

@@ -21,7 +21,7 @@ FIXTURES_DIR = ROOT / "tests" / "fixtures"
 GPU_FIXTURES = FIXTURES_DIR / "gpu"
 
 # The command line as a user runs it: the same entry point as the `pipeproof` console script.
-CLI = [sys.executable, "-m", "pipeproof.checker.cli"]
+CLI = [sys.executable, "-m", "pipeproof.checker.cli.main"]
 
 
 def example_path(name: str) -> Path:

@@ -15,7 +15,7 @@ tests/test_lap_verify.py.
 from __future__ import annotations
 
 # Distinct states stored by a complete exploration of each `ok` example, with symmetry
-# reduction (one state per orbit of interchangeable agents, checker/symmetry.py) and without
+# reduction (one state per orbit of interchangeable agents, checker/engines/symmetries.py) and without
 # partial-order reduction (`verify(spec, por=False)`, `--no-por`).
 PINNED_STATES = {
     "x_fa3_q_once_per_tile.toml": 187,
@@ -39,7 +39,7 @@ PINNED_STATES = {
     "bug_input_tile_no_drain.toml": 167,  # ok since R2: the warning unawaited_at_exit
 }
 
-# The same with partial-order reduction as well (the default, checker/por.py): the reduced
+# The same with partial-order reduction as well (the default, checker/engines/por.py): the reduced
 # graph's states (issue 18: arrivals into other CTAs and copy landings are merged too). tests/test_por.py checks this graph against a plain Python search.
 PINNED_STATES_POR = {
     "x_fa3_q_once_per_tile.toml": 5,
@@ -137,7 +137,7 @@ PROVED_NO_POR = {
     "mojo_pcp_nvidia": 8511, "mojo_pcp_amd": 8511, "mojo_input_tile_nvidia": 4599,
     "sm90_ring_nvidia": 13660, "named_barrier_release_ok": 14463, "x_cutlass_pingpong": 928,
     "x_named_split_ok": 19831, "x_persistent_tiles_ok": 17467, "try_full_prefetch_ok": 65912,
-    # per-tile resets: the phase numbers move with the waiters' window records (checker/laps.py)
+    # per-tile resets: the phase numbers move with the waiters' window records (checker/engines/laps.py)
     "x_persistent_reset_ok": 8006,
     "x_async_read_ok": 69567, "x_rings_scales_ok": 88807,
     # CTA 1's empty barriers are never used (the workers release to the leader): left out of
@@ -172,7 +172,7 @@ PROVED = {
     "bug_input_tile_no_drain": 119,
 }
 
-# Issue 18, CTA symmetry (checker/symmetry.py): the cluster examples whose CTAs run the same
+# Issue 18, CTA symmetry (checker/engines/symmetries.py): the cluster examples whose CTAs run the same
 # programs, with the renaming of CTAs turned off (`--no-cta-symmetry`); x_cluster_ctas_ok has
 # no such renaming (the scheduler runs in CTA 0 only, releases go to=leader).
 STATES_NO_CTA_SYMMETRY = {"cutlass_tma_async_cluster2.toml": 34517, "mojo_input_tile_cluster2_k2.toml": 65489}

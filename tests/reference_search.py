@@ -10,9 +10,9 @@ import time
 
 import numpy as np
 
-from pipeproof.checker import semantics as S
-from pipeproof.checker.laps import MANY, LapAbstraction, canonical_fast, lap_tables
-from pipeproof.checker.prove import (KIND_MASK, _item_count_of, _Limit, _NeedLargerR, expand,
+from pipeproof.checker.core import semantics as S
+from pipeproof.checker.engines.laps import MANY, LapAbstraction, canonical_fast, lap_tables
+from pipeproof.checker.engines.prover import (KIND_MASK, _item_count_of, _Limit, _NeedLargerR, expand,
                                      future_for, set_counts, start_counts)
 
 

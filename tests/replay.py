@@ -5,7 +5,7 @@ enabled here, the state after each step must agree with the trace's state view, 
 violation kinds this file finds at the end must be the ones the checker claims.
 
 It shares nothing with `checker/` or `backends/` except the trace JSON format
-(`checker/trace.py`) and the spec dataclasses (`spec/schema.py`).
+(`checker/results/trace.py`) and the spec dataclasses (`spec/schema.py`).
 
 API:
     initial_state(spec, strict_exit=False) -> World
@@ -33,7 +33,7 @@ does not show: "_peer" (issued by an agent of another CTA than the target), and 
 one to=all commit has the same).
 
 Slot parts (docs/rules.md "Slot parts", numbered here by `_slot_parts` from the rule as the
-docs state it, not from checker/program.py): one part per fill op of each producer-side agent
+docs state it, not from checker/core/program.py): one part per fill op of each producer-side agent
 for one item, the fills between two moves of its stage going to one slot; a producer-side fill
 stores into its part, a consumer-side one into every part of the slot; a read checks the parts
 the program fills for its tag in that slot (`_filled_slots`: each agent's program run forward,
@@ -48,7 +48,7 @@ before pcs are numbered (they do not exist); `drain [ring=R]` becomes R's `stage
 pcs; a body op with `every=K at=j` keeps its pc but is left out of the items with
 item % K != j (it exists only in the others). `every`/`at` act on body ops only.
 
-State view (checker/trace.py format, extended by [expressiveness]; the checker matches it)
+State view (checker/results/trace.py format, extended by [expressiveness]; the checker matches it)
 -----------------------------------------------------------------------------------------
     "agents": {NAME: {"role", "cta", "index", "pc", "op", "item", "done", "at_sync",
                       "stage", "phase", "ready",                 # the main ring
@@ -1145,7 +1145,7 @@ def state_violations(world: World) -> set:
 
 
 # --------------------------------------------------------------------------------------------
-# State view (checker/trace.py format) and replay
+# State view (checker/results/trace.py format) and replay
 # --------------------------------------------------------------------------------------------
 
 def _signal_name(cta: int, ring: str, kind: str, stage: int) -> str:

@@ -21,7 +21,7 @@ import json
 import pytest
 
 from pipeproof.backends import amd, nvidia
-from pipeproof.checker.verify import verify
+from pipeproof.checker.engines.verifier import verify
 from pipeproof.spec.load import load_spec_text
 
 TX_LIMIT = (1 << 20) - 1

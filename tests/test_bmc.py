@@ -21,13 +21,13 @@ import json
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from pipeproof.checker import report
-from pipeproof.checker.export import to_chrome, to_itf
-from pipeproof.checker.model import compile_model
+from pipeproof.checker.results import report
+from pipeproof.checker.results.trace_files import to_chrome, to_itf
+from pipeproof.checker.core.model import compile_model
 from pipeproof.checker.smt import bmc, encode
 from pipeproof.checker.smt.bmc import verify_bmc
 from pipeproof.checker.smt.encode import Encoding
-from pipeproof.checker.verify import verify
+from pipeproof.checker.engines.verifier import verify
 from pipeproof.spec.load import load_spec, load_spec_text
 from tests import generators as core
 from tests import generators_expressive as expressive
@@ -256,7 +256,7 @@ def test_deterministic():
 def _cli(*args):
     from click.testing import CliRunner
 
-    from pipeproof.checker.cli import main
+    from pipeproof.checker.cli.main import main
     return CliRunner().invoke(main, ["verify", "--no-precheck", *args])
 
 

@@ -22,10 +22,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pipeproof.checker.model import compile_model
+from pipeproof.checker.core.model import compile_model
 from pipeproof.checker.smt.bmc import verify_bmc
 from pipeproof.checker.smt.encode import Encoding
-from pipeproof.checker.verify import verify
+from pipeproof.checker.engines.verifier import verify
 from pipeproof.spec.load import load_spec_text
 
 MAX_RUN = 22   # generated specs whose longest run is at most this (BMC proves `ok` there)

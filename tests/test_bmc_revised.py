@@ -27,12 +27,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pipeproof.checker import semantics as S
-from pipeproof.checker.model import compile_model
+from pipeproof.checker.core import semantics as S
+from pipeproof.checker.core.model import compile_model
 from pipeproof.checker.smt import bmc, encode_program
 from pipeproof.checker.smt.bmc import verify_bmc
 from pipeproof.checker.smt.encode import Encoding
-from pipeproof.checker.verify import verify
+from pipeproof.checker.engines.verifier import verify
 from pipeproof.spec.load import load_spec, load_spec_text
 from tests.paths import EXAMPLES_DIR
 from tests.replay import replay
@@ -330,7 +330,7 @@ def test_cli_strict_exit_reaches_bmc(tmp_path):
     """`pipeproof verify --engine bmc [--strict-exit]`: ok (exit 0) and inflight_at_exit (1)."""
     from click.testing import CliRunner
 
-    from pipeproof.checker.cli import main
+    from pipeproof.checker.cli.main import main
     path = tmp_path / "own_commit.toml"
     path.write_text(OWN_COMMIT)
     run = lambda *flags: CliRunner().invoke(  # noqa: E731

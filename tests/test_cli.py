@@ -1,7 +1,7 @@
 """The command line contract (docs/model.md "Command line"), run in a subprocess.
 
-`python -m checker.cli` is the same entry point as the `pipeproof` console script
-(`checker.cli:run`), and works in any virtual environment the package is installed in.
+`python -m checker.cli.main` is the same entry point as the `pipeproof` console script
+(`checker.cli.main:run`), and works in any virtual environment the package is installed in.
 Standard error is a pipe here, so it is never a terminal.
 """
 from __future__ import annotations
@@ -15,7 +15,7 @@ import subprocess
 import itf_py
 import pytest
 
-from pipeproof.checker.verify import verify
+from pipeproof.checker.engines.verifier import verify
 from pipeproof.spec.load import load_spec
 from tests.paths import CLI
 from tests.specs import PRODUCER_COPIES, standard_toml
@@ -399,7 +399,7 @@ def test_a_search_past_the_memory_budget_stops_inconclusive(monkeypatch):
     """PIPEPROOF_MEMORY_GB (default: half the machine's memory) bounds every state store:
     past it verify says inconclusive (exit 3) and prove unknown, never ok, never killed."""
     from click.testing import CliRunner
-    from pipeproof.checker.cli import main
+    from pipeproof.checker.cli.main import main
     from tests.paths import EXAMPLES_DIR
     monkeypatch.setenv("PIPEPROOF_MEMORY_GB", "0.0001")
     spec = str(EXAMPLES_DIR / "cutlass_tma_async_cluster2.toml")

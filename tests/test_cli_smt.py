@@ -5,7 +5,7 @@ import json
 
 from click.testing import CliRunner
 
-from pipeproof.checker.cli import main
+from pipeproof.checker.cli.main import main
 from tests.paths import EXAMPLES_DIR
 
 
@@ -43,7 +43,7 @@ def test_an_ok_verdict_does_not_start_z3():
     alarms), so the command skips it and Z3's import; an inconclusive result still runs it."""
     import subprocess
     import sys
-    probe = ("import sys; from pipeproof.checker.cli import main\n"
+    probe = ("import sys; from pipeproof.checker.cli.main import main\n"
              "try: main.main(sys.argv[1:], standalone_mode=False)\n"
              "except SystemExit: pass\n"
              "print('Z3' if 'pipeproof.checker.smt.precheck' in sys.modules else 'NO-Z3')")
@@ -59,7 +59,7 @@ def test_an_ok_verdict_does_not_start_z3():
 def test_the_ready_marker_names_the_installed_numba_without_importing_it():
     import subprocess
     import sys
-    code = ("import sys; from pipeproof.checker.jitcache import numba_release; r = numba_release(); "
+    code = ("import sys; from pipeproof.checker.runtime.jitcache import numba_release; r = numba_release(); "
             "print('numba' in sys.modules); import numba; print(numba.__version__ in r)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.stdout.split() == ["False", "True"]
@@ -95,10 +95,10 @@ def test_precheck_after_the_revised_rules():
 
 
 def test_verify_imports_no_other_command():
-    """prove, export, triton and sweep load only when named (checker/cli.py OWN_COMMANDS)."""
+    """prove, export, triton and sweep load only when named (checker/cli/main.py OWN_COMMANDS)."""
     import subprocess
     import sys
-    code = ("import sys; from pipeproof.checker.cli import main\n"
+    code = ("import sys; from pipeproof.checker.cli.main import main\n"
             "try: main.main(['verify', sys.argv[1]], standalone_mode=False)\n"
             "except SystemExit: pass\n"
             "print(sorted(m for m in sys.modules if m.split('.')[-1] in "

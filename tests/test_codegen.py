@@ -272,7 +272,7 @@ def test_slots_must_fit_in_shared_memory():
 
 def test_a_ring_filled_by_a_write_and_a_copy_has_a_part_for_each():
     """TileLang's mixed producer: a SIMT write and a TMA copy into one slot per item are two
-    parts (checker/program.py slot_parts); each fill stores into its own region and a read
+    parts (checker/core/program.py slot_parts); each fill stores into its own region and a read
     checks both."""
     g = ring('["wait_empty", "write", "expect_tx 64", "copy 64", "advance"]',
              '["wait_full", "read", "arrive_empty", "advance"]')

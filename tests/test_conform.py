@@ -18,8 +18,8 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from pipeproof.checker import semantics as S
-from pipeproof.checker.model import compile_model
+from pipeproof.checker.core import semantics as S
+from pipeproof.checker.core.model import compile_model
 from pipeproof.cuda_ref.conform import ConformResult, LogError, conform, load_log
 from pipeproof.cuda_ref.conform_cli import conform as conform_command
 from pipeproof.spec.load import load_spec
@@ -584,7 +584,7 @@ def test_fixture_check_fails_on_a_bad_log(tmp_path):
 
 
 def test_command_registers_into_a_group(tmp_path):
-    """The lead adds it to checker.cli's group with `main.add_command(conform)`."""
+    """The lead adds it to checker.cli.main's group with `main.add_command(conform)`."""
     import click
 
     @click.group()

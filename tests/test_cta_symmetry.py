@@ -1,5 +1,5 @@
 """CTA symmetry (issue 18): CTAs of a cluster that run the same programs are renamed into one
-canonical form (checker/symmetry.py `cta_automorphisms`, `permute_ctas`, `cta_least`).
+canonical form (checker/engines/symmetries.py `cta_automorphisms`, `permute_ctas`, `cta_least`).
 
 - Which renamings: every permutation when only `to=self`/`to=all` targets are used, those
   fixing CTA 0 with `to=leader`, rotations with `to=peer`, none when a role runs in some CTAs
@@ -21,11 +21,11 @@ import numpy as np
 import pytest
 
 from benchmarks import soundness as H
-from pipeproof.checker import semantics as S
-from pipeproof.checker import symmetry as SYM
-from pipeproof.checker.explore import Search
-from pipeproof.checker.model import compile_model
-from pipeproof.checker.verify import verify
+from pipeproof.checker.core import semantics as S
+from pipeproof.checker.engines import symmetries as SYM
+from pipeproof.checker.engines.explore import Search
+from pipeproof.checker.core.model import compile_model
+from pipeproof.checker.engines.verifier import verify
 from pipeproof.spec.load import load_spec_text
 from pipeproof.spec.schema import SpecError
 from tests import generators as G

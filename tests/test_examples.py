@@ -24,8 +24,8 @@ from __future__ import annotations
 
 import pytest
 
-from pipeproof.checker.result import KINDS
-from pipeproof.checker.verify import verify
+from pipeproof.checker.results.result import KINDS
+from pipeproof.checker.engines.verifier import verify
 from pipeproof.spec import templates
 from tests.example_results import (TIMEOUT_S, expected_kinds, result_of, spec_of,
                                    symmetric_result_of, unreduced_result_of)

@@ -1,5 +1,5 @@
 """Async reads in the Promela and Murphi exports: `read_async` and `read_wait` print the explicit
-engine's rules (checker/semantics.py step, fire_entry, reads_pending; checker/inflight.py).
+engine's rules (checker/core/semantics.py step, fire_entry, reads_pending; checker/core/inflight.py).
 
 - Each agent's async reads are in-flight entries naming the agent and their place in its FIFO;
   the oldest finishes at any later step; `read_wait n` is enabled while at most n of the
@@ -14,7 +14,7 @@ engine's rules (checker/semantics.py step, fire_entry, reads_pending; checker/in
   generated specs (tests/generators_expressive.py: async reads with read_wait and commits, a
   second ring, guards, barriers, clusters): SPIN and Rumur reach pipeproof's verdict; Rumur
   (breadth first) names a kind pipeproof reports at the minimal depth, SPIN (depth first) one
-  some path reaches (checker/reach.py); on a spec that holds Rumur without symmetry stores
+  some path reaches (checker/engines/reachable.py); on a spec that holds Rumur without symmetry stores
   exactly pipeproof's unreduced state count.
 - With symmetry, a group whose agents issue async reads or commits is not a scalarset (an entry
   names its agent by number); the others still are.
@@ -31,15 +31,15 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 
-from pipeproof.checker.export_ir import ENTRY_COMMIT, ENTRY_READ, IR
-from pipeproof.checker.export_models import run_rumur, to_murphi, to_promela
-from pipeproof.checker.export_steps import (
+from pipeproof.checker.models.ir import ENTRY_COMMIT, ENTRY_READ, IR
+from pipeproof.checker.models.exporter import run_rumur, to_murphi, to_promela
+from pipeproof.checker.models.steps import (
     AwaitReads, CheckRead, Issue, MovePc, step_actions,
 )
-from pipeproof.checker.program import EMPTY, OP_EFFECTS
-from pipeproof.checker.reach import reach
-from pipeproof.checker.result import KINDS
-from pipeproof.checker.verify import verify
+from pipeproof.checker.core.program import EMPTY, OP_EFFECTS
+from pipeproof.checker.engines.reachable import reach
+from pipeproof.checker.results.result import KINDS
+from pipeproof.checker.engines.verifier import verify
 from pipeproof.spec.load import load_spec, load_spec_text
 from tests.generators_expressive import designs, expressive_with_counts, to_toml
 from tests.paths import example_path
@@ -173,7 +173,7 @@ def _ours(name):
 
 def _agree(spec, ours, spin, rumur, spin_reach=True):
     """As test_export_models.agree; with `spin_reach` SPIN's kind must be one every-path
-    search (checker/reach.py) finds, else only a kind (reach may not finish on a larger
+    search (checker/engines/reachable.py) finds, else only a kind (reach may not finish on a larger
     generated spec)."""
     agree(ours, spin, rumur, reach(spec).kinds if spin_reach else KINDS)
 

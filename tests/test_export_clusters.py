@@ -5,7 +5,7 @@ system as pipeproof on specs with several CTAs and several rings.
   with `to=peer`/`to=leader`/`to=all`, `ctas`, named barriers per CTA, a second ring with a
   try and a per-tile reset): SPIN and Rumur reach pipeproof's verdict; Rumur's kind is one
   pipeproof reports at the minimal depth; SPIN's (depth first) is one some path of the model
-  reaches (checker/reach.py); on a spec that holds Rumur without symmetry stores exactly
+  reaches (checker/engines/reachable.py); on a spec that holds Rumur without symmetry stores exactly
   pipeproof's unreduced state count. The cluster and ring examples of spec/examples/ are run
   the same way by tests/test_export_models.py (they are in its EXPORTABLE list).
 - The exports read the model's own rules: each update's and issue's destination CTAs are
@@ -24,15 +24,15 @@ import functools
 import pytest
 from click.testing import CliRunner
 
-from pipeproof.checker import semantics as S
-from pipeproof.checker.export_cli import export as export_command
-from pipeproof.checker.export_ir import IR
-from pipeproof.checker.export_models import run_rumur, to_murphi, to_promela
-from pipeproof.checker.export_steps import (
+from pipeproof.checker.core import semantics as S
+from pipeproof.checker.cli.export import export as export_command
+from pipeproof.checker.models.ir import IR
+from pipeproof.checker.models.exporter import run_rumur, to_murphi, to_promela
+from pipeproof.checker.models.steps import (
     AwaitSignal, CheckRead, Issue, Store, Update, step_actions,
 )
-from pipeproof.checker.reach import reach
-from pipeproof.checker.verify import verify
+from pipeproof.checker.engines.reachable import reach
+from pipeproof.checker.engines.verifier import verify
 from pipeproof.spec.load import load_spec, load_spec_text
 from tests.paths import EXAMPLE_PATHS, example_path
 from tests.test_export_models import OPT, TIMEOUT, both_tools

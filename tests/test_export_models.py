@@ -35,13 +35,13 @@ import pytest
 from click.testing import CliRunner
 
 from benchmarks.standard_pipeline import make_toml
-from pipeproof.checker import export_ir
-from pipeproof.checker.export_cli import export as export_command
-from pipeproof.checker.export_models import (
+from pipeproof.checker.models import ir as export_ir
+from pipeproof.checker.cli.export import export as export_command
+from pipeproof.checker.models.exporter import (
     check_exportable, run_rumur, run_spin, to_murphi, to_promela,
 )
-from pipeproof.checker.result import KINDS
-from pipeproof.checker.verify import verify
+from pipeproof.checker.results.result import KINDS
+from pipeproof.checker.engines.verifier import verify
 from pipeproof.spec.load import load_spec, load_spec_text
 from pipeproof.spec.schema import SpecError
 from tests.paths import CLI, EXAMPLE_PATHS, EXAMPLES_DIR, ROOT
@@ -267,7 +267,7 @@ def test_export_command_writes_stdout_and_files(tmp_path):
     ["--format", "promela", "spec/examples/mojo_pcp_nvidia.toml", "-o", "no/such/dir/x.pml"],
 ])
 def test_export_command_bad_input_exits_2(args):
-    proc = subprocess.run([sys.executable, "-m", "pipeproof.checker.export_cli", *args], cwd=ROOT,
+    proc = subprocess.run([sys.executable, "-m", "pipeproof.checker.cli.export", *args], cwd=ROOT,
                           capture_output=True, text=True)
     assert proc.returncode == 2, proc.stderr
     assert proc.stdout == ""

@@ -32,13 +32,13 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 from click.testing import CliRunner
 
-from pipeproof.checker import export_ir
-from pipeproof.checker.export_cli import export as export_command
-from pipeproof.checker.export_ir import ENTRY_COMMIT, IR
-from pipeproof.checker.export_models import export, run_rumur, run_spin, to_murphi, to_promela
-from pipeproof.checker.export_steps import ExitCheck, Issue, step_actions
-from pipeproof.checker.result import KINDS
-from pipeproof.checker.verify import verify
+from pipeproof.checker.models import ir as export_ir
+from pipeproof.checker.cli.export import export as export_command
+from pipeproof.checker.models.ir import ENTRY_COMMIT, IR
+from pipeproof.checker.models.exporter import export, run_rumur, run_spin, to_murphi, to_promela
+from pipeproof.checker.models.steps import ExitCheck, Issue, step_actions
+from pipeproof.checker.results.result import KINDS
+from pipeproof.checker.engines.verifier import verify
 from pipeproof.spec.load import load_spec_text
 from tests.test_export_models import OPT, TIMEOUT, agree
 

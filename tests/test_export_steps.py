@@ -1,4 +1,4 @@
-"""The step of each exported op, written once (issue 16, item 1): checker/export_steps.py reads
+"""The step of each exported op, written once (issue 16, item 1): checker/models/steps.py reads
 OP_EFFECTS into step actions, and the Promela and Murphi exports print that list.
 
 - Each op's actions follow from its effects (a drain is a wait and an advance, a copy issues an
@@ -25,18 +25,19 @@ import textwrap
 import numpy as np
 import pytest
 
-from pipeproof.checker import export_murphi, export_promela
-from pipeproof.checker import program
-from pipeproof.checker import semantics as S
-from pipeproof.checker.export_ir import (
+from pipeproof.checker.models import murphi as export_murphi
+from pipeproof.checker.models import promela as export_promela
+from pipeproof.checker.core import program
+from pipeproof.checker.core import semantics as S
+from pipeproof.checker.models.ir import (
     ENTRY_COMMIT, ENTRY_COPY, IR, UNSUPPORTED_OPS, check_exportable, read_miss_text,
 )
-from pipeproof.checker.export_models import to_murphi, to_promela
-from pipeproof.checker.export_steps import (
+from pipeproof.checker.models.exporter import to_murphi, to_promela
+from pipeproof.checker.models.steps import (
     Advance, AwaitSignal, BarrierArrive, BarrierWait, CheckRead, CheckWindow, ExitCheck, Issue, MovePc,
     Observe, PassWindow, RecordArrival, Reset, Store, Trap, TryReady, Update, step_actions,
 )
-from pipeproof.checker.program import EMPTY, FULL, OP_EFFECTS, Effects
+from pipeproof.checker.core.program import EMPTY, FULL, OP_EFFECTS, Effects
 from pipeproof.spec.load import load_spec, load_spec_text
 from pipeproof.spec.schema import OPS, SpecError
 from tests.paths import EXAMPLE_PATHS, example_path

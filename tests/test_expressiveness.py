@@ -25,8 +25,8 @@ import functools
 
 import pytest
 
-from pipeproof.checker.result import KINDS
-from pipeproof.checker.verify import verify
+from pipeproof.checker.results.result import KINDS
+from pipeproof.checker.engines.verifier import verify
 from pipeproof.spec import templates
 from pipeproof.spec.load import load_spec_text
 from pipeproof.spec.schema import MAIN_RING, Ring, SpecError

@@ -13,11 +13,11 @@ import itertools
 
 import pytest
 
-from pipeproof.checker.export_promela import to_promela
-from pipeproof.checker.model import compile_model
-from pipeproof.checker.prove import prove
+from pipeproof.checker.models.promela import to_promela
+from pipeproof.checker.core.model import compile_model
+from pipeproof.checker.engines.prover import prove
 from pipeproof.checker.smt.bmc import verify_bmc
-from pipeproof.checker.verify import verify
+from pipeproof.checker.engines.verifier import verify
 from pipeproof.spec.load import load_spec_text
 from pipeproof.spec.schema import SpecError
 from tests.replay import replay

@@ -1,11 +1,11 @@
-"""Fix suggestions (checker/fix.py): the smallest verified change that makes a buggy spec safe.
+"""Fix suggestions (checker/fix/suggest.py): the smallest verified change that makes a buggy spec safe.
 
 - For the buggy examples with a small fix, the suggestion is pinned, its diff applies to the
   spec file's text and gives exactly `patched_text`, and that text, loaded again through
   `load_spec_text`, verifies `ok` with the explicit engine.
 - Buggy examples that no change of one or two integer parameters can fix give found=False
   with a message naming what was tried; a spent budget or candidate limit says so.
-- `prove` (checker/prove.py) confirms a fix where it exists: tested with it absent, with stand-ins
+- `prove` (checker/engines/prover.py) confirms a fix where it exists: tested with it absent, with stand-ins
   that prove, refute and fail, and with the real one on small specs.
 - Every candidate the search can make is written into the TOML text so that the text loads as
   exactly the candidate spec (keys replaced or inserted, [[role]] tables added for template roles).
@@ -20,9 +20,9 @@ import types
 
 import pytest
 
-from pipeproof.checker import fix as F
-from pipeproof.checker.fix import Change, FixSuggestion, format_fix, suggest_fix
-from pipeproof.checker.verify import verify
+from pipeproof.checker.fix import suggest as F
+from pipeproof.checker.fix.suggest import Change, FixSuggestion, format_fix, suggest_fix
+from pipeproof.checker.engines.verifier import verify
 from pipeproof.spec.load import load_spec, load_spec_text
 from tests.paths import EXAMPLE_NAMES, EXAMPLE_PATHS, EXAMPLES_DIR
 
@@ -69,14 +69,14 @@ def apply_unified_diff(text: str, diff: str) -> str:
 
 @pytest.fixture
 def no_prove(monkeypatch):
-    """The explicit engine alone (as if checker/prove.py did not exist)."""
-    monkeypatch.setitem(sys.modules, "pipeproof.checker.prove", None)  # import raises ImportError
+    """The explicit engine alone (as if checker/engines/prover.py did not exist)."""
+    monkeypatch.setitem(sys.modules, "pipeproof.checker.engines.prover", None)  # import raises ImportError
 
 
 def fake_prove(monkeypatch, fn):
-    module = types.ModuleType("pipeproof.checker.prove")
+    module = types.ModuleType("pipeproof.checker.engines.prover")
     module.prove = fn
-    monkeypatch.setitem(sys.modules, "pipeproof.checker.prove", module)
+    monkeypatch.setitem(sys.modules, "pipeproof.checker.engines.prover", module)
 
 
 def check_suggestion(s: FixSuggestion, spec, text: str) -> None:
@@ -310,7 +310,7 @@ def test_prove_stand_in_that_fails_leaves_the_explicit_verdict(monkeypatch):
 @pytest.mark.parametrize("name", ["bug_amd_producer_phase0.toml",
                                   "bug_consumer_phase1_nvidia.toml"])
 def test_real_prove_confirms(name):
-    pytest.importorskip("pipeproof.checker.prove")
+    pytest.importorskip("pipeproof.checker.engines.prover")
     spec, text = example(name)
     s = suggest_fix(spec)
     check_suggestion(s, spec, text)

@@ -16,7 +16,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pipeproof.checker.verify import verify
+from pipeproof.checker.engines.verifier import verify
 from pipeproof.spec.load import load_spec_text
 
 try:
@@ -127,7 +127,7 @@ def test_generator_covers_every_verdict_and_kind():
 def test_view_op_agrees_with_the_replayer():
     """The state views of a trace and of the independent replayer identify an agent's next op
     the same way, for an op written with an operand too (the view may show the op's name or
-    its text as written; checker/trace.py fixes neither)."""
+    its text as written; checker/results/trace.py fixes neither)."""
     text = to_toml({"pipeline": {"backend": "nvidia", "stages": 1, "producer_arrive_count": 1,
                                  "consumer_arrive_count": 1, "items": 1},
                     "roles": [{"name": "p", "side": "producer", "count": 1,

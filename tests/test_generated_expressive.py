@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from hypothesis import HealthCheck, given, settings
 
-from pipeproof.checker.verify import verify
+from pipeproof.checker.engines.verifier import verify
 from pipeproof.spec.load import load_spec_text
 from tests.generators_expressive import designs, to_toml
 from tests.replay import replay

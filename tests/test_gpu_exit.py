@@ -24,9 +24,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pipeproof.checker import semantics as S
-from pipeproof.checker.model import compile_model
-from pipeproof.checker.verify import verify
+from pipeproof.checker.core import semantics as S
+from pipeproof.checker.core.model import compile_model
+from pipeproof.checker.engines.verifier import verify
 from pipeproof.cuda_ref import codegen as G
 from pipeproof.cuda_ref import emit_device
 from pipeproof.cuda_ref import log as L

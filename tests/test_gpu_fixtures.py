@@ -300,7 +300,7 @@ def test_a_spec_not_run_is_said_so_with_its_own_exit_code(monkeypatch, command):
     """A launch failure is no trap and no GPU failure: `not run: <reason>`, exit code 6."""
     from click.testing import CliRunner
 
-    from pipeproof.checker.result import EXIT_NOT_RUN
+    from pipeproof.checker.results.result import EXIT_NOT_RUN
     from pipeproof.cuda_ref import commands
     monkeypatch.setattr(commands, "_session", lambda *a, **k: _NotRunSession())
     r = CliRunner().invoke(getattr(commands, command), ["spec/examples/mojo_pcp_nvidia.toml",

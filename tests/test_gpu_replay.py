@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from pipeproof.checker.model import compile_model
-from pipeproof.checker.verify import verify
+from pipeproof.checker.core.model import compile_model
+from pipeproof.checker.engines.verifier import verify
 from pipeproof.cuda_ref import codegen as G
 from pipeproof.cuda_ref import log as L
 from pipeproof.cuda_ref import replay as R
@@ -187,7 +187,7 @@ def test_a_read_while_a_copy_is_in_flight_is_replayed_as_the_overwrite(violation
 def test_an_itf_trace_written_by_verify_replays_as_the_model_trace(tmp_path, violations):
     spec = ROOT / "spec" / "examples" / "x_async_release_before_wait.toml"
     out = tmp_path / "t.itf.json"
-    r = subprocess.run([sys.executable, "-m", "pipeproof.checker.cli", "verify", str(spec),
+    r = subprocess.run([sys.executable, "-m", "pipeproof.checker.cli.main", "verify", str(spec),
                         "--trace", str(out)], capture_output=True, text=True, cwd=tmp_path)
     assert r.returncode == 0, r.stderr  # the violation the example declares: a self-test
     m, res = violations["x_async_release_before_wait"]

@@ -1,4 +1,4 @@
-"""The explored state graph (checker/graph.py): structure, analyses, DOT export, --graph.
+"""The explored state graph (checker/engines/graph.py): structure, analyses, DOT export, --graph.
 
 The graph is built by a pure-Python BFS over the Model interface; for specs that hold, its node
 and edge counts must equal the numba engine's `states` and `transitions` exactly. The graph is
@@ -12,11 +12,11 @@ import networkx as nx
 import pytest
 from click.testing import CliRunner
 
-from pipeproof.checker.cli import main as cli_main
-from pipeproof.checker.graph import (build_graph, cycles_without_progress, every_path_deadlocks, summary,
+from pipeproof.checker.cli.main import main as cli_main
+from pipeproof.checker.engines.graph import (build_graph, cycles_without_progress, every_path_deadlocks, summary,
                            to_dot, write_dot)
-from pipeproof.checker.model import compile_model
-from pipeproof.checker.verify import verify
+from pipeproof.checker.core.model import compile_model
+from pipeproof.checker.engines.verifier import verify
 from pipeproof.spec.load import load_spec, load_spec_text
 from tests.paths import EXAMPLES_DIR
 from tests.pins import PINNED_STATES_NO_SYMMETRY

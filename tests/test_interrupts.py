@@ -4,7 +4,7 @@ A terminal sends SIGINT to the whole process group of the command (its worker pr
 multiprocessing's fork server too), so each test starts the command in a session of its own
 (`start_new_session=True`) and signals the group with `os.killpg`, once. Then: the command
 exits within a bound (the issue asks for 1 s; the bounds leave room for a loaded 2-core
-machine), exit 3 (checker/result.py: inconclusive, a limit or Ctrl-C), the counts so far
+machine), exit 3 (checker/results/result.py: inconclusive, a limit or Ctrl-C), the counts so far
 (prove: `unknown` with its abstract states and the quick look's states; sweep: every point
 that finished, the rest inconclusive), no traceback on stderr, and no process of the group
 left running. `prove --timeout` is timed too: its reported seconds within max(1 s, 10 %).
@@ -30,7 +30,7 @@ import psutil
 import pytest
 
 from benchmarks.many_agents import many_agents_toml
-from pipeproof.checker.result import EXIT_INCONCLUSIVE
+from pipeproof.checker.results.result import EXIT_INCONCLUSIVE
 from tests.paths import CLI, example_path
 
 START_SLACK = 6.0   # process start and engine load on a loaded machine

@@ -1,4 +1,4 @@
-"""`verify --engine laps` (checker/lap_verify.py): one item count searched with relative laps,
+"""`verify --engine laps` (checker/engines/lap_verify.py): one item count searched with relative laps,
 so the states stored stop growing with the item count; violations and everything the
 abstraction cannot take are answered by the explicit engine."""
 from __future__ import annotations
@@ -8,9 +8,9 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from pipeproof.checker.cli import main
-from pipeproof.checker.lap_verify import own_count, verify_laps
-from pipeproof.checker.verify import verify
+from pipeproof.checker.cli.main import main
+from pipeproof.checker.engines.lap_verify import own_count, verify_laps
+from pipeproof.checker.engines.verifier import verify
 from pipeproof.spec.load import load_spec_text
 from tests.pins import PROVED
 from tests.specs import standard_toml

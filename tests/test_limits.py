@@ -21,7 +21,7 @@ import time
 import pytest
 
 from benchmarks.many_agents import many_agents_toml
-from pipeproof.checker.result import EXIT_INCONCLUSIVE
+from pipeproof.checker.results.result import EXIT_INCONCLUSIVE
 from tests.paths import CLI, ROOT, example_path
 
 START_SLACK = 6.0  # process start and engine load on a loaded machine
@@ -62,7 +62,7 @@ def test_timeout_on_many_agents(compiled, many, por):
 
 
 def test_timeout_in_plain_python(many):
-    """The plain-Python engine (checker/tier.py's first try) looks at the clock inside a state:
+    """The plain-Python engine (checker/engines/tier.py's first try) looks at the clock inside a state:
     one state of 256 agents takes it seconds."""
     proc, took = _run(["verify", many, "--timeout", "2"], env=dict(os.environ, PIPEPROOF_JIT="0"))
     assert proc.returncode == EXIT_INCONCLUSIVE, proc.stdout + proc.stderr
@@ -110,14 +110,14 @@ def test_no_progress_line_for_a_short_search(compiled):
 DIFFERENTIAL = r'''
 import sys
 from hypothesis import given, settings
-from pipeproof.checker import por as POR
-from pipeproof.checker.verify import verify
+from pipeproof.checker.engines import por as POR
+from pipeproof.checker.engines.verifier import verify
 from tests import generators as G
 POR.WORK_FLOOR = int(sys.argv[1])
 POR.WORK_PER_FIELD = 0
 gave_up = [0]
 compared = [0]
-from pipeproof.checker import explore
+from pipeproof.checker.engines import explore
 real = explore.Search.run
 def counting(self):
     out = real(self)

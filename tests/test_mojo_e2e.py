@@ -31,7 +31,7 @@ NETWORK = ("NewConnectionError", "Failed to establish a new connection", "Tempor
 
 
 def _mojo_bin():
-    from pipeproof.checker.mojo_cli import mojo_binary
+    from pipeproof.checker.cli.mojo import mojo_binary
     return mojo_binary()
 
 
@@ -54,7 +54,7 @@ def toolchain():
 def run(toolchain, *args):
     env = dict(os.environ)
     env["PATH"] = str(Path(toolchain).parent) + os.pathsep + env.get("PATH", "")
-    got = subprocess.run([sys.executable, "-m", "pipeproof.checker.cli", "mojo", *map(str, args)],
+    got = subprocess.run([sys.executable, "-m", "pipeproof.checker.cli.main", "mojo", *map(str, args)],
                          capture_output=True, text=True, env=env, timeout=900)
     return got.returncode, got.stdout + got.stderr
 

@@ -11,7 +11,7 @@ FIX = Path(__file__).parent / "fixtures" / "mojo"
 
 
 def run(*args):
-    got = subprocess.run([sys.executable, "-m", "pipeproof.checker.cli", "mojo", *map(str, args)],
+    got = subprocess.run([sys.executable, "-m", "pipeproof.checker.cli.main", "mojo", *map(str, args)],
                          capture_output=True, text=True)
     return got.returncode, got.stdout + got.stderr
 
@@ -98,7 +98,7 @@ def test_sm90_cluster2_needs_its_closing_cluster_barrier(tmp_path):
     text = spec.read_text()
     nobar = tmp_path / "nobar.toml"
     nobar.write_text("\n".join(l for l in text.splitlines() if "ring=cluster_barrier" not in l))
-    got = subprocess.run([sys.executable, "-m", "pipeproof.checker.cli", "verify", str(nobar)],
+    got = subprocess.run([sys.executable, "-m", "pipeproof.checker.cli.main", "verify", str(nobar)],
                          capture_output=True, text=True)
     assert got.returncode == 1 and "inflight_at_exit" in got.stdout + got.stderr, got.stdout
 
@@ -109,7 +109,7 @@ def test_mojo_source_without_toolchain_says_how_to_get_it(tmp_path, monkeypatch)
     env_path = "/nonexistent"
     got = subprocess.run([sys.executable, "-c",
                           "import sys, shutil; shutil.which = lambda *a, **k: None; "
-                          "from pipeproof.checker.cli import run; sys.argv=['pipeproof','mojo',"
+                          "from pipeproof.checker.cli.main import run; sys.argv=['pipeproof','mojo',"
                           f"'{src}','--target','sm_90a']; run()"],
                          capture_output=True, text=True, env={"PATH": env_path})
     assert got.returncode == 2, got.stderr
@@ -188,7 +188,7 @@ def test_prove_violation_only_at_another_item_count_is_no_verdict_on_the_kernel(
     # program at 5 items only. The proof finds a violation at another item count: exit 3, not 1.
     code = ("import sys; import pipeproof.spec.mojo.build as b; "
             "b.split_unrolled_items = lambda k, bb: None; "
-            "from pipeproof.checker.cli import run; "
+            "from pipeproof.checker.cli.main import run; "
             f"sys.argv = ['pipeproof', 'mojo', r'{FIX / 'sm90_bf16_cluster2.ll.gz'}', '--prove']; run()")
     got = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     out = got.stdout + got.stderr

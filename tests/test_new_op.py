@@ -17,9 +17,9 @@ import json, sys
 from pipeproof.spec import ops
 ops.OP_EFFECTS["signal_full"] = ops.OP_EFFECTS["arrive_full"]
 ops.OPS = tuple(ops.OP_EFFECTS)
-from pipeproof.checker.export_models import export
+from pipeproof.checker.models.exporter import export
 from pipeproof.checker.smt.bmc import verify_bmc
-from pipeproof.checker.verify import verify
+from pipeproof.checker.engines.verifier import verify
 from pipeproof.cuda_ref.codegen import generate
 from pipeproof.spec.load import load_spec_text
 text = open(sys.argv[1]).read()

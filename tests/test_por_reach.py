@@ -11,12 +11,12 @@ import numpy as np
 import pytest
 
 import benchmarks.soundness as H
-from pipeproof.checker import por as POR
-from pipeproof.checker import semantics as S
-from pipeproof.checker.laps import MANY, LapAbstraction, lap_tables, scaled_spec
-from pipeproof.checker.model import compile_model
-from pipeproof.checker.prove import MAX_R, future_for, prove, set_counts
-from pipeproof.checker.verify import verify
+from pipeproof.checker.engines import por as POR
+from pipeproof.checker.core import semantics as S
+from pipeproof.checker.engines.laps import MANY, LapAbstraction, lap_tables, scaled_spec
+from pipeproof.checker.core.model import compile_model
+from pipeproof.checker.engines.prover import MAX_R, future_for, prove, set_counts
+from pipeproof.checker.engines.verifier import verify
 from pipeproof.spec.load import load_spec_text
 from pipeproof.spec.schema import SpecError
 from tests.replay import replay

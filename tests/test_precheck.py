@@ -28,7 +28,7 @@ from hypothesis import strategies as st
 
 from pipeproof.checker.smt.counters import report_lines
 from pipeproof.checker.smt.precheck import Finding, precheck
-from pipeproof.checker.verify import verify
+from pipeproof.checker.engines.verifier import verify
 from pipeproof.spec.load import load_spec, load_spec_text
 from tests import generators as G
 from tests import generators_expressive as GE
@@ -322,10 +322,10 @@ SETTINGS = dict(derandomize=True, deadline=None, database=None,
 
 def no_false_alarm(spec):
     """Every finding is a violation, and each kind a finding names is one that some path of
-    the model reaches (checker/reach.py: the explicit engine run to exhaustion; a trap ends a
+    the model reaches (checker/engines/reachable.py: the explicit engine run to exhaustion; a trap ends a
     path), not only some other kind."""
-    from pipeproof.checker.reach import reach
-    from pipeproof.checker.result import KINDS
+    from pipeproof.checker.engines.reachable import reach
+    from pipeproof.checker.results.result import KINDS
     found = precheck(spec)
     if found:
         result = verify(spec, max_states=30_000)

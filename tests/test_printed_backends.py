@@ -29,7 +29,7 @@ from pipeproof.backends.printed import PRIMITIVES as P
 from pipeproof.backends.printed import (
     LANGUAGES, Expr, PrintError, condition, evaluate, lift, printed_backend, render, statements, sym,
 )
-from pipeproof.checker.export_models import to_murphi, to_promela
+from pipeproof.checker.models.exporter import to_murphi, to_promela
 from pipeproof.cuda_ref import codegen as G
 from pipeproof.cuda_ref.codegen import GenerationError, generate
 from pipeproof.spec.load import load_spec

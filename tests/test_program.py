@@ -1,4 +1,4 @@
-"""checker/program.py: the one plain-Python program order agrees with the compiled one, and
+"""checker/core/program.py: the one plain-Python program order agrees with the compiled one, and
 semantics.step, which interprets each op's effects (OP_EFFECTS, compiled into the program rows at P_EFF), changes
 only what those effects say, on every example's states."""
 from __future__ import annotations
@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pipeproof.checker import semantics as S
-from pipeproof.checker.model import compile_model
-from pipeproof.checker.program import EMPTY, FULL, OP_EFFECTS
+from pipeproof.checker.core import semantics as S
+from pipeproof.checker.core.model import compile_model
+from pipeproof.checker.core.program import EMPTY, FULL, OP_EFFECTS
 from pipeproof.spec.load import load_spec
 from pipeproof.spec.schema import OPS, Ring, targets
 from tests.paths import EXAMPLE_PATHS as EXAMPLES
@@ -95,7 +95,7 @@ def test_effects_describe_the_step(path):
 def test_a_wrong_effect_is_caught(monkeypatch):
     """The check above can fail: the step interprets the effects the model was compiled with
     (its P_EFF columns); claim afterwards that arrive_full updates nothing, and a step contradicts it."""
-    from pipeproof.checker import program
+    from pipeproof.checker.core import program
     model = compile_model(load_spec(EXAMPLES[[p.stem for p in EXAMPLES].index("mojo_pcp_nvidia")]))
     monkeypatch.setitem(program.OP_EFFECTS, "arrive_full", program.Effects())
     with pytest.raises(AssertionError, match="updates a signal"):

@@ -1,17 +1,17 @@
 """Issue 15, goal 5: prologue and epilogue may copy, read and write (a tile loaded once before
 the loop, stored once after it), and the pairing rule says which fill each read expects
-(spec.schema `read_pairs_with`; checker/model.py `tag_of`; semantics.op_tag)."""
+(spec.schema `read_pairs_with`; checker/core/model.py `tag_of`; semantics.op_tag)."""
 from __future__ import annotations
 
 import subprocess
 
 import pytest
 
-from pipeproof.checker.lap_verify import verify_laps
-from pipeproof.checker.model import compile_model
-from pipeproof.checker.prove import prove
+from pipeproof.checker.engines.lap_verify import verify_laps
+from pipeproof.checker.core.model import compile_model
+from pipeproof.checker.engines.prover import prove
 from pipeproof.checker.smt.bmc import verify_bmc
-from pipeproof.checker.verify import verify
+from pipeproof.checker.engines.verifier import verify
 from pipeproof.spec.load import load_spec_text
 from pipeproof.spec.schema import SpecError
 

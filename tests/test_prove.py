@@ -1,5 +1,5 @@
-"""`pipeproof prove`: the lap abstraction and proofs for every item count (checker/laps.py,
-checker/prove.py)."""
+"""`pipeproof prove`: the lap abstraction and proofs for every item count (checker/engines/laps.py,
+checker/engines/prover.py)."""
 from __future__ import annotations
 
 import random
@@ -8,13 +8,13 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from pipeproof.checker import semantics as S
-from pipeproof.checker.cli import main
-from pipeproof.checker.laps import (LapAbstraction, canonical_fast, lap_tables, role_coefficients,
+from pipeproof.checker.core import semantics as S
+from pipeproof.checker.cli.main import main
+from pipeproof.checker.engines.laps import (LapAbstraction, canonical_fast, lap_tables, role_coefficients,
                           scaled_spec)
-from pipeproof.checker.model import compile_model
-from pipeproof.checker.prove import MAX_R, prove
-from pipeproof.checker.verify import verify
+from pipeproof.checker.core.model import compile_model
+from pipeproof.checker.engines.prover import MAX_R, prove
+from pipeproof.checker.engines.verifier import verify
 from pipeproof.spec.load import load_spec, load_spec_text
 from tests.paths import EXAMPLE_PATHS, example_path, load_example
 from tests.pins import LARGE_PROVED_NO_POR, PROVED, PROVED_NO_CTA_SYMMETRY, PROVED_NO_POR
@@ -113,7 +113,7 @@ def test_a_broken_invariant_makes_the_proof_fail():
     item mod K). Break that on x_persistent_tiles_ok (per-tile ops, every=2): the search meets
     states no item count reaches, the explicit engine refuses to confirm the violation it finds
     there, and the answer is `unknown`, never `proved`."""
-    import pipeproof.checker.prove as P
+    import pipeproof.checker.engines.prover as P
     spec = load_example("x_persistent_tiles_ok")
     assert prove(spec).status == "proved"
     original = P.LapAbstraction
@@ -259,11 +259,11 @@ def test_interchangeable_agents_are_stored_once():
 def test_compiled_search_stores_the_reference_search_states_in_its_order(name, por):
     """The numba search (`_Search`) and the plain Python one it replaced (`ReferenceSearch`)
     store the same abstract states, in the same BFS order, with the same parents."""
-    from pipeproof.checker.prove import _Search
+    from pipeproof.checker.engines.prover import _Search
     from tests.reference_search import ReferenceSearch
     lap = LapAbstraction(load_example(name), MAX_R)
     R = 2 * lap.item_step
-    from pipeproof.checker.prove import _NeedLargerR
+    from pipeproof.checker.engines.prover import _NeedLargerR
     while True:
         new, ref = (_Search(lap, R, 500_000, None, por=por),
                     ReferenceSearch(lap, R, 500_000, None, por=por))

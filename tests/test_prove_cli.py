@@ -24,7 +24,7 @@ RESET_SPEC = standard_toml(items=3, consumer_body=["wait_full", "read", "arrive_
 OK_SPEC = standard_toml(items=3)
 
 # Runs the command line after exec-ing its first argument (a patch).
-DRIVER = "import sys; exec(sys.argv.pop(1)); from pipeproof.checker.cli import run; run()"
+DRIVER = "import sys; exec(sys.argv.pop(1)); from pipeproof.checker.cli.main import run; run()"
 
 
 def prove_cli(tmp_path, *args, patch="pass"):
@@ -78,7 +78,7 @@ def test_item_count_of_a_proof_is_a_python_int():
     """At the root: the ProofResult itself holds ints, whatever engine mode computed them."""
     env = dict(os.environ, PIPEPROOF_JIT="0")
     code = ("from pipeproof.spec.load import load_spec_text\n"
-            "from pipeproof.checker.prove import prove\n"
+            "from pipeproof.checker.engines.prover import prove\n"
             f"p = prove(load_spec_text({RESET_SPEC!r}, 'reset.toml'))\n"
             "print(type(p.items).__name__, type(p.abstract_states).__name__, p.items)\n")
     proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
@@ -100,7 +100,7 @@ def test_internal_error_while_reporting_exits_4_with_one_document(tmp_path):
     """A bug after the proof (here: in the text report) is that spec's internal error: the
     traceback on stderr, the spec listed as an error, the next spec still proved, exit 4."""
     ok, bad = write(tmp_path, "ok.toml", OK_SPEC), write(tmp_path, "reset.toml", RESET_SPEC)
-    patch = ("import pipeproof.checker.report as R\n"
+    patch = ("import pipeproof.checker.results.report as R\n"
              "def boom(result): raise RuntimeError('boom in format_text')\n"
              "R.format_text = boom")
     proc = prove_cli(tmp_path, "--json", bad, ok, patch=patch)
@@ -117,7 +117,7 @@ def test_entry_that_does_not_serialize_is_an_internal_error(tmp_path):
     """Were a number of the document not plain again, the run still prints one document
     (that spec an internal error, exit 4) instead of dying in json.dumps."""
     ok = write(tmp_path, "ok.toml", OK_SPEC)
-    patch = ("import numpy, pipeproof.checker.prove_cli as C\n"
+    patch = ("import numpy, pipeproof.checker.cli.prove as C\n"
              "plain = C.proof_to_json\n"
              "C.proof_to_json = lambda proof: {**plain(proof), 'items': numpy.int64(3)}")
     proc = prove_cli(tmp_path, "--json", ok, patch=patch)
@@ -129,7 +129,7 @@ def test_entry_that_does_not_serialize_is_an_internal_error(tmp_path):
 
 def test_internal_error_in_the_proof_exits_4_with_one_document(tmp_path):
     ok = write(tmp_path, "ok.toml", OK_SPEC)
-    patch = ("import pipeproof.checker.prove as P\n"
+    patch = ("import pipeproof.checker.engines.prover as P\n"
              "def boom(*a, **k): raise RuntimeError('boom in prove')\n"
              "P.prove = boom")
     proc = prove_cli(tmp_path, "--json", ok, "missing.toml", patch=patch)
@@ -142,7 +142,7 @@ def test_internal_error_in_the_proof_exits_4_with_one_document(tmp_path):
 
 def test_internal_error_outside_any_spec_exits_4_with_one_document(tmp_path):
     ok = write(tmp_path, "ok.toml", OK_SPEC)
-    patch = ("import pipeproof.checker.command as C\n"
+    patch = ("import pipeproof.checker.cli.command as C\n"
              "def boom(timeout): raise RuntimeError('boom before any spec')\n"
              "C.engines_late = boom")
     proc = prove_cli(tmp_path, "--json", ok, patch=patch)
@@ -172,7 +172,7 @@ def test_usage_error_exits_2_with_one_document(tmp_path, args, message):
 
 def test_ctrl_c_is_unknown_exit_3_with_one_document(tmp_path):
     ok = write(tmp_path, "ok.toml", OK_SPEC)
-    patch = ("import pipeproof.checker.prove as P\n"
+    patch = ("import pipeproof.checker.engines.prover as P\n"
              "def stop(*a, **k): raise KeyboardInterrupt\n"
              "P.prove = stop")
     proc = prove_cli(tmp_path, "--json", ok, "ok.toml", patch=patch)
@@ -212,8 +212,8 @@ def test_ctrl_c_in_the_quick_look_stops_the_run(tmp_path):
     """The explicit engine ends a search on Ctrl-C like a limit (interrupted): prove says
     unknown for that spec and runs no other, as verify does."""
     ok = write(tmp_path, "ok.toml", OK_SPEC)
-    patch = ("import pipeproof.checker.verify as V, pipeproof.checker.prove as P\n"
-             "from pipeproof.checker.result import Result\n"
+    patch = ("import pipeproof.checker.engines.verifier as V, pipeproof.checker.engines.prover as P\n"
+             "from pipeproof.checker.results.result import Result\n"
              "P.verify = lambda spec, **k: Result(spec=spec, verdict='inconclusive', states=0,"
              " transitions=0, seconds=0.0, limit='interrupted (Ctrl-C)')")
     proc = prove_cli(tmp_path, "--json", ok, ok, patch=patch)

@@ -6,10 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pipeproof.checker.lap_verify import verify_laps
-from pipeproof.checker.laps import CannotAbstract, LapAbstraction, canonical_fast, scaled_spec
-from pipeproof.checker.prove import MAX_R, prove, search_laps
-from pipeproof.checker.verify import verify
+from pipeproof.checker.engines.lap_verify import verify_laps
+from pipeproof.checker.engines.laps import CannotAbstract, LapAbstraction, canonical_fast, scaled_spec
+from pipeproof.checker.engines.prover import MAX_R, prove, search_laps
+from pipeproof.checker.engines.verifier import verify
 from pipeproof.spec.load import load_spec_text
 from tests.specs import standard_toml
 from tests.test_semantic_rules import spec_text

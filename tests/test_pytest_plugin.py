@@ -1,4 +1,4 @@
-"""`pytest --pipeproof` (checker/pytest_plugin.py), `pipeproof.triton.watch()` and SARIF output,
+"""`pytest --pipeproof` (checker/integrations/pytest_plugin.py), `pipeproof.triton.watch()` and SARIF output,
 for real: an inner pytest session (pytester) whose tests compile a Gluon TMA ring for sm100 on
 this CPU (tests/fixtures/pytest_plugin/ring_kernels.py: stock, and two bugs behind a constexpr)
 through Triton's own compile, which the plugin hooks. The launch path (arguments from
@@ -81,11 +81,11 @@ def validate_sarif(path):
 def warm():
     """The inner sessions run in this process (pytester restores sys.modules after each, and
     numpy cannot be imported twice): load what a check imports here first."""
-    from pipeproof.checker.prove import prove
-    from pipeproof.checker.prove_cli import proof_text  # noqa: F401
-    from pipeproof.checker.report import format_text  # noqa: F401
-    from pipeproof.checker.triton_cli import extract  # noqa: F401
-    from pipeproof.checker.verify import verify
+    from pipeproof.checker.engines.prover import prove
+    from pipeproof.checker.cli.prove import proof_text  # noqa: F401
+    from pipeproof.checker.results.report import format_text  # noqa: F401
+    from pipeproof.checker.cli.triton import extract  # noqa: F401
+    from pipeproof.checker.engines.verifier import verify
     from pipeproof.spec.load import load_spec
     spec = load_spec("spec/examples/sm90_ring_nvidia.toml")
     verify(spec)
@@ -242,7 +242,7 @@ def test_a_launch_checks_with_the_launch_arguments():
 def test_sarif_of_verify_and_triton_validates(tmp_path):
     from click.testing import CliRunner
 
-    from pipeproof.checker.cli import main
+    from pipeproof.checker.cli.main import main
     out = tmp_path / "v.sarif"
     CliRunner().invoke(main, ["verify", "spec/examples/bug_consumer_phase1_nvidia.toml",
                               "spec/examples/sm90_ring_nvidia.toml", str(tmp_path / "none.toml"),

@@ -1,4 +1,4 @@
-"""checker/reach.py: the explicit engine run to exhaustion answers what crosscheck asks (every
+"""checker/engines/reachable.py: the explicit engine run to exhaustion answers what crosscheck asks (every
 reachable kind, every path deadlocks) as the networkx graph does where the graph can be built
 and no path traps; past a trap, and beyond the graph's in-flight capacity, it still answers."""
 from __future__ import annotations
@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from pipeproof.checker.graph import build_graph, every_path_deadlocks
-from pipeproof.checker.reach import reach
+from pipeproof.checker.engines.graph import build_graph, every_path_deadlocks
+from pipeproof.checker.engines.reachable import reach
 from pipeproof.spec.load import load_spec
 from tests.paths import EXAMPLE_PATHS
 

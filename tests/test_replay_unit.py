@@ -118,7 +118,7 @@ def run_first_enabled(world, limit=1000) -> tuple[list, list]:
 
 
 def make_trace(spec, events) -> dict:
-    """A trace JSON (checker/trace.py format) of `events`, state views from the replayer."""
+    """A trace JSON (checker/results/trace.py format) of `events`, state views from the replayer."""
     world = initial_state(spec)
     initial = state_view(world)
     steps = []

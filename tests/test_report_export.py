@@ -11,11 +11,11 @@ import json
 import itf_py
 import pytest
 
-from pipeproof.checker.export import to_chrome, to_itf, write_trace
-from pipeproof.checker.report import first_line, format_text, to_json
-from pipeproof.checker.result import JSON_SCHEMA_VERSION, Result
-from pipeproof.checker.trace import Event, Step, Trace
-from pipeproof.checker.verify import verify
+from pipeproof.checker.results.trace_files import to_chrome, to_itf, write_trace
+from pipeproof.checker.results.report import first_line, format_text, to_json
+from pipeproof.checker.results.result import JSON_SCHEMA_VERSION, Result
+from pipeproof.checker.results.trace import Event, Step, Trace
+from pipeproof.checker.engines.verifier import verify
 from pipeproof.spec.schema import Op, Role, Spec
 from tests.paths import load_example
 

@@ -18,9 +18,9 @@ import sys
 import numpy as np
 import pytest
 
-from pipeproof.checker import semantics as S
-from pipeproof.checker.model import compile_model
-from pipeproof.checker.verify import verify
+from pipeproof.checker.core import semantics as S
+from pipeproof.checker.core.model import compile_model
+from pipeproof.checker.engines.verifier import verify
 from pipeproof.spec.load import load_spec_text
 
 from tests.test_semantic_rules import Run, spec_text
@@ -159,7 +159,7 @@ CLI_SPEC = spec_text([{"name": "P", "side": "producer", "body": ["wait_empty", "
 def _cli(tmp_path, *args):
     path = tmp_path / "own_commit.toml"
     path.write_text(CLI_SPEC)
-    return subprocess.run([sys.executable, "-m", "pipeproof.checker.cli", "verify", str(path), *args],
+    return subprocess.run([sys.executable, "-m", "pipeproof.checker.cli.main", "verify", str(path), *args],
                           capture_output=True, text=True, timeout=300)
 
 

@@ -9,9 +9,9 @@ import json
 
 import pytest
 
-from pipeproof.checker.model import KIND_BITS, compile_model
-from pipeproof.checker.result import KINDS
-from pipeproof.checker.verify import verify
+from pipeproof.checker.core.model import KIND_BITS, compile_model
+from pipeproof.checker.results.result import KINDS
+from pipeproof.checker.engines.verifier import verify
 from pipeproof.spec.load import load_spec_text
 
 BIT = dict(zip(KINDS, KIND_BITS))

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import pytest
 
-from pipeproof.checker.program import agents_of, slot_parts
-from pipeproof.checker.verify import verify
+from pipeproof.checker.core.program import agents_of, slot_parts
+from pipeproof.checker.engines.verifier import verify
 from pipeproof.spec.load import load_spec_text
 from tests.generators import to_toml
 from tests.test_expressiveness import _check_replay
@@ -132,7 +132,7 @@ def test_epilogue_write_stores_into_every_part():
     result = verify(_spec("epilogue_alias_ok"), por=False)
     assert result.verdict == "ok"
     spec = _spec("epilogue_alias_ok")
-    from pipeproof.checker.model import compile_model
+    from pipeproof.checker.core.model import compile_model
     m = compile_model(spec)
     st = m.initial_state()
     # run the only interleaving to the end: the search found it ok, so any path finishes
@@ -148,7 +148,7 @@ def test_fills_between_stage_moves_share_one_part_per_agent():
     """`write; advance; write; advance` fills two slots, one part each: both writes of an agent
     are that agent's part (a second producer agent has the next one), and the first write
     stores into its own part, not into every part."""
-    from pipeproof.checker.program import part_of
+    from pipeproof.checker.core.program import part_of
     text = _design(2, 1, 1, 3, [
         ("tma", "producer", 2, {"body": ["write", "advance", "write every=2 at=1", "advance"]}),
         ("simt", "producer", 1, {"body": ["wait_empty", "write", "advance"]}),
@@ -158,8 +158,8 @@ def test_fills_between_stage_moves_share_one_part_per_agent():
     parts = slot_parts(spec, agents)[0]
     assert [[(i, pc) for _, i, pc in p.fills] for p in parts] == [[(0, 0), (0, 2)], [(1, 0), (1, 2)], [(2, 1)]]
     assert [part_of(parts, 0, 0), part_of(parts, 0, 2), part_of(parts, 1, 0)] == [0, 0, 1]
-    from pipeproof.checker import semantics as S
-    from pipeproof.checker.model import compile_model
+    from pipeproof.checker.core import semantics as S
+    from pipeproof.checker.core.model import compile_model
     m = compile_model(spec)
     # part 0 is filled in slot 0 for every item by tma[0]'s first write, and in slot 1 for odd
     # items by its second (parts are per slot: DESIGN, revised 2026-12-02)

@@ -24,12 +24,12 @@ import numpy as np
 import pytest
 
 from benchmarks import soundness as H
-from pipeproof.checker import por as POR
-from pipeproof.checker import semantics as S
-from pipeproof.checker.lap_verify import verify_laps
-from pipeproof.checker.prove import prove
+from pipeproof.checker.engines import por as POR
+from pipeproof.checker.core import semantics as S
+from pipeproof.checker.engines.lap_verify import verify_laps
+from pipeproof.checker.engines.prover import prove
 from pipeproof.checker.smt.bmc import verify_bmc
-from pipeproof.checker.verify import verify
+from pipeproof.checker.engines.verifier import verify
 from pipeproof.spec.load import load_spec, load_spec_text
 from tests import generators as G
 from tests.paths import FIXTURES_DIR
@@ -76,7 +76,7 @@ def test_issue_specs_bmc_prove_and_laps(name):
 
 @pytest.mark.parametrize("name", sorted(ISSUE_SPECS))
 def test_issue_specs_through_the_command_as_plain_python(name, cli_command, root):
-    """The command's first try runs the engine as plain Python (checker/tier.py)."""
+    """The command's first try runs the engine as plain Python (checker/engines/tier.py)."""
     kinds, depth = ISSUE_SPECS[name]
     env = {k: v for k, v in os.environ.items() if k != "PIPEPROOF_JIT"}
     proc = subprocess.run(cli_command + ["verify", "--json", str(FIXTURES / name)], cwd=root,
@@ -197,7 +197,7 @@ def test_shrinking_keeps_the_disagreement(monkeypatch):
 def test_every_op_has_a_footprint():
     table = S.effects_table()
     assert table.shape == (S.N_OPS, S.EF_ACTS + 1)
-    from pipeproof.checker.model import OP_CODES
+    from pipeproof.checker.core.model import OP_CODES
     assert sorted(OP_CODES.values()) == list(range(S.N_OPS))
     # what the reduction relies on: waits and tries observe, arrivals and copies update
     for op in (S.WAIT_FULL, S.TRY_FULL, S.WAIT_EMPTY, S.TRY_EMPTY, S.DRAIN):

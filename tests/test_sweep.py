@@ -13,11 +13,11 @@ import tomllib
 import pytest
 from click.testing import CliRunner
 
-from pipeproof.checker import sweep_grid as G
-from pipeproof.checker import sweep_run as R
-from pipeproof.checker.cli import main
-from pipeproof.checker.sweep import points_of_spec, run_sweep
-from pipeproof.checker.verify import verify
+from pipeproof.checker.sweep import grid as G
+from pipeproof.checker.sweep import run as R
+from pipeproof.checker.cli.main import main
+from pipeproof.checker.sweep.points import points_of_spec, run_sweep
+from pipeproof.checker.engines.verifier import verify
 from pipeproof.spec.load import load_spec_text
 from pipeproof.spec.schema import SpecError
 from tests.paths import CLI, EXAMPLE_PATHS, FIXTURES_DIR, ROOT, example_path
@@ -191,7 +191,7 @@ def test_prove_each_point_and_the_worse_answer_is_the_verdict(standard):
 
 def test_an_internal_error_is_the_points_record_with_exit_4_and_the_sweep_goes_on(standard, monkeypatch,
                                                                                 tmp_path):
-    import pipeproof.checker.verify as V
+    import pipeproof.checker.engines.verifier as V
     real = V.verify
 
     def flaky(spec, **kw):
@@ -359,7 +359,7 @@ def test_command_heatmap_png(standard, cache_env, tmp_path):
 
 
 def test_heatmap_cells_hold_the_worst_point():
-    from pipeproof.checker.sweep_plot import _cell_text, cells, resolve
+    from pipeproof.checker.sweep.plot import _cell_text, cells, resolve
     records = [{"params": {"a": a, "b": b, "c": c}, "verdict": v, "kind": k, "exit_code": e}
                for a, b, c, v, k, e in ((1, 1, 0, "ok", None, 0), (1, 1, 1, "violation", "deadlock", 1),
                                         (2, 1, 0, "ok", None, 0), (2, 1, 1, "ok", None, 0))]
@@ -427,7 +427,7 @@ KERNEL = FIXTURES_DIR / "sweep" / "autotuned_ring.py"
 
 def test_every_autotune_config_of_a_triton_kernel_is_compiled_and_checked(cache_env):
     pytest.importorskip("triton", reason="the Triton front end needs pip install 'pipeproof[triton]'")
-    from pipeproof.checker.sweep_triton import points_of_kernel
+    from pipeproof.checker.sweep.triton_points import points_of_kernel
     points = points_of_kernel(f"{KERNEL}::ring_rowsum_lap2", (), ["n_tiles=1..4"])
     assert [(p.params["STAGES"], p.params["n_tiles"]) for p in points] == \
         [(s, n) for s in (1, 2, 3) for n in (1, 2, 3, 4)]
@@ -462,7 +462,7 @@ def test_verify_checks_a_spec_with_a_sweep_table_as_written(tmp_path):
     """[sweep] belongs to `pipeproof sweep`: verify and prove check the spec as written, and a
     [sweep] that is not a table is one line naming it."""
     from click.testing import CliRunner
-    from pipeproof.checker.cli import main
+    from pipeproof.checker.cli.main import main
     spec = tmp_path / "s.toml"
     spec.write_text('[pipeline]\ntemplate = "mojo_producer_consumer"\nbackend = "nvidia"\n'
                     'stages = 2\nitems = 3\n\n[sweep]\nstages = [1, 2, 4]\n')

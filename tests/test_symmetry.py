@@ -23,12 +23,12 @@ import pytest
 from click.testing import CliRunner
 from hypothesis import given, settings
 
-from pipeproof.checker import semantics as S
-from pipeproof.checker import symmetry as SYM
-from pipeproof.checker.cli import main as cli_main
-from pipeproof.checker.explore import Search
-from pipeproof.checker.model import compile_model
-from pipeproof.checker.verify import verify
+from pipeproof.checker.core import semantics as S
+from pipeproof.checker.engines import symmetries as SYM
+from pipeproof.checker.cli.main import main as cli_main
+from pipeproof.checker.engines.explore import Search
+from pipeproof.checker.core.model import compile_model
+from pipeproof.checker.engines.verifier import verify
 from pipeproof.spec.load import load_spec_text
 from tests import generators as G
 from tests.generators_expressive import expressive_with_counts

@@ -1,4 +1,4 @@
-"""The plain-Python first try of `pipeproof verify` (checker/tier.py).
+"""The plain-Python first try of `pipeproof verify` (checker/engines/tier.py).
 
 Plain Python must find exactly what the compiled engine finds: the same verdicts, counts and
 traces, on every example and on generated specs. The command must answer a small spec without
@@ -16,7 +16,7 @@ from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings
 
-from pipeproof.checker.verify import verify
+from pipeproof.checker.engines.verifier import verify
 from pipeproof.spec.load import load_spec
 from tests import generators as G
 from tests import generators_expressive as GX
@@ -97,8 +97,8 @@ BIG = standard_toml(stages=3, consumers=3, items=6, producer_body=PRODUCER_COPIE
 
 
 def command(tmp_path, *args, **env):
-    """`python -X importtime -m checker.cli ARGS`: the import log shows whether numba came in."""
-    proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "pipeproof.checker.cli", *args],
+    """`python -X importtime -m checker.cli.main ARGS`: the import log shows whether numba came in."""
+    proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "pipeproof.checker.cli.main", *args],
                           cwd=tmp_path, env=dict(os.environ, **env), capture_output=True,
                           text=True, timeout=600)
     numba = bool(IMPORT_LINE.search(proc.stderr))

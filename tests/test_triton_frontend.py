@@ -12,7 +12,7 @@ import re
 import pytest
 from click.testing import CliRunner
 
-from pipeproof.checker.cli import main
+from pipeproof.checker.cli.main import main
 from pipeproof.spec.schema import SpecError
 from pipeproof.spec.ttgir.parse import parse_ttgir
 

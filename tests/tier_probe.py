@@ -15,7 +15,7 @@ SECONDS = re.compile(r"\d+\.\d+ s\b")
 
 def fingerprint(result) -> dict:
     """Everything a user sees of a result (JSON and text, traces included) but the seconds."""
-    from pipeproof.checker.report import format_text, result_to_json
+    from pipeproof.checker.results.report import format_text, result_to_json
     doc = result_to_json(result)
     doc.pop("seconds")
     doc["text"] = SECONDS.sub("<s>", format_text(result))
@@ -23,7 +23,7 @@ def fingerprint(result) -> dict:
 
 
 def main(max_states: int, paths) -> dict:
-    from pipeproof.checker.verify import verify
+    from pipeproof.checker.engines.verifier import verify
     from pipeproof.spec.load import load_spec
     results = {path: fingerprint(verify(load_spec(path), max_states=max_states or None))
                for path in paths}

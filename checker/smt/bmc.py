@@ -4,7 +4,7 @@
 checker/smt/encode.py on one incremental solver (Z3's solver for QF_BV: an incremental SAT
 solver over the bit-blasted encoding) and asks, for k = 0, 1, 2, ...: is there a run of k steps
 whose last step commits a violation, or whose last state (if the last step did not trap) has
-one? The minimal depth is exactly the explicit engine's (checker/explore.py): state properties
+one? The minimal depth is exactly the explicit engine's (checker/engines/explore.py): state properties
 (deadlock, phase_alias) count at the depth of the state, step violations at the depth of the
 step, and a trapping step has no successor. Once depth k is found clean, that is asserted for
 good, so deeper queries look only at runs with clean prefixes (as the explicit engine's shortest
@@ -64,13 +64,13 @@ from collections import Counter
 
 import z3
 
-from pipeproof.checker import semantics as S
+from pipeproof.checker.core import semantics as S
 from pipeproof.checker import smt
-from pipeproof.checker.model import Model, compile_model
-from pipeproof.checker.result import KINDS, Result
+from pipeproof.checker.core.model import Model, compile_model
+from pipeproof.checker.results.result import KINDS, Result
 from pipeproof.checker.smt.encode import KIND_BITS, Encoding
-from pipeproof.checker import verify as V
-from pipeproof.checker.trace import trace_from_codes
+from pipeproof.checker.engines import verifier as V
+from pipeproof.checker.results.trace import trace_from_codes
 from pipeproof.spec.schema import Spec
 
 DEFAULT_DEPTH = 100
@@ -92,7 +92,7 @@ def warm_up() -> None:
     clock starts, like checker.verify.warm_up."""
     global _warm
     if not _warm:
-        from pipeproof.checker.jitcache import ensure_engines
+        from pipeproof.checker.runtime.jitcache import ensure_engines
         ensure_engines()  # the one shared build, as checker.verify.warm_up
         _warm = True
         verify_bmc(V.tiny_spec(), depth=2)
@@ -263,7 +263,7 @@ def _describe(enc: Encoding, act: int) -> str:
 
 def _entry_key(model: Model, e: int) -> tuple:
     """An explicit in-flight entry as (kind, cta, ring, stage, value, part, agent, seq, cseq,
-    peer), from its packed fields (checker/inflight.py): value is a copy's or read's tag or a
+    peer), from its packed fields (checker/core/inflight.py): value is a copy's or read's tag or a
     commit's n; part a copy's (None where the ring's slots have one part); agent a read's or
     commit's; seq, cseq what a read or commit still waits for; peer whether another CTA issued
     a copy or commit. Fields an entry kind lacks are None."""

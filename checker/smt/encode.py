@@ -1,4 +1,4 @@
-"""The explicit engine's transition relation (checker/semantics.py) as a symbolic transition
+"""The explicit engine's transition relation (checker/core/semantics.py) as a symbolic transition
 system over Z3 terms, for bounded model checking (checker/smt/bmc.py).
 
 Programs. Every agent's program is finite, so it is unrolled once into the list of ops the agent
@@ -28,7 +28,7 @@ copies and commits alone are the warning unawaited_at_exit, which BMC does not r
 landing or firing into a gone CTA is by itself no violation, except with strict_exit
 (T.cfg[C_STRICT_EXIT]), which keeps both as inflight_at_exit.
 
-Signals, slots (one tag per slot part: checker/program.py slot_parts, read through the model's
+Signals, slots (one tag per slot part: checker/core/program.py slot_parts, read through the model's
 part table with semantics.part_in / part_filled_for) and barriers are the explicit engine's
 fields, one term per step, as signed
 bit-vectors wide enough that no operation wraps (`_width`; `WIDTH = 0` gives unbounded Ints
@@ -60,8 +60,8 @@ import from this module is still here.
 from __future__ import annotations
 
 from pipeproof.backends.base import AMD
-from pipeproof.checker import semantics as S
-from pipeproof.checker.model import Model
+from pipeproof.checker.core import semantics as S
+from pipeproof.checker.core.model import Model
 from pipeproof.checker.smt.encode_frame import AM, NV, _Frames
 from pipeproof.checker.smt.encode_program import ENTRY_OF_ISSUE, Instance, Instr, _Program
 from pipeproof.checker.smt.encode_reduce import COMMUTING, _Reductions

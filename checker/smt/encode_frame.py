@@ -11,7 +11,7 @@ import z3
 from pipeproof.backends import amd as amd_backend
 from pipeproof.backends import nvidia as nvidia_backend
 from pipeproof.backends.base import EMPTY, FULL
-from pipeproof.checker import semantics as S
+from pipeproof.checker.core import semantics as S
 from pipeproof.checker import smt
 from pipeproof.checker.smt.encode_program import Instr
 from pipeproof.checker.smt.encode_terms import Frame, _and, _b, _or

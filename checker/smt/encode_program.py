@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pipeproof.checker import semantics as S
-from pipeproof.checker.program import OP_EFFECTS, Effects
+from pipeproof.checker.core import semantics as S
+from pipeproof.checker.core.program import OP_EFFECTS, Effects
 
 ENTRY_OF_ISSUE = {"copy": S.ENTRY_COPY, "commit": S.ENTRY_COMMIT, "read": S.ENTRY_READ}
 
@@ -19,14 +19,14 @@ class Instr:
     pc: int
     item: int
     op: object          # spec.schema.Op
-    eff: Effects        # what the op does (checker/program.py OP_EFFECTS): the step reads this
+    eff: Effects        # what the op does (checker/core/program.py OP_EFFECTS): the step reads this
     ring: int
     stage: int          # stage of `ring` before the op runs
     phase: int          # phase of `ring` before the op runs
     initial_phase: int  # of `ring` (the phase_alias window needs it)
     tag: int            # fill/read: the tag it stores or expects (semantics.op_tag)
     part: int = 0       # fill: the slot part it stores into, -1 every part (the model's
-                        # P_PART, from checker/program.py slot_parts); 0 for other ops
+                        # P_PART, from checker/core/program.py slot_parts); 0 for other ops
 
 
 @dataclass(frozen=True)
@@ -84,7 +84,7 @@ class _Program:
         return self._targets(a, ins) if ins.eff.issues else []
 
     def _static_tables(self):
-        # The parts each CTA's slots of a ring have (checker/program.py slot_parts, through the
+        # The parts each CTA's slots of a ring have (checker/core/program.py slot_parts, through the
         # model's part table: semantics.part_in).
         self.parts_in = {(c, r): [p for p in range(int(self.T.ring[r, S.R_PARTS]))
                                   if S.part_in(self.T, r, p, c)]

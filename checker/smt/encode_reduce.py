@@ -18,7 +18,7 @@ class _Reductions:
         """(a, b), a < b: agents that swapping is a symmetry of the whole system for (the same
         CTA, the same unrolled program and start): agents of one role other than a leader with
         ops of its own, and other than a producer-side agent that fills (it owns its slot parts,
-        checker/program.py slot_parts; checker/symmetry.py leaves it out for the same reason)."""
+        checker/core/program.py slot_parts; checker/engines/symmetries.py leaves it out for the same reason)."""
         owners = {a for parts in self.model.parts for part in parts for _, a, _ in part.fills}
         classes = {}
         for a, prog in enumerate(self.progs):

@@ -8,7 +8,7 @@ import z3
 
 from pipeproof.backends import nvidia as nvidia_backend
 from pipeproof.backends.base import EMPTY, FULL
-from pipeproof.checker import semantics as S
+from pipeproof.checker.core import semantics as S
 from pipeproof.checker.smt.encode_frame import AM, NV
 from pipeproof.checker.smt.encode_terms import (Choice, Frame, Step, _and, _b, _group, _name, _or,
                                                 _ungroup)

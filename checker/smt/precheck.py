@@ -59,7 +59,7 @@ them, and every name the others import from it is still here.
 """
 from __future__ import annotations
 
-from pipeproof.checker.program import OP_EFFECTS
+from pipeproof.checker.core.program import OP_EFFECTS
 from pipeproof.checker.smt import z3
 from pipeproof.checker.smt.precheck_base import _Q
 from pipeproof.checker.smt.precheck_findings import Finding, sig_name

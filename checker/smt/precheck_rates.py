@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections import defaultdict
 
 from pipeproof.checker import smt
-from pipeproof.checker.program import OP_EFFECTS
+from pipeproof.checker.core.program import OP_EFFECTS
 from pipeproof.checker.smt import z3
 from pipeproof.checker.smt.precheck_base import _CheckBase, _Q
 from pipeproof.checker.smt.precheck_findings import Finding, _plural, sig_name

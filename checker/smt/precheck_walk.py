@@ -8,12 +8,12 @@ from collections import defaultdict
 from dataclasses import dataclass
 from math import lcm
 
-from pipeproof.checker.program import OP_EFFECTS
+from pipeproof.checker.core.program import OP_EFFECTS
 from pipeproof.spec.schema import MAIN_RING, Op, Role, Spec, targets
 
 MAX_STEPS = 200_000  # agents x ops walked; above it only the static checks run
 FULL, EMPTY = "full", "empty"
-_KIND = {0: FULL, 1: EMPTY}  # checker/program.py's signal kinds
+_KIND = {0: FULL, 1: EMPTY}  # checker/core/program.py's signal kinds
 # The op-name tables of the checks, read off OP_EFFECTS (a drain step walks as wait_empty):
 # ops that use a slot's signals or payload; arrivals (an update of some units) and the signal
 # they update; waits and tries and the signal they read; reads; fills.

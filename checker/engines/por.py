@@ -1,0 +1,955 @@
+"""Partial-order reduction: persistent singleton sets, taken at once after every step.
+
+After every step the explicit engine (explore.merge_steps) lets each agent take, one after
+another, any step that `mergeable` allows, until none does. `mergeable(x, a)` holds only when
+{a's next step} is a *persistent set* in state x (Godefroid 1996, Def. 4.1): no run from x
+that leaves agent a standing still contains a step that is dependent on a's step. A search
+that expands persistent sets visits a violation whenever the full graph has one; the theorem,
+its conditions and how they are met here are written out in docs/reductions.md.
+
+Dependency is derived from one table, `S.EFFECTS` (checker/core/semantics.py): every op code has a
+row saying which signal it observes or updates and which slot it reads or writes. Two
+accesses to one signal conflict unless both observe, or both are arrivals of one count on a
+signal that has only such arrivals (they commute, and so do the violations they can commit);
+two accesses to one slot conflict unless both read. A new op without a row fails at import.
+
+A step qualifies as a candidate when it is
+- local (`S.local_step`): advance, reset, a wait skipped by `unless=ready` (no footprint);
+- or one access with no in-flight effect: an arrive (of the ring's uniform count, to its own
+  CTA or to others, which then must not be able to go while a stands still), a synchronous
+  read, or a blocking wait that is ready now and inside its phase window;
+and never when it finishes its agent (that can make a CTA gone, which others observe).
+A copy's landing (an in-flight action) qualifies too, when every copy into its ring has one
+byte count and it stores into one part (`independent_landing`), and so does a commit's firing,
+an arrival like an arrive's (`independent_commit`); the walk then runs with every
+agent walking, and bounds whether a full signal's tx can reach 0 by the bytes that can still
+land or be expected (`could_pass`).
+It is then persistent when no in-flight entry and no step the other agents can still take
+while a stands still conflicts with it. What the others can do is over-approximated twice:
+`others_touch` reads the future tables (`FutureTables`: for every agent, program position and
+stage, what its remaining program accesses, waits ignored), and where they say "touched",
+`frozen_touch` walks the others' programs forward with a frozen, letting a wait pass whenever
+the arrivals the others (and in-flight commits) can still make could complete its phase.
+`mergeable` is read by the numba engine and, through `merged_steps`, by the trace builder and
+the tests' plain-Python search, so the three agree by construction.
+"""
+from __future__ import annotations
+
+from collections import namedtuple
+
+import numpy as np
+
+from pipeproof.backends import nvidia
+from pipeproof.backends.base import AMD, EMPTY, FULL, jit
+from pipeproof.checker.core import semantics as S
+from pipeproof.spec.ops import OP_EFFECTS
+from pipeproof.spec.schema import targets
+
+# Access classes of the future tables (bit c of a class mask).
+OBS_FULL, OBS_EMPTY, UPD_FULL, UPD_EMPTY, WRITE_SLOT, READ_SLOT = 0, 1, 2, 3, 4, 5
+N_CLASSES = 6
+# Accesses: to a signal (observe, update) and to a slot (read, write); 0 = none.
+ACC_OBS, ACC_UPD = 1, 2
+ACC_READ, ACC_WRITE, ACC_ISSUE = 1, 2, 3
+COPY_BYTES = 2  # uniform[ring, COPY_BYTES]
+# frozen_touch's t_part when the step is an expect_tx (landings beside it are judged at the end)
+EXPECT = -3
+MAX_ROWS = 1 << 21  # bigger programs get local steps only (tables > 80 MB, seconds to build)
+
+# mask[row, class]: bit cta * max_stages + stage. row = off[agent, ring] + pos * max_stages +
+# the agent's stage on that ring, pos the agent's position in its unrolled program; agents
+# with the same program (and CTA) share their rows.
+# uniform[ring, kind]: the count every arrive update of that kind has, or -1 (mixed, or tx).
+# cfg[0]: 1 when the tables exist (else only local steps are merged); cfg[1]: 1 when rows are
+# per op (pc) rather than per unrolled position (`any_count_tables`, for the lap abstraction).
+# work: scratch space of `frozen_touch` (the engine allocates nothing in its loop).
+# eff: S.effects_table(), the ops' footprints.
+# limit[agent]: the walk answers "touched" once it would move that agent to this item or
+# beyond (the lap abstraction's MANY states: past it, the item count matters; else HUGE).
+FutureTables = namedtuple("FutureTables", ["cfg", "off", "mask", "uniform", "work", "eff",
+                                           "limit"])
+NO_LIMIT = 1 << 40
+EFFECTS = S.effects_table()
+
+
+# ------------------------------------------------------------------ the dependency relation
+
+@jit
+def signal_conflict(t_acc, u_acc, commuting_arrivals):
+    """Do two accesses to one signal fail to commute? Observations commute (a try's answer and
+    a wait's enabledness depend only on the phase); equal arrivals commute when every update
+    of the signal is such an arrival (`commuting_arrivals`); anything else with an update
+    does not."""
+    if t_acc == 0 or u_acc == 0:
+        return False
+    if t_acc == ACC_OBS and u_acc == ACC_OBS:
+        return False
+    if t_acc == ACC_UPD and u_acc == ACC_UPD:
+        return not commuting_arrivals
+    return True
+
+
+@jit
+def slot_conflict(t_acc, u_acc):
+    """Reads of one slot commute; a write conflicts with every other access to it. Issuing a
+    copy into it (ACC_ISSUE) is seen only by a read (a copy in flight is a read_before_fill)."""
+    if t_acc == 0 or u_acc == 0:
+        return False
+    if t_acc == ACC_ISSUE or u_acc == ACC_ISSUE:
+        return t_acc == ACC_READ or u_acc == ACC_READ
+    return not (t_acc == ACC_READ and u_acc == ACC_READ)
+
+
+@jit
+def commuting_arrivals(T, F, r, kind):
+    """amd counters only add; an mbarrier's arrivals commute when all have one count, no tx."""
+    return T.cfg[S.C_BACKEND] == AMD or F.uniform[r, kind] >= 0
+
+
+@jit
+def conflict_classes(t_kind, t_sig_acc, t_slot_acc, commuting):
+    """The mask of the future tables' access classes that conflict with an access (t_kind:
+    the kind of the signal it accesses, or -1)."""
+    mask = 0
+    for kind in range(2):
+        if kind == t_kind:
+            if signal_conflict(t_sig_acc, ACC_OBS, commuting):
+                mask |= 1 << (OBS_FULL if kind == FULL else OBS_EMPTY)
+            if signal_conflict(t_sig_acc, ACC_UPD, commuting):
+                mask |= 1 << (UPD_FULL if kind == FULL else UPD_EMPTY)
+    if slot_conflict(t_slot_acc, ACC_WRITE):
+        mask |= 1 << WRITE_SLOT
+    if slot_conflict(t_slot_acc, ACC_READ):
+        mask |= 1 << READ_SLOT
+    return mask
+
+
+# ------------------------------------------------------------------ the future tables
+
+def _classes(model, agent, op) -> list[tuple[int, list[int]]]:
+    """(access class, CTAs) of one op, read off its EFFECTS row."""
+    row = EFFECTS[S.OP_CODES[op.name]]
+    own, dests = [agent.cta], list(targets(model.ctas, agent.cta, op.to))
+    out = []
+    if row[S.EF_OBS] >= 0:
+        out.append((OBS_FULL if row[S.EF_OBS] == FULL else OBS_EMPTY, own))
+    if row[S.EF_UPD] >= 0:
+        out.append((UPD_FULL if row[S.EF_UPD] == FULL else UPD_EMPTY, dests))
+    if row[S.EF_WRITES]:
+        out.append((WRITE_SLOT, dests))
+    if row[S.EF_READS]:
+        out.append((READ_SLOT, own))
+    return out
+
+
+def _uniform(model) -> np.ndarray:
+    """Per ring and signal kind: the one count of every arrive update, or -1 when the counts
+    differ or a tx-count op (expect_tx, copy) updates that kind; column COPY_BYTES: the one
+    byte count of every copy into the ring, or -1 (none, or several)."""
+    out = np.full((model.rings, 3), -1, dtype=np.int64)
+    for r, ring in enumerate(model.ring_names):
+        for kind in (FULL, EMPTY):
+            rows = [(op, EFFECTS[S.OP_CODES[op.name]]) for a in model.agents for op, _ in a.ops
+                    if op.ring == ring]
+            updates = [(op, row) for op, row in rows if row[S.EF_UPD] == kind]
+            counts = {op.n for op, row in updates if row[S.EF_UNITS] == -1}
+            if len(counts) == 1 and all(row[S.EF_UNITS] == -1 for _, row in updates):
+                out[r, kind] = counts.pop()
+        sizes = {op.n for a in model.agents for op, _ in a.ops
+                 if op.ring == ring and OP_EFFECTS[op.name].issues == "copy"}
+        if len(sizes) == 1:
+            out[r, COPY_BYTES] = sizes.pop()
+    return out
+
+
+def _work(model) -> np.ndarray:
+    """Scratch of `frozen_touch`: a record per agent, then per signal an arrival budget, the
+    bytes that can still land on it and the bytes that can still be expected on it, then per
+    agent and signal the least phase_no it has seen pass (-1: none yet); then the merge's
+    room (`_merge_room`)."""
+    n_signals = model.ctas * model.rings * model.max_stages * 2
+    return _merge_room(model, len(model.agents) * (_record_len(model.rings) + n_signals)
+                       + 3 * n_signals)
+
+
+def _merge_room(model, n: int) -> np.ndarray:
+    """n words of scratch, then the merge's own: a copy of the state the merge started from
+    (model.n_fields words, to go back to it) and, last, the work left (`WORK`, NO_LIMIT
+    outside a merge)."""
+    W = np.zeros(n + model.n_fields + 1, dtype=np.int64)
+    W[-1] = NO_LIMIT
+    return W
+
+
+def _record_len(rings):
+    return W_RING0 + 2 * rings
+
+
+def _no_limit(model) -> np.ndarray:
+    return np.full(len(model.agents), NO_LIMIT, dtype=np.int64)
+
+
+def no_future_tables(model) -> FutureTables:
+    """Tables that allow local steps only."""
+    return FutureTables(np.zeros(2, dtype=np.int64), np.zeros((1, 1), dtype=np.int64),
+                        np.zeros((1, N_CLASSES), dtype=np.int64), _uniform(model),
+                        _merge_room(model, 1), EFFECTS, _no_limit(model))
+
+
+def _program_key(agent):
+    """Agents with equal keys have equal tables (interchangeable agents share one copy)."""
+    return (agent.ops, agent.body_start, agent.body_end, agent.items, agent.initial_stages,
+            agent.cta)
+
+
+def _fill(model, agent, positions, base, mask):
+    """The rows of one program (`positions`: its `Agent.unrolled()` list), from `base` on: per ring,
+    one block of max_stages rows per position and a last all-zero block (the finished
+    agent), so `_ring_rows` rows per ring."""
+    ms = model.max_stages
+    for r, ring in enumerate(model.ring_specs):
+        n = ring.stages
+        block = base + r * _ring_rows(positions, ms)
+        nxt = block + len(positions) * ms
+        stages = np.arange(n)
+        for p in range(len(positions) - 1, -1, -1):
+            pc, _, runs = positions[p]
+            op = agent.ops[pc][0]
+            here = block + p * ms
+            after = stages
+            acc = np.zeros((n, N_CLASSES), dtype=np.int64)
+            if runs and op.ring == ring.name:
+                for cls, ctas in _classes(model, agent, op):
+                    for c in ctas:
+                        acc[:, cls] |= np.left_shift(1, c * ms + stages)
+                move = OP_EFFECTS[op.name].move
+                if move == "advance":
+                    after = (stages + 1) % n
+                elif move == "reset":
+                    after = np.full(n, agent.initial_stages[r])
+            mask[here:here + n] = acc | mask[nxt + after]
+            nxt = here
+
+
+def _ring_rows(positions, ms):
+    return (len(positions) + 1) * ms
+
+
+def future_tables(model) -> FutureTables:
+    ms = model.max_stages
+    programs = {}
+    for agent in model.agents:
+        key = _program_key(agent)
+        if key not in programs:
+            programs[key] = (agent, agent.unrolled())
+    ring_rows = {key: _ring_rows(positions, ms) for key, (_, positions) in programs.items()}
+    rows = sum(ring_rows.values()) * model.rings
+    if rows > MAX_ROWS or model.ctas * ms > 62:
+        return no_future_tables(model)
+    mask = np.zeros((rows, N_CLASSES), dtype=np.int64)
+    start, base = {}, 0
+    for key, (agent, positions) in programs.items():
+        start[key] = base
+        _fill(model, agent, positions, base, mask)
+        base += ring_rows[key] * model.rings
+    keys = [_program_key(a) for a in model.agents]
+    off = np.array([[start[k] + r * ring_rows[k] for r in range(model.rings)] for k in keys],
+                   dtype=np.int64)
+    return FutureTables(np.array([1, 0], dtype=np.int64), off, mask, _uniform(model),
+                        _work(model), EFFECTS, _no_limit(model))
+
+
+def any_count_tables(model) -> FutureTables:
+    """Future tables that hold for every item count, for the lap abstraction (whose states
+    run with an item count that is exact, or never ends): one row block per op (pc) and
+    stage, each row the union of every access of every op from pc to the end of the program,
+    with the body repeated, at every stage. A superset of what the agent's remaining program
+    accesses whatever the count, so "not touched" is never wrong; the walk is the precise
+    part. A finished agent (pc = len) has an all-zero block."""
+    ms = model.max_stages
+    if model.ctas * ms > 62:
+        return no_future_tables(model)
+    programs, keys = {}, []
+    for agent in model.agents:
+        key = _program_key(agent)[:4] + (agent.cta,)
+        keys.append(key)
+        programs.setdefault(key, agent)
+    start, base, blocks = {}, 0, []
+    for key, agent in programs.items():
+        start[key] = base
+        n_ops = len(agent.ops)
+        for r, ring in enumerate(model.ring_specs):
+            all_stages = (1 << ring.stages) - 1
+            acc = np.zeros((n_ops + 1, N_CLASSES), dtype=np.int64)
+            for pc, (op, _) in enumerate(agent.ops):
+                if op.ring == ring.name:
+                    for cls, ctas in _classes(model, agent, op):
+                        for c in ctas:
+                            acc[pc, cls] |= all_stages << (c * ms)
+            repeated = np.bitwise_or.reduce(acc[agent.body_start:n_ops], axis=0)
+            rows = np.zeros((n_ops + 1, N_CLASSES), dtype=np.int64)
+            for pc in range(n_ops - 1, -1, -1):
+                rows[pc] = acc[pc] | rows[pc + 1]
+                if pc < agent.body_end:
+                    rows[pc] |= repeated
+            blocks.append(np.repeat(rows, ms, axis=0))
+        base += (n_ops + 1) * ms * model.rings
+    mask = np.concatenate(blocks) if blocks else np.zeros((1, N_CLASSES), dtype=np.int64)
+    off = np.array([[start[k] + r * (len(model.agents[i].ops) + 1) * ms
+                     for r in range(model.rings)] for i, k in enumerate(keys)], dtype=np.int64)
+    return FutureTables(np.array([1, 1], dtype=np.int64), off, mask, _uniform(model),
+                        _work(model), EFFECTS, _no_limit(model))
+
+
+@jit
+def position(T, F, a, pc, item):
+    """Index of (pc, item) in the agent's unrolled program (`Agent.unrolled()`), or pc in
+    tables by op (`any_count_tables`)."""
+    if F.cfg[1] == 1:
+        return min(pc, T.agent[a, S.A_LEN])
+    bs = T.agent[a, S.A_BODY_START]
+    be = T.agent[a, S.A_BODY_END]
+    if pc < bs:
+        return pc
+    if pc < be:
+        return bs + item * (be - bs) + (pc - bs)
+    return bs + T.agent[a, S.A_ITEMS] * (be - bs) + (pc - be)
+
+
+@jit
+def others_touch(T, F, st, a, r, classes, bits):
+    """Will any agent but `a` still access a signal or slot of ring r among `bits` (bit
+    cta * max_stages + stage) in one of the access classes of the mask `classes`, by the
+    future tables (a superset: waits are ignored)?"""
+    ms = T.cfg[S.C_MAXS]
+    F.work[F.work.shape[0] - 1] -= T.cfg[S.C_AGENTS]  # the merge's work (WORK_PER_FIELD)
+    for b in range(T.cfg[S.C_AGENTS]):
+        if b == a:
+            continue
+        base = S.agent_base(T, b)
+        pos = position(T, F, b, st[base + S.F_PC], st[base + S.F_ITEM])
+        row = F.off[b, r] + pos * ms + st[S.ring_base(T, b, r)]
+        for c in range(N_CLASSES):
+            if classes & (1 << c) and F.mask[row, c] & bits:
+                return True
+    return False
+
+
+# ------------------------------------------------------------------ what can happen while a waits
+
+@jit
+def entries_conflict(T, F, st, r, bits, t_kind, t_sig_acc, t_slot_acc, t_part, skip):
+    """Does an in-flight entry (but entry `skip`) conflict with the access? A copy lands
+    (writes its slot part and updates its full signal's tx), a commit arrives on its empty
+    signal, an async read reads. `t_part` >= -1: the access is a landing into that part (-1
+    every part), which commutes with another landing of the ring's one byte count into
+    another part (`landings_commute`)."""
+    off = T.cfg[S.C_OFF_INF]
+    ms = T.cfg[S.C_MAXS]
+    for j in range(T.cfg[S.C_INFLIGHT]):
+        e = st[off + j]
+        if e == 0:
+            break
+        if j == skip or S.entry_field(T, e, S.E_RING) != r:
+            continue
+        if (bits >> (S.entry_field(T, e, S.E_CTA) * ms + S.entry_field(T, e, S.E_STAGE))) & 1 == 0:
+            continue
+        kind = S.entry_field(T, e, S.E_KIND)
+        if kind == S.ENTRY_COPY:
+            if t_part >= -1:
+                if not landings_commute(T, F, r, t_part, entry_part_of(T, e)):
+                    return True
+                continue
+            if t_part == EXPECT:
+                continue  # its bytes count in the walk's landing budget, judged at the end
+            if t_kind == FULL and signal_conflict(t_sig_acc, ACC_UPD, False):
+                return True
+            if slot_conflict(t_slot_acc, ACC_WRITE):
+                return True
+        elif kind == S.ENTRY_COMMIT:
+            if t_kind == EMPTY and signal_conflict(t_sig_acc, ACC_UPD,
+                                                   commuting_arrivals(T, F, r, EMPTY)):
+                return True
+        elif slot_conflict(t_slot_acc, ACC_READ):
+            return True
+    return False
+
+
+@jit
+def entry_part_of(T, e):
+    """The part a copy entry stores into (-1: every part)."""
+    if T.cfg[S.C_MAXP] > 1:
+        return S.entry_field(T, e, S.E_PART) - 1
+    return 0
+
+
+@jit
+def landings_commute(T, F, r, part, other):
+    """Two landings on one slot and full signal commute when every copy into the ring has one
+    byte count (then the signal goes through the same tx values in either order, and completes
+    at the same one) and they store into different parts (-1: every part)."""
+    return F.uniform[r, COPY_BYTES] >= 0 and part >= 0 and other >= 0 and part != other
+
+
+# frozen_touch's record of each agent in F.work: program position, whether it is out of the
+# walk (finished, or the agent that stands still), then (stage, phase) per ring. An agent
+# stuck at a wait keeps its position there and is looked at again in the next sweep.
+W_PC, W_ITEM, W_OUT, W_RING0 = 0, 1, 2, 3
+# Ops one walk may visit before it gives up and answers "touched" (a long program whose agents
+# nobody blocks would otherwise be walked to its end after every step).
+WALK_LIMIT = 4096
+# The merges' work budget (issue 32; docs/reductions.md "A bounded merge"). The checks of a
+# merge (explore.merge_steps, after one step) cost work units, counted down in the last word
+# of F.work: a walk's set-up (one per word of its records it clears), each op it visits, each
+# agent the future tables are read for, each mergeable check, each step taken (one per field).
+# Expanding a state, explore.expand gives the merges of all its successors together
+# max(WORK_PER_FIELD * n_actions * fields, WORK_FLOOR) units (`state_work`): about what the
+# unreduced search spends on the state's successors (a step, a canonical form, a packing of
+# the fields each), times a constant, and never less than a small spec's merges take (the
+# floor: walks are long beside a small spec's few fields, and cheap; every example's state
+# needs less than a fifth of it). A merge that would go
+# past what is left gives up, all or nothing: its successor is stored as the step left it,
+# exactly as the unreduced search stores it, and later successors of the state are not
+# merged. So a state costs at most a constant times its unreduced expansion, and no state is
+# stored that the unreduced search would not store.
+WORK_PER_FIELD = 1
+WORK_FLOOR = 1 << 20
+
+
+@jit
+def max_completions(T, st, sig, budget, landing, expected):
+    """(nvidia) At most how many phases of `sig` can still complete, once at most `budget` more
+    arrival units reach it, at most `landing` more bytes land on it and at most `expected`
+    more bytes are expected on it? None before `pending` more units arrived and tx is 0; then
+    one per `expected count` units more (units of one phase never count for another)."""
+    b = S.sig_base(T, sig)
+    if budget < st[b + 1] or not tx_could_be_zero(st[b + 2], landing, expected):
+        return 0
+    return 1 + (budget - st[b + 1]) // S.expected_of(T, sig)
+
+
+@jit
+def first_ready(low, high, phase):
+    """The smallest signal phase_no in low..high at which a wait at `phase` passes (its parity
+    differs from the phase's), or -1."""
+    for v in range(low, min(high, low + 1) + 1):
+        if nvidia.parity(v) != nvidia.parity(phase):
+            return v
+    return -1
+
+
+@jit
+def could_complete_with_every_arrival(T, st, sig, budget, landing, expected):
+    """(nvidia) Could the phase of `sig` complete if no arrival may find it with pending 0?
+    It needs exactly the `budget` arrivals still possible (fewer leave it pending, more
+    would over-arrive), so every expect_tx among them adds its bytes: tx = t + expected -
+    (some of the `landing` bytes) must be 0. The caller checks `budget` <= pending."""
+    b = S.sig_base(T, sig)
+    if budget < st[b + 1]:
+        return False
+    left = st[b + 2] + expected
+    return 0 <= left <= landing
+
+
+@jit
+def could_pass(T, F, st, W, seen_at, sig, phase, budget, landing, expected, every_arrival):
+    """Could a walked wait at `phase` on `sig` pass? phase_no is at least what this agent saw
+    pass there before (W[seen_at + sig]: it only grows) and at most the current one plus the
+    completions still possible (`max_completions`; for a landing's own signal, none unless
+    `could_complete_with_every_arrival`); a wait passes at a phase_no of the other parity.
+    When it can, the least such phase_no is what this agent has seen. amd: a counter only
+    grows by the units that reach it."""
+    if T.cfg[S.C_BACKEND] == AMD:
+        return S.counter_ready(T, sig, st[S.sig_base(T, sig)] + budget, phase)
+    now = st[S.sig_base(T, sig)]
+    c = max_completions(T, st, sig, budget, landing, expected)
+    if every_arrival and c > 0 and not could_complete_with_every_arrival(T, st, sig, budget,
+                                                                         landing, expected):
+        c = 0
+    v = first_ready(max(now, W[seen_at + sig]), now + c, phase)
+    if v < 0:
+        return False
+    W[seen_at + sig] = v
+    return True
+
+
+@jit
+def tx_could_be_zero(tx, landing, expected):
+    """Could the tx count reach 0, when at most `landing` bytes can still be subtracted and at
+    most `expected` bytes added? Only subtractions left: 0 <= tx <= landing (a superset of
+    the subset sums); any addition left: assume yes."""
+    if expected > 0:
+        return True
+    return 0 <= tx <= landing
+
+
+@jit
+def frozen_touch(T, F, st, a, r, bits, t_kind, t_sig_acc, t_slot_acc, window, gone, t_part,
+                 skip, twin=0):
+    """Can a step of another agent conflict with the access while agent a stands still?
+
+    The access is to signal (`t_kind`, a signal kind or -1) and slot of ring r at every
+    (CTA, stage) of the mask `bits` (bit cta * max_stages + stage). Every
+    other agent's program is walked forward from where it is: an update adds its units to its
+    signal's budget (in-flight commits start it), and a blocking wait passes only if the
+    budget could complete its phase (`could_pass`); else the agent is stuck there until a
+    later sweep finds a bigger budget. The sweeps stop when no agent moves; every position the
+    others can reach while a stands still is then walked (a superset: waits are judged
+    generously, syncs and read_waits always pass). Each op's accesses come from EFFECTS: a
+    try always observes, a blocking wait observes when it can pass.
+    `window` (a's step updates the signals): an agent stuck at a wait on one of them must be
+    inside its phase window, or the state before the update could show a phase_alias the
+    state after it does not.
+    `gone`: CTAs (not a's own) the step arrives in. An arrival in a gone CTA is a violation,
+    so if the walk lets every agent of one of them finish, that is "touched" too.
+    An agent the walk would move to item F.limit[agent] or beyond answers "touched" (past it
+    a lap-abstraction state's item count would matter).
+    `a` = -1 and `t_part` >= -1: the step is the landing of in-flight entry `skip` into that
+    part; every agent walks, and a copy another agent issues commutes with it when
+    `landings_commute`. Bytes of copies in flight (but `skip`'s) or issued on the walk, and
+    bytes expected on it, bound whether a full signal's tx can reach 0 (`could_pass`).
+    `twin` != 0: the step is the firing of a commit entry of that value. Every entry of the
+    same value fires the same step (entries are a multiset of values), so a run without that
+    step fires none of them: in-flight entries equal to it, and commits the walk issues that
+    equal it, add nothing to its signal's budget (docs/reductions.md "Commit firings")."""
+    ms = T.cfg[S.C_MAXS]
+    rings = T.cfg[S.C_RINGS]
+    n_agents = T.cfg[S.C_AGENTS]
+    rl = W_RING0 + 2 * rings
+    W = F.work
+    E = F.eff
+    bo = n_agents * rl
+    n_sig = T.cfg[S.C_CTAS] * rings * ms * 2
+    lo, ex = bo + n_sig, bo + 2 * n_sig  # bytes that can land, bytes that can be expected
+    seen = bo + 3 * n_sig  # seen[agent * n_sig + sig]: phase_no is at least this there
+    # The merge's work left (WORK_PER_FIELD): the set-up, then one unit per op walked. Out of
+    # work, the answer is "touched" (the safe answer), and the merge gives up.
+    wk = W.shape[0] - 1
+    W[wk] -= seen + n_agents * n_sig
+    if W[wk] < 0:
+        return True
+    commuting = t_kind >= 0 and commuting_arrivals(T, F, r, t_kind)
+    for i in range(3 * n_sig):
+        W[bo + i] = 0
+    for i in range(n_agents * n_sig):
+        W[seen + i] = -1
+    # A landing's own full signal: arrivals on it are judged at the end (`arrived`).
+    sig_l = -1
+    arrived = False
+    if t_part >= -1:
+        e = st[T.cfg[S.C_OFF_INF] + skip]
+        sig_l = S.sig_index(T, S.entry_field(T, e, S.E_CTA), r, S.entry_field(T, e, S.E_STAGE),
+                            FULL)
+    sig_x = -1  # an expect_tx's signal (one CTA): landings on it are judged at the end
+    if t_part == EXPECT:
+        for i in range(T.cfg[S.C_CTAS] * ms):
+            if (bits >> i) & 1:
+                sig_x = S.sig_index(T, i // ms, r, i % ms, FULL)
+    for b in range(n_agents):
+        rec = b * rl
+        base = S.agent_base(T, b)
+        W[rec + W_PC] = st[base + S.F_PC]
+        W[rec + W_ITEM] = st[base + S.F_ITEM]
+        W[rec + W_OUT] = b == a or S.finished(T, st, b)
+        for q in range(rings):
+            W[rec + W_RING0 + 2 * q] = st[S.ring_base(T, b, q)]
+            W[rec + W_RING0 + 2 * q + 1] = st[S.ring_base(T, b, q) + 1]
+    off = T.cfg[S.C_OFF_INF]
+    for j in range(T.cfg[S.C_INFLIGHT]):
+        e = st[off + j]
+        if e == 0:
+            break
+        if S.entry_field(T, e, S.E_KIND) == S.ENTRY_COMMIT and j != skip and e != twin:
+            sig = S.sig_index(T, S.entry_field(T, e, S.E_CTA), S.entry_field(T, e, S.E_RING),
+                              S.entry_field(T, e, S.E_STAGE), EMPTY)
+            W[bo + sig] += S.entry_field(T, e, S.E_VAL)
+        elif S.entry_field(T, e, S.E_KIND) == S.ENTRY_COPY and j != skip:
+            sig = S.sig_index(T, S.entry_field(T, e, S.E_CTA), S.entry_field(T, e, S.E_RING),
+                              S.entry_field(T, e, S.E_STAGE), FULL)
+            W[lo + sig] += T.bytes_vals[S.entry_field(T, e, S.E_BIDX)]
+    # The twin's signal and count, when a commit the walk issues is an entry of its value:
+    # only when entries carry no agent and seq (no async reads), else a value may differ.
+    sig_w, units_w = -1, 0
+    if twin != 0 and T.ent[S.E_SEQ, 1] == 0 and T.ent[S.E_AGENT, 1] == 0:
+        sig_w = S.sig_index(T, S.entry_field(T, twin, S.E_CTA), S.entry_field(T, twin, S.E_RING),
+                            S.entry_field(T, twin, S.E_STAGE), EMPTY)
+        units_w = S.entry_field(T, twin, S.E_VAL)
+    budget = WALK_LIMIT
+    moved = True
+    while moved:
+        moved = False
+        for b in range(n_agents):
+            rec = b * rl
+            if W[rec + W_OUT]:
+                continue
+            cta = T.agent[b, S.A_CTA]
+            while True:
+                budget -= 1
+                W[wk] -= 1
+                if budget < 0 or W[wk] < 0:
+                    return True
+                pc = W[rec + W_PC]
+                if pc >= T.agent[b, S.A_LEN]:
+                    W[rec + W_OUT] = 1
+                    break
+                row = S.op_row(T, b, pc)
+                op = T.prog[row, S.P_CODE]
+                rr = T.prog[row, S.P_RING]
+                sb = rec + W_RING0 + 2 * rr
+                stage = W[sb]
+                here = rr == r and (bits >> (cta * ms + stage)) & 1 == 1
+                obs = E[op, S.EF_OBS]
+                if obs >= 0:
+                    sig = S.sig_index(T, cta, rr, stage, obs)
+                    passes = E[op, S.EF_BLOCKS] == 0
+                    if not passes:
+                        passes = could_pass(T, F, st, W, seen + b * n_sig, sig, W[sb + 1],
+                                            W[bo + sig], W[lo + sig], W[ex + sig], sig == sig_l)
+                    if passes:
+                        if here and obs == t_kind and signal_conflict(t_sig_acc, ACC_OBS, commuting):
+                            return True
+                    else:
+                        # An agent with a reset keeps its window as of its last passed wait,
+                        # which the walk does not update: its stuck wait counts as touching,
+                        # unless the state's record still gives its window exactly (`stale_ok`).
+                        if window and here and obs == t_kind:
+                            if ((S.window_field(T, b, rr, stage, obs) >= 0 and
+                                 not stale_ok(T, st, W, rec, b, rr, stage, obs)) or
+                                    not S.in_phase_window(T, st, b, rr, sig, W[sb + 1])):
+                                return True
+                        if T.prog[row, S.P_UNLESS] != 1:
+                            break  # stuck; an unless=ready wait may be skipped: walk on
+                upd = E[op, S.EF_UPD]
+                if upd >= 0 or E[op, S.EF_WRITES]:
+                    units = E[op, S.EF_UNITS]
+                    if units < 0:
+                        units = T.prog[row, S.P_N]
+                    mask = S.targets_mask(T, b, T.prog[row, S.P_TARGET])
+                    # a copy beside a landing: they commute in different parts (landings_commute)
+                    beside = (t_part >= -1 and E[op, S.EF_ASYNC] == S.ENTRY_COPY and
+                              landings_commute(T, F, rr, t_part, T.prog[row, S.P_PART]))
+                    for dst in range(T.cfg[S.C_CTAS]):
+                        if mask & (1 << dst) == 0:
+                            continue
+                        at = rr == r and (bits >> (dst * ms + stage)) & 1 == 1
+                        if upd >= 0:
+                            sig = S.sig_index(T, dst, rr, stage, upd)
+                            if (at and upd == t_kind and not beside and
+                                    not (sig == sig_x and E[op, S.EF_ASYNC] == S.ENTRY_COPY) and
+                                    signal_conflict(t_sig_acc, ACC_UPD, commuting)):
+                                if sig != sig_l or units <= 0 or E[op, S.EF_TX] < 0:
+                                    return True
+                                arrived = True  # an arrival beside a landing: judged at the end
+                            if not (sig == sig_w and units == units_w and
+                                    E[op, S.EF_ASYNC] == S.ENTRY_COMMIT):
+                                W[bo + sig] += units  # (a twin's firing is the frozen step)
+                            if E[op, S.EF_TX] < 0:
+                                W[lo + sig] += T.prog[row, S.P_N]
+                            elif E[op, S.EF_TX] > 0:
+                                W[ex + sig] += T.prog[row, S.P_N]
+                        if (E[op, S.EF_WRITES] and at and not beside and
+                                slot_conflict(t_slot_acc, ACC_WRITE)):
+                            return True
+                if E[op, S.EF_READS] and here and slot_conflict(t_slot_acc, ACC_READ):
+                    return True
+                if E[op, S.EF_STAGE] == S.STAGE_ADVANCE:
+                    S.advance_at(T, W, sb, rr)
+                elif E[op, S.EF_STAGE] == S.STAGE_RESET:
+                    W[sb] = T.agent[b, S.A_RING0 + 2 * rr]
+                    W[sb + 1] = T.agent[b, S.A_RING0 + 2 * rr + 1]
+                # syncs and read_waits touch no signal or slot: walked over (they may pass)
+                W[rec + W_PC], W[rec + W_ITEM] = S.next_pc(T, b, pc, W[rec + W_ITEM])
+                if W[rec + W_ITEM] >= F.limit[b]:
+                    return True
+                moved = True
+    if sig_x >= 0:
+        # An expect_tx and the landings beside it commute when they cannot take tx below
+        # minus its bytes (docs/reductions.md "Copy landings")
+        row = S.op_row(T, a, st[S.agent_base(T, a) + S.F_PC])
+        if W[lo + sig_x] > st[S.sig_base(T, sig_x) + 2] + T.prog[row, S.P_N]:
+            return True
+    if arrived:
+        # An arrival and a landing commute when the phase cannot complete without the landing
+        # and no arrival finds pending 0 (docs/reductions.md "Copy landings").
+        b = S.sig_base(T, sig_l)
+        if W[bo + sig_l] > st[b + 1] or could_complete_with_every_arrival(
+                T, st, sig_l, W[bo + sig_l], W[lo + sig_l], W[ex + sig_l]):
+            return True
+    if gone:
+        for dst in range(T.cfg[S.C_CTAS]):
+            if gone & (1 << dst):
+                alive = False
+                for b in range(n_agents):
+                    if T.agent[b, S.A_CTA] == dst and W[b * rl + W_OUT] == 0:
+                        alive = True
+                if not alive:
+                    return True
+    return False
+
+
+@jit
+def stale_ok(T, st, W, rec, b, r, stage, kind):
+    """Does agent b's window record (k', ph') of signal (r, stage, kind) in the state give its
+    window at the walk's position exactly, though the walk did not update it? Yes when the walk
+    never moved b (the record is the state's own in every run without the step), and when no
+    reset of the ring lies ahead of b and ph' <= its phase: passing waits then only rewrites the
+    record along k = k' + (ph - ph'), which the stale record gives too (semantics.intended)."""
+    base = S.agent_base(T, b)
+    if W[rec + W_PC] == st[base + S.F_PC] and W[rec + W_ITEM] == st[base + S.F_ITEM]:
+        return True
+    w = S.window_field(T, b, r, stage, kind)
+    return (st[base + S.F_PC] > S.reset_until(T, b, r)
+            and st[w + 1] <= st[S.ring_field(T.cfg[S.C_AGF], b, r, S.RF_PHASE)])
+
+
+@jit
+def touched_while_frozen(T, F, st, a, r, bits, t_kind, t_sig_acc, t_slot_acc, window, gone):
+    """In-flight entries first; then the tables' quick answer (nobody will ever access it in a
+    conflicting way, and no CTA it arrives in can go); then the walk."""
+    if entries_conflict(T, F, st, r, bits, t_kind, t_sig_acc, t_slot_acc, -2, -1):
+        return True
+    commuting = t_kind >= 0 and commuting_arrivals(T, F, r, t_kind)
+    classes = conflict_classes(t_kind, t_sig_acc, t_slot_acc, commuting)
+    if gone == 0 and not others_touch(T, F, st, a, r, classes, bits):
+        return False
+    return frozen_touch(T, F, st, a, r, bits, t_kind, t_sig_acc, t_slot_acc, window, gone,
+                        -2, -1)
+
+
+@jit
+def independent_entry(T, F, st, j):
+    """Is {in-flight entry j's action} persistent: a copy's landing (`independent_landing`) or
+    a commit's firing (`independent_commit`)?"""
+    e = st[T.cfg[S.C_OFF_INF] + j]
+    if e == 0 or F.cfg[0] == 0:
+        return False
+    kind = S.entry_field(T, e, S.E_KIND)
+    if kind == S.ENTRY_COPY:
+        return independent_landing(T, F, st, j)
+    if kind == S.ENTRY_COMMIT:
+        return independent_commit(T, F, st, j)
+    return False
+
+
+@jit
+def independent_commit(T, F, st, j):
+    """Is {in-flight commit j's firing} persistent? It is an arrival of its count on its empty
+    signal (tcgen05.commit, multicast: one entry per CTA), so it qualifies as an arrive does:
+    the ring's empty arrivals all have one count, no other entry conflicts, and the walk (every
+    agent walking, this commit's units left out of the budgets, and those of its twins: entries
+    of its value, in flight or issued on the walk, fire the same step) meets no passing
+    observation or non-commuting update of the signal, no stuck waiter outside its window, and
+    cannot let the CTA go. A commit still waiting for its agent's async reads or earlier
+    commits is not enabled."""
+    e = st[T.cfg[S.C_OFF_INF] + j]
+    if S.entry_field(T, e, S.E_SEQ) != 0 or S.entry_field(T, e, S.E_CSEQ) != 0:
+        return False
+    r = S.entry_field(T, e, S.E_RING)
+    if not commuting_arrivals(T, F, r, EMPTY):
+        return False
+    cta = S.entry_field(T, e, S.E_CTA)
+    bits = 1 << (cta * T.cfg[S.C_MAXS] + S.entry_field(T, e, S.E_STAGE))
+    if entries_conflict(T, F, st, r, bits, EMPTY, ACC_UPD, 0, -2, j):
+        return False
+    return not frozen_touch(T, F, st, -1, r, bits, EMPTY, ACC_UPD, 0, True, 1 << cta, -2, j, e)
+
+
+@jit
+def independent_landing(T, F, st, j):
+    """Is {in-flight entry j's landing} persistent: a copy of the ring's one byte count (so
+    landings commute with each other), with no other entry conflicting, and no agent able to
+    observe its full signal, update it otherwise, read its slot or store into its part, or
+    let its CTA go, before it lands (the walk, with every agent walking)?"""
+    if F.cfg[0] == 0 or T.cfg[S.C_BACKEND] == AMD:
+        return False
+    e = st[T.cfg[S.C_OFF_INF] + j]
+    if e == 0 or S.entry_field(T, e, S.E_KIND) != S.ENTRY_COPY:
+        return False
+    r = S.entry_field(T, e, S.E_RING)
+    if F.uniform[r, COPY_BYTES] < 0:
+        return False
+    part = entry_part_of(T, e)
+    if part < 0:
+        return False
+    cta = S.entry_field(T, e, S.E_CTA)
+    bits = 1 << (cta * T.cfg[S.C_MAXS] + S.entry_field(T, e, S.E_STAGE))
+    if entries_conflict(T, F, st, r, bits, FULL, ACC_UPD, ACC_WRITE, part, j):
+        return False
+    return not frozen_touch(T, F, st, -1, r, bits, FULL, ACC_UPD, ACC_WRITE, True, 1 << cta,
+                            part, j)
+
+
+@jit
+def independent_step(T, F, st, a):
+    """Is {agent a's next step} persistent: one access (an arrive, a synchronous read, or a
+    ready wait inside its window) that nothing but a can conflict with before a takes it?"""
+    if F.cfg[0] == 0:
+        return False
+    base = S.agent_base(T, a)
+    pc = st[base + S.F_PC]
+    if pc >= T.agent[a, S.A_LEN] or st[base + S.F_SYNC] == 1:
+        return False
+    if S.next_pc(T, a, pc, st[base + S.F_ITEM])[0] >= T.agent[a, S.A_LEN]:
+        return False
+    row = S.op_row(T, a, pc)
+    op = T.prog[row, S.P_CODE]
+    E = F.eff
+    r = T.prog[row, S.P_RING]
+    rb = S.ring_base(T, a, r)
+    stage = st[rb]
+    cta = T.agent[a, S.A_CTA]
+    bit = cta * T.cfg[S.C_MAXS] + stage
+    issued = E[op, S.EF_ASYNC]
+    if (issued == S.ENTRY_COPY or issued == S.ENTRY_COMMIT) and not E[op, S.EF_BARRIER] \
+            and not E[op, S.EF_STAGE]:
+        # Issuing a copy or a commit changes no signal or slot: it adds in-flight entries,
+        # which only a read of the slot (a copy in flight) and the exit of their CTA observe.
+        dsts = S.targets_mask(T, a, T.prog[row, S.P_TARGET])
+        at = 0
+        for dst in range(T.cfg[S.C_CTAS]):
+            if dsts & (1 << dst):
+                at |= 1 << (dst * T.cfg[S.C_MAXS] + stage)
+        slot = ACC_ISSUE if issued == S.ENTRY_COPY else 0
+        return not touched_while_frozen(T, F, st, a, r, at, -1, 0, slot, False,
+                                        dsts & ~(1 << cta))
+    # A wait that also moves its own stage (one step of `drain`) is a wait: the move is local.
+    waits_and_moves = (E[op, S.EF_STAGE] == S.STAGE_ADVANCE and E[op, S.EF_OBS] >= 0 and
+                       E[op, S.EF_BLOCKS] and E[op, S.EF_UPD] < 0 and not E[op, S.EF_READS])
+    if issued or E[op, S.EF_BARRIER] or (E[op, S.EF_STAGE] and not waits_and_moves) \
+            or E[op, S.EF_WRITES]:
+        return False
+    obs = E[op, S.EF_OBS]
+    upd = E[op, S.EF_UPD]
+    ms = T.cfg[S.C_MAXS]
+    if upd == FULL and E[op, S.EF_TX] > 0 and obs < 0 and not E[op, S.EF_READS]:  # expect_tx
+        dsts = S.targets_mask(T, a, T.prog[row, S.P_TARGET])
+        if dsts & (dsts - 1):
+            return False  # to several CTAs: not judged here
+        dst = 0
+        while (dsts >> dst) & 1 == 0:
+            dst += 1
+        at = 1 << (dst * ms + stage)
+        if entries_conflict(T, F, st, r, at, FULL, ACC_UPD, 0, EXPECT, -1):
+            return False
+        return not frozen_touch(T, F, st, a, r, at, FULL, ACC_UPD, 0, True, dsts & ~(1 << cta),
+                                EXPECT, -1)
+    if upd >= 0 and obs < 0 and not E[op, S.EF_READS]:  # an arrive, to one CTA or several
+        if not commuting_arrivals(T, F, r, upd):
+            return False
+        dsts = S.targets_mask(T, a, T.prog[row, S.P_TARGET])
+        at = 0
+        for dst in range(T.cfg[S.C_CTAS]):
+            if dsts & (1 << dst):
+                at |= 1 << (dst * ms + stage)
+        return not touched_while_frozen(T, F, st, a, r, at, upd, ACC_UPD, 0, True,
+                                        dsts & ~(1 << cta))
+    if E[op, S.EF_READS] and obs < 0 and upd < 0:  # a synchronous read
+        return not touched_while_frozen(T, F, st, a, r, 1 << bit, -1, 0, ACC_READ, False, 0)
+    if obs >= 0 and E[op, S.EF_BLOCKS] and upd < 0 and not E[op, S.EF_READS]:  # a wait
+        if T.prog[row, S.P_UNLESS] == 1 and st[rb + 2] == 1:
+            return False  # skipped: a local step, not an observation
+        sig = S.sig_index(T, cta, r, stage, obs)
+        if not S.signal_ready(T, st, sig, st[rb + 1]):
+            return False
+        if not S.in_phase_window(T, st, a, r, sig, st[rb + 1]):
+            return False
+        return not touched_while_frozen(T, F, st, a, r, 1 << bit, obs, ACC_OBS, 0, False, 0)
+    return False
+
+
+@jit
+def mergeable(T, F, st, a):
+    """May agent a's next step be taken at once? Not when it moves a to item F.limit[a] or
+    beyond (a lap-abstraction MANY state: past it the item count matters)."""
+    base = S.agent_base(T, a)
+    pc = st[base + S.F_PC]
+    if pc < T.agent[a, S.A_LEN] and S.next_pc(T, a, pc, st[base + S.F_ITEM])[1] >= F.limit[a]:
+        return False
+    return S.local_step(T, st, a) or independent_step(T, F, st, a)
+
+
+@jit
+def state_work(n_actions, nf):
+    """The merge work of one state's successors together (WORK_PER_FIELD, WORK_FLOOR)."""
+    return max(WORK_PER_FIELD * n_actions * nf, WORK_FLOOR)
+
+
+@jit
+def set_work(F, units):
+    """The work the merges may spend from now on (NO_LIMIT: not counted)."""
+    F.work[F.work.shape[0] - 1] = units
+
+
+@jit
+def merge_begin(F, st):
+    """Start a merge from `st`: a copy of it to go back to (`merge_end`)."""
+    W = F.work
+    wk = W.shape[0] - 1
+    nf = st.shape[0]
+    for f in range(nf):
+        W[wk - nf + f] = st[f]
+
+
+@jit
+def merge_end(F, st, gave_up):
+    """End a merge; when it `gave_up`, `st` goes back to the state it started from. Returns
+    1 when it gave up, else 0."""
+    W = F.work
+    wk = W.shape[0] - 1
+    if gave_up:
+        nf = st.shape[0]
+        for f in range(nf):
+            st[f] = W[wk - nf + f]
+    return 1 if gave_up else 0
+
+
+def merged_steps(model, F, state, bounded: bool = True):
+    """(codes, state after them) of the steps the engine takes at once after a step: the
+    same loop as explore.merge_steps, through `mergeable`, with a state's merge work
+    (`state_work`; none when not `bounded`): when it runs out, no step is taken, ([], state).
+    (The engine's merges of a state's successors share that work, so the trace builder,
+    verify._step_to, tries the successor unmerged and merged without a budget too.)"""
+    codes = []
+    start = state
+    n_agents = len(model.agents)
+    off = model.tables.cfg[S.C_OFF_INF]
+    W = F.work
+    wk = W.shape[0] - 1
+    nf = len(state)
+    merge_begin(F, np.array(state, dtype=np.int64))
+    W[wk] = state_work(model.n_actions(), nf) if bounded else NO_LIMIT
+    try:
+        moved = True
+        while moved:
+            moved = False
+            for a in range(n_agents):
+                W[wk] -= 1
+                if mergeable(model.tables, F, np.array(state, dtype=np.int64), a):
+                    nxt, bits, _ = model.apply(state, a)
+                    if bits == 0:
+                        state = nxt
+                        codes.append(a)
+                        W[wk] -= nf
+                        moved = True
+                if W[wk] < 0:
+                    return [], start
+            for j in range(model.tables.cfg[S.C_INFLIGHT]):
+                if state[off + j] == 0:
+                    break
+                W[wk] -= 1
+                taken = False
+                if independent_entry(model.tables, F, np.array(state, dtype=np.int64), j):
+                    nxt, bits, _ = model.apply(state, n_agents + j)
+                    if bits == 0:
+                        state = nxt
+                        codes.append(n_agents + j)
+                        W[wk] -= nf
+                        moved = taken = True
+                if W[wk] < 0:
+                    return [], start
+                if taken:
+                    break
+        return codes, state
+    finally:
+        W[wk] = NO_LIMIT
+
