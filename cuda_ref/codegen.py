@@ -71,8 +71,8 @@ from dataclasses import dataclass, field
 
 from pipeproof.backends.base import EMPTY, FULL
 from pipeproof.checker.core import semantics as S
-from pipeproof.checker.core.model import OP_CODES, Model, compile_model
-from pipeproof.checker.core.program import OP_EFFECTS
+from pipeproof.checker.core import OP_CODES, Model, compile_model
+from pipeproof.checker.core import OP_EFFECTS
 from pipeproof.cuda_ref.emit_backend import (
     AMD_C_HELPERS, BACKEND_MIRRORS, BACKEND_MODULES, amd_helpers, amd_ready, backend_functions,
     check_backend_mirrors, nv_wait_parity,

@@ -37,9 +37,9 @@ import sys
 
 import click
 
-from pipeproof.checker.cli.command import InputLoop
-from pipeproof.checker.runtime.jitcache import ensure_engines
-from pipeproof.checker.results.result import EXIT_NOT_RUN, EXIT_OK, EXIT_USAGE, EXIT_VIOLATION as EXIT_FAIL
+from pipeproof.checker.cli import InputLoop
+from pipeproof.checker.runtime import ensure_engines
+from pipeproof.checker.results import EXIT_NOT_RUN, EXIT_OK, EXIT_USAGE, EXIT_VIOLATION as EXIT_FAIL
 from pipeproof.cuda_ref.crosscheck_facts import ModelFacts, witnesses
 TRAP_KINDS = ("over_arrival", "tx_range")
 

@@ -75,7 +75,7 @@ from __future__ import annotations
 
 import os
 
-from pipeproof.checker.core.model import Model, compile_model
+from pipeproof.checker.core import Model, compile_model
 from pipeproof.cuda_ref.conform_end import SETTLE_LIMIT, TAG_OUTCOMES
 from pipeproof.cuda_ref.conform_log import (
     ASYNC_OPS, OUTCOMES, READ_OPS, RESULTS, LogError, event_text, load_log, validate_log,

@@ -14,8 +14,8 @@ import sys
 
 import click
 
-from pipeproof.checker.cli.command import InputLoop
-from pipeproof.checker.results.result import EXIT_INCONCLUSIVE, EXIT_OK, EXIT_USAGE, EXIT_VIOLATION
+from pipeproof.checker.cli import InputLoop
+from pipeproof.checker.results import EXIT_INCONCLUSIVE, EXIT_OK, EXIT_USAGE, EXIT_VIOLATION
 JSON_SCHEMA = "pipeproof.conform/1"
 
 
@@ -28,7 +28,7 @@ JSON_SCHEMA = "pipeproof.conform/1"
 def conform(spec_path, logs, as_json, max_nodes):
     """Replay each LOG.json recorded on a GPU through the model of SPEC: exit 0 when every log
     is a path of the model, 1 with the first event that is not."""
-    from pipeproof.checker.runtime.jitcache import ensure_engines
+    from pipeproof.checker.runtime import ensure_engines
     from pipeproof.cuda_ref.conform import DEFAULT_MAX_NODES, LogError, conform as replay, load_log
     from pipeproof.spec.load import load_spec
     from pipeproof.spec.schema import SpecError
@@ -54,7 +54,7 @@ def conform(spec_path, logs, as_json, max_nodes):
         nonlocal model
         log = load_log(path)
         if model is None:
-            from pipeproof.checker.core.model import compile_model
+            from pipeproof.checker.core import compile_model
             model = compile_model(spec)
         return log, replay(model, log, source=path, max_nodes=max_nodes or DEFAULT_MAX_NODES)
 

@@ -9,8 +9,8 @@ every agent without a timeout must have finished (except in a `trap` log, a pref
 from __future__ import annotations
 
 from pipeproof.checker.core import semantics as S
-from pipeproof.checker.core.model import Model
-from pipeproof.checker.results.result import KINDS
+from pipeproof.checker.core import Model
+from pipeproof.checker.results import KINDS
 from pipeproof.cuda_ref.conform_events import LogEvent
 from pipeproof.cuda_ref.conform_log import event_text
 from pipeproof.cuda_ref.conform_text import position_text, trap_text

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pipeproof.checker.core.model import Model
-from pipeproof.checker.core.program import OP_EFFECTS
+from pipeproof.checker.core import Model
+from pipeproof.checker.core import OP_EFFECTS
 from pipeproof.cuda_ref.conform_log import ASYNC_OPS, LogError, event_text, show
 from pipeproof.spec.schema import RING_OPS
 

@@ -32,7 +32,7 @@ from __future__ import annotations
 import json
 import os
 
-from pipeproof.checker.core.program import OP_EFFECTS
+from pipeproof.checker.core import OP_EFFECTS
 from pipeproof.spec.schema import OPS, SpecError
 
 OUTCOMES = ("ok", "deadlock", "read_before_fill", "overwrite_before_drain", "trap",

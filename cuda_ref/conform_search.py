@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from pipeproof.checker.core import semantics as S
-from pipeproof.checker.core.model import Model
-from pipeproof.checker.results.result import KINDS
+from pipeproof.checker.core import Model
+from pipeproof.checker.results import KINDS
 from pipeproof.cuda_ref.conform_end import end_problem
 from pipeproof.cuda_ref.conform_events import program_order_check, resolve_events, timestamp_groups
 from pipeproof.cuda_ref.conform_log import event_text

@@ -11,8 +11,8 @@ from __future__ import annotations
 import numpy as np
 
 from pipeproof.checker.core import semantics as S
-from pipeproof.checker.core.model import Model
-from pipeproof.checker.core.program import OP_EFFECTS
+from pipeproof.checker.core import Model
+from pipeproof.checker.core import OP_EFFECTS
 from pipeproof.cuda_ref.conform_events import LogEvent
 from pipeproof.cuda_ref.conform_text import position_text, signal_text, trap_text, why_disabled
 from pipeproof.spec.schema import RING_OPS
@@ -135,7 +135,7 @@ def _entry_candidates(m, outcome, state, ev):
             return [], (f"the commit still waits for {d['after_commits']} earlier commit(s) of "
                         f"{d['agent']} to fire (an agent's commits fire in issue order)")
         return [], f"the commit still waits for {d['after']} async read(s) of {d['agent']}"
-    from pipeproof.checker.results.trace import entry_text
+    from pipeproof.checker.results import entry_text
     listed = "; ".join(entry_text(m, d) for d in present[:6]) + ("; ..." if len(present) > 6 else "")
     return [], (f"nothing like it is in flight (in flight: {listed})" if present
                 else "nothing is in flight")

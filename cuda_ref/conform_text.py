@@ -8,9 +8,9 @@ import numpy as np
 from pipeproof.backends import amd
 from pipeproof.backends.base import AMD, FULL
 from pipeproof.checker.core import semantics as S
-from pipeproof.checker.core.model import Model
-from pipeproof.checker.core.program import OP_EFFECTS
-from pipeproof.checker.results.result import KINDS
+from pipeproof.checker.core import Model
+from pipeproof.checker.core import OP_EFFECTS
+from pipeproof.checker.results import KINDS
 
 
 def position_text(m: Model, state, a) -> str:
@@ -61,7 +61,7 @@ def why_disabled(m: Model, state, a, op) -> str:
 
 def trap_text(m: Model, state, action, bits, det) -> str:
     """`KIND: what the step does` for the first trap kind the model reports on the step."""
-    from pipeproof.checker.results.trace import explain_step
+    from pipeproof.checker.results import explain_step
     for k, kind in enumerate(KINDS):
         if bits & (1 << k) and det[k * S.DET_W] != -1:
             return f"{kind}: {explain_step(m, k, det[k * S.DET_W:(k + 1) * S.DET_W], state, action)}"

@@ -36,9 +36,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pipeproof.checker.core import semantics as S
-from pipeproof.checker.engines.explore import Search
-from pipeproof.checker.core.model import MAX_INFLIGHT, Model
-from pipeproof.checker.results.result import KINDS
+from pipeproof.checker.engines import Search
+from pipeproof.checker.core import MAX_INFLIGHT, Model
+from pipeproof.checker.results import KINDS
 from pipeproof.spec.schema import Spec
 
 REACH_STATES = 5_000_000
@@ -100,7 +100,7 @@ class ModelFacts:
 
     def __init__(self, spec: Spec, max_states: int = REACH_STATES,
                  timeout: float | None = REACH_TIMEOUT, result=None):
-        from pipeproof.checker.engines.verifier import verify
+        from pipeproof.checker.engines import verify
         self.spec = spec
         self.result = result if result is not None else verify(spec)
         self.max_states, self.timeout = max_states, timeout
@@ -120,7 +120,7 @@ class ModelFacts:
     def reach(self):
         """The exhaustive search's answer in checker.engines.reachable's shape (kinds, terminal, traps,
         states, limit, every_path_deadlocks)."""
-        from pipeproof.checker.engines.reachable import Reach
+        from pipeproof.checker.engines import Reach
         f = self.full()
         return Reach(f.kinds, f.terminal, f.traps, f.states, f.limit)
 

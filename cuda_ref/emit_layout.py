@@ -4,7 +4,7 @@ cuda_ref.codegen's _Gen)."""
 from __future__ import annotations
 
 from pipeproof.backends.base import EMPTY, FULL
-from pipeproof.checker.core.program import part_of
+from pipeproof.checker.core import part_of
 from pipeproof.cuda_ref.emit_common import (
     BULK_ALIGN, MAX_DYNAMIC_SMEM, MAX_HW_BARRIERS, SLOT_ALIGN, WRITE_REGION, PartLayout, Region,
     RingLayout, round_up,

@@ -5,8 +5,8 @@ cuda_ref.codegen's _Gen that realises it; ops with the same effects share one em
 from __future__ import annotations
 
 from pipeproof.backends.base import EMPTY, FULL
-from pipeproof.checker.core.model import OP_CODES
-from pipeproof.checker.core.program import OP_EFFECTS, part_of
+from pipeproof.checker.core import OP_CODES
+from pipeproof.checker.core import OP_EFFECTS, part_of
 from pipeproof.cuda_ref.emit_backend import nv_wait_parity
 from pipeproof.cuda_ref.emit_common import WRITE_REGION
 from pipeproof.spec.schema import targets

@@ -64,7 +64,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-from pipeproof.checker.core.program import OP_EFFECTS
+from pipeproof.checker.core import OP_EFFECTS
 from pipeproof.cuda_ref import codegen as G
 
 OUTCOMES = ("ok", "deadlock", "read_before_fill", "overwrite_before_drain", "trap",

@@ -63,9 +63,9 @@ import os
 from dataclasses import dataclass, field
 
 from pipeproof.checker.core import semantics as S
-from pipeproof.checker.core.model import Model
-from pipeproof.checker.core.program import OP_EFFECTS
-from pipeproof.checker.results.result import KINDS
+from pipeproof.checker.core import Model
+from pipeproof.checker.core import OP_EFFECTS
+from pipeproof.checker.results import KINDS
 
 HDR = 4
 OP_W, FIN_W, HELPER_W = 2, 1, 10

@@ -22,14 +22,14 @@ import os
 
 import click
 
-from pipeproof.checker.results.result import EXIT_NOT_RUN, EXIT_OK, EXIT_VIOLATION as EXIT_FAIL
+from pipeproof.checker.results import EXIT_NOT_RUN, EXIT_OK, EXIT_VIOLATION as EXIT_FAIL
 
 MODEL = "model"   # --replay with no file: the model's own trace
 
 
 def replay_specs(loaded, replay, runs, seed, session, loop, log_dir, compare, helpers):
     """Run the replay of each (path, spec); returns the JSON docs and the table's rows."""
-    from pipeproof.checker.core.model import compile_model
+    from pipeproof.checker.core import compile_model
     from pipeproof.cuda_ref import replay as R
 
     conform_logs, write_logs, reason_of, counts_text, conform_text = helpers
@@ -39,7 +39,7 @@ def replay_specs(loaded, replay, runs, seed, session, loop, log_dir, compare, he
             model = compile_model(spec)
             unseen = []
             if replay == MODEL:
-                from pipeproof.checker.engines.verifier import verify
+                from pipeproof.checker.engines import verify
                 result = verify(spec)
                 if result.verdict != "violation":
                     return {"spec": path, "not_run": f"the model says {result.verdict}"
@@ -76,7 +76,7 @@ def _run_one(path, spec, sched, unseen, model_text, runs, seed, session, log_dir
 
     conform_logs, write_logs, reason_of, counts_text, conform_text = helpers
     if log_dir and sched.trace is not None:  # the model's trace, beside the logs
-        from pipeproof.checker.results.trace_files import write_trace
+        from pipeproof.checker.results import write_trace
         os.makedirs(log_dir, exist_ok=True)
         stem = os.path.splitext(os.path.basename(path))[0]
         write_trace(sched.trace, os.path.join(log_dir, f"{stem}.itf.json"))

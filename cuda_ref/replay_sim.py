@@ -12,8 +12,8 @@ out) or takes one that is not the schedule's next.
 """
 from __future__ import annotations
 
-from pipeproof.checker.core.model import Model
-from pipeproof.checker.core.program import OP_EFFECTS
+from pipeproof.checker.core import Model
+from pipeproof.checker.core import OP_EFFECTS
 from pipeproof.cuda_ref.replay import H_LAND, HDR, HELPER_W, OP_W, Schedule
 
 

@@ -46,7 +46,7 @@ def test_an_ok_verdict_does_not_start_z3():
     probe = ("import sys; from pipeproof.checker.cli.main import main\n"
              "try: main.main(sys.argv[1:], standalone_mode=False)\n"
              "except SystemExit: pass\n"
-             "print('Z3' if 'pipeproof.checker.smt.precheck' in sys.modules else 'NO-Z3')")
+             "print('Z3' if 'pipeproof.checker.smt.precheck_spec' in sys.modules else 'NO-Z3')")
     def modules(*args):
         out = subprocess.run([sys.executable, "-c", probe, "verify", *args], capture_output=True,
                              text=True, env={**__import__("os").environ, "PIPEPROOF_JIT": "0"})

@@ -1,4 +1,4 @@
-"""The pre-check (issue 4, part 1): checker/smt/precheck.py.
+"""The pre-check (issue 4, part 1): checker/smt/precheck_spec.py.
 
 - `EXPECTED` pins, for every spec in spec/examples/, exactly the (signal, kind) findings the
   pre-check gives, in order: none on `ok` examples, none on the bugs only an interleaving shows
@@ -27,7 +27,7 @@ from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 
 from pipeproof.checker.smt.counters import report_lines
-from pipeproof.checker.smt.precheck import Finding, precheck
+from pipeproof.checker.smt.precheck_spec import Finding, precheck
 from pipeproof.checker.engines.verifier import verify
 from pipeproof.spec.load import load_spec, load_spec_text
 from tests import generators as G

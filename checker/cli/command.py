@@ -13,7 +13,7 @@ import traceback
 
 import click
 
-from pipeproof.checker.results.result import EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, worse
+from pipeproof.checker.results import EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, worse
 from pipeproof.spec.schema import SpecError
 
 TRACE_SUFFIXES = (".itf.json", ".trace.json")

@@ -14,7 +14,7 @@ from pathlib import Path
 import click
 
 from pipeproof.checker.cli.command import UsageFailure
-from pipeproof.checker.results.result import EXIT_USAGE
+from pipeproof.checker.results import EXIT_USAGE
 
 
 def declared(path: Path) -> tuple[str, str]:

@@ -16,7 +16,7 @@ import sys
 
 import click
 
-from pipeproof.checker.results.result import EXIT_USAGE
+from pipeproof.checker.results import EXIT_USAGE
 
 
 @click.command("export")
@@ -33,7 +33,7 @@ from pipeproof.checker.results.result import EXIT_USAGE
                    "--strict-exit; by default that is a warning, which the models do not report.")
 def export(spec_path, fmt, output, symmetry, strict_exit):
     """Write SPEC as a Promela or Murphi model of the same transition system."""
-    from pipeproof.checker.models.exporter import export as export_text
+    from pipeproof.checker.models import export as export_text
     from pipeproof.spec.load import load_spec
     from pipeproof.spec.schema import SpecError
 

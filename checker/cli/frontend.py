@@ -41,9 +41,9 @@ def check_extracted(spec, target, lines_of, *, out, as_json, do_prove, same, sam
     """`lines_of(result)`: the kernel lines of its counterexample. `same`: None, or (the program
     is the same at the other counts compared?, what was compared); `same_lines`/`same_json` say
     it in text and JSON. `rerun_hint`: the command that checks the kernel's own count."""
-    from pipeproof.checker.results.result import VERDICT_EXIT
+    from pipeproof.checker.results import VERDICT_EXIT
     if do_prove:
-        from pipeproof.checker.engines.prover import MAX_ABSTRACT_STATES, prove
+        from pipeproof.checker.engines import MAX_ABSTRACT_STATES, prove
         from pipeproof.checker.cli.prove import proof_text, proof_to_json
         proof = prove(spec, timeout=timeout, max_states=max_states or MAX_ABSTRACT_STATES)
         result = proof.result
@@ -67,9 +67,9 @@ def check_extracted(spec, target, lines_of, *, out, as_json, do_prove, same, sam
         if same is not None and not same[0] and code == 0:
             code = 3  # proved for a program that is not the kernel's at the other counts
         return Checked(result, lines, code, kernel_status, elsewhere)
-    from pipeproof.checker.runtime.clock import wall
-    from pipeproof.checker.results.report import format_text, to_json
-    from pipeproof.checker.engines.verifier import verify
+    from pipeproof.checker.runtime import wall
+    from pipeproof.checker.results import format_text, to_json
+    from pipeproof.checker.engines import verify
     result = verify(spec, max_states=max_states, timeout=timeout, strict_exit=strict_exit)
     result.wall_seconds = wall()  # reading (and compiling) the kernel included
     out(format_text(result).rstrip("\n"))
@@ -95,6 +95,6 @@ def print_counterexample(checked: Checked, target, out, trace_file, step_text) -
             out(f"  step {s['step']:>3}  {step_text(s)}"
                 + ("  (where it stands at the end)" if s["step"] == "end" else ""))
     if trace_file:
-        from pipeproof.checker.results.trace_files import write_trace
+        from pipeproof.checker.results import write_trace
         write_trace(result.traces[result.kind], trace_file)
         out(f"{target}: {result.kind} trace written to {trace_file}")

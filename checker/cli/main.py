@@ -20,7 +20,7 @@ from pipeproof.checker.engines import tier
 
 from pipeproof.checker.cli.command import (InputLoop, UsageFailure, check_trace_name, engines_late,
                                       output_path)
-from pipeproof.checker.results.result import (EXIT_INCONCLUSIVE, EXIT_OK, EXIT_UNEXPECTED, EXIT_USAGE,
+from pipeproof.checker.results import (EXIT_INCONCLUSIVE, EXIT_OK, EXIT_UNEXPECTED, EXIT_USAGE,
                                      EXIT_VIOLATION, VERDICT_EXIT)
 
 
@@ -70,7 +70,7 @@ def main():
 
 def _write_graph(spec, target: str, max_states) -> int:
     """--graph: the state graph as DOT; a spec too big for it is a usage error, not a crash."""
-    from pipeproof.checker.engines.graph import write_dot
+    from pipeproof.checker.engines import write_dot
     try:
         write_dot(spec, target, max_states=max_states)
     except ValueError as err:
@@ -138,11 +138,11 @@ def verify(specs, as_json, trace_file, max_states, timeout, graph_file, no_prech
                                  not no_cta_symmetry, strict_exit)
         if settled is None:
             tier.run_compiled()
-    from pipeproof.checker.engines.explore import INTERRUPTED
-    from pipeproof.checker.results.trace_files import write_trace
-    from pipeproof.checker.results.report import (first_line, format_text, summary_of, to_json,
+    from pipeproof.checker.engines import INTERRUPTED
+    from pipeproof.checker.results import write_trace
+    from pipeproof.checker.results import (first_line, format_text, summary_of, to_json,
                                           warning_lines)
-    from pipeproof.checker.engines.verifier import verify as explicit
+    from pipeproof.checker.engines import verify as explicit
     from pipeproof.spec.load import load_spec
 
     late = engines_late(timeout)
@@ -159,15 +159,15 @@ def verify(specs, as_json, trace_file, max_states, timeout, graph_file, no_prech
 
     def run_engine(spec):
         if late:
-            from pipeproof.checker.results.result import Result
+            from pipeproof.checker.results import Result
             return Result(spec=spec, verdict="inconclusive", states=0, transitions=0,
                           seconds=timeout, limit=late, engine=engine)
         if engine == "bmc":
-            from pipeproof.checker.smt.bmc import verify_bmc
+            from pipeproof.checker.smt import verify_bmc
             return verify_bmc(spec, depth=depth, timeout=timeout, symmetry=not no_symmetry,
                               **strict)
         if engine == "laps":
-            from pipeproof.checker.engines.lap_verify import verify_laps
+            from pipeproof.checker.engines import verify_laps
             return verify_laps(spec, max_states=max_states, timeout=timeout, por=not no_por,
                                cta_symmetry=not no_cta_symmetry, **strict)
         return explicit(spec, max_states=max_states, timeout=timeout, progress=progress,
@@ -185,7 +185,7 @@ def verify(specs, as_json, trace_file, max_states, timeout, graph_file, no_prech
                            f"or runs 0 items, and it has no prologue or epilogue)", err=True)
         # (a SpecError here is a spec the engine cannot take: bad input too)
         result = loop.attempt(path, lambda: settled.pop(index) if index in settled else run_engine(spec))
-        # The pre-check raises no false alarms (checker/smt/precheck.py): after an exhaustive
+        # The pre-check raises no false alarms (checker/smt/precheck_spec.py): after an exhaustive
         # `ok` its findings are provably none, so only the other verdicts pay for Z3.
         findings = [] if no_precheck or result is None or result.verdict == "ok" else \
             loop.attempt(path, lambda: _precheck(spec))
@@ -197,7 +197,7 @@ def verify(specs, as_json, trace_file, max_states, timeout, graph_file, no_prech
         say("\n".join([first_line(result)] + warning_lines(result)) if quiet
             else format_text(result).rstrip("\n"))
         if suggest_fix and result.verdict == "violation":
-            from pipeproof.checker.fix.suggest import format_fix, suggest_fix as find_fix
+            from pipeproof.checker.fix import format_fix, suggest_fix as find_fix
             result.fix = find_fix(spec, result)
             say(format_fix(result.fix).rstrip("\n"))
         if trace_file:
@@ -247,7 +247,7 @@ def _declared(spec) -> str:
 
 
 def _precheck(spec):
-    from pipeproof.checker.smt.precheck import precheck
+    from pipeproof.checker.smt import precheck
     return precheck(spec)
 
 

@@ -117,7 +117,7 @@ def mojo(target, arch, args, kernel, block_dim, do_prove, emit, as_json, trace_f
     """Extract the synchronisation of a Mojo kernel (.ll from mojo build -g1 --emit llvm, or a
     .mojo file with --target) and check it."""
     from pipeproof.checker.cli.command import check_trace_name
-    from pipeproof.checker.results.result import EXIT_USAGE
+    from pipeproof.checker.results import EXIT_USAGE
     from pipeproof.spec.load import load_spec_text
     from pipeproof.spec.schema import SpecError
 

@@ -28,12 +28,12 @@ WARNING_TEXT = {"unawaited_at_exit": "a CTA exits with its own copies or commits
 
 
 def _wall() -> float:
-    from pipeproof.checker.runtime.clock import wall
+    from pipeproof.checker.runtime import wall
     return wall()
 
 
 def proof_to_json(proof) -> dict:
-    from pipeproof.checker.results.report import result_to_json
+    from pipeproof.checker.results import result_to_json
     return {
         "spec": proof.spec.path,
         "status": proof.status,
@@ -52,12 +52,12 @@ def proof_to_json(proof) -> dict:
 def _seconds(proof) -> str:
     """The proof's own seconds, and the command's wall time since its process started (imports,
     the engines' load and the specs before this one too: what a stopwatch reads)."""
-    from pipeproof.checker.runtime.clock import wall
+    from pipeproof.checker.runtime import wall
     return f"{proof.seconds:.2f} s, {wall():.2f} s wall"
 
 
 def proof_text(proof) -> str:
-    from pipeproof.checker.results.report import format_text
+    from pipeproof.checker.results import format_text
     path = proof.spec.path
     if proof.status == "proved":
         return "\n".join([f"{path}: proved for every item count ({proof.parameter}): "
@@ -122,7 +122,7 @@ class _ProveCommand(click.Command):
 def prove(specs, as_json, timeout, max_states, trace_file, no_por, no_cta_symmetry, strict_exit):
     """Prove each SPEC safe and deadlock-free for every item count, or refute it."""
     from pipeproof.checker.cli.command import InputLoop, UsageFailure
-    from pipeproof.checker.results.result import EXIT_INCONCLUSIVE, EXIT_INTERNAL, EXIT_USAGE
+    from pipeproof.checker.results import EXIT_INCONCLUSIVE, EXIT_INTERNAL, EXIT_USAGE
 
     entries = {}  # spec index -> its JSON entry
     current = [0]  # the index of the spec being proved, for the loop's error entries
@@ -165,9 +165,9 @@ def _prove_all(specs, as_json, timeout, max_states, trace_file, no_por, no_cta_s
     """Prove each spec in turn; entries[i] is spec i's JSON entry once it has one, and
     current[0] the index of the spec being proved."""
     from pipeproof.checker.cli.command import check_trace_name, engines_late, output_path
-    from pipeproof.checker.results.trace_files import write_trace
-    from pipeproof.checker.engines.prover import MAX_ABSTRACT_STATES, ProofResult, prove as run_prove
-    from pipeproof.checker.results.result import EXIT_INCONCLUSIVE, PROOF_VERDICTS, VERDICT_EXIT
+    from pipeproof.checker.results import write_trace
+    from pipeproof.checker.engines import MAX_ABSTRACT_STATES, ProofResult, prove as run_prove
+    from pipeproof.checker.results import EXIT_INCONCLUSIVE, PROOF_VERDICTS, VERDICT_EXIT
     from pipeproof.spec.load import load_spec
 
     check_trace_name(trace_file)

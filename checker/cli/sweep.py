@@ -74,7 +74,7 @@ def sweep(spec, sets, triton_target, args, do_prove, jobs, cluster, timeout, max
     not the points that change it, so it is not applied (no point is UNEXPECTED). The exit
     code is the worst point's: 0 all ok, 1 a violation, 2 an error point, 3 inconclusive."""
     from pipeproof.checker.cli.command import UsageFailure
-    from pipeproof.checker.results.result import EXIT_USAGE
+    from pipeproof.checker.results import EXIT_USAGE
     from pipeproof.spec.schema import SpecError
 
     if (spec is None) == (triton_target is None):
@@ -89,11 +89,11 @@ def sweep(spec, sets, triton_target, args, do_prove, jobs, cluster, timeout, max
         raise UsageFailure("--resume reads the cache, which --no-cache turns off")
     try:
         points = _points(spec, sets, triton_target, args)
-        from pipeproof.checker.sweep.points import param_names
+        from pipeproof.checker.sweep import param_names
         params = param_names(points)
         axes_plot = None
         if plot:
-            from pipeproof.checker.sweep.plot import parse_plot
+            from pipeproof.checker.sweep import parse_plot
             axes_plot = parse_plot(plot, params)
     except SpecError as err:
         click.echo(str(err), err=True)
@@ -110,9 +110,9 @@ def sweep(spec, sets, triton_target, args, do_prove, jobs, cluster, timeout, max
 
 def _points(spec, sets, triton_target, args):
     if triton_target:
-        from pipeproof.checker.sweep.triton_points import points_of_kernel
+        from pipeproof.checker.sweep import points_of_kernel
         return points_of_kernel(triton_target, args, sets)
-    from pipeproof.checker.sweep.points import points_of_spec
+    from pipeproof.checker.sweep import points_of_spec
     return points_of_spec(spec, sets)
 
 
@@ -133,7 +133,7 @@ def _dry_run(console, points, params) -> None:
 def _run(points, params, console, err_console, o) -> int:
     from pipeproof.checker.sweep import run as R
     from pipeproof.checker.cli.command import engines_late
-    from pipeproof.checker.sweep.points import run_sweep
+    from pipeproof.checker.sweep import run_sweep
     from pipeproof.spec.schema import SpecError
 
     options = R.default_options(prove=o["do_prove"], timeout=o["timeout"], max_states=o["max_states"])
@@ -169,7 +169,7 @@ def _run(points, params, console, err_console, o) -> int:
     if o["csv_out"]:
         _emit(o["csv_out"], to_csv(result), err_console, "CSV")
     if o["plot"]:
-        from pipeproof.checker.sweep.plot import heatmap, other_values, parse_plot
+        from pipeproof.checker.sweep import heatmap, other_values, parse_plot
         x, y = parse_plot(o["plot"], params)
         title = Path(source.split("::")[0]).name + (" (verify + prove)" if o["do_prove"] else "")
         try:
@@ -258,7 +258,7 @@ def _table(console, result, mode: str, prove: bool) -> None:
         table.add_column("abstract", justify="right")
         table.add_column("proof s", justify="right")
     table.add_column("note", overflow="fold")
-    from pipeproof.checker.sweep.grid import show
+    from pipeproof.checker.sweep import show
     groups = [[r for r in shown if r["verdict"] == v] for v in GROUP_ORDER]
     groups = [g for g in groups if g]
     for n, group in enumerate(groups):
@@ -344,7 +344,7 @@ def _slug(record: dict) -> str:
 
 
 def _show(v) -> str:
-    from pipeproof.checker.sweep.grid import show
+    from pipeproof.checker.sweep import show
     return show(v)
 
 

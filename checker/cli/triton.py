@@ -184,7 +184,7 @@ def source_lines(result, source) -> list[dict]:
     trace = result.traces.get(result.kind) if result.verdict == "violation" else None
     if trace is None:
         return out
-    from pipeproof.checker.core.model import compile_model
+    from pipeproof.checker.core import compile_model
     agents = {a.name: a for a in compile_model(result.spec).agents}
     def where(name, pc):
         agent = agents.get(name)
@@ -261,7 +261,7 @@ def triton(target, args, trip_count, per_warp, lowering, func, gpu, signature, c
            sarif_file=None):
     """Extract the synchronisation of a Triton/Gluon kernel (TTGIR or KERNEL.py::NAME) and check it."""
     from pipeproof.checker.cli.command import check_trace_name
-    from pipeproof.checker.results.result import EXIT_USAGE
+    from pipeproof.checker.results import EXIT_USAGE
     from pipeproof.spec.load import load_spec_text
     from pipeproof.spec.schema import SpecError
 

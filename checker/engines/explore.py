@@ -41,7 +41,7 @@ from pipeproof.checker.engines import por as POR
 from pipeproof.checker.runtime import progress as PROGRESS
 from pipeproof.checker.core import semantics as S
 from pipeproof.checker.engines import symmetries as SYM
-from pipeproof.checker.core.model import Model
+from pipeproof.checker.core import Model
 
 EMPTY_SLOT = -1
 # A call of `expand` takes about this long (sized by the measured time per state): the driver

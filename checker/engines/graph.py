@@ -40,8 +40,8 @@ import networkx as nx
 import numpy as np
 
 from pipeproof.checker.core import semantics as S
-from pipeproof.checker.core.model import KIND_BITS, Model, compile_model
-from pipeproof.checker.results.result import KINDS
+from pipeproof.checker.core import KIND_BITS, Model, compile_model
+from pipeproof.checker.results import KINDS
 
 DEFAULT_MAX_STATES = 100_000
 

@@ -27,7 +27,7 @@ import time
 
 from pipeproof.checker.engines.laps import CannotAbstract, LapAbstraction, role_coefficients
 from pipeproof.checker.engines.prover import MAX_ABSTRACT_STATES, MAX_R, Unknown, search_laps, warm_up_prove
-from pipeproof.checker.results.result import Result
+from pipeproof.checker.results import Result
 from pipeproof.checker.engines.verifier import verify
 from pipeproof.spec.schema import Spec
 

@@ -68,8 +68,8 @@ from pipeproof.checker.engines import symmetries as SYM
 from dataclasses import replace
 
 from pipeproof.checker.engines.explore import ENGINE
-from pipeproof.checker.core.model import compile_model
-from pipeproof.checker.core.program import OP_EFFECTS
+from pipeproof.checker.core import compile_model
+from pipeproof.checker.core import OP_EFFECTS
 from pipeproof.spec.schema import Spec, targets
 
 MANY = -1

@@ -47,8 +47,8 @@ from pipeproof.checker.engines.explore import (ENGINE, INTERRUPTED, StateStore, 
 from pipeproof.checker.engines.laps import (G_COEF, G_LEN, HUGE, M_AGENTS, M_AGF, MANY, CannotAbstract,
                           LapAbstraction, canonical_fast, canonical_into, lap_tables,
                           scaled_spec)
-from pipeproof.checker.core.model import Packing, packing_for
-from pipeproof.checker.results.result import KINDS, Result
+from pipeproof.checker.core import Packing, packing_for
+from pipeproof.checker.results import KINDS, Result
 from pipeproof.checker.engines.verifier import tiny_spec, verify, warm_up
 from pipeproof.spec.schema import Spec
 
@@ -456,7 +456,7 @@ def warm_up_prove() -> None:
     global _warm
     warm_up()
     if not _warm:
-        from pipeproof.checker.runtime.jitcache import compile_notice  # (warm_up waited for the shared build)
+        from pipeproof.checker.runtime import compile_notice  # (warm_up waited for the shared build)
         with compile_notice("lap abstraction (prove, --engine laps)"):
             lap = LapAbstraction(tiny_spec(), 8)
             for por in (True, False):

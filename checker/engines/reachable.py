@@ -19,8 +19,8 @@ from dataclasses import dataclass
 
 from pipeproof.checker.core import semantics as S
 from pipeproof.checker.engines.explore import Search
-from pipeproof.checker.core.model import MAX_INFLIGHT, Model
-from pipeproof.checker.results.result import KINDS
+from pipeproof.checker.core import MAX_INFLIGHT, Model
+from pipeproof.checker.results import KINDS
 from pipeproof.spec.schema import Spec
 
 DEFAULT_MAX_STATES = 5_000_000

@@ -20,9 +20,9 @@ from pipeproof.checker.engines import por as POR
 from pipeproof.checker.core import semantics as S
 from pipeproof.checker.engines import symmetries as SYM
 from pipeproof.checker.engines.explore import INTERRUPTED, Search
-from pipeproof.checker.core.model import Model, compile_model
-from pipeproof.checker.results.result import KINDS, RECORDS, Result
-from pipeproof.checker.results.trace import Trace, trace_from_codes
+from pipeproof.checker.core import Model, compile_model
+from pipeproof.checker.results import KINDS, RECORDS, Result
+from pipeproof.checker.results import Trace, trace_from_codes
 from pipeproof.spec.schema import Spec
 
 
@@ -34,7 +34,7 @@ def warm_up() -> None:
     global _warm
     if _warm or not JIT:  # as plain Python there is nothing to load
         return
-    from pipeproof.checker.runtime.jitcache import compile_notice, ensure_engines
+    from pipeproof.checker.runtime import compile_notice, ensure_engines
     ensure_engines()  # the one shared build (its own process), then loaded from the cache here
     with compile_notice("search engine"):
         Search(compile_model(tiny_spec())).run()

@@ -105,7 +105,7 @@ class _Search:
         return False
 
     def explicit(self, spec: Spec):
-        from pipeproof.checker.engines.verifier import verify
+        from pipeproof.checker.engines import verify
         try:
             return verify(spec, max_states=self.max_states, timeout=max(0.05, self.remaining()))
         except Exception:  # a candidate the engine cannot build is no fix
@@ -195,7 +195,7 @@ def suggest_fix(spec: Spec, result=None, budget_s: float = 60.0, *, text: str | 
     (default: read from `spec.path`; used only if it loads as exactly `spec`). `budget_s`:
     wall-clock seconds for the whole search; `max_candidates`: re-verifications at most;
     `prove_timeout`: seconds for `prove` on a verified candidate (where checker.engines.prover exists)."""
-    from pipeproof.checker.engines.verifier import verify
+    from pipeproof.checker.engines import verify
     started = time.monotonic()
     deadline = started + budget_s
     if result is None:

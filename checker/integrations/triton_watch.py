@@ -374,7 +374,7 @@ class Watcher:
         os.replace(tmp, path)  # atomic: a concurrent reader sees the old file or the new one
 
     def _check(self, ttgir, module, name, where, args, key) -> KernelResult:
-        from pipeproof.checker.cli.triton import extract, source_lines
+        from pipeproof.checker.cli import extract, source_lines
         from pipeproof.spec.load import load_spec_text
         from pipeproof.spec.schema import SpecError
         t0 = time.perf_counter()
@@ -390,8 +390,8 @@ class Watcher:
                 "pipeproof.triton.watch(args={...})")
             return KernelResult(verdict="unreadable", reason=reason,
                                 seconds=time.perf_counter() - t0, **base)
-        from pipeproof.checker.results.report import format_text
-        from pipeproof.checker.engines.verifier import verify
+        from pipeproof.checker.results import format_text
+        from pipeproof.checker.engines import verify
         deadline = None if self.timeout is None else t0 + self.timeout
         result = verify(spec, max_states=self.max_states, timeout=self.timeout,
                         strict_exit=self.strict_exit)
@@ -402,8 +402,8 @@ class Watcher:
             # program. A violation at another item count is not one of this launch (the
             # extraction ran the IR's arithmetic for the launch's values): inconclusive, with
             # the item count, never a failed test and never ok.
-            from pipeproof.checker.engines.prover import MAX_ABSTRACT_STATES, prove
-            from pipeproof.checker.cli.prove import proof_text
+            from pipeproof.checker.engines import MAX_ABSTRACT_STATES, prove
+            from pipeproof.checker.cli import proof_text
             left = None if deadline is None else max(deadline - time.perf_counter(), 0.1)
             proof = prove(spec, timeout=left, max_states=self.max_states or MAX_ABSTRACT_STATES)
             report = proof_text(proof)

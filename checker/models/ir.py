@@ -52,8 +52,8 @@ from pipeproof.backends import nvidia
 from pipeproof.backends.base import FULL
 from pipeproof.backends.printed import printed_backend, sym
 from pipeproof.checker.core import semantics as S
-from pipeproof.checker.core.model import compile_model
-from pipeproof.checker.core.program import EMPTY, OP_EFFECTS, part_of
+from pipeproof.checker.core import compile_model
+from pipeproof.checker.core import EMPTY, OP_EFFECTS, part_of
 from pipeproof.spec.schema import Spec, SpecError, targets
 
 FORMATS = ("promela", "murphi")

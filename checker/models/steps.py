@@ -56,7 +56,7 @@ from dataclasses import dataclass
 
 from pipeproof.backends.nvidia import TX_LIMIT
 from pipeproof.checker.models.ir import ENTRY_COMMIT, ENTRY_COPY, ENTRY_READ
-from pipeproof.checker.core.program import OP_EFFECTS
+from pipeproof.checker.core import OP_EFFECTS
 
 ENTRIES = {"copy": ENTRY_COPY, "commit": ENTRY_COMMIT, "read": ENTRY_READ}  # Effects.issues -> entry kind
 

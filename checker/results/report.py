@@ -21,7 +21,8 @@ def _plural(n: int, word: str) -> str:
     return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
-def _depth(result: Result) -> int:
+def counterexample_depth(result: Result) -> int:
+    """Steps in the shortest counterexample (0 when there is none)."""
     if result.depth is not None:
         return result.depth
     trace = result.traces.get(result.kind or "")
@@ -63,7 +64,7 @@ def first_line(result: Result) -> str:
         return (f"{path}: inconclusive: {result.limit or 'limit reached'} "
                 f"({_plural(result.states, 'state')} explored, no violation found so far)")
     kind = result.kind or "violation"
-    line = f"{path}: {kind} after {_plural(_depth(result), 'step')}"
+    line = f"{path}: {kind} after {_plural(counterexample_depth(result), 'step')}"
     reason = _reason(result, kind)
     if reason:
         line += f": {reason}"
@@ -160,7 +161,7 @@ def format_text(result: Result) -> str:
 
 
 def precheck_lines(result: Result) -> list[str]:
-    """The symbolic pre-check's words for the bug (checker/smt/precheck.py), one per finding."""
+    """The symbolic pre-check's words for the bug (checker/smt/precheck_spec.py), one per finding."""
     return [f"pre-check: {f.signal}: {f.kind}: {f.message}" for f in result.precheck]
 
 
@@ -178,7 +179,7 @@ def result_to_json(result: Result) -> dict:
         violation = {
             "kind": kind,
             "kinds": list(result.kinds),
-            "depth": _depth(result),
+            "depth": counterexample_depth(result),
             "reason": _reason(result, kind or ""),
             "trace": result.traces[kind].to_json() if kind in result.traces else None,
             "traces": {k: result.traces[k].to_json() for k in result.kinds

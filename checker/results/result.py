@@ -59,7 +59,7 @@ class Result:
     engine: str = "explicit"              # which engine answered: explicit, bmc or laps
     por: bool = False                     # explicit: local steps merged (partial-order reduction)
     lap_bound: int = 0                    # laps: every item count >= this has the same states
-    precheck: list = field(default_factory=list)  # checker.smt.precheck findings
+    precheck: list = field(default_factory=list)  # checker.smt.precheck_spec findings
     fix: object = None                    # checker.fix.FixSuggestion, after --suggest-fix
     warnings: dict = field(default_factory=dict)  # warning (WARNINGS) -> a Trace that shows it
     wall_seconds: float | None = None     # the command's wall time since its process started

@@ -33,11 +33,11 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from pipeproof.checker.core import semantics as S
-from pipeproof.checker.core.program import OP_EFFECTS
+from pipeproof.checker.core import OP_EFFECTS
 from pipeproof.checker.results.result import KINDS, RECORDS
 
 if TYPE_CHECKING:
-    from pipeproof.checker.core.model import Model
+    from pipeproof.checker.core import Model
 
 
 @dataclass(frozen=True)

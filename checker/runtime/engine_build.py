@@ -33,9 +33,9 @@ def build() -> int:
 
 
 def warm_up_all() -> None:
-    from pipeproof.checker.engines.prover import warm_up_prove
-    from pipeproof.checker.smt.bmc import warm_up as warm_up_bmc
-    from pipeproof.checker.engines.verifier import warm_up
+    from pipeproof.checker.engines import warm_up_prove
+    from pipeproof.checker.smt import warm_up as warm_up_bmc
+    from pipeproof.checker.engines import warm_up
     warm_up()
     warm_up_prove()
     warm_up_bmc()

@@ -65,12 +65,12 @@ from collections import Counter
 import z3
 
 from pipeproof.checker.core import semantics as S
-from pipeproof.checker import smt
-from pipeproof.checker.core.model import Model, compile_model
-from pipeproof.checker.results.result import KINDS, Result
+from pipeproof.checker.smt import solvers as smt
+from pipeproof.checker.core import Model, compile_model
+from pipeproof.checker.results import KINDS, Result
 from pipeproof.checker.smt.encode import KIND_BITS, Encoding
 from pipeproof.checker.engines import verifier as V
-from pipeproof.checker.results.trace import trace_from_codes
+from pipeproof.checker.results import trace_from_codes
 from pipeproof.spec.schema import Spec
 
 DEFAULT_DEPTH = 100
@@ -92,7 +92,7 @@ def warm_up() -> None:
     clock starts, like checker.verify.warm_up."""
     global _warm
     if not _warm:
-        from pipeproof.checker.runtime.jitcache import ensure_engines
+        from pipeproof.checker.runtime import ensure_engines
         ensure_engines()  # the one shared build, as checker.verify.warm_up
         _warm = True
         verify_bmc(V.tiny_spec(), depth=2)

@@ -26,9 +26,9 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 from pipeproof.backends import amd
-from pipeproof.checker import smt
-from pipeproof.checker.smt import z3
-from pipeproof.checker.smt.precheck import (EMPTY, FULL, MAX_STEPS, WAITS, classes, forms,
+from pipeproof.checker.smt import solvers as smt
+import z3
+from pipeproof.checker.smt.precheck_spec import (EMPTY, FULL, MAX_STEPS, WAITS, classes, forms,
                                   precheck, sig_name, walk_size)
 from pipeproof.spec.schema import Spec
 

@@ -61,7 +61,7 @@ from __future__ import annotations
 
 from pipeproof.backends.base import AMD
 from pipeproof.checker.core import semantics as S
-from pipeproof.checker.core.model import Model
+from pipeproof.checker.core import Model
 from pipeproof.checker.smt.encode_frame import AM, NV, _Frames
 from pipeproof.checker.smt.encode_program import ENTRY_OF_ISSUE, Instance, Instr, _Program
 from pipeproof.checker.smt.encode_reduce import COMMUTING, _Reductions

@@ -12,7 +12,7 @@ from pipeproof.backends import amd as amd_backend
 from pipeproof.backends import nvidia as nvidia_backend
 from pipeproof.backends.base import EMPTY, FULL
 from pipeproof.checker.core import semantics as S
-from pipeproof.checker import smt
+from pipeproof.checker.smt import solvers as smt
 from pipeproof.checker.smt.encode_program import Instr
 from pipeproof.checker.smt.encode_terms import Frame, _and, _b, _or
 

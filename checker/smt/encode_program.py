@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pipeproof.checker.core import semantics as S
-from pipeproof.checker.core.program import OP_EFFECTS, Effects
+from pipeproof.checker.core import OP_EFFECTS, Effects
 
 ENTRY_OF_ISSUE = {"copy": S.ENTRY_COPY, "commit": S.ENTRY_COMMIT, "read": S.ENTRY_READ}
 

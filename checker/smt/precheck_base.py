@@ -8,8 +8,8 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 
-from pipeproof.checker import smt
-from pipeproof.checker.smt import z3
+from pipeproof.checker.smt import solvers as smt
+import z3
 from pipeproof.checker.smt.precheck_replay import _Progress
 from pipeproof.checker.smt.precheck_walk import (ARRIVES, EMPTY, FULL, READS, WAITS, Cls, classes,
                                                  forms, sources)

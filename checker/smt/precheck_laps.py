@@ -5,8 +5,8 @@ counts agents that never sync on it. A mismatch becomes a finding only through i
 precheck.py's module doc)."""
 from __future__ import annotations
 
-from pipeproof.checker.core.program import OP_EFFECTS
-from pipeproof.checker.smt import z3
+from pipeproof.checker.core import OP_EFFECTS
+import z3
 from pipeproof.checker.smt.precheck_base import _CheckBase, _Q
 from pipeproof.checker.smt.precheck_findings import Finding, _ordinal, _plural, sig_name
 from pipeproof.checker.smt.precheck_signals import _NV, _NVp, agrees, wait_need

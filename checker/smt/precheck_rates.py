@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from pipeproof.checker import smt
-from pipeproof.checker.core.program import OP_EFFECTS
-from pipeproof.checker.smt import z3
+from pipeproof.checker.smt import solvers as smt
+from pipeproof.checker.core import OP_EFFECTS
+import z3
 from pipeproof.checker.smt.precheck_base import _CheckBase, _Q
 from pipeproof.checker.smt.precheck_findings import Finding, _plural, sig_name
 from pipeproof.checker.smt.precheck_signals import wait_need

@@ -8,7 +8,7 @@ from collections import defaultdict
 
 from pipeproof.backends import nvidia
 from pipeproof.checker.core import program
-from pipeproof.checker.core.program import OP_EFFECTS
+from pipeproof.checker.core import OP_EFFECTS
 from pipeproof.checker.smt.precheck_signals import _AMDp, _NVp, spec_is_nvidia, wait_need
 from pipeproof.checker.smt.precheck_walk import ARRIVES, EMPTY, FULL, WAITS, Cls, Ev, _count
 from pipeproof.spec.schema import Spec, targets

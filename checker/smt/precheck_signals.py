@@ -7,8 +7,8 @@ from __future__ import annotations
 import types
 
 from pipeproof.backends import amd, base, nvidia
-from pipeproof.checker import smt
-from pipeproof.checker.smt import z3
+from pipeproof.checker.smt import solvers as smt
+import z3
 from pipeproof.checker.smt.precheck_walk import FULL
 from pipeproof.spec.schema import Spec
 

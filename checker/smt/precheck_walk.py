@@ -8,7 +8,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from math import lcm
 
-from pipeproof.checker.core.program import OP_EFFECTS
+from pipeproof.checker.core import OP_EFFECTS
 from pipeproof.spec.schema import MAIN_RING, Op, Role, Spec, targets
 
 MAX_STEPS = 200_000  # agents x ops walked; above it only the static checks run

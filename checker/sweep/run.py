@@ -32,7 +32,7 @@ import time
 import traceback
 from pathlib import Path
 
-from pipeproof.checker.results.result import (EXIT_INCONCLUSIVE, EXIT_INTERNAL, EXIT_USAGE,
+from pipeproof.checker.results import (EXIT_INCONCLUSIVE, EXIT_INTERNAL, EXIT_USAGE,
                                      PROOF_VERDICTS, SEVERITY, VERDICT_EXIT, worse)
 
 ERROR = "error"
@@ -64,11 +64,11 @@ def warm(options: dict) -> float:
     started = time.perf_counter()
     need = {"verify"} | ({"prove"} if options.get("prove") else set())
     if "verify" in need - _warmed:
-        from pipeproof.checker.engines.verifier import warm_up
+        from pipeproof.checker.engines import warm_up
         warm_up()
         _warmed.add("verify")
     if "prove" in need - _warmed:
-        from pipeproof.checker.engines.prover import warm_up_prove
+        from pipeproof.checker.engines import warm_up_prove
         warm_up_prove()
         _warmed.add("prove")
     return time.perf_counter() - started
@@ -105,8 +105,8 @@ def _empty_record() -> dict:
 
 
 def _check(text: str, where: str, options: dict, record: dict) -> None:
-    from pipeproof.checker.engines.explore import INTERRUPTED
-    from pipeproof.checker.engines.verifier import verify
+    from pipeproof.checker.engines import INTERRUPTED
+    from pipeproof.checker.engines import verify
     from pipeproof.spec.load import load_spec_text
     from pipeproof.spec.schema import SpecError
 
@@ -148,7 +148,7 @@ def _prove(spec, result, options: dict, record: dict) -> dict:
         return {"status": "violated", "abstract_states": 0, "seconds": 0.0, "items": spec.items,
                 "reason": f"verify found {result.kind} at items = {spec.items}",
                 "kind": result.kind, "kinds": list(result.kinds)}
-    from pipeproof.checker.engines.prover import MAX_ABSTRACT_STATES, prove
+    from pipeproof.checker.engines import MAX_ABSTRACT_STATES, prove
     proof = prove(spec, timeout=options.get("timeout"),
                   max_states=options.get("max_states") or MAX_ABSTRACT_STATES,
                   por=options.get("por", True), cta_symmetry=options.get("cta_symmetry", True))
@@ -163,12 +163,12 @@ def _prove(spec, result, options: dict, record: dict) -> dict:
 
 
 def _depth(result) -> int:
-    from pipeproof.checker.results.report import _depth as depth
-    return depth(result)
+    from pipeproof.checker.results import counterexample_depth
+    return counterexample_depth(result)
 
 
 def _itf(result) -> dict | None:
-    from pipeproof.checker.results.trace_files import to_itf
+    from pipeproof.checker.results import to_itf
     trace = result.traces.get(result.kind)
     return to_itf(trace) if trace is not None else None
 
@@ -277,7 +277,7 @@ def cacheable(record: dict) -> bool:
 
 def interrupted(record: dict) -> bool:
     """Did a Ctrl-C stop this point's check (the searches end on it like a limit)?"""
-    from pipeproof.checker.engines.explore import INTERRUPTED
+    from pipeproof.checker.engines import INTERRUPTED
     proof = record.get("proof") or {}
     return record.get("limit") == INTERRUPTED or proof.get("reason") == INTERRUPTED
 

@@ -62,7 +62,7 @@ def points_of_kernel(target: str, args=(), sets=()) -> list[Point]:
             run_args = dict(fixed, **{n: v for (n, _), v in zip(axes, combo)})
             point.extra["args"] = run_args
             try:
-                from pipeproof.checker.cli.triton import extract
+                from pipeproof.checker.cli import extract
                 point.text, _ = extract(ttgir, target, None, run_args)
             except SpecError as err:
                 point.error = f"{point.where}: {err}"
@@ -70,7 +70,7 @@ def points_of_kernel(target: str, args=(), sets=()) -> list[Point]:
 
 
 def _entry(path: Path, name: str) -> dict:
-    from pipeproof.checker.cli.triton import load_kernel_module
+    from pipeproof.checker.cli import load_kernel_module
     module = load_kernel_module(path, name)
     kernels = getattr(module, "KERNELS", None)
     if not isinstance(kernels, dict) or name not in kernels:

@@ -59,8 +59,8 @@ them, and every name the others import from it is still here.
 """
 from __future__ import annotations
 
-from pipeproof.checker.core.program import OP_EFFECTS
-from pipeproof.checker.smt import z3
+from pipeproof.checker.core import OP_EFFECTS
+import z3
 from pipeproof.checker.smt.precheck_base import _Q
 from pipeproof.checker.smt.precheck_findings import Finding, sig_name
 from pipeproof.checker.smt.precheck_laps import _Laps
