@@ -33,10 +33,10 @@ import json
 import os
 
 from pipeproof.checker.core import OP_EFFECTS
+from pipeproof.checker.results import GPU_OUTCOMES
 from pipeproof.spec.schema import OPS, SpecError
 
-OUTCOMES = ("ok", "deadlock", "read_before_fill", "overwrite_before_drain", "trap",
-            "inflight_at_exit")
+OUTCOMES = GPU_OUTCOMES  # checker/results/result.py: what a GPU run of each kind shows
 RESULTS = ("ok", "timeout", "tag_mismatch")
 ASYNC_OPS = {"land": "copy", "fire": "commit", "finish": "read"}   # event op -> entry kind
 READ_OPS = tuple(name for name, e in OP_EFFECTS.items() if e.checks_read)  # may mismatch

@@ -65,10 +65,10 @@ import json
 from dataclasses import dataclass, field
 
 from pipeproof.checker.core import OP_EFFECTS
+from pipeproof.checker.results import GPU_OUTCOMES
 from pipeproof.cuda_ref import codegen as G
 
-OUTCOMES = ("ok", "deadlock", "read_before_fill", "overwrite_before_drain", "trap",
-            "inflight_at_exit")
+OUTCOMES = GPU_OUTCOMES  # checker/results/result.py: what a GPU run of each kind shows
 LOG_KEYS = ("spec", "device", "command", "seed", "run", "outcome", "events")
 LAND_HOW = {G.LAND_BY_WAIT: "wait", G.LAND_BY_READ: "read", G.LAND_BY_SWEEP: "exit sweep",
             G.LAND_BY_STEP: "step", G.LAND_BY_REPLAY: "replay"}

@@ -65,7 +65,7 @@ from dataclasses import dataclass, field
 from pipeproof.checker.core import semantics as S
 from pipeproof.checker.core import Model
 from pipeproof.checker.core import OP_EFFECTS
-from pipeproof.checker.results import KINDS
+from pipeproof.checker.results import GPU_OUTCOME, KINDS
 
 HDR = 4
 OP_W, FIN_W, HELPER_W = 2, 1, 10
@@ -74,9 +74,7 @@ EXTENSION_LIMIT = 64
 
 # What the GPU run of each kind shows (cuda_ref.log OUTCOMES vocabulary): the failure kind a
 # reproducing run must report.
-GPU_KIND = {"deadlock": "deadlock", "read_before_fill": "read_before_fill",
-            "overwrite_before_drain": "overwrite_before_drain", "over_arrival": "trap",
-            "tx_range": "trap", "inflight_at_exit": "inflight_at_exit"}
+GPU_KIND = GPU_OUTCOME
 WHY_NOT = {
     "phase_alias": "a property of parity: the hardware's waits see phase_no mod 2 only, so a "
                    "signal outside the waiter's window answers as one inside it",

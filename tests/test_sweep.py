@@ -200,6 +200,9 @@ def test_an_internal_error_is_the_points_record_with_exit_4_and_the_sweep_goes_o
         return real(spec, **kw)
 
     monkeypatch.setattr(V, "verify", flaky)
+    # the engines' face keeps a name once resolved (lazy_loader caches it on the package)
+    import pipeproof.checker.engines as engines
+    monkeypatch.setattr(engines, "verify", flaky)
     cache = R.Cache(tmp_path / "c", R.default_options())
     result = run_sweep(points_of_spec(standard, ["stages=1,2,3"]), cache=cache, jobs=1)
     one, two, three = result.records

@@ -41,14 +41,14 @@ def check_extracted(spec, target, lines_of, *, out, as_json, do_prove, same, sam
     """`lines_of(result)`: the kernel lines of its counterexample. `same`: None, or (the program
     is the same at the other counts compared?, what was compared); `same_lines`/`same_json` say
     it in text and JSON. `rerun_hint`: the command that checks the kernel's own count."""
-    from pipeproof.checker.results import VERDICT_EXIT
+    from pipeproof.checker.results import VERDICT_EXIT, Verdict
     if do_prove:
         from pipeproof.checker.engines import MAX_ABSTRACT_STATES, prove
         from pipeproof.checker.cli.prove import proof_text, proof_to_json
         proof = prove(spec, timeout=timeout, max_states=max_states or MAX_ABSTRACT_STATES)
         result = proof.result
         lines = lines_of(result) if result else []
-        elsewhere = (proof.status == "violated" and not (same and same[0])
+        elsewhere = (proof.verdict is Verdict.VIOLATION and not (same and same[0])
                      and result is not None and result.spec.items != spec.items)
         if elsewhere:
             out(f"{target}: inconclusive for the kernel: the extracted spec is first violated at "
@@ -63,7 +63,7 @@ def check_extracted(spec, target, lines_of, *, out, as_json, do_prove, same, sam
             click.echo(json.dumps({"target": target, "proof": proof_to_json(proof),
                                    "kernel_status": kernel_status, "trip_counts_agree": same_json,
                                    "source": lines}, indent=2))
-        code = {"proved": 0, "violated": 1}.get(kernel_status, 3)
+        code = VERDICT_EXIT[Verdict.of(kernel_status)]
         if same is not None and not same[0] and code == 0:
             code = 3  # proved for a program that is not the kernel's at the other counts
         return Checked(result, lines, code, kernel_status, elsewhere)

@@ -19,6 +19,8 @@ import traceback
 
 import click
 
+from pipeproof.spec.vocabulary import Verdict
+
 SCHEMA = "pipeproof.prove"
 SCHEMA_VERSION = 1
 INTERNAL = "internal error"
@@ -59,12 +61,12 @@ def _seconds(proof) -> str:
 def proof_text(proof) -> str:
     from pipeproof.checker.results import format_text
     path = proof.spec.path
-    if proof.status == "proved":
+    if proof.verdict is Verdict.OK:
         return "\n".join([f"{path}: proved for every item count ({proof.parameter}): "
                           f"{proof.abstract_states:,} abstract states, {_seconds(proof)}"]
                          + [f"{path}: warning: {name} at some item count: {WARNING_TEXT[name]}"
                             for name in proof.warnings])
-    if proof.status == "violated":
+    if proof.verdict is Verdict.VIOLATION:
         return (f"{path}: violated at item count n = {proof.items} ({proof.reason})\n"
                 + format_text(proof.result).rstrip("\n"))
     # The counts so far (a limit or a Ctrl-C stops the run where it is): the abstract search's,
@@ -167,7 +169,7 @@ def _prove_all(specs, as_json, timeout, max_states, trace_file, no_por, no_cta_s
     from pipeproof.checker.cli.command import check_trace_name, engines_late, output_path
     from pipeproof.checker.results import write_trace
     from pipeproof.checker.engines import MAX_ABSTRACT_STATES, ProofResult, prove as run_prove
-    from pipeproof.checker.results import EXIT_INCONCLUSIVE, PROOF_VERDICTS, VERDICT_EXIT
+    from pipeproof.checker.results import EXIT_INCONCLUSIVE, VERDICT_EXIT
     from pipeproof.spec.load import load_spec
 
     check_trace_name(trace_file)
@@ -204,7 +206,7 @@ def _prove_all(specs, as_json, timeout, max_states, trace_file, no_por, no_cta_s
             proof = entry = None
         if entry is not None:
             entries[i] = entry
-            loop.note(VERDICT_EXIT[PROOF_VERDICTS[proof.status]])
+            loop.note(VERDICT_EXIT[proof.verdict])
         if i in entries and entries[i]["reason"] == INTERRUPTED:  # (or the explicit engine's
             loop.note(EXIT_INCONCLUSIVE)                           # quick look stopped by it)
             for j in range(i + 1, len(specs)):

@@ -48,7 +48,7 @@ from pipeproof.checker.engines.laps import (G_COEF, G_LEN, HUGE, M_AGENTS, M_AGF
                           LapAbstraction, canonical_fast, canonical_into, lap_tables,
                           scaled_spec)
 from pipeproof.checker.core import Packing, packing_for
-from pipeproof.checker.results import KINDS, Result
+from pipeproof.checker.results import KINDS, Result, Verdict
 from pipeproof.checker.engines.verifier import tiny_spec, verify, warm_up
 from pipeproof.spec.schema import Spec
 
@@ -61,7 +61,7 @@ QUICK_LOOK_STATES = 200_000
 @dataclass
 class ProofResult:
     spec: Spec
-    status: str                    # proved | violated | unknown
+    status: str                    # prove's word for its verdict: proved | violated | unknown
     reason: str = ""
     parameter: str = ""            # what n is: "items" or "items = 2·n (role scheduler n)"
     abstract_states: int = 0
@@ -72,6 +72,7 @@ class ProofResult:
     own_states: int = 0            # states the quick look stored at the spec's own item count
 
     def __post_init__(self):
+        self.status = Verdict.of(self.status).proof_word  # one of the vocabulary's words
         # Plain ints, whatever computed them: the abstract search's counts are numpy integers
         # when the engines run as plain Python (PIPEPROOF_JIT=0), and `prove --json` writes them.
         self.abstract_states = int(self.abstract_states)
@@ -82,6 +83,11 @@ class ProofResult:
     @property
     def kind(self):
         return self.result.kind if self.result else None
+
+    @property
+    def verdict(self) -> Verdict:
+        """The one vocabulary's verdict (spec/vocabulary.py) for every item count at once."""
+        return Verdict.of(self.status)
 
 
 @njit(**ENGINE)

@@ -30,6 +30,8 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from pipeproof.spec.vocabulary import Verdict
+
 TRIGGERS = ("ttg.warp_specialize", "ttng.init_barrier")
 CACHE_VERSION = 1
 
@@ -408,16 +410,16 @@ class Watcher:
             proof = prove(spec, timeout=left, max_states=self.max_states or MAX_ABSTRACT_STATES)
             report = proof_text(proof)
             states = proof.abstract_states
-            if proof.status == "proved":
+            if proof.verdict is Verdict.OK:
                 verdict = "proved"
             else:
                 verdict = "inconclusive"
                 reason = (f"ok at this launch's trip count ({result.states} states); prove: "
                           + (f"the extracted program is violated at item count n = {proof.items}"
                              f" ({proof.result.kind if proof.result else '?'}), a trip count "
-                             f"this launch does not run" if proof.status == "violated"
+                             f"this launch does not run" if proof.verdict is Verdict.VIOLATION
                              else f"unknown: {' '.join(str(proof.reason).split())}"))
-                if proof.status == "violated" and proof.result is not None:
+                if proof.verdict is Verdict.VIOLATION and proof.result is not None:
                     report += "\n" + format_text(proof.result)
         lines = source_lines(result, source) if result is not None else []
         return KernelResult(verdict=verdict, kind=result.kind if verdict == "violation" else None,

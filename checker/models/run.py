@@ -20,9 +20,10 @@ from pipeproof.checker.models.ir import IR
 from pipeproof.checker.models.murphi import to_murphi
 from pipeproof.checker.models.promela import to_promela
 from pipeproof.spec.schema import Spec
+from pipeproof.spec.vocabulary import KINDS as RESULT_KINDS
 
-KINDS = ("deadlock", "read_before_fill", "overwrite_before_drain", "phase_alias", "over_arrival",
-         "tx_range", "inflight_at_exit", "inflight_capacity")
+# the contract's kinds, and the exports' own: a model's in-flight capacity exceeded
+KINDS = RESULT_KINDS + ("inflight_capacity",)
 
 
 @dataclass

@@ -8,20 +8,21 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from pipeproof.spec.vocabulary import KINDS, PROOF_WORDS, WARNINGS, Verdict
+
 if TYPE_CHECKING:
     from pipeproof.spec.schema import Spec
 
-# Violation kinds in the contract's reporting order (docs/model.md "Violation kinds").
-KINDS = ("deadlock", "read_before_fill", "overwrite_before_drain", "phase_alias",
-         "over_arrival", "tx_range", "inflight_at_exit")
-# Warnings: found like a kind (a trace each) but not violations; the verdict stays what it is.
-# unawaited_at_exit: a CTA went with only its own copies or commits still in flight into it
-# (DESIGN "inflight_at_exit", revised 2026-12-02; `--strict-exit` makes it inflight_at_exit).
-WARNINGS = ("unawaited_at_exit",)
 RECORDS = KINDS + WARNINGS  # the search's records, by index (checker/core/semantics.py N_RECORDS)
-VERDICTS = ("ok", "violation", "inconclusive")
+VERDICTS = tuple(v.value for v in Verdict)
 # `prove`'s words for the same verdicts: it speaks of every item count at once.
-PROOF_VERDICTS = {"proved": "ok", "violated": "violation", "unknown": "inconclusive"}
+PROOF_VERDICTS = {word: v.value for v, word in PROOF_WORDS.items()}
+# What a GPU run of each kind shows (the outcome words of cuda_ref's logs): over-arrival and a
+# tx count out of range trap the kernel; a phase alias is not observable on its own.
+GPU_OUTCOME = {"deadlock": "deadlock", "read_before_fill": "read_before_fill",
+               "overwrite_before_drain": "overwrite_before_drain", "over_arrival": "trap",
+               "tx_range": "trap", "inflight_at_exit": "inflight_at_exit"}
+GPU_OUTCOMES = (Verdict.OK.value,) + tuple(dict.fromkeys(GPU_OUTCOME[k] for k in KINDS if k in GPU_OUTCOME))
 
 # The exit codes of every command (docs/model.md "Exit codes").
 EXIT_OK = 0            # every input holds (verify, prove), runs clean (gpu) or conforms
@@ -34,19 +35,21 @@ EXIT_NOT_RUN = 6       # gpu, crosscheck: the GPU could not run a spec (generati
 # How bad each outcome is: several inputs exit with the worst.
 SEVERITY = {EXIT_OK: 0, EXIT_INCONCLUSIVE: 1, EXIT_NOT_RUN: 2, EXIT_VIOLATION: 3,
             EXIT_UNEXPECTED: 4, EXIT_USAGE: 5, EXIT_INTERNAL: 6}
-VERDICT_EXIT = {"ok": EXIT_OK, "violation": EXIT_VIOLATION, "inconclusive": EXIT_INCONCLUSIVE}
+VERDICT_EXIT = {Verdict.OK: EXIT_OK, Verdict.VIOLATION: EXIT_VIOLATION, Verdict.INCONCLUSIVE: EXIT_INCONCLUSIVE}
 
 
 def worse(a: int, b: int) -> int:
     """The worse of two exit codes."""
     return max(a, b, key=SEVERITY.get)
+
+
 JSON_SCHEMA_VERSION = 1
 
 
 @dataclass
 class Result:
     spec: Spec
-    verdict: str                          # one of VERDICTS
+    verdict: Verdict                      # (a word is taken and kept as its Verdict)
     states: int                           # distinct states stored
     transitions: int                      # transitions generated
     seconds: float                        # the search alone
@@ -64,6 +67,10 @@ class Result:
     warnings: dict = field(default_factory=dict)  # warning (WARNINGS) -> a Trace that shows it
     wall_seconds: float | None = None     # the command's wall time since its process started
                                           # (set by the command line; checker/runtime/clock.py)
+
+    def __setattr__(self, name, value):
+        # Every engine's result carries the one Verdict, whichever word it was given.
+        super().__setattr__(name, Verdict(value) if name == "verdict" else value)
 
     @property
     def kind(self) -> str | None:

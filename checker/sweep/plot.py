@@ -7,16 +7,17 @@ first violation kind. matplotlib draws it without a display (the Agg backend).
 """
 from __future__ import annotations
 
+import textwrap
+
+from pipeproof.checker.results import KINDS
 from pipeproof.checker.sweep.run import ERROR, severity
 from pipeproof.checker.sweep.grid import show
 from pipeproof.spec.schema import SpecError
 
 COLOURS = {"ok": "#2e9e4f", "inconclusive": "#f0b429", "violation": "#d64545", ERROR: "#7f7f7f"}
 ORDER = ("ok", "inconclusive", "violation", ERROR)
-SHORT = {"deadlock": "deadlock", "read_before_fill": "read before\nfill",
-         "overwrite_before_drain": "overwrite\nbefore drain", "phase_alias": "phase\nalias",
-         "over_arrival": "over\narrival", "tx_range": "tx range",
-         "inflight_at_exit": "in flight\nat exit"}
+# a kind's label in a heatmap cell: its words, two lines at most
+SHORT = {kind: textwrap.fill(kind.replace("_", " "), 12, max_lines=2) for kind in KINDS}
 
 
 def resolve(name: str, params: list[str], where: str = "--plot") -> str:

@@ -33,7 +33,7 @@ import traceback
 from pathlib import Path
 
 from pipeproof.checker.results import (EXIT_INCONCLUSIVE, EXIT_INTERNAL, EXIT_USAGE,
-                                     PROOF_VERDICTS, SEVERITY, VERDICT_EXIT, worse)
+                                     SEVERITY, VERDICT_EXIT, Verdict, worse)
 
 ERROR = "error"
 OUTCOMES = ("ok", "violation", "inconclusive", ERROR)  # the verify verdicts, and `error`
@@ -128,7 +128,7 @@ def _check(text: str, where: str, options: dict, record: dict) -> None:
         record["proof"] = _prove(spec, result, options, record)
     verdict = record["verdict"]
     if record["proof"] is not None and verdict != "violation":
-        status = PROOF_VERDICTS[record["proof"]["status"]]
+        status = Verdict.of(record["proof"]["status"])
         if status == "violation":
             verdict = "violation"
             record.update(kind=record["proof"]["kind"], kinds=record["proof"]["kinds"])
