@@ -55,7 +55,7 @@ class SourceMap:
         return self.entries.get((role, section, index))
 
 
-def _move(cur: list, op: str, stages: int) -> None:
+def move_stage(cur: list, op: str, stages: int) -> None:
     """Apply `advance` or `reset` to an agent's [stage, phase, initial phase] on a ring."""
     if op == "reset":
         cur[0], cur[1] = 0, cur[2]
@@ -64,7 +64,7 @@ def _move(cur: list, op: str, stages: int) -> None:
         cur[0] = (cur[0] + 1) % stages
 
 
-def _ident(name: str) -> str:
+def ident(name: str) -> str:
     s = re.sub(r"\W", "_", name)
     return s if s and not s[0].isdigit() else f"b_{s}"
 
@@ -141,7 +141,7 @@ class Builder:
             if len(k) > 1:
                 raise SpecError(f"{self.path}: barrier array {arr.name} is both completed by TMA "
                                 f"copies and arrived on by tcgen05 commits: not expressible yet")
-            name = _ident(arr.name)
+            name = ident(arr.name)
             while name in names or name == "main":
                 name += "_"
             names.add(name)
@@ -307,7 +307,7 @@ class Builder:
             t, s_ = self._render(item_e[j], period if period > 1 else None, j)
             body += t
             body_src += s_
-        return {"name": _ident(p.name), "count": self._warps(p), "items": len(item_e),
+        return {"name": ident(p.name), "count": self._warps(p), "items": len(item_e),
                 "prologue": texts["prologue"],
                 "body": body, "epilogue": texts["epilogue"], "srcs": {
                     "prologue": srcs["prologue"], "body": body_src, "epilogue": srcs["epilogue"]},
@@ -364,7 +364,7 @@ class Builder:
                         d = target * ring.stages + s - (cur[1] * ring.stages + cur[0])
                         if d < 0:
                             adv = [("reset" + self._ring_arg(ring), (p.name, "reset", where[2]))]
-                            _move(cur, "reset", ring.stages)
+                            move_stage(cur, "reset", ring.stages)
                             d = target * ring.stages + s - cur[1] * ring.stages
                     elif ph is not None and (cur[1] + (cur[0] + d) // ring.stages) % 2 != ph:
                         # The parity the IR waits for is a lap further than the index: the IR
@@ -372,11 +372,11 @@ class Builder:
                         # (`reset`: the phase_alias window then follows the last passed wait,
                         # docs/rules.md), then forward to the stage and parity it names.
                         adv = [("reset" + self._ring_arg(ring), (p.name, "reset", where[2]))]
-                        _move(cur, "reset", ring.stages)
+                        move_stage(cur, "reset", ring.stages)
                         d = s + (ring.stages if (cur[1] % 2) != ph else 0)
                     adv += [("advance" + self._ring_arg(ring), where)] * d
                     for _ in range(d):
-                        _move(cur, "advance", ring.stages)
+                        move_stage(cur, "advance", ring.stages)
                     if ring.name in last:
                         last[ring.name][2].extend(adv)
                     else:
@@ -407,8 +407,8 @@ class Builder:
         return {k: n // self.by_name[k[0]].count for k, n in arrivals.items()}
 
     def _part_barrier(self, p) -> str:
-        name = "part_" + _ident(p.name)
-        self.part_barriers[name] = _ident(p.name)
+        name = "part_" + ident(p.name)
+        self.part_barriers[name] = ident(p.name)
         return name
 
     @staticmethod
@@ -436,7 +436,7 @@ class Builder:
             for text, src in theirs[2][len(mine[2]):]:
                 mine[2].append((text, (mine[1][0], src[1], mine[1][2])))
                 name = text.split("ring=")[1] if "ring=" in text else self.main.name
-                _move(state[name], text.split()[0], self.by_name[name].stages)
+                move_stage(state[name], text.split()[0], self.by_name[name].stages)
 
     def _insert_sync(self, texts, srcs, events, entries, boundary, barrier, src, at_end):
         """Put `sync barrier` where the partition meets the others: in the default partition

@@ -36,7 +36,7 @@ from pipeproof.spec.load_roles import (
     BARRIER_KEYS, RING_INT_RANGES, RING_KEYS, ROLE_KEYS, _barriers, _Context, _role, _role_names,
     _rings,
 )
-from pipeproof.spec.load_toml import MAX_NESTING, TOML_POSITION, _parse_toml, _read_text, strip_bom
+from pipeproof.spec.load_toml import MAX_NESTING, TOML_POSITION, parse_toml, read_text, strip_bom
 from pipeproof.spec.ops_syntax import (
     BARRIER_OPS, BYTE_OPS, COUNT_OPS, ITEM_KEYS, MAX_READ_WAIT, NVIDIA_ONLY_OPS, OP_INTEGER,
     TARGET_OPS, WAIT_OPS, WAITS_ON_EMPTY, WAITS_ON_FULL,
@@ -65,7 +65,7 @@ TOP_LEVEL_KEYS = ("barrier", "pipeline", "ring", "role", "sweep")
 
 def load_spec(path) -> Spec:
     """Read and validate the spec file at `path`."""
-    return load_spec_text(_read_text(path), str(path))
+    return load_spec_text(read_text(path), str(path))
 
 
 def load_spec_text(text: str, path: str) -> Spec:
@@ -74,7 +74,7 @@ def load_spec_text(text: str, path: str) -> Spec:
     text = strip_bom(text)
     if not text.strip():
         raise _error(path, "", "empty file (expected a [pipeline] table and [[role]] tables)")
-    document = _parse_toml(text, path)
+    document = parse_toml(text, path)
     try:
         return _build_spec(document, path)
     except _Invalid as problem:

@@ -15,7 +15,7 @@ from pipeproof.spec.shipped import names_a_shipped_example, note, shipped_copy
 TOML_POSITION = re.compile(r"^(.*) \(at (?:line (\d+), column (\d+)|end of document)\)$")
 
 
-def _read_text(path) -> str:
+def read_text(path) -> str:
     file = Path(path)
     copy = shipped_copy(file)  # spec/examples/NAME.toml outside a clone: the shipped example
     if copy is not None:
@@ -51,7 +51,7 @@ def strip_bom(text: str) -> str:
 MAX_NESTING = 64  # tables and arrays inside each other: a spec needs 3
 
 
-def _parse_toml(text: str, path: str) -> dict:
+def parse_toml(text: str, path: str) -> dict:
     try:
         document = tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:

@@ -69,8 +69,8 @@ class SweepResult:
 
 
 def read_document(path: str) -> dict:
-    from pipeproof.spec.load_toml import _parse_toml, _read_text
-    return _parse_toml(_read_text(path), str(path))
+    from pipeproof.spec.load_toml import parse_toml, read_text
+    return parse_toml(read_text(path), str(path))
 
 
 def points_of_spec(path: str, sets=(), document: dict | None = None) -> list:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from math import gcd
 
-from pipeproof.spec.frontend_core import EMPTY, FULL, Builder, Ring, _ident
+from pipeproof.spec.frontend_core import EMPTY, FULL, Builder, Ring, ident
 from pipeproof.spec.mojo.parse import Data, Event, Kernel, Partition, Ref
 from pipeproof.spec.schema import SpecError
 
@@ -41,7 +41,7 @@ class MojoBuilder(Builder):
         self.sig = {}
         for arr, empty in k.pairs.items():
             stages = arr.slots
-            name = _ident(f"ring{arr.base[1]}")
+            name = ident(f"ring{arr.base[1]}")
             while name in names:
                 name += "_"
             names.add(name)

@@ -25,7 +25,7 @@ import re
 from dataclasses import dataclass
 
 from pipeproof.spec.frontend_core import (DATA_KINDS, EMPTY, FULL, WS_END, WS_START,  # noqa: F401
-                                          Builder as CoreBuilder, Ring, SourceMap, _ident, _move)
+                                          Builder as CoreBuilder, Ring, SourceMap, ident, move_stage)
 from pipeproof.spec.schema import SpecError
 from pipeproof.spec.ttgir.run import Event, Partition
 
