@@ -53,9 +53,7 @@ def jit(fn):
     counting, as the engines that call them (checker/engines/explore.py, ENGINE)."""
     return njit(cache=True, _nrt=False)(fn)
 
-NVIDIA = 0
-AMD = 1
-BACKEND_CODES = {"nvidia": NVIDIA, "amd": AMD}
+from pipeproof.backends.capabilities import AMD, BACKEND_CODES, NVIDIA  # noqa: E402,F401 (the seam's codes)
 
 FULL = 0
 EMPTY = 1

@@ -14,7 +14,7 @@ RING_OPS = tuple(n for n, e in OP_EFFECTS.items()
                  if e.observes >= 0 or e.updates >= 0 or e.stores or e.checks_read or e.move)
 MAIN_RING = "main"  # the ring of [pipeline]
 TARGETS = ("self", "leader", "peer", "all")
-BACKENDS = ("nvidia", "amd")
+from pipeproof.backends.capabilities import BACKEND_NAMES as BACKENDS  # noqa: E402 (the seam)
 SIDES = ("producer", "consumer")
 TX_LIMIT = (1 << 20) - 1  # mbarrier tx-count range is +-(2^20 - 1)
 MAX_COUNT = (1 << 20) - 1  # mbarrier expected-count range is 1 .. 2^20 - 1

@@ -14,7 +14,8 @@ from collections import namedtuple
 
 import numpy as np
 
-from pipeproof.backends.base import AMD, BACKEND_CODES, EMPTY, FULL
+from pipeproof.backends.base import EMPTY, FULL
+from pipeproof.backends.capabilities import backend
 from pipeproof.backends import nvidia
 from pipeproof.checker.core import semantics as S
 from pipeproof.checker.core.program import OP_EFFECTS, Agent, agents_of, part_of, slot_parts
@@ -69,7 +70,8 @@ class Model:
         (PTX's strict reading) instead of the warning unawaited_at_exit."""
         self.spec = spec
         self.strict_exit = bool(strict_exit)
-        self.backend = BACKEND_CODES[spec.backend]
+        self.caps = backend(spec.backend)  # what the backend can express (the one seam)
+        self.backend = self.caps.code
         self.ctas = spec.cluster_size
         self.ring_specs = spec.all_rings
         self.ring_names = [r.name for r in self.ring_specs]
@@ -277,7 +279,7 @@ class Model:
             expected = ring.expected(sig % 2)
             if stage >= ring.stages:
                 bounds += [(0, 0)] * 4  # a ring shorter than the longest has unused signals
-            elif self.backend == AMD:
+            elif self.caps.counters:
                 bounds += [(0, updates * max_n), (0, 0), (0, 0), (0, 0)]
             else:
                 bounds += [(0, updates), (0, expected),
@@ -334,7 +336,7 @@ class Model:
         for sig in range(self.ctas * self.rings * self.max_stages * 2):
             b = self.off_sig + 4 * sig
             ring, stage = self.sig_ring_stage(sig)
-            if self.backend != AMD and stage < ring.stages:
+            if self.caps.phase_parity and stage < ring.stages:  # an mbarrier's init
                 expected = ring.expected(sig % 2)
                 st[b], st[b + 1], st[b + 2] = nvidia.init(expected)
         st[self.off_slot:self.off_bar] = -1
@@ -449,8 +451,7 @@ class Model:
             if stage >= ring.stages:
                 continue
             b = self.off_sig + 4 * sig
-            signals[self.sig_name(sig)] = ({"count": state[b]} if self.backend == AMD else
-                                           {"phase_no": state[b], "pending": state[b + 1], "tx": state[b + 2]})
+            signals[self.sig_name(sig)] = dict(zip(self.caps.signal_fields, state[b:b + 3]))
         slots = {}  # a tag per slot; a list of one per part where the ring has several parts
         for p in range(self.off_slot, self.off_bar, self.max_parts):
             cta, r, stage, _ = self.slot_of(p)

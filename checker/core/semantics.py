@@ -114,6 +114,14 @@ TRAP = 1 << 21            # with a violation bit: the hardware traps here, so th
 # ---------------------------------------------------------------- signals
 
 @jit
+def counter_signals(T):
+    """Are the signals monotone counters (amd) rather than mbarriers (backends/capabilities.py)?
+    With signal_ready, in_phase_window and signal_update, the compiled engines' one switch on
+    the backend: numba cannot pass a rules module, so the table's backend code picks it here."""
+    return T.cfg[C_BACKEND] == AMD
+
+
+@jit
 def signal_ready(T, st, sig, phase):
     b = sig_base(T, sig)
     if T.cfg[C_BACKEND] == AMD:
@@ -610,7 +618,7 @@ def at_blocking_wait(T, st, a):
 def state_violations(T, st, n_enabled, det):
     """Properties of the state itself: deadlock, and (nvidia) waiters outside their window."""
     bits = 0
-    if T.cfg[C_BACKEND] != AMD:
+    if not counter_signals(T):
         for a in range(T.cfg[C_AGENTS]):
             sig, phase = at_blocking_wait(T, st, a)
             if sig >= 0:

@@ -62,7 +62,7 @@ from math import gcd
 
 import numpy as np
 
-from pipeproof.backends.base import AMD, njit
+from pipeproof.backends.base import njit
 from pipeproof.checker.core import semantics as S
 from pipeproof.checker.engines import symmetries as SYM
 from dataclasses import replace
@@ -202,7 +202,7 @@ class LapAbstraction:
             for op, _ in a.ops:
                 if OP_EFFECTS[op.name].observes >= 0:
                     self.observes[m.ring_names.index(op.ring), i] |= 1 << OP_EFFECTS[op.name].observes
-        self.amd = m.backend == AMD
+        self.counters = m.caps.counters  # amd: signals are counters, no phase numbers
         self.sig_live = self._touched_signals()
         self.has_body = [a.body_end > a.body_start for a in m.agents]
         self._tables = {}
@@ -379,7 +379,7 @@ class LapAbstraction:
         """With a reset of ring r ahead: move its phase numbers and the k' of its waiters'
         records by an even amount, when every waiter carries records (nvidia)."""
         waiters = [a for a in range(self.n_agents) if self.observes[r, a] and not done[a]]
-        if self.amd or not waiters or any(self.reset_until[r, a] < 0 for a in waiters):
+        if self.counters or not waiters or any(self.reset_until[r, a] < 0 for a in waiters):
             return
         records = [w for a in waiters for w in self._records(r, a)]
         low = min([int(st[b]) - 1 for _, b in self._ring_signals(r)] + [int(st[w]) + 1 for w in records])
@@ -400,7 +400,7 @@ class LapAbstraction:
                 continue
             pos = [S.ring_pos(m.agf, a, r, S.RF_PHASE) for a in users]
             low = min(int(st[p]) for p in pos) - 2
-            if not self.amd:
+            if not self.counters:
                 low = min([low] + [int(st[b]) - 1 for _, b in self._ring_signals(r)])
             shift = low - low % 2 if low > 0 else 0
             if not shift:
@@ -409,7 +409,7 @@ class LapAbstraction:
                 st[p] -= shift
             ring = m.ring_specs[r]
             for kind, b in self._ring_signals(r):
-                if self.amd:
+                if self.counters:
                     st[b] -= shift * ring.expected(kind)
                 else:
                     st[b] -= shift
@@ -439,7 +439,7 @@ class LapAbstraction:
 LapTables = namedtuple("LapTables", ["misc", "agent", "ring_users", "reset_until", "sig", "sig_mult",
                                      "classes", "p0", "observes", "stages", "ent", "sym"])
 # misc columns
-(M_AGF, M_AGENTS, M_OFF_SLOT, M_OFF_BAR, M_OFF_INF, M_INFLIGHT, M_TAG_COEF, M_ITEM_STEP, M_AMD,
+(M_AGF, M_AGENTS, M_OFF_SLOT, M_OFF_BAR, M_OFF_INF, M_INFLIGHT, M_TAG_COEF, M_ITEM_STEP, M_COUNTERS,
  M_NBAR, M_CTAS, M_FIRST_ARRIVED, M_KIND_SH, M_KIND_MASK, M_VAL_SH, M_VAL_MASK, M_WIN,
  M_MAXS, M_MAXP, M_FIELDS) = range(20)
 # agent columns
@@ -451,7 +451,7 @@ def lap_tables(lap: LapAbstraction) -> LapTables:
     kind_sh, kind_mask = m.entry_fields[S.E_KIND]
     val_sh, val_mask = m.entry_fields[S.E_VAL]
     misc = np.array([m.agf, lap.n_agents, m.off_slot, m.off_bar, m.off_inf, m.inflight,
-                     lap.tag_coef, lap.item_step, int(lap.amd), len(m.barrier_names), m.ctas,
+                     lap.tag_coef, lap.item_step, int(lap.counters), len(m.barrier_names), m.ctas,
                      S.F_RING0 + S.RING_FIELDS * m.rings, kind_sh, kind_mask, val_sh, val_mask,
                      m.win, m.max_stages, m.max_parts, m.n_fields], dtype=np.int64)
     agent = np.array([[len(a.ops), lap.coef[i], int(lap.has_body[i]), int(i in lap.readers), a.cta]
@@ -467,7 +467,7 @@ def lap_tables(lap: LapAbstraction) -> LapTables:
         ring = m.ring_specs[r]
         for k, (kind, b) in enumerate(ss):
             sig[r, k] = b
-            mult[r, k] = 1 if not lap.amd else ring.expected(kind)
+            mult[r, k] = 1 if not lap.counters else ring.expected(kind)
     width = max([len(c) for c in lap.classes] + [1])
     classes = np.full((max(len(lap.classes), 1), width), -1, dtype=np.int64)
     for k, members in enumerate(lap.classes):
@@ -486,7 +486,7 @@ def _record_pos(L, r, a, s, kind):
 @njit(**ENGINE)
 def _shift_phase_numbers(L, st, r, done):
     """LapAbstraction._shift_phase_numbers, compiled."""
-    if L.misc[M_AMD] != 0:
+    if L.misc[M_COUNTERS] != 0:
         return
     seen = False
     for a in range(L.misc[M_AGENTS]):
@@ -608,7 +608,7 @@ def canonical_into(L, st, done, tmp):
                 seen = True
         if not seen or not _windows_settled(L, st, r, done):
             continue
-        if L.misc[M_AMD] == 0:
+        if L.misc[M_COUNTERS] == 0:
             for k in range(L.sig.shape[1]):
                 if L.sig[r, k] >= 0 and st[L.sig[r, k]] - 1 < low:
                     low = st[L.sig[r, k]] - 1

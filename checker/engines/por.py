@@ -40,7 +40,7 @@ from collections import namedtuple
 import numpy as np
 
 from pipeproof.backends import nvidia
-from pipeproof.backends.base import AMD, EMPTY, FULL, jit
+from pipeproof.backends.base import EMPTY, FULL, jit
 from pipeproof.checker.core import semantics as S
 from pipeproof.spec.ops import OP_EFFECTS
 from pipeproof.spec.schema import targets
@@ -103,7 +103,7 @@ def slot_conflict(t_acc, u_acc):
 @jit
 def commuting_arrivals(T, F, r, kind):
     """amd counters only add; an mbarrier's arrivals commute when all have one count, no tx."""
-    return T.cfg[S.C_BACKEND] == AMD or F.uniform[r, kind] >= 0
+    return S.counter_signals(T) or F.uniform[r, kind] >= 0
 
 
 @jit
@@ -459,7 +459,7 @@ def could_pass(T, F, st, W, seen_at, sig, phase, budget, landing, expected, ever
     `could_complete_with_every_arrival`); a wait passes at a phase_no of the other parity.
     When it can, the least such phase_no is what this agent has seen. amd: a counter only
     grows by the units that reach it."""
-    if T.cfg[S.C_BACKEND] == AMD:
+    if S.counter_signals(T):
         return S.counter_ready(T, sig, st[S.sig_base(T, sig)] + budget, phase)
     now = st[S.sig_base(T, sig)]
     c = max_completions(T, st, sig, budget, landing, expected)
@@ -760,7 +760,7 @@ def independent_landing(T, F, st, j):
     landings commute with each other), with no other entry conflicting, and no agent able to
     observe its full signal, update it otherwise, read its slot or store into its part, or
     let its CTA go, before it lands (the walk, with every agent walking)?"""
-    if F.cfg[0] == 0 or T.cfg[S.C_BACKEND] == AMD:
+    if F.cfg[0] == 0 or S.counter_signals(T):
         return False
     e = st[T.cfg[S.C_OFF_INF] + j]
     if e == 0 or S.entry_field(T, e, S.E_KIND) != S.ENTRY_COPY:
