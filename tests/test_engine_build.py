@@ -112,3 +112,29 @@ def test_a_read_only_install_with_a_read_only_home_still_checks(tmp_path):
         assert not list(site.rglob("*.nbc"))
     finally:
         subprocess.run(["chmod", "-R", "u+w", str(site), str(home)], check=True)
+
+
+def test_a_missing_engine_source_fails_loudly(monkeypatch):
+    """Issue 33: a moved engine source must not be hashed as nothing (a stale compiled engine
+    would then be loaded forever): the digest names the missing file instead."""
+    from pipeproof.backends import numba_cache
+    monkeypatch.setattr(numba_cache, "ENGINE_SOURCES",
+                        numba_cache.ENGINE_SOURCES + ("checker/engines/moved_away.py",))
+    with pytest.raises(numba_cache.MissingEngineSource, match="checker/engines/moved_away.py"):
+        numba_cache.engine_digest()
+    with pytest.raises(numba_cache.MissingEngineSource):
+        numba_cache.drop_stale_cache()  # not swallowed like a read-only cache folder
+
+
+def test_every_compiled_module_is_an_engine_source():
+    """Each module that compiles functions with backends.base.jit/njit is in ENGINE_SOURCES, so
+    an edit to it drops the cached engines; and each listed source exists."""
+    import re
+    from pipeproof.backends import numba_cache
+    root = numba_cache.ROOT
+    compiled = {str(p.relative_to(root)) for folder in ("backends", "checker")
+                for p in (root / folder).rglob("*.py")
+                if re.search(r"^@(jit|njit)\b", p.read_text(), re.M)}
+    assert compiled and compiled <= set(numba_cache.ENGINE_SOURCES), \
+        sorted(compiled - set(numba_cache.ENGINE_SOURCES))
+    assert all((root / rel).is_file() for rel in numba_cache.ENGINE_SOURCES)
