@@ -41,7 +41,7 @@ def check_extracted(spec, target, lines_of, *, out, as_json, do_prove, same, sam
     """`lines_of(result)`: the kernel lines of its counterexample. `same`: None, or (the program
     is the same at the other counts compared?, what was compared); `same_lines`/`same_json` say
     it in text and JSON. `rerun_hint`: the command that checks the kernel's own count."""
-    from pipeproof.checker.results import VERDICT_EXIT, Verdict
+    from pipeproof.checker.results import EXIT_INCONCLUSIVE, VERDICT_EXIT, Verdict
     if do_prove:
         from pipeproof.checker.engines import MAX_ABSTRACT_STATES, prove
         from pipeproof.checker.cli.prove import proof_text, proof_to_json
@@ -65,7 +65,7 @@ def check_extracted(spec, target, lines_of, *, out, as_json, do_prove, same, sam
                                    "source": lines}, indent=2))
         code = VERDICT_EXIT[Verdict.of(kernel_status)]
         if same is not None and not same[0] and code == 0:
-            code = 3  # proved for a program that is not the kernel's at the other counts
+            code = EXIT_INCONCLUSIVE  # proved for a program that is not the kernel's at the other counts
         return Checked(result, lines, code, kernel_status, elsewhere)
     from pipeproof.checker.runtime import wall
     from pipeproof.checker.results import format_text, to_json

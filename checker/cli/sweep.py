@@ -74,7 +74,7 @@ def sweep(spec, sets, triton_target, args, do_prove, jobs, cluster, timeout, max
     not the points that change it, so it is not applied (no point is UNEXPECTED). The exit
     code is the worst point's: 0 all ok, 1 a violation, 2 an error point, 3 inconclusive."""
     from pipeproof.checker.cli.command import UsageFailure
-    from pipeproof.checker.results import EXIT_USAGE
+    from pipeproof.checker.results import EXIT_OK, EXIT_USAGE
     from pipeproof.spec.schema import SpecError
 
     if (spec is None) == (triton_target is None):
@@ -104,7 +104,7 @@ def sweep(spec, sets, triton_target, args, do_prove, jobs, cluster, timeout, max
     err_console = _console(sys.stderr)
     if dry_run:
         _dry_run(console, points, params)
-        sys.exit(0)
+        sys.exit(EXIT_OK)
     sys.exit(_run(points, params, console, err_console, locals()))
 
 

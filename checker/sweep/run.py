@@ -32,7 +32,7 @@ import time
 import traceback
 from pathlib import Path
 
-from pipeproof.checker.results import (EXIT_INCONCLUSIVE, EXIT_INTERNAL, EXIT_USAGE,
+from pipeproof.checker.results import (EXIT_INCONCLUSIVE, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE,
                                      SEVERITY, VERDICT_EXIT, Verdict, worse)
 
 ERROR = "error"
@@ -188,7 +188,7 @@ def not_run_record() -> dict:
 
 
 def worst_code(records) -> int:
-    code = 0
+    code = EXIT_OK
     for record in records:
         code = worse(code, record["exit_code"])
     return code
