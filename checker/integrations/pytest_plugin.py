@@ -81,8 +81,10 @@ class PipeproofSession:
         self.watcher.uninstall()
         worker = getattr(self.config, "workeroutput", None)
         if worker is not None:  # an xdist worker: the controller reports
+            import json
             from dataclasses import asdict
-            worker["pipeproof"] = [asdict(r) for r in self.watcher.results]
+            # as JSON text: execnet sends only plain builtins (a Verdict is a str subclass)
+            worker["pipeproof"] = json.dumps([asdict(r) for r in self.watcher.results])
             return
         path = self.config.getoption("pipeproof_sarif")
         if path:
@@ -93,7 +95,8 @@ class PipeproofSession:
     def pytest_testnodedown(self, node, error):
         """xdist: gather each worker's results on the controller."""
         from pipeproof.checker.integrations.triton_watch import KernelResult
-        for doc in getattr(node, "workeroutput", {}).get("pipeproof", []):
+        import json
+        for doc in json.loads(getattr(node, "workeroutput", {}).get("pipeproof", "[]")):
             self.worker_results.append(KernelResult(**doc))
 
     def all_results(self):
