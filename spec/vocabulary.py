@@ -17,7 +17,8 @@ class Verdict(str, Enum):
     VIOLATION = "violation"        # a violation, with its shortest counterexample
 
     __hash__ = str.__hash__        # hash as the word, so {"ok": ...}[Verdict.OK] works
-    __str__ = str.__str__          # print as the word
+    __str__ = str.__str__          # print as the word,
+    __repr__ = str.__repr__        # and show as it ('ok'), as before there was an enum
     __format__ = str.__format__
 
     @property
