@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from pipeproof.backends.capabilities import BACKENDS as BACKEND_RECORDS
 from pipeproof.spec import templates
 from pipeproof.spec.load_checks import (
     MAX_AGENTS, MAX_CLUSTER, MAX_ITEMS, MAX_STAGES, _check_choice, _check_int, _check_keys,
@@ -101,9 +102,10 @@ def _pipeline_settings(pipeline: dict, path: str) -> _PipelineSettings:
         _require(pipeline, key)
     backend = pipeline["backend"]
     cluster_size = pipeline.get("cluster_size", 1)
-    if backend == "amd" and cluster_size > 1:
-        raise _Invalid("[pipeline] cluster_size", f"must be 1 on backend 'amd' (clusters are "
-                                                  f"nvidia only), got {cluster_size}")
+    if not BACKEND_RECORDS[backend].clusters and cluster_size > 1:
+        able = " and ".join(b.name for b in BACKEND_RECORDS.values() if b.clusters)
+        raise _Invalid("[pipeline] cluster_size", f"must be 1 on backend {backend!r} (clusters are "
+                                                  f"{able} only), got {cluster_size}")
     template = pipeline.get("template")
     return _PipelineSettings(
         name=pipeline.get("name", Path(path).stem),

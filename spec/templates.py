@@ -37,6 +37,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from pipeproof.backends.capabilities import BACKENDS as BACKEND_RECORDS
 from pipeproof.spec.schema import SpecError
 
 TEMPLATES = {
@@ -73,6 +74,7 @@ TEMPLATES = {
         "section's token and arrives on the other's signal; counts = consumers (agents per "
         "warpgroup); nvidia or amd"),
 }
+# The templates whose producers expect and copy transaction bytes (TMA): tx bytes only
 NVIDIA_ONLY = ("mojo_input_tile", "sm90_ring", "cutlass_tma_async", "mojo_sm100_matmul")
 
 DEFAULT_CONSUMERS = 1
@@ -107,9 +109,12 @@ def expand(pipeline: dict, roles: list[dict], path) -> tuple[dict, list[dict]]:
     if not isinstance(name, str) or name not in TEMPLATES:
         raise _error(path, "template", f"unknown template {name!r} (allowed: "
                                        f"{', '.join(TEMPLATES)})")
-    if name in NVIDIA_ONLY and pipeline.get("backend") == "amd":
-        raise _error(path, "template", f"template {name!r} is not available on backend 'amd' "
-                                       f"(nvidia only; on amd use mojo_producer_consumer)")
+    record = BACKEND_RECORDS.get(pipeline.get("backend"))
+    if name in NVIDIA_ONLY and record is not None and not record.tx_bytes:
+        able = " and ".join(b.name for b in BACKEND_RECORDS.values() if b.tx_bytes)
+        raise _error(path, "template", f"template {name!r} is not available on backend "
+                                       f"{record.name!r} ({able} only; on {record.name} use "
+                                       f"mojo_producer_consumer)")
     builder = _BUILDERS[name]
     if name in _READS_USER_ROLES:
         pipeline_defaults, template_roles = builder(pipeline, roles, path)
