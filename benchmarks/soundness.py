@@ -39,6 +39,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from pipeproof.checker.core.program import agents_of, slot_parts  # noqa: E402
 from pipeproof.spec import templates  # noqa: E402
@@ -83,6 +84,25 @@ def _explicit(document: dict, path: str) -> dict:
     return {"pipeline": pipeline, "roles": [dict(r) for r in roles],
             "barriers": {k: dict(v) for k, v in document.get("barrier", {}).items()},
             "rings": rings}
+
+
+def user_shaped_bases() -> list[tuple[str, dict]]:
+    """Issue 35's shape (benchmarks/user_shaped.py): a 2-CTA cluster, a producer role per CTA
+    with its own program (CTA 0 multicasts A and its scales, each loads its B; one expect_tx
+    of the stage's bytes), math warpgroups with async reads and remote releases, drains;
+    scales copies of another byte count or the same one, async or synchronous reads."""
+    from user_shaped import user_shaped_toml
+    out = []
+    for stages in (2, 3):
+        for warpgroups in (1, 2):
+            for scales in (512, 16384):
+                for sync in (False, True):
+                    text = user_shaped_toml(stages, warpgroups, 1, scales_bytes=scales,
+                                            sync_read=sync)
+                    out.append((f"user_shaped_s{stages}_w{warpgroups}_b{scales}"
+                                + ("_sync" if sync else ""),
+                                _explicit(tomllib.loads(text), "user_shaped.toml")))
+    return out
 
 
 def bases() -> list[tuple[str, dict]]:
@@ -267,6 +287,7 @@ def generate(seed: int, i: int, base_list=None) -> tuple[str, str, str]:
 
 
 BASES = bases()
+USER_SHAPED_BASES = user_shaped_bases()
 
 # ------------------------------------------------------------------------------ comparison
 
@@ -355,8 +376,8 @@ def _compare_prove(spec, out, max_states):
 
 
 def check_one(args):
-    seed, i, bmc_every, prove_every, laps_every, max_states, only, clusters = args
-    name, mutation, text = generate(seed, i)
+    seed, i, bmc_every, prove_every, laps_every, max_states, only, clusters, user_shaped = args
+    name, mutation, text = generate(seed, i, USER_SHAPED_BASES if user_shaped else None)
     rec = {"i": i, "base": name, "mutation": mutation}
     if only and not set(mutation.split("+")) & set(only):
         rec["filtered"] = True
@@ -448,16 +469,18 @@ def _smaller(d):
 # ------------------------------------------------------------------------------ the run
 
 def run(specs: int, seed: int, jobs: int, bmc_every: int, prove_every: int, laps_every: int,
-        max_states: int, shrink_dir=None, quiet=False, only=(), clusters=False) -> dict:
+        max_states: int, shrink_dir=None, quiet=False, only=(), clusters=False,
+        user_shaped=False) -> dict:
     """Check specs 0..specs-1 of `seed` (`only`: just those with one of these mutations;
-    `clusters`: just those of more than one CTA)."""
+    `clusters`: just those of more than one CTA; `user_shaped`: made from issue 35's shape
+    instead of the examples and templates)."""
     started = time.monotonic()
     tally = Counter()
     verdicts = Counter()
     mutations = Counter()
     found = []
-    work = [(seed, i, bmc_every, prove_every, laps_every, max_states, tuple(only), clusters)
-            for i in range(specs)]
+    work = [(seed, i, bmc_every, prove_every, laps_every, max_states, tuple(only), clusters,
+             user_shaped) for i in range(specs)]
     if jobs > 1:
         pool = multiprocessing.get_context("fork").Pool(jobs)
         results = pool.imap(check_one, work, chunksize=64)
@@ -514,18 +537,21 @@ def main():
     ap.add_argument("--shrink-dir")
     ap.add_argument("--clusters", action="store_true",
                     help="compare only the generated specs of more than one CTA")
+    ap.add_argument("--user-shaped", action="store_true",
+                    help="make the specs from issue 35's user-shaped GEMM (benchmarks/user_shaped.py)")
     args = ap.parse_args()
     from pipeproof.checker.engines.verifier import warm_up
     warm_up()  # compile (or load) the engines once, before the workers fork
     from pipeproof.checker.engines.prover import warm_up_prove
     warm_up_prove()
     out = run(args.specs, args.seed, args.jobs, args.bmc_every, args.prove_every,
-              args.laps_every, args.max_states, args.shrink_dir, clusters=args.clusters)
+              args.laps_every, args.max_states, args.shrink_dir, clusters=args.clusters,
+              user_shaped=args.user_shaped)
     t = out["tally"]
     print(f"\ncommand: python benchmarks/soundness.py --specs {args.specs} --seed {args.seed} "
           f"--jobs {args.jobs} --bmc-every {args.bmc_every} --prove-every {args.prove_every} "
           f"--laps-every {args.laps_every} --max-states {args.max_states}"
-          + (" --clusters" if args.clusters else ""))
+          + (" --clusters" if args.clusters else "") + (" --user-shaped" if args.user_shaped else ""))
     print(f"specs generated {t.get('generated', 0)}, loaded {t.get('loaded', 0)}, "
           f"invalid (spec errors) {t.get('invalid', 0)}, over the state limit {t.get('limit', 0)}")
     print(f"verdicts of the compared specs (unreduced search): {out['verdicts']}")
