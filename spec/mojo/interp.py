@@ -76,6 +76,11 @@ class Thread:
                  loops: dict):
         self.m = module
         self.k = kernel
+        # ncta: the cluster's CTA count, or its shape (x, y, z) (nvvm.cluster_dim); CTA rank
+        # r is at (r mod x, r div x mod y, r div xy) in the cluster, which is at the grid's origin
+        dims = tuple(ncta) if isinstance(ncta, (tuple, list)) else (ncta, 1, 1)
+        self.cdims = (dims + (1, 1, 1))[:3]
+        ncta = self.cdims[0] * self.cdims[1] * self.cdims[2]
         self.tid, self.cta, self.ncta, self.block_dim = tid, cta, ncta, block_dim
         self.ws = 32 if "nvptx" in module.triple else 64  # warp / wavefront size
         self.lane = tid % self.ws
@@ -537,17 +542,20 @@ class Thread:
             return self.tid // self.ws
         if n in ("llvm.nvvm.read.ptx.sreg.ntid.x",):
             return self.block_dim
-        if n in ("llvm.nvvm.read.ptx.sreg.ntid.y", "llvm.nvvm.read.ptx.sreg.ntid.z",
-                 "llvm.nvvm.read.ptx.sreg.nctaid.y", "llvm.nvvm.read.ptx.sreg.nctaid.z"):
+        if n in ("llvm.nvvm.read.ptx.sreg.ntid.y", "llvm.nvvm.read.ptx.sreg.ntid.z"):
             return 1
-        if n == "llvm.nvvm.read.ptx.sreg.nctaid.x":
-            return self.ncta
-        if n in ("llvm.nvvm.read.ptx.sreg.ctaid.x",):
+        if n in ("llvm.nvvm.read.ptx.sreg.cluster.ctarank",):
             return self.cta
-        if n in ("llvm.nvvm.read.ptx.sreg.cluster.ctarank", "llvm.nvvm.read.ptx.sreg.cluster.ctaid.x"):
-            return self.cta
-        if n in ("llvm.nvvm.read.ptx.sreg.cluster.nctarank", "llvm.nvvm.read.ptx.sreg.cluster.nctaid.x"):
+        if n in ("llvm.nvvm.read.ptx.sreg.cluster.nctarank",):
             return self.ncta
+        axis = re.match(r"llvm\.nvvm\.read\.ptx\.sreg\.(cluster\.)?(n?ctaid)\.([xyz])$", n)
+        if axis:
+            # the CTA's place in its cluster (the grid is taken to be that one cluster)
+            dx, dy, dz = self.cdims
+            i = "xyz".index(axis.group(3))
+            if axis.group(2) == "nctaid":
+                return self.cdims[i]
+            return (self.cta % dx, self.cta // dx % dy, self.cta // (dx * dy))[i]
         if n.startswith("llvm.nvvm.read.ptx.sreg.cluster.") or n.startswith("llvm.nvvm.read.ptx.sreg.ctaid") \
                 or n.startswith("llvm.nvvm.read.ptx.sreg.tid"):
             return 0

@@ -22,6 +22,7 @@ import gzip
 import re
 from dataclasses import dataclass, field
 
+from pipeproof.backends.capabilities import backend
 from pipeproof.spec.frontend_core import EMPTY, FULL
 from pipeproof.spec.mojo.interp import MAX_STEPS, Raw, Thread  # noqa: F401
 from pipeproof.spec.mojo.llvm import IRError, LLModule, OPAQUE, Ptr, parse_module
@@ -309,6 +310,7 @@ class Kernel:
     data: dict           # full Array -> Data
     unsupported: list    # (what, Op): ops read but not expressible in the spec language
     globals: dict = field(default_factory=dict)
+    warp_size: int = 32  # threads per warp (nvptx) or wavefront (amdgcn: 64), from the triple
 
 
 def attr(m: LLModule, kernel, key):
@@ -336,18 +338,21 @@ class Extractor:
         self.k = ks[0]
         self.debug = Debug(self.m)
         self.args = self._args(args or {})
-        self.nvidia = "nvptx" in self.m.triple
-        self.ws = 32 if self.nvidia else 64
+        nvptx = "nvptx" in self.m.triple  # the target triple: the one place it names a backend
+        self.backend = "nvidia" if nvptx else "amd"
+        self.caps = backend(self.backend)
+        self.ws = 32 if nvptx else 64  # warp / wavefront size
         bd = block_dim or self._block_dim()
         if bd is None:
             raise SpecError(f"{path}: the IR does not state the block size (no nvvm.maxntid); "
                             f"give it with --block-dim N")
         self.block_dim = bd
         cl = attr(self.m, self.k, "nvvm.cluster_dim")
-        self.cluster = 1
+        self.cluster, self.cdims = 1, (1, 1, 1)
         if cl:
             dims = [int(x) for x in cl.split(",")]
-            self.cluster = dims[0] * (dims[1] if len(dims) > 1 else 1) * (dims[2] if len(dims) > 2 else 1)
+            self.cdims = tuple((dims + [1, 1, 1])[:3])
+            self.cluster = self.cdims[0] * self.cdims[1] * self.cdims[2]
 
     def _args(self, given: dict) -> dict:
         out = {}
@@ -422,7 +427,7 @@ class Extractor:
             for cta in range(self.cluster):
                 runs = []
                 for w in range(warps):
-                    t, evs = run_warp(self.m, self.k, loops, w, cta, self.cluster, self.block_dim,
+                    t, evs = run_warp(self.m, self.k, loops, w, cta, self.cdims, self.block_dim,
                                       self.args, self.ws)
                     for r in evs:
                         r.iters = tuple(x for x in r.iters if x[0] not in t.spin)
@@ -489,7 +494,7 @@ class Extractor:
         for b in bars.values():
             if b.signal is None and b.init is not None and len(by_site.get(b.init.inst.dbg, ())) == 1:
                 b.signal = next(iter(by_site[b.init.inst.dbg]))
-        if not self.nvidia:
+        if self.caps.counters:
             # AMD counters: the storage array holds full[0..n) then empty[0..n)
             for key, b in bars.items():
                 if b.signal is None:
@@ -516,7 +521,7 @@ class Extractor:
                 cur = Array(f"{b.signal}@{k[1]}", 1, b.signal, b.count, k, [b])
                 cur.site = site
                 arrays.append(cur)
-        if not self.nvidia:
+        if self.caps.counters:
             self._amd_arrays(arrays, bars)
         by_addr = {}
         for arr in arrays:
@@ -535,8 +540,9 @@ class Extractor:
         self.by_addr = by_addr
         parts = self._partitions(per_cta)
         data = {}
-        return Kernel(self.path, self.k.name.lstrip("@"), "nvidia" if self.nvidia else "amd",
-                      self.cluster, self.block_dim, parts, arrays, pairs, data, [], self.m.globals)
+        return Kernel(self.path, self.k.name.lstrip("@"), self.backend,
+                      self.cluster, self.block_dim, parts, arrays, pairs, data, [], self.m.globals,
+                      self.ws)
 
     def _amd_arrays(self, arrays, bars):
         """Counters of the AmdCounterBackend: the storage global is 2n Int64, full then empty,
