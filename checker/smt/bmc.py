@@ -357,7 +357,7 @@ def _check_frame(model: Model, enc: Encoding, vals: dict, state, t: int) -> None
     for key in enc.sig_keys():
         c, r, s, kind = key
         b = model.off_sig + 4 * int(S.sig_index(model.tables, c, r, s, kind))
-        if enc.nvidia:
+        if enc.parity:
             ours = tuple(int(vals[(n,) + key]) for n in ("ph", "pend", "tx", "obs"))
             theirs = tuple(state[b:b + 4])
         else:

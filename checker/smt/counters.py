@@ -26,6 +26,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 from pipeproof.backends import amd
+from pipeproof.backends.capabilities import backend
 from pipeproof.checker.smt import solvers as smt
 import z3
 from pipeproof.checker.smt.precheck_spec import (EMPTY, FULL, MAX_STEPS, WAITS, classes, forms,
@@ -57,7 +58,7 @@ class WrapReport:
 
 
 def amd_wrap(spec: Spec) -> WrapReport:
-    if spec.backend != "amd":
+    if not backend(spec.backend).wrap32:
         return WrapReport(False, None, None, "", "nvidia waits look at phase parity only: "
                           "a wrapped UInt32 phase keeps its parity", "unsat")
     if walk_size(spec) > MAX_STEPS:
@@ -186,7 +187,7 @@ def report_lines(spec: Spec) -> list[str]:
     explicit engine's verdict is what counts."""
     try:
         lines = [f"pre-check: {f}" for f in precheck(spec)]
-        if spec.backend == "amd":
+        if backend(spec.backend).wrap32:
             w = amd_wrap(spec)
             if w.found or w.status == "unknown":
                 lines.append(f"counters: {w.message}")

@@ -59,7 +59,7 @@ import from this module is still here.
 """
 from __future__ import annotations
 
-from pipeproof.backends.base import AMD
+from pipeproof.backends.capabilities import backend
 from pipeproof.checker.core import semantics as S
 from pipeproof.checker.core import Model
 from pipeproof.checker.smt.encode_frame import AM, NV, _Frames
@@ -81,7 +81,10 @@ class Encoding(_Program, _Frames, _Steps, _Reductions):
         self.model = model
         self.T = model.tables
         self.A = len(model.agents)
-        self.nvidia = model.backend != AMD
+        signals = backend(model.backend)
+        # a signal is an mbarrier (phase, pending, tx; waits test its phase parity), or else a
+        # monotone counter; wrap32: its wait thresholds wrap at 2^32 (the bit-vector width)
+        self.parity, self.wrap32 = signals.phase_parity, signals.wrap32
         self.ctas = model.ctas
         self.rings = model.rings
         self.stages = [r.stages for r in model.ring_specs]

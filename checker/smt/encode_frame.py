@@ -33,7 +33,7 @@ class _Frames:
         steps = self.longest_run_bound + 2
         values = [nvidia_backend.TX_LIMIT + biggest, steps * biggest * self.ctas,
                   int(self.T.ring[:, 1:].max()), int(self.T.bar_count.max()) + steps]
-        if not self.nvidia:  # a wait threshold is wrap32(phase +- 1) * count
+        if self.wrap32:  # a wait threshold is wrap32(phase +- 1) * count
             values.append(amd_backend.U32 * int(self.T.ring[:, 1:].max()))
         return max(values).bit_length() + 2
 
@@ -73,7 +73,7 @@ class _Frames:
             for b in range(self.n_bar):
                 v[("arr", a, b)] = 0
         for key in self.sig_keys():
-            if self.nvidia:
+            if self.parity:
                 ph, pend, tx = NV.init(self.expected(key[1], key[3]))
                 v[("ph",) + key], v[("pend",) + key], v[("tx",) + key] = ph, pend, tx
                 v[("obs",) + key] = False
@@ -116,7 +116,7 @@ class _Frames:
                     ch |= {("bar", b, c), ("gen", b, c)}
                     if e.barrier == "arrive":
                         ch.add(("arr", a, b))
-                if e.observes >= 0 and self.nvidia:
+                if e.observes >= 0 and self.parity:
                     ch.add(("obs", c, r, s, e.observes))
                 if e.observes >= 0 and self.window(a, r, s, e.observes):
                     ch |= {("wk", a, r, s, e.observes), ("wp", a, r, s, e.observes)}
@@ -137,7 +137,7 @@ class _Frames:
         return ch
 
     def _sig_fields(self, key, tx: bool) -> set:
-        if not self.nvidia:
+        if not self.parity:
             return {("cnt",) + key}
         out = {("ph",) + key, ("pend",) + key, ("obs",) + key}
         return out | {("tx",) + key} if tx else out
@@ -146,7 +146,7 @@ class _Frames:
 
     def signal_ready(self, f: Frame, key, phase: int):
         c, r, s, kind = key
-        if self.nvidia:
+        if self.parity:
             return _b(NV.ready(f.v[("ph",) + key], phase))
         if kind == FULL:
             return _b(AM.full_ready(f.v[("cnt",) + key], phase, self.expected(r, FULL)))
@@ -285,7 +285,7 @@ class _Frames:
         unfinished = _or([z3.Not(self.finished(f, a)) for a in range(self.A)])
         stuck = _and([z3.Not(self.agent_enabled(f, a)) for a in range(self.A)])
         out = {S.DEADLOCK: _and([unfinished, z3.Not(self.anything_in_flight(f)), stuck])}
-        if self.nvidia:
+        if self.parity:
             alias = []
             for a, prog in enumerate(self.progs):
                 for k, ins in enumerate(prog):

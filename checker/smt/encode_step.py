@@ -44,8 +44,8 @@ class _Steps:
         updates = {}  # (signal, count, tx) -> the backend's update of this frame's signal
 
         def signal_update(key, cond, count, tx_delta):
-            touch(("sig",) + key, ("upd", count, tx_delta) if self.nvidia else ("inc",), cond)
-            if not self.nvidia:
+            touch(("sig",) + key, ("upd", count, tx_delta) if self.parity else ("inc",), cond)
+            if not self.parity:
                 put(("cnt",) + key, cond, AM.arrive(f.v[("cnt",) + key], count))
                 return
             if (key, count, tx_delta) not in updates:
@@ -118,14 +118,14 @@ class _Steps:
                     touch(("sig",) + key, ("r",), cond)
                     if e.blocks:
                         waits = _and([cond, z3.Not(self.skipped(f, a, ins))])
-                        if self.nvidia:
+                        if self.parity:
                             put(("obs",) + key, waits, z3.BoolVal(True))
                         window_passed(waits, a, ins)
                     else:
                         ok = self.signal_ready(f, key, ins.phase)
                         put(("ready", a, r), cond, ok)
                         window_passed(_and([cond, ok]), a, ins)
-                        if self.nvidia:
+                        if self.parity:
                             put(("obs",) + key, _and([cond, ok]), z3.BoolVal(True))
                             bit(S.PHASE_ALIAS, cond, z3.Not(self.in_window(f, a, ins)))
                 # -- its update at each target CTA: now, or by the instance it issues

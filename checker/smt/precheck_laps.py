@@ -9,7 +9,7 @@ from pipeproof.checker.core import OP_EFFECTS
 import z3
 from pipeproof.checker.smt.precheck_base import _CheckBase, _Q
 from pipeproof.checker.smt.precheck_findings import Finding, _ordinal, _plural, sig_name
-from pipeproof.checker.smt.precheck_signals import _NV, _NVp, agrees, wait_need
+from pipeproof.checker.smt.precheck_signals import _NV, _NVp, agrees, phase_parity, wait_need
 from pipeproof.checker.smt.precheck_walk import EMPTY, FULL, READS, WAITS, WRITES, Ev
 
 
@@ -36,8 +36,8 @@ class _Laps(_CheckBase):
                 t = self._var("t")
                 q = f.q0 + f.qa * t
                 stage, phase = q % S, q / S
-                k = _intends(f, phase, p0, t) if spec.backend == "nvidia" else None
-                if k is None and spec.backend == "nvidia":
+                k = _intends(f, phase, p0, t) if phase_parity(spec) else None
+                if k is None and phase_parity(spec):
                     out.append(None)  # the phase it intends is not one closed form: left out
                     continue
                 pre_s = z3.Sum([z3.If(stage == st, n, 0) for st, n in pre.items()] + [0])
@@ -59,7 +59,7 @@ class _Laps(_CheckBase):
                 e = f.evs[after]
                 exp = pre.get(e.stage, 0) + e.vis + (1 if X == FULL else 0)
                 need = wait_need(spec, r, X, e)
-                done = need if spec.backend == "nvidia" else -(-need // r.expected(X))
+                done = need if phase_parity(spec) else -(-need // r.expected(X))
                 if self._lap_finding(ring, X, c, cls, e, exp, need, done, pre, out):
                     return
 
@@ -90,7 +90,7 @@ class _Laps(_CheckBase):
                                      f"shows {shown}")
         sig, at = sig_name(ring, X), sig_name(ring, X, e.stage)
         p0 = cls.role.initial_phase_of(ring)
-        if self.spec.backend == "nvidia":
+        if phase_parity(self.spec):
             how = f"its parity wait passes after {_plural(done, 'completion')} of {at}"
         else:
             n, sign = self.rings[ring].expected(X), "+" if X == FULL else "-"

@@ -7,12 +7,13 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+from pipeproof.backends.capabilities import backend
 from pipeproof.checker.smt import solvers as smt
 from pipeproof.checker.core import OP_EFFECTS
 import z3
 from pipeproof.checker.smt.precheck_base import _CheckBase, _Q
 from pipeproof.checker.smt.precheck_findings import Finding, _plural, sig_name
-from pipeproof.checker.smt.precheck_signals import wait_need
+from pipeproof.checker.smt.precheck_signals import phase_parity, wait_need
 from pipeproof.checker.smt.precheck_walk import ARRIVES, EMPTY, FULL, WAITS, Cls, _count, sources
 
 
@@ -136,7 +137,7 @@ class _Rates(_CheckBase):
                 return
             kind, tail = "deadlock", ": the phase never completes, deadlock"
         else:
-            if self.spec.backend != "nvidia" or not self._over_arrival(ring, X, c) \
+            if not phase_parity(self.spec) or not self._over_arrival(ring, X, c) \
                     or not self._shows("over_arrival"):
                 return  # an amd surplus only passes waits early; not shown to violate
             kind, tail = "over_arrival", (": the surplus completes phases no wait observes, "
@@ -205,7 +206,7 @@ class _Rates(_CheckBase):
         return False
 
     def _bytes_q(self, ring: str, c: int, pre):
-        if self.spec.backend != "nvidia" or pre is None or pre:
+        if not backend(self.spec.backend).tx_bytes or pre is None or pre:
             return None
         sums = self._sums(ring, c, lambda e: e.op.n if e.op.ring == ring and OP_EFFECTS[e.name].tx
                           else 0)
@@ -288,7 +289,7 @@ class _Rates(_CheckBase):
                 if not (e.blocking and e.op.ring == ring and WAITS[e.name] == X):
                     continue
                 need = wait_need(self.spec, r, X, e)
-                arrivals = need * r.expected(X) if self.spec.backend == "nvidia" else need
+                arrivals = need * r.expected(X) if phase_parity(self.spec) else need
                 if arrivals <= total[e.stage] or not self._deadlocks():
                     continue
                 sig = sig_name(ring, X)

@@ -9,7 +9,7 @@ from collections import defaultdict
 from pipeproof.backends import nvidia
 from pipeproof.checker.core import program
 from pipeproof.checker.core import OP_EFFECTS
-from pipeproof.checker.smt.precheck_signals import _AMDp, _NVp, spec_is_nvidia, wait_need
+from pipeproof.checker.smt.precheck_signals import _AMDp, _NVp, phase_parity, wait_need
 from pipeproof.checker.smt.precheck_walk import ARRIVES, EMPTY, FULL, WAITS, Cls, Ev, _count
 from pipeproof.spec.schema import Spec, targets
 
@@ -52,7 +52,7 @@ class _Progress:
             X = WAITS[e.name]
             need = wait_need(spec, ring, X, e)
             return ("wait", (c, e.op.ring, X, e.stage),
-                    need * ring.expected(X) if spec.backend == "nvidia" else need)
+                    need * ring.expected(X) if phase_parity(spec) else need)
         if e.name in ARRIVES:
             return ("arrive", [((d, e.op.ring, ARRIVES[e.name], e.stage), _count(e))
                                for d in targets(spec.cluster_size, c, e.op.to)])
@@ -115,7 +115,7 @@ class _Progress:
         `agent` past its step `past` ("reached"), or meets a violation first (its kind), or
         neither (None). With `collect` (ends()), the violations that do not end a path go into
         it and the run goes on to its end (agent None)."""
-        spec, nv = self.spec, spec_is_nvidia(self.spec)
+        spec, parity = self.spec, phase_parity(self.spec)
         hold = hold or {}
         sig, bars, waiting, last = {}, defaultdict(lambda: [0, 0]), {}, {}
         pcs = [0] * len(self.steps)
@@ -126,12 +126,12 @@ class _Progress:
         def signal(key):
             if key not in sig:
                 ring = self.rings[key[1]]
-                sig[key] = list(_NVp.init(ring.expected(key[2]))) if nv else [0]
+                sig[key] = list(_NVp.init(ring.expected(key[2]))) if parity else [0]
             return sig[key]
 
         def update(key, count, tx):  # None, or the kind of the trap
             st = signal(key)
-            if not nv:
+            if not parity:
                 st[0] = _AMDp.arrive(st[0], count)
                 return None
             ph, pend, t, out = _NVp.update(*st, self.rings[key[1]].expected(key[2]),
@@ -157,7 +157,7 @@ class _Progress:
                 st = signal((c, e.op.ring, X, e.stage))
                 if e.op.unless_ready and ready_flag[a, e.op.ring]:
                     return "ok"  # skipped: not evaluated
-                if nv:
+                if parity:
                     # the window as semantics.in_phase_window: from the last passed wait
                     rec = (a, e.op.ring, e.stage, X)
                     k = _NVp.intended_after(*window.get(rec, (-(p0 % 2), p0)), e.phase)

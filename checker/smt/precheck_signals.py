@@ -7,6 +7,7 @@ from __future__ import annotations
 import types
 
 from pipeproof.backends import amd, base, nvidia
+from pipeproof.backends.capabilities import backend
 from pipeproof.checker.smt import solvers as smt
 import z3
 from pipeproof.checker.smt.precheck_walk import FULL
@@ -33,15 +34,17 @@ _NVp = _plain(nvidia)
 _AMDp = _plain(amd)
 
 
-def spec_is_nvidia(spec: Spec) -> bool:
-    return spec.backend == "nvidia"
+def phase_parity(spec: Spec) -> bool:
+    """Its signals are mbarriers (a wait tests a phase parity and needs completed phases; an
+    arrival beyond the count traps), not monotone counters (a wait needs arrivals)."""
+    return backend(spec.backend).phase_parity
 
 
 def wait_need(spec: Spec, ring, X: str, e) -> int:
     """Concretely, for the wait or try `e` (a precheck_walk.Ev): nvidia, completions it needs
     (its intended phase + 1, at least 0; the least phase it may intend, when the walk leaves
     that open: never more than it needs); amd, the arrivals its threshold needs."""
-    if spec.backend == "nvidia":
+    if phase_parity(spec):
         return max(0, e.ks[0] + 1)
     fn = _AMD.full_threshold if X == FULL else _AMD.empty_threshold
     return fn(e.phase, ring.expected(X))
@@ -51,7 +54,7 @@ def agrees(spec: Spec, ring, X: str, done, phase, k):
     """Z3: the wait at `phase` intending signal phase `k` (nvidia) passes exactly when
     completion number `done` of its signal happens (the backend's own definitions, over Z3
     integers)."""
-    if spec.backend == "nvidia":
+    if phase_parity(spec):
         return z3.And(_NV.ready(done, phase), _NV.in_window_at(done, k))
     n = ring.expected(X)
     ready = _AMD.full_ready if X == FULL else _AMD.empty_ready

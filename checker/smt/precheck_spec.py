@@ -59,21 +59,22 @@ them, and every name the others import from it is still here.
 """
 from __future__ import annotations
 
+from pipeproof.backends.capabilities import backend
 from pipeproof.checker.core import OP_EFFECTS
 import z3
 from pipeproof.checker.smt.precheck_base import _Q
 from pipeproof.checker.smt.precheck_findings import Finding, sig_name
 from pipeproof.checker.smt.precheck_laps import _Laps
 from pipeproof.checker.smt.precheck_rates import _Rates
-from pipeproof.checker.smt.precheck_signals import agrees, spec_is_nvidia, wait_need
+from pipeproof.checker.smt.precheck_signals import agrees, phase_parity, wait_need
 from pipeproof.checker.smt.precheck_walk import (ARRIVES, EMPTY, FULL, MAX_STEPS, READS, USES,
                                                  WAITS, WRITES, Cls, Ev, Form, classes, forms,
                                                  sources, walk_size)
 from pipeproof.spec.schema import TX_LIMIT, Spec
 
 __all__ = ["ARRIVES", "EMPTY", "FULL", "MAX_STEPS", "READS", "USES", "WAITS", "WRITES", "Cls",
-           "Ev", "Finding", "Form", "agrees", "classes", "forms", "precheck", "sig_name",
-           "sources", "spec_is_nvidia", "wait_need", "walk_size"]
+           "Ev", "Finding", "Form", "agrees", "classes", "forms", "phase_parity", "precheck",
+           "sig_name", "sources", "wait_need", "walk_size"]
 
 
 def precheck(spec: Spec) -> list[Finding]:
@@ -92,7 +93,7 @@ def precheck(spec: Spec) -> list[Finding]:
 def _tx_operands(spec: Spec) -> list[Finding]:
     """An expect_tx or copy operand above 2^20 - 1 traps when it runs (static)."""
     out = []
-    if spec.backend != "nvidia":
+    if not backend(spec.backend).tx_bytes:
         return out
     for role in spec.roles:
         for op in role.body:
