@@ -7,6 +7,7 @@ files compare it verbatim. The JSON document is the `--json` contract (docs/mode
 """
 from __future__ import annotations
 
+from pipeproof.backends.capabilities import backend as backend_record
 from pipeproof.checker.results.result import JSON_SCHEMA_VERSION, Result
 from pipeproof.checker.results.trace import Step, Trace, parity
 
@@ -115,7 +116,7 @@ def _dash(v: object) -> str:
 
 def _row(step: Step, backend: str) -> tuple[str, ...]:
     cells = (str(step.index), step.actor, _op_text(step), _dash(step.stage), _dash(step.phase))
-    if backend == "nvidia":
+    if backend_record(backend).phase_parity:
         cells += (_dash(parity(step.phase, backend)),)
     return cells + ("; ".join(step.changes) or "-",)
 
@@ -123,7 +124,7 @@ def _row(step: Step, backend: str) -> tuple[str, ...]:
 def format_table(trace: Trace) -> list[str]:
     """The steps of a trace as aligned rows under a header (the last column is not padded).
     `lap` is the agent's phase as a lap count, `parity` its mbarrier parity (nvidia)."""
-    columns = COLUMNS if trace.backend == "nvidia" else COLUMNS_NO_PARITY
+    columns = COLUMNS if backend_record(trace.backend).phase_parity else COLUMNS_NO_PARITY
     rows = [columns] + [_row(s, trace.backend) for s in trace.steps]
     widths = [max(len(r[i]) for r in rows) for i in range(len(columns) - 1)]
     lines = []

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from pipeproof.backends.capabilities import backend as backend_record
 from pipeproof.checker.core import semantics as S
 from pipeproof.checker.core import OP_EFFECTS
 from pipeproof.checker.results.result import KINDS, RECORDS
@@ -102,7 +103,7 @@ class Trace:
 
 def parity(phase, backend: str):
     """The mbarrier parity of a lap count (nvidia); None on amd or for an async event."""
-    return None if phase is None or backend != "nvidia" else phase % 2
+    return None if phase is None or not backend_record(backend).phase_parity else phase % 2
 
 
 # ------------------------------------------------------------------ codes -> trace
