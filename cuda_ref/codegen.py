@@ -70,6 +70,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from pipeproof.backends.base import EMPTY, FULL
+from pipeproof.backends.capabilities import BACKENDS, backend as backend_record
 from pipeproof.checker.core import semantics as S
 from pipeproof.checker.core import OP_CODES, Model, compile_model
 from pipeproof.checker.core import OP_EFFECTS
@@ -148,6 +149,11 @@ class Generated:
         return "nothing" if tag == -1 else names.get(tag, f"item {tag}")
 
 
+def _only(capability: str) -> str:
+    """The backends with a capability (a field of backends.capabilities.Backend), for words."""
+    return " and ".join(b.name for b in BACKENDS.values() if getattr(b, capability))
+
+
 class _Gen(Layout, OpEmitter):
     def __init__(self, model: Model, replay: bool = False):
         self.model = model
@@ -155,7 +161,10 @@ class _Gen(Layout, OpEmitter):
         self.spec: Spec = model.spec
         self.k = model.ctas
         self.backend = self.spec.backend
-        self.nv = self.backend == "nvidia"
+        self.caps = backend_record(self.backend)
+        # signals are mbarriers (mbarrier.*, waits on a phase parity), else u32 counters; the
+        # kernel's NV switch (emit_ops.py reads it too)
+        self.nv = self.caps.phase_parity
         self.path = self.spec.path
 
     def fail(self, what: str) -> GenerationError:
@@ -179,13 +188,14 @@ class _Gen(Layout, OpEmitter):
                     raise self.fail(f"agent {a.name}: '{op.text}': fills for a later item (ahead=) "
                                     f"have no GPU implementation yet")
                 eff = OP_EFFECTS[op.name]
-                if eff.tx and not self.nv:  # TMA byte counts
-                    raise self.fail(f"agent {a.name}: op {op.name!r} exists only on nvidia")
+                if eff.tx and not self.caps.tx_bytes:  # TMA byte counts
+                    raise self.fail(f"agent {a.name}: op {op.name!r} exists only on "
+                                    f"{_only('tx_bytes')}")
                 if eff.issues == "copy" and (op.n % BULK_ALIGN or op.n == 0):
                     raise self.fail(f"agent {a.name}: 'copy {op.n}': cp.async.bulk needs a "
                                     f"byte count that is a positive multiple of {BULK_ALIGN}")
-        if self.k > 1 and not self.nv:
-            raise self.fail("cluster_size > 1 exists only on nvidia")
+        if self.k > 1 and not self.caps.clusters:
+            raise self.fail(f"cluster_size > 1 exists only on {_only('clusters')}")
         per_cta = [sum(1 for a in self.model.agents if a.cta == c) for c in range(self.k)]
         if max(per_cta) + self.replay > MAX_WARPS_PER_CTA:
             more = " with the replay warp" if self.replay else ""

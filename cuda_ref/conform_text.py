@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from pipeproof.backends import amd
-from pipeproof.backends.base import AMD, FULL
+from pipeproof.backends.base import FULL
 from pipeproof.checker.core import semantics as S
 from pipeproof.checker.core import Model
 from pipeproof.checker.core import OP_EFFECTS
@@ -27,7 +27,7 @@ def signal_text(m: Model, state, sig, phase) -> str:
     """What signal `sig` holds, and what a wait on it at `phase` needs."""
     b = m.off_sig + 4 * sig
     name = m.sig_short(sig)
-    if m.backend == AMD:
+    if m.caps.counters:
         r = (sig // 2 // m.max_stages) % m.rings
         ring = m.ring_specs[r]
         threshold = amd.full_threshold if sig % 2 == FULL else amd.empty_threshold

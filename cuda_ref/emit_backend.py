@@ -19,13 +19,14 @@ import inspect
 
 from pipeproof.backends import amd as amd_backend
 from pipeproof.backends import nvidia as nvidia_backend
+from pipeproof.backends.capabilities import BACKENDS
 from pipeproof.backends.printed import Expr, make, printed_backend, render, same, sym
 from pipeproof.cuda_ref.emit_common import GenerationError
 
-# How the kernel realises each public function of a backend module. A function added to a
-# backend without an entry here makes generation fail (see `check_backend_mirrors`).
-BACKEND_MIRRORS = {
-    "nvidia": {
+# How the kernel realises each public function of a backend's rules module. A function added
+# to a backend without an entry here makes generation fail (see `check_backend_mirrors`).
+_MIRRORS_OF = {
+    nvidia_backend: {
         "init": "mbarrier.init.shared::cta.b64 [bar], count (full: producer_arrive_count, "
                 "empty: consumer_arrive_count), then fence.mbarrier_init.release.cluster",
         "update": "the hardware mbarrier: mbarrier.arrive [n] is (n, 0), "
@@ -38,7 +39,7 @@ BACKEND_MIRRORS = {
         "in_window": None,
         "in_window_at": None,
     },
-    "amd": {
+    amd_backend: {
         "init": "counter = 0",
         "arrive": "red.release.cta.shared::cta.add.u32 [counter], n",
         "full_threshold": "amd_full_threshold(phase, count), printed from it (amd_helpers)",
@@ -48,7 +49,9 @@ BACKEND_MIRRORS = {
         "empty_ready": "probe_amd(counter, threshold), as full_ready (amd_ready)",
     },
 }
-BACKEND_MODULES = {"nvidia": nvidia_backend, "amd": amd_backend}
+# By backend name (backends.capabilities), the backends whose rules the kernel realises
+BACKEND_MODULES = {b.name: b.rules for b in BACKENDS.values() if b.rules in _MIRRORS_OF}
+BACKEND_MIRRORS = {name: _MIRRORS_OF[module] for name, module in BACKEND_MODULES.items()}
 
 
 def _c(text: str) -> Expr:
