@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from math import gcd
 
+from pipeproof.backends.capabilities import backend
 from pipeproof.spec.frontend_core import EMPTY, FULL, Builder, Ring, ident
 from pipeproof.spec.mojo.parse import Data, Event, Kernel, Partition, Ref
 from pipeproof.spec.schema import SpecError
@@ -76,10 +77,9 @@ class MojoBuilder(Builder):
         return self.sig[array]
 
     def ring_counts(self, ring) -> tuple:
-        amd = self.kernel.backend == "amd"
         pac = ring.counts.get(FULL, 1)
         cac = ring.counts.get(EMPTY, 1)
-        if amd:
+        if backend(self.kernel.backend).counters:
             pac, cac = self.amd_counts[ring.name]
         return pac, cac
 
@@ -332,7 +332,7 @@ def build(kernel: Kernel, name: str):
     def rings():
         orig()
         to_core(kernel, b)
-        if kernel.backend == "amd":
+        if backend(kernel.backend).counters:
             amd_phases(kernel, b)
     b._rings = rings
     text, source = b.toml()
@@ -342,7 +342,7 @@ def build(kernel: Kernel, name: str):
             extra += [f"[barrier.{bar}]", f"count = {n}", ""]
         cut = text.index("[[role]]")
         text = text[:cut] + "\n".join(extra) + text[cut:]
-    if kernel.backend == "amd":
+    if backend(kernel.backend).counters:
         # exact phases: the builder follows parity; a counter wait names its lap exactly
         check_amd_exact(kernel, b)
     return text, source
@@ -431,7 +431,7 @@ def drop_start_cluster_barrier(kernel: Kernel) -> None:
 def named_barriers(kernel: Kernel, b: MojoBuilder) -> None:
     """bar.sync ID, N: a named barrier of N threads; in agents, N / the agent's threads."""
     per_agent = 128 if any(p.name.startswith("wg") for p in kernel.partitions) else \
-        (32 if kernel.backend == "nvidia" else 64)
+        kernel.warp_size
     for p in kernel.partitions:
         for ev in p.events:
             if ev.kind == "sync":
