@@ -201,3 +201,69 @@ def test_cli_json_table_and_bad_input(tmp_path, capsys):
     assert A.main(["--root", str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "checker/bad.py:1" in err
+
+
+# ---------------------------------------------------------------- the rules, on this repository
+# (docs/architecture.md "The wings of checker/"; each rule fails on the synthetic trees above)
+
+@pytest.fixture(scope="module")
+def repo():
+    return A.load_tree(ROOT)
+
+
+def test_no_private_name_crosses_a_wing(repo):
+    assert [c for c in A.private_crossings(repo) if c[3]] == []
+
+
+def test_every_wing_imports_another_only_through_its_face(repo):
+    assert not A.is_flat(repo)
+    assert A.face_bypasses(repo) == []
+
+
+def test_no_import_cycle_at_load_time_between_modules_or_wings(repo):
+    graphs = A.import_graphs(repo)
+    assert A.cycles(graphs["module level"]) == []
+    assert A.cycles(graphs["wings"]) == []
+
+
+def _face_exports(init: str) -> tuple[set, set]:
+    """(submodules, names) a face's lazy_loader.attach call lists."""
+    import ast
+    for node in ast.walk(ast.parse(init)):
+        if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "attach":
+            kw = {k.arg: ast.literal_eval(k.value) for k in node.keywords}
+            return set(kw.get("submodules", ())), {n for v in kw.get("submod_attrs", {}).values() for n in v}
+    return set(), set()
+
+
+def test_each_wing_has_a_face_and_no_module_is_named_like_a_name_it_exports():
+    wings = [p for p in (ROOT / "checker").iterdir() if (p / "__init__.py").exists()]
+    assert len(wings) >= 9
+    for wing in wings:
+        submodules, names = _face_exports((wing / "__init__.py").read_text())
+        modules = {p.stem for p in wing.glob("*.py")} - {"__init__"}
+        assert submodules and submodules <= modules, wing
+        assert not names & modules, (wing, names & modules)  # the module would shadow the name
+        face = __import__(f"pipeproof.checker.{wing.name}", fromlist=["x"])
+        for name in sorted(names):  # every name the face lists is there
+            assert getattr(face, name) is not None, (wing.name, name)
+
+
+def test_only_the_seam_switches_on_the_backend(repo):
+    """backends/capabilities.py is the seam; in the compiled engines core/semantics.py picks
+    the rules (numba cannot pass a module)."""
+    allowed = {"backends/capabilities.py", "checker/core/semantics.py"}
+    assert set(A.backend_switches(repo)) <= allowed, sorted(set(A.backend_switches(repo)) - allowed)
+
+
+def test_the_kinds_and_verdicts_are_written_once():
+    from pipeproof.checker.models.run import KINDS as EXPORT_KINDS
+    from pipeproof.checker.results import GPU_OUTCOMES, KINDS, VERDICT_EXIT, Verdict
+    from pipeproof.cuda_ref.log import OUTCOMES
+    from pipeproof.spec.load_pipeline import EXPECT_VALUES
+    assert EXPORT_KINDS[:len(KINDS)] == KINDS and EXPECT_VALUES == ("ok",) + KINDS
+    assert OUTCOMES is GPU_OUTCOMES
+    assert [v.value for v in sorted(Verdict, key=lambda v: v.rank)] == ["ok", "inconclusive", "violation"]
+    assert Verdict.worst(["ok", "violation", "inconclusive"]) is Verdict.VIOLATION
+    assert {v: Verdict.of(v.proof_word) for v in Verdict} == {v: v for v in Verdict}
+    assert VERDICT_EXIT["ok"] == 0 and VERDICT_EXIT[Verdict.VIOLATION] == 1
