@@ -51,6 +51,11 @@ BACKEND_CODES = {b.name: b.code for b in BACKENDS.values()}
 _BY_CODE = {b.code: b for b in BACKENDS.values()}
 
 
+def names_with(capability: str) -> str:
+    """The backends that have a capability (a field of Backend), for messages: "nvidia"."""
+    return " and ".join(b.name for b in BACKENDS.values() if getattr(b, capability))
+
+
 def backend(key) -> Backend:
     """The record of a backend, by name ("nvidia") or by code (NVIDIA)."""
     found = BACKENDS.get(key) if isinstance(key, str) else _BY_CODE.get(int(key))

@@ -70,7 +70,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from pipeproof.backends.base import EMPTY, FULL
-from pipeproof.backends.capabilities import BACKENDS, backend as backend_record
+from pipeproof.backends.capabilities import backend as backend_record, names_with
 from pipeproof.checker.core import semantics as S
 from pipeproof.checker.core import OP_CODES, Model, compile_model
 from pipeproof.checker.core import OP_EFFECTS
@@ -151,7 +151,7 @@ class Generated:
 
 def _only(capability: str) -> str:
     """The backends with a capability (a field of backends.capabilities.Backend), for words."""
-    return " and ".join(b.name for b in BACKENDS.values() if getattr(b, capability))
+    return names_with(capability)
 
 
 class _Gen(Layout, OpEmitter):

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from pipeproof.backends.capabilities import BACKENDS as BACKEND_RECORDS
+from pipeproof.backends.capabilities import BACKENDS as BACKEND_RECORDS, names_with
 from pipeproof.spec import templates
 from pipeproof.spec.load_checks import (
     MAX_AGENTS, MAX_CLUSTER, MAX_ITEMS, MAX_STAGES, _check_choice, _check_int, _check_keys,
@@ -103,7 +103,7 @@ def _pipeline_settings(pipeline: dict, path: str) -> _PipelineSettings:
     backend = pipeline["backend"]
     cluster_size = pipeline.get("cluster_size", 1)
     if not BACKEND_RECORDS[backend].clusters and cluster_size > 1:
-        able = " and ".join(b.name for b in BACKEND_RECORDS.values() if b.clusters)
+        able = names_with("clusters")
         raise _Invalid("[pipeline] cluster_size", f"must be 1 on backend {backend!r} (clusters are "
                                                   f"{able} only), got {cluster_size}")
     template = pipeline.get("template")

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pipeproof.backends.capabilities import BACKENDS as BACKEND_RECORDS
+from pipeproof.backends.capabilities import BACKENDS as BACKEND_RECORDS, names_with
 from pipeproof.spec.load_checks import (
     IDENTIFIER, MAX_AGENTS, MAX_ITEMS, MAX_PHASE, MAX_STAGES, _check_choice, _check_int,
     _check_keys, _check_str, _did_you_mean, _Invalid, _show,
@@ -229,7 +229,7 @@ def _check_op_in_context(op: Op, where: str, role: str, section: str,
                               f"item a fill is for: the item K after the agent's in body, item K "
                               f"in prologue)")
     if op.name in NVIDIA_ONLY_OPS and not BACKEND_RECORDS[settings.backend].tx_bytes:
-        able = " and ".join(b.name for b in BACKEND_RECORDS.values() if b.tx_bytes)
+        able = names_with("tx_bytes")
         raise _Invalid(where, f"op {op.text!r}: {op.name!r} is not available on backend "
                               f"{settings.backend!r} ({able} only)")
     if op.ring != MAIN_RING and op.ring not in context.rings:

@@ -37,7 +37,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pipeproof.backends.capabilities import BACKENDS as BACKEND_RECORDS
+from pipeproof.backends.capabilities import BACKENDS as BACKEND_RECORDS, names_with
 from pipeproof.spec.schema import SpecError
 
 TEMPLATES = {
@@ -111,7 +111,7 @@ def expand(pipeline: dict, roles: list[dict], path) -> tuple[dict, list[dict]]:
                                        f"{', '.join(TEMPLATES)})")
     record = BACKEND_RECORDS.get(pipeline.get("backend"))
     if name in NVIDIA_ONLY and record is not None and not record.tx_bytes:
-        able = " and ".join(b.name for b in BACKEND_RECORDS.values() if b.tx_bytes)
+        able = names_with("tx_bytes")
         raise _error(path, "template", f"template {name!r} is not available on backend "
                                        f"{record.name!r} ({able} only; on {record.name} use "
                                        f"mojo_producer_consumer)")
