@@ -223,6 +223,7 @@ def test_every_wing_imports_another_only_through_its_face(repo):
 def test_no_import_cycle_at_load_time_between_modules_or_wings(repo):
     graphs = A.import_graphs(repo)
     assert A.cycles(graphs["module level"]) == []
+    assert A.cycles(graphs["all"]) == []  # not even through an import inside a function
     assert A.cycles(graphs["wings"]) == []
 
 

@@ -9,8 +9,8 @@ from pipeproof.checker.core import OP_EFFECTS
 import z3
 from pipeproof.checker.smt.precheck_base import _CheckBase, _Q
 from pipeproof.checker.smt.precheck_findings import Finding, _ordinal, _plural, sig_name
-from pipeproof.checker.smt.precheck_signals import _NV, _NVp, agrees, phase_parity, wait_need
-from pipeproof.checker.smt.precheck_walk import EMPTY, FULL, READS, WAITS, WRITES, Ev
+from pipeproof.checker.smt.precheck_signals import _NV, agrees, phase_parity, wait_need
+from pipeproof.checker.smt.precheck_walk import EMPTY, FULL, READS, WAITS, WRITES, Ev, _NVp
 
 
 class _Laps(_CheckBase):

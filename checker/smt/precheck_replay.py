@@ -9,8 +9,8 @@ from collections import defaultdict
 from pipeproof.backends import nvidia
 from pipeproof.checker.core import program
 from pipeproof.checker.core import OP_EFFECTS
-from pipeproof.checker.smt.precheck_signals import _AMDp, _NVp, phase_parity, wait_need
-from pipeproof.checker.smt.precheck_walk import ARRIVES, EMPTY, FULL, WAITS, Cls, Ev, _count
+from pipeproof.checker.smt.precheck_signals import phase_parity, wait_need
+from pipeproof.checker.smt.precheck_walk import ARRIVES, EMPTY, FULL, WAITS, Cls, Ev, _AMDp, _count, _NVp
 from pipeproof.spec.schema import Spec, targets
 
 

@@ -1,12 +1,10 @@
 """The backends' own signal functions as the pre-check uses them: on plain Python ints for the
-concrete replay (`_NVp`, `_AMDp`), and re-bound to Z3 terms (`_NV`, `_AMD`) for what a wait
+concrete replay (`_NVp`, `_AMDp`, in precheck_walk.py), and re-bound to Z3 terms (`_NV`, `_AMD`) for what a wait
 needs (`wait_need`) and when it passes (`agrees`, for the lap obligations). Nothing about
 mbarriers or counters is written again here."""
 from __future__ import annotations
 
-import types
-
-from pipeproof.backends import amd, base, nvidia
+from pipeproof.backends import amd, nvidia
 from pipeproof.backends.capabilities import backend
 from pipeproof.checker.smt import solvers as smt
 import z3
@@ -17,21 +15,6 @@ _NV = smt.symbolic_backend(nvidia)
 _AMD = smt.symbolic_backend(amd)
 
 
-def _plain(module) -> types.SimpleNamespace:
-    """The backend's functions on plain Python ints: its own bodies, with the primitives'
-    Python bodies (checker.smt does the same with Z3's); no numba compile for a short run."""
-    ns = dict(vars(module))
-    ns.update({p: getattr(getattr(base, p), "py_func", getattr(base, p)) for p in base.PRIMITIVES})
-    out = {}
-    for name, obj in vars(module).items():
-        fn = getattr(obj, "py_func", obj)
-        if isinstance(fn, types.FunctionType) and fn.__module__ == module.__name__:
-            out[name] = ns[name] = types.FunctionType(fn.__code__, ns, name, fn.__defaults__)
-    return types.SimpleNamespace(**out)
-
-
-_NVp = _plain(nvidia)
-_AMDp = _plain(amd)
 
 
 def phase_parity(spec: Spec) -> bool:

@@ -4,15 +4,34 @@ runs; and every op's walk fitted to a closed form in the item index (`Form`), wh
 symbolic checks quantify over. Also the op-name tables the checks share."""
 from __future__ import annotations
 
+import types
 from collections import defaultdict
 from dataclasses import dataclass
 from math import lcm
 
+from pipeproof.backends import amd, base, nvidia
 from pipeproof.checker.core import OP_EFFECTS
 from pipeproof.spec.schema import MAIN_RING, Op, Role, Spec, targets
 
 MAX_STEPS = 200_000  # agents x ops walked; above it only the static checks run
 FULL, EMPTY = "full", "empty"
+
+
+def _plain(module) -> types.SimpleNamespace:
+    """The backend's functions on plain Python ints: its own bodies, with the primitives'
+    Python bodies (smt/solvers.py does the same with Z3's); no numba compile for a short run."""
+    ns = dict(vars(module))
+    ns.update({p: getattr(getattr(base, p), "py_func", getattr(base, p)) for p in base.PRIMITIVES})
+    out = {}
+    for name, obj in vars(module).items():
+        fn = getattr(obj, "py_func", obj)
+        if isinstance(fn, types.FunctionType) and fn.__module__ == module.__name__:
+            out[name] = ns[name] = types.FunctionType(fn.__code__, ns, name, fn.__defaults__)
+    return types.SimpleNamespace(**out)
+
+
+_NVp = _plain(nvidia)
+_AMDp = _plain(amd)
 _KIND = {0: FULL, 1: EMPTY}  # checker/core/program.py's signal kinds
 # The op-name tables of the checks, read off OP_EFFECTS (a drain step walks as wait_empty):
 # ops that use a slot's signals or payload; arrivals (an update of some units) and the signal
@@ -94,7 +113,6 @@ class Form:
 
 
 def _walk(spec: Spec, role: Role, leader: bool) -> tuple[list, dict]:
-    from pipeproof.checker.smt.precheck_signals import _NVp
     stages = {r.name: r.stages for r in spec.all_rings}
     init = {r: role.initial_phase_of(r) * n + (role.initial_stage if r == MAIN_RING else 0)
             for r, n in stages.items()}
