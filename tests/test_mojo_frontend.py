@@ -103,6 +103,80 @@ def test_sm90_cluster2_needs_its_closing_cluster_barrier(tmp_path):
     assert got.returncode == 1 and "inflight_at_exit" in got.stdout + got.stderr, got.stdout
 
 
+# ---- clusters of more than 2 CTAs (issue 34): cluster 4x1x1 is extracted and checked; 2x2x1 is
+# refused (its row and column multicasts are no to=self/peer/leader/all target)
+def _cluster_spec(name, tmp_path):
+    """The extracted spec only (the search stopped at once: exit 3, inconclusive)."""
+    spec = tmp_path / f"{name}.toml"
+    code, out = run(FIX / f"{name}.ll.gz", "--emit-spec", spec, "--max-states", "1")
+    assert code == 3, out
+    return spec.read_text()
+
+
+@pytest.mark.parametrize("name,k_tiles", [("sm90_bf16_cluster4", 16), ("sm90_bf16_cluster4_k512", 8)])
+def test_sm90_cluster4_spec_multicasts_to_all_four_and_releases_in_all_four(name, k_tiles, tmp_path):
+    # CTA 0's producer multicasts B to the four CTAs (mask 0xF: copy to=all) and loads A; CTAs
+    # 1-3 load A only; every CTA's full expects 32768 bytes; each consumer warpgroup releases the
+    # slot in every CTA (arrive_cluster: lane c mapa's to CTA c), so empty counts 2 x 4 = 8; the
+    # closing barrier.cluster is every agent of the cluster: 3 x 4 = 12.
+    text = _cluster_spec(name, tmp_path)
+    assert "cluster_size = 4\n" in text
+    assert "consumer_arrive_count = 8\n" in text
+    assert "[ring.cluster_barrier]\nstages = 1\nproducer_arrive_count = 12\n" in text
+    assert f"items = {k_tiles}\n" in text and "every=" not in text
+    roles = {m.group(1): m.group(0) for m in re.finditer(r'^name = "(\w+)"\n.*?(?=^\[\[role\]\]|\Z)',
+                                                          text, re.M | re.S)}
+    assert set(roles) == {"wg0_cta0", "wg1_x2", "wg0_cta123"}, list(roles)
+    assert "ctas = [0]" in roles["wg0_cta0"] and "ctas = [1, 2, 3]" in roles["wg0_cta123"]
+    assert '"copy 16384 to=all",  # load_tile matmul_kernels.mojo:833' in roles["wg0_cta0"]
+    assert '"copy 16384",  # load_tile matmul_kernels.mojo:838' in roles["wg0_cta0"]
+    assert "to=all" not in roles["wg0_cta123"].split("epilogue")[0]
+    assert roles["wg0_cta123"].count('"expect_tx 32768"') == 1
+    assert roles["wg1_x2"].count('"arrive_empty to=all",  # arrive_cluster <- consumer_arrive_empty') == 4
+    assert '"arrive_empty to=all",  # arrive_cluster matmul_kernels.mojo:1645' in roles["wg1_x2"]
+
+
+@pytest.mark.slow  # about 2 min at K = 1024, 50 s at 512 (docs/mojo.md); pytest -m slow
+@pytest.mark.parametrize("name,states", [("sm90_bf16_cluster4", 254469), ("sm90_bf16_cluster4_k512", 108229)])
+def test_sm90_cluster4_is_ok_at_two_trip_counts(name, states):
+    code, out = run(FIX / f"{name}.ll.gz")
+    assert code == 0, out
+    assert f"ok ({states} states" in out
+
+
+def test_sm90_cluster2x2_is_refused_naming_the_row_multicast():
+    # cluster 2x2x1: CTA (x, y) = rank x + 2y; CTA 0 multicasts B to its row {0, 1} (:833) and A
+    # to its column {0, 2} (:838), CTA 1 A to {1, 3}, CTA 2 B to {2, 3}: CTA c + 2 is no target
+    # the spec language has (self / peer = c + 1 / leader / all).
+    code, out = run(FIX / "sm90_bf16_cluster2x2.ll.gz")
+    assert code == 2, out
+    assert len(out.strip().splitlines()) == 1
+    assert out.startswith("matmul_kernels.mojo:833 ")
+    assert "lands on CTAs [0, 1] from CTA 0: not one of to=self/peer/leader/all" in out
+
+
+def test_sm90_cluster2x2_places_each_cta_in_the_cluster_by_x_and_y():
+    # The multicast masks come from the CTA's (cluster_ctaid.x, cluster_ctaid.y): every CTA's
+    # copies and where they land, read before the spec is built.
+    from pipeproof.spec.mojo import parse
+    path = str(FIX / "sm90_bf16_cluster2x2.ll.gz")
+    ex = parse.Extractor(parse.read_ir(path), path)
+    got = {}
+
+    def partitions(per_cta):
+        for runs in per_cta:
+            for agent in ex._agents(runs):
+                for e in ex._events(agent):
+                    if e.kind == "copy":
+                        got.setdefault(agent.cta, set()).add((e.op.line, tuple(sorted(e.tgt))))
+        return []
+
+    ex._partitions = partitions
+    ex.run()
+    # (CTA 3 issues no copy: B comes from CTA 1, A from CTA 2)
+    assert got == {0: {(833, (0, 1)), (838, (0, 2))}, 1: {(838, (1, 3))}, 2: {(833, (2, 3))}}, got
+
+
 def test_mojo_source_without_toolchain_says_how_to_get_it(tmp_path, monkeypatch):
     src = tmp_path / "k.mojo"
     src.write_text("def main():\n    pass\n")
@@ -158,6 +232,75 @@ def test_sm90_consumer_pre_arrival_removed_is_deadlock(tmp_path):
     lines = out.split("in the kernel:")[1]
     assert "matmul_kernels.mojo:818" in lines  # the producer's wait_empty (acquire_producer)
     assert "matmul_kernels.mojo:1619" in lines  # the consumers' wait_full
+
+
+# ---- mutations of the cluster-4 IR (K = 512)
+def _cluster4_ir():
+    return gzip.open(FIX / "sm90_bf16_cluster4_k512.ll.gz", "rt").read()
+
+
+def _cluster4_mutant(tmp_path, ir, name="c4.ll"):
+    f = tmp_path / name
+    f.write_text(ir)
+    return run(f)
+
+
+def test_sm90_cluster4_pre_arrival_removed_is_deadlock(tmp_path):
+    # In a cluster the consumers' pre-arrival (consumer_arrive_empty_barriers, :571) is
+    # arrive_cluster: inline asm `mapa` + `mbarrier.arrive.shared::cluster`, lane c to CTA c.
+    # Without it no CTA's empty barrier ever completes phase 0: every producer waits at :818.
+    ir = _cluster4_ir()
+    loc = {m.group(1): (int(m.group(2)), m.group(3)) for m in re.finditer(
+        r"^(!\d+) = !DILocation\(line: (\d+),[^\n]*?(?:inlinedAt: (!\d+))?\)$", ir, re.M)}
+
+    def at571(d):
+        while d:
+            line, d = loc.get(d, (0, None))
+            if line == 571:
+                return True
+        return False
+
+    asm = r'^  call void asm sideeffect "[^"\n]*mapa\.shared::cluster[^"\n]*mbarrier\.arrive\.shared::cluster[^\n]*!dbg (!\d+)\n'
+    mutant = re.sub(asm, lambda m: "" if at571(m.group(1)) else m.group(0), ir, flags=re.M)
+    assert len(re.findall(asm, ir, re.M)) - len(re.findall(asm, mutant, re.M)) == 4  # one per stage
+    code, out = _cluster4_mutant(tmp_path, mutant)
+    assert code == 1, out
+    head = out.split("step  agent")[0]
+    assert "deadlock after 0 steps" in head
+    for c in range(4):
+        assert f"cta{c}.empty[0] (phase 0)" in head and f"cta{c}.full[0] (phase 0)" in head
+    assert "\n1 state, 0 transitions" in out
+    lines = out.split("in the kernel:")[1]
+    assert "matmul_kernels.mojo:818" in lines and "matmul_kernels.mojo:1619" in lines
+
+
+def test_sm90_cluster4_expected_bytes_halved_is_read_before_fill(tmp_path):
+    # expect_tx 32768 -> 16384 in every CTA: CTA 0's own A copy (or the multicast B) completes
+    # full alone and a consumer reads the slot's other half empty.
+    ir, n = re.subn(r"(mbarrier\.arrive\.expect\.tx\.scope\.cta\.space\.cta\(ptr addrspace\(3\) %\d+, "
+                    r"i32 )32768\)", r"\g<1>16384)", _cluster4_ir())
+    assert n == 4
+    code, out = _cluster4_mutant(tmp_path, ir)
+    assert code == 1, out
+    assert "read_before_fill after 21 steps" in out.split("step  agent")[0]
+    assert "350999 states" in out
+    assert "matmul_kernels.mojo:822" in out.split("in the kernel:")[1]
+
+
+def test_sm90_cluster4_with_a_two_cta_empty_count_is_caught(tmp_path):
+    # The empty count (num_consumer x cluster size = 8, computed in the kernel's init) -> 4, the
+    # count of a 2-CTA cluster: the eight pre-arrivals complete empty twice before the producer's
+    # first wait on phase 0 (phase_alias), one arrival past what a phase takes (over_arrival).
+    ir, n = re.subn(r"^(  %\d+) = trunc i64 %\d+ to i32, (!dbg !\d+)\n(  %\d+ = call i32 "
+                    r"@llvm\.nvvm\.read\.ptx\.sreg\.tid\.x)", r"\1 = add i32 0, 4, \2\n\3",
+                    _cluster4_ir(), count=1, flags=re.M)
+    assert n == 1
+    code, out = _cluster4_mutant(tmp_path, ir)
+    assert code == 1, out
+    assert "consumer_arrive_count = 4\n" in out
+    head = out.split("step  agent")[0]
+    assert "phase_alias after 8 steps" in head and "(also: over_arrival)" in head
+    assert "2155 states" in out
 
 
 # ---- --prove: the lap abstraction on the extracted spec (every item count)
