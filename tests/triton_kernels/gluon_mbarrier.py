@@ -22,7 +22,7 @@ Plain module, no tests: ``dump_ttgir.py`` imports it by path and compiles ``KERN
 import triton.experimental.gluon.language as gl
 from triton.experimental import gluon
 from triton.experimental.gluon.language.nvidia.ampere import async_copy
-from triton.experimental.gluon.language.nvidia.hopper import mbarrier, tma, warpgroup_mma, warpgroup_mma_wait
+from triton.experimental.gluon.language.nvidia.hopper import mbarrier, tma, warpgroup_mma, warpgroup_mma_wait; _tma_load = getattr(tma, "async_load", None) or tma.async_copy_global_to_shared  # noqa: E702,E501 (Triton 3.6 names it async_copy_global_to_shared; one line, so the pinned source lines stay)
 from triton.experimental.gluon.language.nvidia.blackwell import (TensorMemoryLayout, allocate_tensor_memory,
                                                                  fence_async_shared, tcgen05_commit, tcgen05_mma)
 
@@ -35,7 +35,7 @@ def _rowsum_loader(x_desc, bufs, ready, empty, n_tiles, STAGES: gl.constexpr):
         phase = (i // STAGES) & 1
         mbarrier.wait(empty.index(s), phase ^ 1)               # slot free?
         mbarrier.expect(ready.index(s), x_desc.block_type.nbytes)
-        tma.async_load(x_desc, [i * x_desc.block_type.shape[0], 0], ready.index(s), bufs.index(s))
+        _tma_load(x_desc, [i * x_desc.block_type.shape[0], 0], ready.index(s), bufs.index(s))
 
 
 @gluon.jit
@@ -83,8 +83,8 @@ def _mm_loader(a_desc, b_desc, a_bufs, b_bufs, ready, empty, off_m, off_n, k_til
         phase = (k // STAGES) & 1
         mbarrier.wait(empty.index(s), phase ^ 1)
         mbarrier.expect(ready.index(s), a_desc.block_type.nbytes + b_desc.block_type.nbytes)
-        tma.async_load(a_desc, [off_m, k * BLOCK_K], ready.index(s), a_bufs.index(s))
-        tma.async_load(b_desc, [off_n, k * BLOCK_K], ready.index(s), b_bufs.index(s))
+        _tma_load(a_desc, [off_m, k * BLOCK_K], ready.index(s), a_bufs.index(s))
+        _tma_load(b_desc, [off_n, k * BLOCK_K], ready.index(s), b_bufs.index(s))
     if DRAIN:  # producer tail (CUTLASS producer_tail, Mojo drain): every slot released again
         for k in range(k_tiles, k_tiles + STAGES):
             mbarrier.wait(empty.index(k % STAGES), ((k // STAGES) & 1) ^ 1)
