@@ -17,7 +17,7 @@ Candidates are ordered by size: one change before two; within that, values the s
 implies first (the number of agents that actually arrive, the bytes actually copied, the phase
 convention of the signal a role waits on: "tier 0"), then small deltas; the violation kind
 decides which kind of parameter comes first and the failing trace which roles and rings. Each
-candidate is re-verified with the explicit engine (`checker.verify.verify`, under a state and
+candidate is re-verified with the explicit engine (`checker.engines.verify`, under a state and
 time bound; only `ok` counts). The winner is written back into the spec file's text, the patched
 text is loaded again and must give exactly the verified spec (and verify `ok` again); where
 `checker.engines.prover` exists, `prove` must not refute it (a refuted candidate is dropped). Nothing

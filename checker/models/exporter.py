@@ -105,7 +105,7 @@ from pipeproof.checker.models.run import (
 )
 from pipeproof.spec.schema import Spec
 
-# The public names of the export, wherever they are defined (the IR and checks in export_ir.py,
+# The public names of the export, wherever they are defined (the IR and checks in ir.py,
 # each language in export_promela.py / export_murphi.py, running the tools in export_run.py).
 __all__ = ["ENTRY_COMMIT", "ENTRY_COPY", "FORMATS", "IR", "KINDS", "KIND_MESSAGES", "SUBSET",
            "UNSUPPORTED_OPS", "Group", "ToolRun", "check_exportable", "export", "measured",

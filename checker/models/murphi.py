@@ -45,7 +45,7 @@ from pipeproof.spec.schema import Spec
 def to_murphi(spec: Spec, symmetry: bool = False, strict_exit: bool = False) -> str:
     """The spec as a Murphi model for Rumur (check with `--deadlock-detection stuck`);
     `strict_exit`: a CTA gone with its own copies or commits in flight is inflight_at_exit
-    (export_ir.IR)."""
+    (ir.IR)."""
     ir = IR(spec, "murphi", strict_exit=strict_exit)
     return _Murphi(ir, symmetry).text()
 

@@ -41,7 +41,7 @@ from pipeproof.spec.schema import Spec
 
 def to_promela(spec: Spec, strict_exit: bool = False) -> str:
     """The spec as a Promela model for SPIN; `strict_exit`: a CTA gone with its own copies or
-    commits in flight is inflight_at_exit (export_ir.IR)."""
+    commits in flight is inflight_at_exit (ir.IR)."""
     ir = IR(spec, "promela", strict_exit=strict_exit)
     return _Promela(ir).text()
 

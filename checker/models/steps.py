@@ -38,7 +38,7 @@ condition, the rest its body):
 - `AwaitReads(n)` guard: at most n of my async reads are in flight (read_wait n).
 - `Store(tag, part)`: part `part` of the slot at my stage takes `tag` (-1: every part, a
   consumer-side fill). `CheckRead(tag)`: read_before_fill when a part the program fills for
-  `tag` holds another (export_ir.read_miss_text) or a copy into the slot is in flight.
+  `tag` holds another (ir.read_miss_text) or a copy into the slot is in flight.
 - `Advance()`, `Reset()`: the agent's own stage (and phase).
 - `RecordArrival(barrier)`: a sync_arrive notes the generation it arrived in.
   `BarrierArrive(barrier, count, release, blocking, on_complete)`: one arrival on the named

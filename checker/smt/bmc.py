@@ -89,11 +89,11 @@ _warm = False
 
 def warm_up() -> None:
     """Load (or compile) the numba functions BMC calls (program unrolling, replay) before any
-    clock starts, like checker.verify.warm_up."""
+    clock starts, like checker.engines.verifier.warm_up."""
     global _warm
     if not _warm:
         from pipeproof.checker.runtime import ensure_engines
-        ensure_engines()  # the one shared build, as checker.verify.warm_up
+        ensure_engines()  # the one shared build, as checker.engines.verifier.warm_up
         _warm = True
         verify_bmc(V.tiny_spec(), depth=2)
 
