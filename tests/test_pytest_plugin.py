@@ -287,3 +287,17 @@ def test_xdist_workers_share_the_cache_and_the_controller_reports(inner):
     again.stdout.fnmatch_lines(["*4 kernel checks: * (4 from the cache)"])
     assert not [p for p in (inner.path / ".pytest_cache/d/pipeproof").iterdir()
                 if not p.name.endswith(".json")]
+
+
+def test_lines_of_a_cached_copy_of_the_kernel_file_point_at_the_launched_file():
+    """Triton's cache keys compiled IR by the source, so the IR of an identical ring_kernels.py
+    compiled in another (maybe deleted) folder names that folder: the report names the
+    launched kernel's own file instead; lines in other files stay as they are."""
+    from pipeproof.checker.integrations.triton_watch import _relocated
+    lines = [{"step": 1, "partition": "default", "op": "ttng.wait_barrier", "line": "/gone/ring_kernels.py:34"},
+             {"step": 2, "partition": "default", "op": "tt.call", "line": "/lib/helpers.py:7"},
+             {"step": 3, "partition": "default", "op": "advance", "line": "/here/ring_kernels.py:36"}]
+    got = _relocated(lines, "/here/ring_kernels.py:45")
+    assert [s["line"] for s in got] == ["/here/ring_kernels.py:34", "/lib/helpers.py:7",
+                                        "/here/ring_kernels.py:36"]
+    assert lines[0]["line"] == "/gone/ring_kernels.py:34"  # the input is not changed

@@ -421,10 +421,24 @@ class Watcher:
                              else f"unknown: {' '.join(str(proof.reason).split())}"))
                 if proof.verdict is Verdict.VIOLATION and proof.result is not None:
                     report += "\n" + format_text(proof.result)
-        lines = source_lines(result, source) if result is not None else []
+        lines = _relocated(source_lines(result, source), where) if result is not None else []
         return KernelResult(verdict=verdict, kind=result.kind if verdict == "violation" else None,
                             states=states, seconds=time.perf_counter() - t0, reason=reason,
                             report=report, lines=lines, **base)
+
+
+def _relocated(lines: list, where: str) -> list:
+    """Triton's compile cache hands back the IR of an identical kernel file compiled elsewhere
+    (its key is the source, not the path), and that IR's locations name the other copy, which
+    may be gone: lines in a file of the launched kernel's name are its own file's lines."""
+    own = where.rpartition(":")[0]
+    out = []
+    for s in lines:
+        path, _, num = s["line"].rpartition(":")
+        if own and path and path != own and os.path.basename(path) == os.path.basename(own):
+            s = {**s, "line": f"{own}:{num}"}
+        out.append(s)
+    return out
 
 
 def watch(prove: bool = False, raise_on_violation: bool = False, args: dict | None = None,
