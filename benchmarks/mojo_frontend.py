@@ -29,6 +29,11 @@ def drop_pre_arrival(ir):  # the consumers' pre-arrival on empty (matmul_kernels
                   if m.group(2) in at576 else m.group(0), ir)
 
 
+# a consumer's remote arrive on an empty barrier: inline asm `mapa` + `mbarrier.arrive.shared::cluster`
+CLUSTER_ARRIVE_ASM = (r'^  call void asm sideeffect "[^"\n]*mapa\.shared::cluster[^"\n]*mbarrier\.arrive\.'
+                      r'shared::cluster[^\n]*!dbg (!\d+)\n')
+
+
 def drop_cluster_pre_arrival(ir):  # in a cluster: arrive_cluster (mapa + remote arrive) at :571 removed
     loc = {m.group(1): (int(m.group(2)), m.group(3)) for m in re.finditer(
         r"^(!\d+) = !DILocation\(line: (\d+),[^\n]*?(?:inlinedAt: (!\d+))?\)$", ir, re.M)}
@@ -40,9 +45,7 @@ def drop_cluster_pre_arrival(ir):  # in a cluster: arrive_cluster (mapa + remote
                 return True
         return False
 
-    return re.sub(r'^  call void asm sideeffect "[^"\n]*mapa\.shared::cluster[^"\n]*mbarrier\.arrive\.'
-                  r'shared::cluster[^\n]*!dbg (!\d+)\n', lambda m: "" if at571(m.group(1)) else m.group(0),
-                  ir, flags=re.M)
+    return re.sub(CLUSTER_ARRIVE_ASM, lambda m: "" if at571(m.group(1)) else m.group(0), ir, flags=re.M)
 
 
 def two_cta_empty_count(ir):  # the empty count num_consumer x cluster size (8) -> 4 (a 2-CTA cluster's)

@@ -249,19 +249,9 @@ def test_sm90_cluster4_pre_arrival_removed_is_deadlock(tmp_path):
     # In a cluster the consumers' pre-arrival (consumer_arrive_empty_barriers, :571) is
     # arrive_cluster: inline asm `mapa` + `mbarrier.arrive.shared::cluster`, lane c to CTA c.
     # Without it no CTA's empty barrier ever completes phase 0: every producer waits at :818.
+    from benchmarks.mojo_frontend import CLUSTER_ARRIVE_ASM as asm, drop_cluster_pre_arrival
     ir = _cluster4_ir()
-    loc = {m.group(1): (int(m.group(2)), m.group(3)) for m in re.finditer(
-        r"^(!\d+) = !DILocation\(line: (\d+),[^\n]*?(?:inlinedAt: (!\d+))?\)$", ir, re.M)}
-
-    def at571(d):
-        while d:
-            line, d = loc.get(d, (0, None))
-            if line == 571:
-                return True
-        return False
-
-    asm = r'^  call void asm sideeffect "[^"\n]*mapa\.shared::cluster[^"\n]*mbarrier\.arrive\.shared::cluster[^\n]*!dbg (!\d+)\n'
-    mutant = re.sub(asm, lambda m: "" if at571(m.group(1)) else m.group(0), ir, flags=re.M)
+    mutant = drop_cluster_pre_arrival(ir)
     assert len(re.findall(asm, ir, re.M)) - len(re.findall(asm, mutant, re.M)) == 4  # one per stage
     code, out = _cluster4_mutant(tmp_path, mutant)
     assert code == 1, out

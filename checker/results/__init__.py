@@ -12,7 +12,7 @@ __getattr__, __dir__, __all__ = _lazy.attach(
     submodules=["report", "result", "sarif", "trace", "trace_files"],
     submod_attrs={
         "report": ["counterexample_depth", "first_line", "format_text", "result_to_json", "summary_of", "to_json", "warning_lines"],
-        "result": ["EXIT_INCONCLUSIVE", "EXIT_INTERNAL", "EXIT_NOT_RUN", "EXIT_OK", "EXIT_UNEXPECTED", "EXIT_USAGE", "EXIT_VIOLATION", "GPU_OUTCOME", "GPU_OUTCOMES", "JSON_SCHEMA_VERSION", "KINDS", "PROOF_VERDICTS", "RECORDS", "Result", "SEVERITY", "VERDICTS", "VERDICT_EXIT", "Verdict", "WARNINGS", "worse"],
+        "result": ["EXIT_INCONCLUSIVE", "EXIT_INTERNAL", "EXIT_NOT_RUN", "EXIT_OK", "EXIT_UNEXPECTED", "EXIT_USAGE", "EXIT_VIOLATION", "GPU_OUTCOME", "GPU_OUTCOMES", "JSON_SCHEMA_VERSION", "KINDS", "RECORDS", "Result", "SEVERITY", "VERDICTS", "VERDICT_EXIT", "Verdict", "WARNINGS", "worse"],
         "trace": ["Step", "Trace", "entry_text", "explain_step", "trace_from_codes"],
         "trace_files": ["to_itf", "write_trace"],
     },

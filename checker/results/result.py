@@ -8,15 +8,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from pipeproof.spec.vocabulary import KINDS, PROOF_WORDS, WARNINGS, Verdict
+from pipeproof.spec.vocabulary import KINDS, WARNINGS, Verdict
 
 if TYPE_CHECKING:
     from pipeproof.spec.schema import Spec
 
 RECORDS = KINDS + WARNINGS  # the search's records, by index (checker/core/semantics.py N_RECORDS)
 VERDICTS = tuple(v.value for v in Verdict)
-# `prove`'s words for the same verdicts: it speaks of every item count at once.
-PROOF_VERDICTS = {word: v.value for v, word in PROOF_WORDS.items()}
 # What a GPU run of each kind shows (the outcome words of cuda_ref's logs): over-arrival and a
 # tx count out of range trap the kernel; a phase alias is not observable on its own.
 GPU_OUTCOME = {"deadlock": "deadlock", "read_before_fill": "read_before_fill",
