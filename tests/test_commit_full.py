@@ -142,6 +142,8 @@ def test_ok_in_every_engine(name):
     for kw in ({}, {"por": False}, {"symmetry": False}):
         assert verify(spec, **kw).verdict == "ok", kw
     assert verify_bmc(spec).verdict == "ok"
+    from pipeproof.checker.engines.lap_verify import verify_laps
+    assert verify_laps(spec).verdict == "ok"
     from pipeproof.checker.engines.prover import prove
     # (the sm100 spec's every=3 guards leave the lap prover inconclusive, with arrive_full too)
     assert prove(spec).verdict == ("inconclusive" if name == "sm100" else "ok")
@@ -214,3 +216,9 @@ def test_commit_full_firings_taken_at_once_commute_with_everything_else(name):
                                                   "backend = \"nvidia\"\ncluster_size = 2")
     model = compile_model(load(text))
     assert check_independent_entries(model) > 0
+
+
+def test_symmetry_merges_the_interchangeable_epilogues():
+    spec = load(OK["two_epilogues"])
+    on, off = verify(spec, por=False), verify(spec, por=False, symmetry=False)
+    assert on.verdict == off.verdict == "ok" and on.states < off.states
