@@ -222,3 +222,33 @@ def test_symmetry_merges_the_interchangeable_epilogues():
     spec = load(OK["two_epilogues"])
     on, off = verify(spec, por=False), verify(spec, por=False, symmetry=False)
     assert on.verdict == off.verdict == "ok" and on.states < off.states
+
+
+@pytest.mark.parametrize("name", ["mma_epilogue", "sm100", "commit_before_store",
+                                  "count_too_high"])
+def test_gpu_logs_of_model_walks_conform(name):
+    """A GPU event log that records a model path of a commit_full spec (its fires among the
+    events) conforms (cuda_ref/conform.py), ties shuffled too; a log whose commit_full fire
+    comes before the commit was issued is rejected."""
+    import random
+    from pipeproof.checker.core.model import compile_model
+    from pipeproof.cuda_ref.conform import conform
+    from tests.test_conform import shuffle_ties, walk
+    m = compile_model(load(OK.get(name) or BAD[name][0]))
+    fired = 0
+    for seed in range(4):
+        rng = random.Random(seed)
+        log = walk(m, rng, tie=0.0 if seed < 2 else 0.5)
+        if seed >= 2:
+            shuffle_ties(log, rng)
+        fired += sum(e.get("op") == "fire" for e in log["events"])
+        r = conform(m, log)
+        assert r.ok, f"seed {seed}: {r.message}"
+    assert fired > 0
+    log = walk(m)
+    events = log["events"]
+    i = next(k for k, e in enumerate(events) if e.get("op") == "fire")
+    j = next(k for k, e in enumerate(events) if e.get("op") == "commit_full")
+    events[i]["t"], events[j]["t"] = events[j]["t"], events[i]["t"]
+    events[i], events[j] = events[j], events[i]
+    assert not conform(m, log).ok
