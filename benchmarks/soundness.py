@@ -10,7 +10,10 @@ phase flipped, an op moved, dropped or duplicated, a `try_*` put before a wait t
 `unless=ready`, a role count changed, `every=`/`at=` added, a role split over the CTAs of a
 cluster, a target or a byte count changed, `@leader` toggled, the backend switched. The
 bases bring both backends, clusters, async reads and commits, several rings and named
-barriers.
+barriers. commit_full (issue 34) comes from a stream of its own, so a seed's other specs stay
+as they were: one spec in 8 starts from a COMMIT_FULL_BASES design (the full signal arrived
+on only by commits), and one in 6 has an arrive_full turned into a commit_full (seed 41:
+3,574 of 20,000 specs have a commit_full).
 
 For each spec that loads, compared on verdict, the set of kinds and the minimal depth:
 - `verify` as shipped (partial-order and symmetry reduction) against `verify(por=False,
@@ -141,7 +144,7 @@ def to_toml(design: dict, order=None) -> str:
 
 SECTIONS = ("prologue", "body", "epilogue")
 WAITS = {"wait_full": "try_full", "wait_empty": "try_empty"}
-TARGETABLE = ("arrive_full", "arrive_empty", "expect_tx", "copy", "commit_empty")
+TARGETABLE = ("arrive_full", "arrive_empty", "expect_tx", "copy", "commit_empty", "commit_full")
 
 
 def _sections(design):
@@ -175,7 +178,7 @@ def _set_count(op, delta):
     w = _words(op)
     if len(w) > 1 and w[1].isdigit():
         w[1] = str(max(1, int(w[1]) + delta))
-    elif w[0] in ("arrive_full", "arrive_empty", "commit_empty"):
+    elif w[0] in ("arrive_full", "arrive_empty", "commit_empty", "commit_full"):
         w.insert(1, str(max(1, 1 + delta)))
     return " ".join(w)
 
@@ -275,18 +278,83 @@ def mutate(rng, d):
     return kind
 
 
+def commit_full_mutation(rng, d) -> bool:
+    """Turn one arrive_full into a commit_full (issue 34: the arrival is issued, in flight,
+    and fires after the agent's earlier async reads and commits): True when one was."""
+    at = [(role, sec, j) for role in d["roles"] for sec in SECTIONS
+          for j, op in enumerate(role.get(sec, ())) if _words(op)[0] == "arrive_full"]
+    if not at:
+        return False
+    role, sec, j = rng.choice(at)
+    ops = list(role[sec])
+    ops[j] = "commit_full" + ops[j][len("arrive_full"):]
+    role[sec] = ops
+    return True
+
+
 def generate(seed: int, i: int, base_list=None) -> tuple[str, str, str]:
-    """(base name, mutations, spec text) of spec i of a run."""
+    """(base name, mutations, spec text) of spec i of a run. commit_full (issue 34) comes from
+    a stream of its own, so the other specs of a seed stay what they were: one spec in 8 is
+    made from a COMMIT_FULL_BASES design, one in 6 of the rest has an arrive_full turned into
+    a commit_full (mutation "commit_full")."""
     base_list = base_list or BASES
     rng = random.Random(seed * 1_000_003 + i)
+    extra = random.Random(f"commit_full {seed} {i}")
     name, base = base_list[rng.randrange(len(base_list))]
+    if base_list is BASES and extra.random() < 1 / 8:
+        name, base = COMMIT_FULL_BASES[extra.randrange(len(COMMIT_FULL_BASES))]
     d = json.loads(json.dumps(base))
     _shrink_sizes(rng, d)
     kinds = [mutate(rng, d) for _ in range(1 if rng.random() < 0.7 else 2)]
+    if extra.random() < 1 / 6 and commit_full_mutation(extra, d):
+        kinds.append("commit_full")
     return name, "+".join(kinds), to_toml(d)
 
 
 BASES = bases()
+# Designs whose full signals are commit_full's (issue 34: sm100's accumulator ring): an MMA
+# role fills and commits onto full, an epilogue drains; and two rings, the MMA reading the
+# input ring asynchronously (commit_empty) and committing the accumulator's full after it.
+_ACC = ["wait_empty ring=acc", "write ring=acc", "commit_full ring=acc", "advance ring=acc"]
+COMMIT_FULL_BASES = [
+    ("commit_full_mma_epilogue", {
+        "pipeline": {"backend": "nvidia", "stages": 2, "producer_arrive_count": 1,
+                     "consumer_arrive_count": 1, "items": 3},
+        "rings": {}, "barriers": {},
+        "roles": [{"name": "mma", "side": "producer", "count": 1,
+                   "body": ["wait_empty", "write", "commit_full", "advance"]},
+                  {"name": "epilogue", "side": "consumer", "count": 1,
+                   "body": ["wait_full", "read", "arrive_empty", "advance"]}]}),
+    ("commit_full_async_mma", {
+        "pipeline": {"backend": "nvidia", "stages": 2, "producer_arrive_count": 1,
+                     "consumer_arrive_count": 2, "items": 3},
+        "rings": {}, "barriers": {},
+        "roles": [{"name": "mma", "side": "producer", "count": 1,
+                   "body": ["wait_empty", "write", "read_async", "commit_full", "advance"]},
+                  {"name": "epilogue", "side": "consumer", "count": 2,
+                   "body": ["wait_full", "read", "arrive_empty", "advance"]}]}),
+    ("commit_full_sm100", {
+        "pipeline": {"backend": "nvidia", "stages": 2, "producer_arrive_count": 1,
+                     "consumer_arrive_count": 1, "items": 2},
+        "rings": {"acc": {"stages": 1, "producer_arrive_count": 1, "consumer_arrive_count": 1}},
+        "barriers": {},
+        "roles": [{"name": "load", "side": "producer", "count": 1,
+                   "body": ["wait_empty", "expect_tx 64", "copy 64", "advance"],
+                   "epilogue": ["drain"]},
+                  {"name": "mma", "side": "consumer", "count": 1,
+                   "body": ["wait_full", "read_async", "commit_empty", "advance"] + _ACC},
+                  {"name": "epilogue", "side": "consumer", "count": 1,
+                   "body": ["wait_full ring=acc", "read ring=acc", "arrive_empty ring=acc",
+                            "advance ring=acc"]}]}),
+    ("commit_full_cluster", {
+        "pipeline": {"backend": "nvidia", "stages": 2, "cluster_size": 2,
+                     "producer_arrive_count": 1, "consumer_arrive_count": 1, "items": 2},
+        "rings": {}, "barriers": {},
+        "roles": [{"name": "mma", "side": "producer", "count": 1,
+                   "body": ["wait_empty", "write", "commit_full", "advance"]},
+                  {"name": "epilogue", "side": "consumer", "count": 1,
+                   "body": ["wait_full", "read", "arrive_empty", "advance"]}]}),
+]
 USER_SHAPED_BASES = user_shaped_bases()
 
 # ------------------------------------------------------------------------------ comparison

@@ -474,14 +474,15 @@ __device__ void push_read(Ctx& c, i32 agent, Reads& q, i32 pc, i32 ring, u32 sta
 // ---- commits fire at once, after the agent's reads (lane 0): the commit_empty step issues
 // them and they fire in the same step, so an agent's commits fire in issue order (DESIGN R1);
 // a peer CTA gone already is marked on the commit_empty's record (an issue at a gone CTA)
-__device__ void commit_fire(const Ctx& c, i32 agent, u32 mask, u32 ring, u32 stage, u32 n) {
+__device__ void commit_fire(const Ctx& c, i32 agent, u32 mask, u32 ring, u32 stage, u32 n,
+                            u32 kind) {  // kind: the signal it arrives on (1 empty, 0 full)
   note_late(c, mask, c.last_seq);
   for (u32 d = 0; d < K_CTAS; ++d) {
     if (!(mask & (1u << d))) continue;
     Ev e = ev_begin(c);
     ev_put(c, e, agent, OP_FIRE, -1, 0, (i32)ring, (i32)stage, 0, RES_OK, (i32)n, (i32)d);
   }
-  signal_arrive_raw(c, mask, sig_addr(ring, stage, 1), n);
+  signal_arrive_raw(c, mask, sig_addr(ring, stage, kind), n);
 #if REPLAY
   atomicAdd(c.rs + 1 + N_AGENTS + agent, (u32)__popc(mask));   // its commit entries fired
 #endif

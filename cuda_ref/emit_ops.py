@@ -194,7 +194,8 @@ class OpEmitter:
     def e_commit(self, a, pc, op, step, r):
         st, _, _ = self.ring_vars(r)
         mask = self.dest_mask(a, op.to)
-        fire = f"commit_fire(c, {a}, {mask}u, {r}, (u32){st}, {op.n}u);"
+        kind = OP_EFFECTS[op.name].updates  # empty (commit_empty) or full (commit_full)
+        fire = f"commit_fire(c, {a}, {mask}u, {r}, (u32){st}, {op.n}u, {kind}u);"
         if not self.replay:
             return [self.finish_call(a, pc, op.name, r, 0)] + self.locked(
                 a, pc, op.name, r, fire, x0=str(op.n))

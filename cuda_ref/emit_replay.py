@@ -112,9 +112,9 @@ __device__ u32 helper_land(Ctx& c, i32 step, i32 issue) {
   return 0u;
 }
 
-// Lane 0 of the replay warp: a commit's arrival on this CTA's empty[stage] (step < 0: after
-// the schedule); h is its entry (ring h[3], stage h[4], count h[5], issuing agent h[6], its
-// CTA h[9]). A firing into a gone CTA is not marked: the CTA's exit step was (DESIGN R2).
+// Lane 0 of the replay warp: a commit's arrival on this CTA's empty[stage], or full[stage] for
+// a commit_full (step < 0: after the schedule); h is its entry (signal kind h[2]: 1 empty, 0
+// full; ring h[3], stage h[4], count h[5], issuing agent h[6], its CTA h[9]). A firing into a gone CTA is not marked: the CTA's exit step was (DESIGN R2).
 __device__ void helper_fire(Ctx& c, i32 step, const i32* h) {
   const u32 ring = (u32)h[3], stage = (u32)h[4], n = (u32)h[5];
   glock(c);
@@ -123,7 +123,7 @@ __device__ void helper_fire(Ctx& c, i32 step, const i32* h) {
   atomicSub(c.ctl + CTL_COMMITS + c.cta, 1u);
   if (h[9] >= 0 && (u32)h[9] != c.cta) atomicSub(c.ctl + CTL_PEER + c.cta, 1u);
   ev_put(c, e, 0, OP_FIRE, -1, 0, (i32)ring, (i32)stage, 0, RES_OK, (i32)n, (i32)c.cta);
-  signal_arrive_raw(c, 1u << c.cta, sig_addr(ring, stage, 1), n);
+  signal_arrive_raw(c, 1u << c.cta, sig_addr(ring, stage, (u32)h[2]), n);
   if (h[6] >= 0) atomicAdd(c.rs + 1 + N_AGENTS + h[6], 1u);
   gunlock(c);
 }

@@ -47,7 +47,8 @@ In-flight entries of the model (not agent steps):
     {"t", "agent": "cta<c>.copy", "op": "land", "cta": c, "stage": s, "item": tag,
      "bytes": B, "result": "ok"}                         a copy landed (recorded when seen)
     {"t", "agent": "cta<c>.commit", "op": "fire", "cta": c, "stage": s, "n": n,
-     "result": "ok"}                                     a commit_empty arrival fired
+     "result": "ok"}                                     a commit_empty (commit_full) arrival
+                                                         fired on empty (full)
     {"t", "agent": <agent name>, "op": "finish", "pc": pc of its read_async, "item": i,
      "stage": s, "cta": c, "result": "ok"}               an async read finished; when the
                                                           slot no longer held the item then, it

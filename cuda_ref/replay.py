@@ -111,6 +111,7 @@ class RStep:
     stage: int = 0            # fire
     n: int = 0                # fire
     by: int = -1              # fire: the agent that issued the commit
+    sig: int = 1              # fire: the signal kind it arrives on (1 empty; 0 full: commit_full)
     extension: bool = False   # after the trace (the victim's steps to its read)
 
 
@@ -129,7 +130,8 @@ class Schedule:
     steps: list = field(default_factory=list)
     trace_steps: int = 0              # steps of the trace itself (the rest: extension)
     post_commits: list = field(default_factory=list)  # (cta, ring, stage, n, agent, reads
-    #   needed, the agent's commit entries fired before it, the agent's CTA)
+    #   needed, the agent's commit entries fired before it, the agent's CTA, the signal kind
+    #   it arrives on: 1 empty, 0 full)
     agent_ctas: list = field(default_factory=list)
     observability: Observability | None = None
     victim: str = ""                  # overwrite_before_drain: the agent that reads too late
@@ -174,11 +176,12 @@ class Schedule:
             elif s.kind == "land":
                 helper[s.cta].append((s.index, H_LAND, s.issue, 0, 0, 0, -1, 0, -1, -1))
             else:
-                helper[s.cta].append((s.index, H_FIRE, -1, s.ring, s.stage, s.n, s.by, 0, -1,
+                # (a fire's word 2, a landing's record index, is the signal kind it arrives on)
+                helper[s.cta].append((s.index, H_FIRE, s.sig, s.ring, s.stage, s.n, s.by, 0, -1,
                                       self._cta_of(s.by)))
         post = [[] for _ in range(k)]
-        for cta, ring, stage, nn, agent, need, before, src in self.post_commits:
-            post[cta].append((-1, H_FIRE, -1, ring, stage, nn, agent, need, before, src))
+        for cta, ring, stage, nn, agent, need, before, src, sig in self.post_commits:
+            post[cta].append((-1, H_FIRE, sig, ring, stage, nn, agent, need, before, src))
         head = [self.total, n, k, 0]
         table_len = HDR + 4 * n + 4 * k
         data: list[int] = []
@@ -415,7 +418,7 @@ def build(m: Model, codes: list[int], kind: str, source: str, reason: str = "") 
                     fired[by] += 1
                 step = RStep(turn, code, actor, action, "fire", cta=e["cta"],
                              ring=m.ring_names.index(e["ring"]), stage=e["stage"], n=e["n"],
-                             by=by, extension=ext)
+                             by=by, sig=_fire_signal(e), extension=ext)
             else:
                 a = next(i for i, ag in enumerate(m.agents) if ag.name == e["agent"])
                 fins[a] += 1
@@ -437,8 +440,14 @@ def build(m: Model, codes: list[int], kind: str, source: str, reason: str = "") 
             before = fired[a] + sum(1 for _, t, b in commits if b == a and 0 <= t < turn) \
                 if a >= 0 and turn >= 0 else -1
             sched.post_commits.append((e["cta"], m.ring_names.index(e["ring"]), e["stage"],
-                                       e["n"], a, need, before, m.agents[a].cta if a >= 0 else -1))
+                                       e["n"], a, need, before, m.agents[a].cta if a >= 0 else -1,
+                                       _fire_signal(e)))
     return sched
+
+
+def _fire_signal(e: dict) -> int:
+    """The signal kind a commit entry arrives on when it fires: 0 full (commit_full), 1 empty."""
+    return 0 if e.get("signal") == "full" else 1
 
 
 def _commit_key(e: dict) -> tuple:

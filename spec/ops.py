@@ -76,11 +76,14 @@ OP_EFFECTS = {
     "read_wait": Effects(blocks=True, waits_reads=True),  # until at most n reads are left
     "sync_arrive": Effects(barrier="arrive"),
     "sync_wait": Effects(blocks=True, barrier="wait"),
+    "commit_full": Effects(updates=FULL, units=-1, issues="commit"),  # fires later, on full
 }
 
 OPS = tuple(OP_EFFECTS)
-# An issued update acts when its entry lands or fires; the entry kind fixes the signal kind
-# (checker/core/semantics.py fire_entry): a copy lands on full, a commit fires on empty.
-assert all(e.updates == {"copy": FULL, "commit": EMPTY}[e.issues]
-           for e in OP_EFFECTS.values() if e.issues in ("copy", "commit")), \
-    "an issued copy updates full and an issued commit empty"
+# An issued update acts when its entry lands or fires (checker/core/semantics.py fire_entry): a
+# copy lands on full; a commit fires on the signal kind its op updates, which its entry records
+# (commit_empty on empty, commit_full on full: sm100's accumulator ring, issue 34).
+assert all(e.updates == FULL for e in OP_EFFECTS.values() if e.issues == "copy"), \
+    "an issued copy updates full"
+assert all(e.updates in (FULL, EMPTY) for e in OP_EFFECTS.values() if e.issues == "commit"), \
+    "an issued commit updates a signal"

@@ -58,7 +58,9 @@ def producer_body(draw, backend, count):
         if draw(st.integers(0, 5)):
             body.append(_op("write", leader=lead and draw(st.booleans())))
         n = draw(st.sampled_from([None, None, None, 2]))
-        body.append(_op("arrive_full", n, lead))
+        # commit_full (issue 34): the fill's arrival on full is issued and fires later
+        body.append(_op(draw(st.sampled_from(["arrive_full", "arrive_full", "commit_full"])),
+                        n, lead))
     body.append("advance")
     return body
 
@@ -146,7 +148,7 @@ def designs(draw):
                     total += n * (1 if "@leader" in words else r["count"])
         return max(total, 1)
 
-    pac = arrivals("producer", ("arrive_full", "expect_tx"))
+    pac = arrivals("producer", ("arrive_full", "expect_tx", "commit_full"))
     cac = arrivals("consumer", ("arrive_empty", "commit_empty"))
     pac = max(1, pac + draw(st.sampled_from([0, 0, 0, 0, -1, 1])))
     cac = max(1, cac + draw(st.sampled_from([0, 0, 0, 0, -1, 1])))
@@ -166,7 +168,8 @@ def designs(draw):
     if backend == "nvidia" and draw(st.integers(0, 4)) == 0:
         # Two CTAs: some signalling ops get a target.
         pipeline["cluster_size"] = 2
-        targets = ("arrive_full", "arrive_empty", "expect_tx", "copy", "commit_empty")
+        targets = ("arrive_full", "arrive_empty", "expect_tx", "copy", "commit_empty",
+                   "commit_full")
         for r in roles:
             for j, text in enumerate(r["body"]):
                 if text.split()[0] in targets and draw(st.integers(0, 2)) == 0:

@@ -1,9 +1,9 @@
 """The spec generator of tests/test_generated_expressive.py (hypothesis): specs with the
 [expressiveness] features.
 
-Two rings (the main input ring and an `acc` ring handed to an epilogue role), async reads with
-`read_wait` and `commit_empty`, `every=K`/`at=j` guards, `sync_arrive`/`sync_wait` on a counted
-barrier, and roles limited to some CTAs of a cluster, each mutated at random. A design is plain
+Two rings (the main input ring and an `acc` ring handed to an epilogue role, its full signal
+arrived on by `arrive_full` or `commit_full`), async reads with `read_wait` and `commit_empty`,
+`every=K`/`at=j` guards, `sync_arrive`/`sync_wait` on a counted barrier, and roles limited to some CTAs of a cluster, each mutated at random. A design is plain
 data (`designs()`), written as spec text by `to_toml`. `expressive_with_counts()` draws the same
 specs as text with 2 or 3 agents in the consumer role (the symmetry and partial-order tests).
 
@@ -35,8 +35,11 @@ def consumer_body(draw):
     body.append("advance")
     if draw(st.booleans()):  # hand a result to the epilogue through the acc ring
         guard = draw(st.sampled_from(["", " every=2 at=1", " every=2"]))
+        # the acc ring's full: an arrive, or (sm100, issue 34) a commit_full, which fires
+        # after this agent's async reads and earlier commits
+        fill = draw(st.sampled_from(["arrive_full", "commit_full"]))
         body += [f"wait_empty ring=acc{guard}", f"write ring=acc{guard}",
-                 f"arrive_full ring=acc{guard}", f"advance ring=acc{guard}"]
+                 f"{fill} ring=acc{guard}", f"advance ring=acc{guard}"]
     return body
 
 

@@ -69,6 +69,7 @@ State view (checker/results/trace.py format, extended by [expressiveness]; the c
                 #    which stores into every part)
         {"kind": "commit", "cta": c, "ring": "main", "stage": s, "n": n,
                            "agent": NAME, "after": 0, "after_commits": 0},
+                #  + "signal": "full" for a commit_full's (it fires on full, not empty)
         {"kind": "read",   "cta": c, "ring": "main", "stage": s, "tag": t,
                            "agent": NAME, "seq": k}]
     "barriers": {"cta0.bar": {"arrivals": a, "generation": g}}
@@ -903,7 +904,7 @@ def _apply_agent_op(world: World, a: Agent) -> set:
             if len(_parts(world, ring)) > 1:
                 entry["part"] = ins.part      # -1: a consumer-side copy, into every part
             world.inflight.append(entry)
-    elif name == "commit_empty":
+    elif name in ("commit_empty", "commit_full"):  # tcgen05.commit onto empty or full
         after = len(_reads_in_flight(world, a))
         # R1: its rank among the agent's commits in flight (one for every entry of a to=all
         # commit); ranks are kept dense (_commit_fired), so equal states have equal entries
@@ -911,9 +912,12 @@ def _apply_agent_op(world: World, a: Agent) -> set:
                          if e["kind"] == "commit" and e["agent"] == a.name], default=-1)
         for dst in _targets(world, a.cta, op.to):
             kinds |= _aimed(world, dst)
-            world.inflight.append({"kind": "commit", "cta": dst, "ring": ring, "stage": stage,
-                                   "n": op.n, "agent": a.name, "after": after,
-                                   "_peer": dst != a.cta, "_order": order})
+            entry = {"kind": "commit", "cta": dst, "ring": ring, "stage": stage,
+                     "n": op.n, "agent": a.name, "after": after,
+                     "_peer": dst != a.cta, "_order": order}
+            if name == "commit_full":
+                entry["signal"] = "full"
+            world.inflight.append(entry)
     elif name == "write":
         kinds |= _store(world, a.cta, ring, stage, ins.tag, ins.part)
     elif name == "read":
@@ -1070,7 +1074,7 @@ def _apply_async(world: World, event: dict) -> set:
                                 add_tx=-entry["bytes"])
     else:
         _commit_fired(world, entry)
-        kinds |= _arrive(world, cta, ring, "empty", stage, entry["n"])
+        kinds |= _arrive(world, cta, ring, entry.get("signal", "empty"), stage, entry["n"])
     return kinds
 
 

@@ -155,7 +155,7 @@ def test_commit_async_reads_and_drain():
     assert prod.count("agent_timeout(c, 0, 13,") == 2  # a drain step can time out
     assert "push_read(c, 1, q, 1, 0, (u32)st0, item);" in cons
     assert "finish_reads(c, 1, q, 0);" in cons
-    assert "commit_fire(c, 1, 1u, 0, (u32)st0, 2u);" in cons
+    assert "commit_fire(c, 1, 1u, 0, (u32)st0, 2u, 1u);" in cons  # 1: onto empty
     # commit_empty finishes the agent's async reads first
     assert cons.index("finish_reads(c, 1, q, 0);\n") < cons.index("commit_fire(")
 

@@ -4,7 +4,9 @@ sorted descending in the state's in-flight array, so equal sets of entries are e
 
 A copy holds (cta, ring, stage, tag + 1, bytes index, part, peer); a commit (cta, ring, stage, n,
 agent, seq = how many of its agent's earlier async reads are still in flight, cseq = how many of
-its agent's earlier commit entries are still in flight, peer); an async read (cta, ring, stage,
+its agent's earlier commit entries are still in flight, peer, and in the copy's bytes-index
+field the signal it fires on: COMMIT_ON_FULL for a commit_full, 0 for a commit_empty,
+state_layout.entry_signal); an async read (cta, ring, stage,
 tag + 1, agent, seq = its place in the agent's FIFO, 0 = oldest). `peer` is 1 when the issuing
 agent's CTA is not the target (a cluster's remote copy or commit).
 

@@ -229,8 +229,13 @@ class Model:
                      if OP_EFFECTS[op.name].issues == "commit"] + [1])
         issued = {OP_EFFECTS[op.name].issues for a in self.agents for op, _ in a.ops}
         has_reads, has_commits = "read" in issued, "commit" in issued
+        # a commit's E_BIDX (a copy's field) is 1 when it fires on full (commit_full), 0 on
+        # empty: one bit more only for a spec with a commit on full
+        full_commits = any(OP_EFFECTS[op.name].issues == "commit" and OP_EFFECTS[op.name].updates == FULL
+                           for a in self.agents for op, _ in a.ops)
         widths = [2, bits_for(self.ctas - 1), bits_for(self.rings - 1), bits_for(self.max_stages - 1),
-                  bits_for(max(self.max_tag + 2, max_n)), bits_for(len(self.bytes_vals) - 1),
+                  bits_for(max(self.max_tag + 2, max_n)),
+                  max(bits_for(len(self.bytes_vals) - 1), int(full_commits)),
                   bits_for(len(self.agents) - 1) if has_reads or has_commits else 0,
                   bits_for(self.inflight) if has_reads else 0,
                   bits_for(self.max_parts) if self.max_parts > 1 else 0,  # part + 1 (0: every part)
@@ -414,8 +419,9 @@ class Model:
         if f[S.E_KIND] == S.ENTRY_READ:
             return {"kind": "read", **where, "tag": f[S.E_VAL] - 1,
                     "agent": self.agents[f[S.E_AGENT]].name, "seq": f[S.E_SEQ]}
+        on = {"signal": "full"} if f[S.E_BIDX] == S.COMMIT_ON_FULL else {}  # commit_full's
         return {"kind": "commit", **where, "n": f[S.E_VAL], "agent": self.agents[f[S.E_AGENT]].name,
-                "after": f[S.E_SEQ], "after_commits": f[S.E_CSEQ]}
+                "after": f[S.E_SEQ], "after_commits": f[S.E_CSEQ], **on}
 
     def inflight_entries(self, state) -> list[int]:
         return [e for e in state[self.off_inf:self.off_inf + self.inflight] if e]

@@ -35,6 +35,7 @@ from pipeproof.checker.core.state_layout import (A_CTA, A_LEN, A_RING0, C_AGENTS
                                             part_row, settle_pc, A_PROG, A_BODY_START,
                                             A_BODY_END, reset_until, window_field,
                                             E_CTA, E_KIND, E_RING, E_SEQ, E_STAGE, E_VAL,
+                                            COMMIT_ON_FULL, entry_signal,
                                             ENTRY_COMMIT, ENTRY_COPY, ENTRY_READ, F_ITEM, F_PC,
                                             F_SYNC, P_BARRIER, P_BYTES_IDX, P_EFF, P_N,
                                             P_RING, P_TARGET, P_UNLESS, R_EMPTY_COUNT,
@@ -52,6 +53,7 @@ WAIT_FULL, WAIT_EMPTY, TRY_FULL, TRY_EMPTY = 0, 1, 2, 3
 ARRIVE_FULL, ARRIVE_EMPTY, EXPECT_TX, COPY = 4, 5, 6, 7
 WRITE, READ, COMMIT_EMPTY, ADVANCE, RESET, DRAIN, SYNC = 8, 9, 10, 11, 12, 13, 14
 READ_ASYNC, READ_WAIT, SYNC_ARRIVE, SYNC_WAIT = 15, 16, 17, 18
+COMMIT_FULL = 19
 assert list(OP_CODES)[:19] == ["wait_full", "wait_empty", "try_full", "try_empty", "arrive_full",
                               "arrive_empty", "expect_tx", "copy", "write", "read", "commit_empty",
                               "advance", "reset", "drain", "sync", "read_async", "read_wait",
@@ -475,6 +477,8 @@ def step(T, st, code, out, det):
                         e = make_entry(T, ENTRY_COMMIT, dst, r, stage, count, 0, a,
                                        reads_in_flight(T, st, a), 0)
                         e = with_field(T, e, E_CSEQ, commits_in_flight(T, st, a))
+                        if kind == FULL:  # commit_full: the entry fires on full
+                            e = with_field(T, e, E_BIDX, COMMIT_ON_FULL)
                     if dst != cta:
                         e = with_field(T, e, E_PEER, 1)
                     if not add_entry(T, out, e):
@@ -570,7 +574,8 @@ def fire_entry(T, out, j, det):
         bits |= signal_update(T, out, sig_index(T, cta, r, s, FULL), 0, -nbytes, det)
     else:
         commit_fired(T, out, entry_field(T, e, E_AGENT))
-        bits |= signal_update(T, out, sig_index(T, cta, r, s, EMPTY), entry_field(T, e, E_VAL), 0, det)
+        bits |= signal_update(T, out, sig_index(T, cta, r, s, entry_signal(T, e)),
+                              entry_field(T, e, E_VAL), 0, det)
     return bits
 
 

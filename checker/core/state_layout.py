@@ -12,7 +12,7 @@ State vector layout (offsets in T.cfg):
   barrier:  [arrivals in the current generation, generation] per (barrier, cta)
   inflight: M packed entries, sorted descending, 0 = unused (checker/core/inflight.py)
 """
-from pipeproof.backends.base import FULL, jit
+from pipeproof.backends.base import EMPTY, FULL, jit
 
 # Targets (spec.schema `targets` is the same rule for Python callers).
 T_SELF, T_LEADER, T_PEER, T_ALL = 0, 1, 2, 3
@@ -50,6 +50,9 @@ E_KIND, E_CTA, E_RING, E_STAGE, E_VAL, E_BIDX, E_AGENT, E_SEQ, E_PART = 0, 1, 2,
 # E_PEER: 1 for a copy or commit issued by an agent of another CTA than the one it targets
 E_CSEQ, E_PEER = 9, 10
 ENTRY_COPY, ENTRY_COMMIT, ENTRY_READ = 1, 2, 3
+# A commit entry's E_BIDX (a copy's bytes index; commits have no bytes): COMMIT_ON_FULL when it
+# fires on the full signal (commit_full), 0 on empty (commit_empty). entry_signal reads it.
+COMMIT_ON_FULL = 1
 
 # detail record (det): per violation kind 4 ints, filled by the first detection in a step
 DET_W = 4
@@ -222,3 +225,17 @@ def advance_at(T, arr, at, r):
 @jit
 def bar_pos(T, b, cta):
     return T.cfg[C_OFF_BAR] + 2 * (b * T.cfg[C_CTAS] + cta)
+
+
+@jit
+def entry_signal(T, e):
+    """The signal kind an in-flight entry updates when it lands or fires: a copy's full, a
+    commit's the one its op updates (E_BIDX == COMMIT_ON_FULL: full), an async read's -1."""
+    kind = (e >> T.ent[E_KIND, 0]) & T.ent[E_KIND, 1]
+    if kind == ENTRY_COPY:
+        return FULL
+    if kind == ENTRY_COMMIT:
+        if ((e >> T.ent[E_BIDX, 0]) & T.ent[E_BIDX, 1]) == COMMIT_ON_FULL:
+            return FULL
+        return EMPTY
+    return -1

@@ -340,8 +340,8 @@ def others_touch(T, F, st, a, r, classes, bits):
 @jit
 def entries_conflict(T, F, st, r, bits, t_kind, t_sig_acc, t_slot_acc, t_part, skip):
     """Does an in-flight entry (but entry `skip`) conflict with the access? A copy lands
-    (writes its slot part and updates its full signal's tx), a commit arrives on its empty
-    signal, an async read reads. `t_part` >= -1: the access is a landing into that part (-1
+    (writes its slot part and updates its full signal's tx), a commit arrives on its
+    signal (`S.entry_signal`: empty or full), an async read reads. `t_part` >= -1: the access is a landing into that part (-1
     every part), which commutes with another landing of the ring's one byte count into
     another part (`landings_commute`)."""
     off = T.cfg[S.C_OFF_INF]
@@ -366,9 +366,10 @@ def entries_conflict(T, F, st, r, bits, t_kind, t_sig_acc, t_slot_acc, t_part, s
                 return True
             if slot_conflict(t_slot_acc, ACC_WRITE):
                 return True
-        elif kind == S.ENTRY_COMMIT:
-            if t_kind == EMPTY and signal_conflict(t_sig_acc, ACC_UPD,
-                                                   commuting_arrivals(T, F, r, EMPTY)):
+        elif kind == S.ENTRY_COMMIT:  # arrives on its signal (commit_empty's, commit_full's)
+            on = S.entry_signal(T, e)
+            if t_kind == on and signal_conflict(t_sig_acc, ACC_UPD,
+                                                commuting_arrivals(T, F, r, on)):
                 return True
         elif slot_conflict(t_slot_acc, ACC_READ):
             return True
@@ -561,7 +562,7 @@ def frozen_touch(T, F, st, a, r, bits, t_kind, t_sig_acc, t_slot_acc, window, go
             break
         if S.entry_field(T, e, S.E_KIND) == S.ENTRY_COMMIT and j != skip and e != twin:
             sig = S.sig_index(T, S.entry_field(T, e, S.E_CTA), S.entry_field(T, e, S.E_RING),
-                              S.entry_field(T, e, S.E_STAGE), EMPTY)
+                              S.entry_field(T, e, S.E_STAGE), S.entry_signal(T, e))
             W[bo + sig] += S.entry_field(T, e, S.E_VAL)
         elif S.entry_field(T, e, S.E_KIND) == S.ENTRY_COPY and j != skip:
             sig = S.sig_index(T, S.entry_field(T, e, S.E_CTA), S.entry_field(T, e, S.E_RING),
@@ -572,7 +573,7 @@ def frozen_touch(T, F, st, a, r, bits, t_kind, t_sig_acc, t_slot_acc, window, go
     sig_w, units_w = -1, 0
     if twin != 0 and T.ent[S.E_SEQ, 1] == 0 and T.ent[S.E_AGENT, 1] == 0:
         sig_w = S.sig_index(T, S.entry_field(T, twin, S.E_CTA), S.entry_field(T, twin, S.E_RING),
-                            S.entry_field(T, twin, S.E_STAGE), EMPTY)
+                            S.entry_field(T, twin, S.E_STAGE), S.entry_signal(T, twin))
         units_w = S.entry_field(T, twin, S.E_VAL)
     budget = WALK_LIMIT
     moved = True
@@ -733,8 +734,8 @@ def independent_entry(T, F, st, j):
 
 @jit
 def independent_commit(T, F, st, j):
-    """Is {in-flight commit j's firing} persistent? It is an arrival of its count on its empty
-    signal (tcgen05.commit, multicast: one entry per CTA), so it qualifies as an arrive does:
+    """Is {in-flight commit j's firing} persistent? It is an arrival of its count on its signal
+    (empty for commit_empty, full for commit_full: `S.entry_signal`) (tcgen05.commit, multicast: one entry per CTA), so it qualifies as an arrive does:
     the ring's empty arrivals all have one count, no other entry conflicts, and the walk (every
     agent walking, this commit's units left out of the budgets, and those of its twins: entries
     of its value, in flight or issued on the walk, fire the same step) meets no passing
@@ -745,13 +746,14 @@ def independent_commit(T, F, st, j):
     if S.entry_field(T, e, S.E_SEQ) != 0 or S.entry_field(T, e, S.E_CSEQ) != 0:
         return False
     r = S.entry_field(T, e, S.E_RING)
-    if not commuting_arrivals(T, F, r, EMPTY):
+    on = S.entry_signal(T, e)  # empty (commit_empty) or full (commit_full)
+    if not commuting_arrivals(T, F, r, on):
         return False
     cta = S.entry_field(T, e, S.E_CTA)
     bits = 1 << (cta * T.cfg[S.C_MAXS] + S.entry_field(T, e, S.E_STAGE))
-    if entries_conflict(T, F, st, r, bits, EMPTY, ACC_UPD, 0, -2, j):
+    if entries_conflict(T, F, st, r, bits, on, ACC_UPD, 0, -2, j):
         return False
-    return not frozen_touch(T, F, st, -1, r, bits, EMPTY, ACC_UPD, 0, True, 1 << cta, -2, j, e)
+    return not frozen_touch(T, F, st, -1, r, bits, on, ACC_UPD, 0, True, 1 << cta, -2, j, e)
 
 
 @jit

@@ -91,7 +91,8 @@ NO_CLASSES = np.zeros((0, 2), dtype=np.int64)
 @jit
 def refers_to(T, e):
     """The agent an in-flight entry names, or -1: an async read or a commit (a commit names
-    its agent: its later commits wait for it, checker/core/inflight.py)."""
+    its agent: its later commits wait for it, checker/core/inflight.py). Renaming keeps the
+    rest of an entry, a commit's signal (E_BIDX: commit_full's full) included."""
     kind = S.entry_field(T, e, S.E_KIND)
     if kind == S.ENTRY_READ or kind == S.ENTRY_COMMIT:
         return S.entry_field(T, e, S.E_AGENT)

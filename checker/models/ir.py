@@ -76,6 +76,7 @@ KIND_MESSAGES = {
     "inflight_capacity": "inflight_capacity: more copies/commits in flight than the model holds (inconclusive)",
 }
 ENTRY_COPY, ENTRY_COMMIT, ENTRY_READ = 1, 2, 3  # checker/core/state_layout.py's entry kinds
+COMMIT_ON_FULL = 1  # a commit entry's bytes digit when it fires on full (state_layout's)
 # signal kind -> (the name of its array, the constant of the count it expects), in both languages
 SIGNALS = {FULL: ("full", "PAC"), EMPTY: ("empty", "CAC")}
 
@@ -211,7 +212,7 @@ class Group:
 
     @property
     def commits(self) -> bool:
-        """Its program issues commits (commit_empty): each names its agent (its later commits
+        """Its program issues commits (commit_empty, commit_full): each names its agent (its later commits
         wait for it, and for the agent's async reads before it)."""
         return any(OP_EFFECTS[op.name].issues == "commit" for op, _ in self.ops)
 
@@ -378,7 +379,11 @@ class IR:
         self.names_agents = self.has_reads or self.has_commits
         self.has_peer = self.ctas > 1
         self.ev = max(self.max_tag + 2, self.max_commit) + 1
-        self.enb = len(self.bytes_vals)
+        # a commit entry's bytes digit: COMMIT_ON_FULL (1) when it fires on full (commit_full),
+        # 0 on empty (checker/core/state_layout.py); so at least 2 where a commit fires on full
+        self.full_commits = any(OP_EFFECTS[op.name].issues == "commit" and OP_EFFECTS[op.name].updates == FULL
+                                for op in self.ops_all)
+        self.enb = max(len(self.bytes_vals), 2 if self.full_commits else 1)
         self.ep = self.n_parts + 1 if self.n_parts > 1 else 1
         self.epr = 2 if self.has_peer else 1
         self.eag = self.n_agents if self.names_agents else 1

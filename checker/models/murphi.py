@@ -31,7 +31,7 @@ from __future__ import annotations
 from pipeproof.backends.nvidia import TX_LIMIT
 from pipeproof.backends.printed import condition, lift, statements, sym
 from pipeproof.checker.models.ir import (
-    ENTRY_COMMIT, ENTRY_COPY, ENTRY_READ, IR, KIND_MESSAGES, SIGNALS, Group, any_pc_guarded, comment_lines, read_miss_text,
+    COMMIT_ON_FULL, ENTRY_COMMIT, ENTRY_COPY, ENTRY_READ, IR, KIND_MESSAGES, SIGNALS, Group, any_pc_guarded, comment_lines, read_miss_text,
     signal_backend, signal_update,
 )
 from pipeproof.checker.models.steps import (
@@ -724,11 +724,11 @@ class _Murphi:
         where = ", in the CTA it targets." if ir.ctas > 1 else "."
         if ir.has_reads:
             self.w("-- In-flight entry j lands (a copy: stores its item, then complete_tx of its bytes on",
-                   "-- full), fires (a commit: arrives n on empty) or finishes (an async read: only the",
+                   "-- full), fires (a commit: arrives n on empty; commit_full: on full) or finishes (an async read: only the",
                    "-- oldest of its agent's; a commit that waits for reads does not fire), in one step" + where)
         else:
             self.w("-- In-flight entry j lands (a copy: stores its item, then complete_tx of its bytes on",
-                   "-- full) or fires (a commit: arrives n on empty), in one step" + where)
+                   "-- full) or fires (a commit: arrives n on empty; commit_full: on full), in one step" + where)
         # not a later read, nor a commit that waits for its agent's reads or commits (rule R1)
         ready = f" & inflight[j] % ({ir.ready_unit()}) = 0" if ir.ready_unit() else ""
         self.w("ruleset j: 0..INF-1 do", "  rule \"land or fire in-flight entry\"", f"    inflight[j] != 0{ready}",
@@ -757,9 +757,16 @@ class _Murphi:
         self.w(f"{ind}  store_tag({self._args(c, r, 's')}, {part}(e / ENB) % EV - 1);")
         if ir.has_tx:
             self.w(f"{ind}  sig_update({self._sig(FULL, c, r, 's')}, {self._count(FULL, r)}, 0, -bytes_of(e % ENB));")
-        self.w(f"{ind}else", *([f"{ind}  commit_fired(ag);"] if ir.has_commits else []),
-               f"{ind}  sig_update({self._sig(EMPTY, c, r, 's')}, {self._count(EMPTY, r)}, (e / ENB) % EV{tx});",
-               f"{ind}endif;")
+        self.w(f"{ind}else", *([f"{ind}  commit_fired(ag);"] if ir.has_commits else []))
+        if ir.full_commits:  # a commit_full's entry (bytes digit COMMIT_ON_FULL) fires on full
+            self.w(f"{ind}  if e % ENB = {COMMIT_ON_FULL} then",
+                   f"{ind}    sig_update({self._sig(FULL, c, r, 's')}, {self._count(FULL, r)}, (e / ENB) % EV{tx});",
+                   f"{ind}  else",
+                   f"{ind}    sig_update({self._sig(EMPTY, c, r, 's')}, {self._count(EMPTY, r)}, (e / ENB) % EV{tx});",
+                   f"{ind}  endif;")
+        else:
+            self.w(f"{ind}  sig_update({self._sig(EMPTY, c, r, 's')}, {self._count(EMPTY, r)}, (e / ENB) % EV{tx});")
+        self.w(f"{ind}endif;")
         if ir.has_reads:
             self.w("    endif;")
         self.w("  end;", "end;", "")

@@ -27,7 +27,7 @@ from __future__ import annotations
 from pipeproof.backends.nvidia import TX_LIMIT
 from pipeproof.backends.printed import condition, lift, render, sym
 from pipeproof.checker.models.ir import (
-    ENTRY_COMMIT, ENTRY_COPY, ENTRY_READ, IR, SIGNALS, Group, any_pc_guarded, comment_lines, read_miss_text, signal_backend,
+    COMMIT_ON_FULL, ENTRY_COMMIT, ENTRY_COPY, ENTRY_READ, IR, SIGNALS, Group, any_pc_guarded, comment_lines, read_miss_text, signal_backend,
     signal_update,
 )
 from pipeproof.checker.models.steps import (
@@ -484,8 +484,8 @@ class _Promela:
             self.w(f"  :: pc[ME] == {g.length} -> break", "  od", "}", "")
         if ir.inflight:
             self.w("/* In-flight entry J lands (a copy: stores its item, then complete_tx of its bytes on",
-                   " * full)" + (", fires (a commit: arrives n on empty) or finishes (an async read)"
-                                if ir.has_reads else " or fires (a commit: arrives n on empty)")
+                   " * full)" + (", fires (a commit: arrives n on empty, or on full for commit_full) or finishes (an async read)"
+                                if ir.has_reads else " or fires (a commit: arrives n on empty, or on full for commit_full)")
                    + ", in one step" + (", in the CTA it targets. */" if ir.ctas > 1 else ". */"),
                    "inline land(J) {", "  e_ = inflight[J];", "  inf_remove(J);")
             # the digits below the bytes' (IR.entry_digits): its agent and part are kept, the
@@ -518,8 +518,17 @@ class _Promela:
             self.w(f"{ind}:: else ->")
             if ir.has_commits:  # the agent's later commits wait for one entry fewer (rule R1)
                 self.w(f"{ind}  commit_fired(ag_);")
-            self.w(f"{ind}  sig_update({self._sig(EMPTY, c, r, 'ls_')}, {self._count(EMPTY, r)}, "
-                   "(e_ / ENB) % EV, 0)", f"{ind}fi")
+            fire = [(EMPTY, "")]
+            if ir.full_commits:  # a commit_full's entry (bytes digit COMMIT_ON_FULL) fires on full
+                fire = [(FULL, f"e_ % ENB == {COMMIT_ON_FULL}"), (EMPTY, "else")]
+                self.w(f"{ind}  if")
+            for k, cond in fire:
+                pre = f"{ind}  :: {cond} -> " if ir.full_commits else f"{ind}  "
+                self.w(pre + f"sig_update({self._sig(k, c, r, 'ls_')}, {self._count(k, r)}, "
+                       "(e_ / ENB) % EV, 0)")
+            if ir.full_commits:
+                self.w(f"{ind}  fi")
+            self.w(f"{ind}fi")
             if ir.has_reads:
                 self.w("  fi")
             self.w("}", "")

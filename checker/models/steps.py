@@ -55,7 +55,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pipeproof.backends.nvidia import TX_LIMIT
-from pipeproof.checker.models.ir import ENTRY_COMMIT, ENTRY_COPY, ENTRY_READ
+from pipeproof.backends.base import FULL
+from pipeproof.checker.models.ir import COMMIT_ON_FULL, ENTRY_COMMIT, ENTRY_COPY, ENTRY_READ
 from pipeproof.checker.core import OP_EFFECTS
 
 ENTRIES = {"copy": ENTRY_COPY, "commit": ENTRY_COMMIT, "read": ENTRY_READ}  # Effects.issues -> entry kind
@@ -140,6 +141,8 @@ class Issue:
                   "value": value, "bytes": self.bytes_index or 0,
                   "part": self.part + 1 if self.entry == ENTRY_COPY else 0,
                   "peer": peer if self.entry != ENTRY_READ else 0}
+        if self.entry == ENTRY_COMMIT and self.kind == FULL:
+            fields["bytes"] = COMMIT_ON_FULL  # a commit's bytes digit: the signal it fires on
         if self.names_agent:
             fields.update(agent=agent, seq=seq if self.entry == ENTRY_READ or self.after_reads else "0",
                           cseq=cseq if self.entry == ENTRY_COMMIT else "0")

@@ -47,7 +47,7 @@ class Event:
 
     kind "agent": agent `agent` (a name from the state view) executes the op at its program
     position `pc`, whose name is `op`. kind "land"/"fire": the in-flight entry `entry` (one of
-    the state view's "inflight" dicts) lands (copy) or fires (commit_empty).
+    the state view's "inflight" dicts) lands (copy) or fires (commit_empty, commit_full).
     """
     kind: str                 # "agent" | "land" | "fire"
     agent: str = ""
@@ -202,7 +202,7 @@ def entry_text(model: Model, e: dict) -> str:
     waits = [f"{e['after']} more read(s)"] if e["after"] else []
     waits += [f"{e['after_commits']} earlier commit(s)"] if e.get("after_commits") else []
     after = f" after {' and '.join(waits)} of {e['agent']}" if waits else ""
-    return f"commit {e['n']} -> cta{e['cta']}.{ring}empty[{e['stage']}]{after}"
+    return f"commit {e['n']} -> cta{e['cta']}.{ring}{e.get('signal', 'empty')}[{e['stage']}]{after}"
 
 
 # ------------------------------------------------------------------ the wording of violations

@@ -127,7 +127,7 @@ def _inflight_name(key: str) -> str:
     """e.g. "copy -> cta0.slot[2] tag 3"; the b and e events of one transfer share it."""
     e = json.loads(key)
     kind = e.get("kind", "inflight")
-    target = {"copy": "slot", "commit": "empty"}.get(kind)
+    target = {"copy": "slot", "commit": e.get("signal", "empty")}.get(kind)
     name = kind
     if target and "cta" in e and "stage" in e:
         name += f" -> cta{e['cta']}.{target}[{e['stage']}]"

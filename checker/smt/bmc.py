@@ -271,7 +271,10 @@ def _entry_key(model: Model, e: int) -> tuple:
     kind = int(f[S.E_KIND])
     copy, read = kind == S.ENTRY_COPY, kind == S.ENTRY_READ
     several = copy and len(model.parts[f[S.E_RING]]) > 1
-    return (ENTRY_NAMES[kind], int(f[S.E_CTA]), int(f[S.E_RING]), int(f[S.E_STAGE]),
+    name = ENTRY_NAMES[kind]
+    if kind == S.ENTRY_COMMIT and f[S.E_BIDX] == S.COMMIT_ON_FULL:
+        name += ":full"  # commit_full's entry: fires on full
+    return (name, int(f[S.E_CTA]), int(f[S.E_RING]), int(f[S.E_STAGE]),
             int(f[S.E_VAL]) - 1 if copy or read else int(f[S.E_VAL]),
             int(f[S.E_PART]) - 1 if several else None,
             None if copy else int(f[S.E_AGENT]), None if copy else int(f[S.E_SEQ]),
@@ -289,7 +292,7 @@ def _instance_key(model: Model, enc: Encoding, vals: dict, i: int) -> tuple:
     several = copy and len(model.parts[inst.ring]) > 1
     reads = [j for kk, j in enc.reads_of[inst.agent] if kk < inst.k]
     commits = [j for kk, j in enc.commits_of[inst.agent] if kk < inst.k]
-    return (ENTRY_NAMES[inst.kind], inst.cta, inst.ring, inst.stage, inst.value,
+    return (_instance_name(inst), inst.cta, inst.ring, inst.stage, inst.value,
             inst.part if several else None,
             None if copy else inst.agent,
             None if copy else sum(1 for j in reads if vals[("inf", j)]),
@@ -297,12 +300,18 @@ def _instance_key(model: Model, enc: Encoding, vals: dict, i: int) -> tuple:
             None if read else int(model.agents[inst.agent].cta != inst.cta))
 
 
+def _instance_name(inst) -> str:
+    """`_entry_key`'s name of an instance's entry: its kind, ":full" for a commit on full."""
+    full = inst.kind == S.ENTRY_COMMIT and inst.signal == S.FULL
+    return ENTRY_NAMES[inst.kind] + (":full" if full else "")
+
+
 def _entry_matches(model: Model, inst, e: int) -> bool:
     """Explicit entry `e` is instance `inst`, ready to land / fire / finish (its agent's
     earlier reads and commits done)."""
     key = _entry_key(model, e)
     several = inst.kind == S.ENTRY_COPY and len(model.parts[inst.ring]) > 1
-    if key[:6] != (ENTRY_NAMES[inst.kind], inst.cta, inst.ring, inst.stage, inst.value,
+    if key[:6] != (_instance_name(inst), inst.cta, inst.ring, inst.stage, inst.value,
                    inst.part if several else None):
         return False
     if inst.kind == S.ENTRY_COPY:

@@ -132,8 +132,8 @@ class _Frames:
                 ch |= {("slot",) + key + (p,)
                        for p in self.stored_parts(inst.cta, inst.ring, inst.part)}
                 ch |= self._sig_fields(key + (FULL,), True)
-            elif inst.kind == S.ENTRY_COMMIT:
-                ch |= self._sig_fields(key + (EMPTY,), False)
+            elif inst.kind == S.ENTRY_COMMIT:  # arrives on its signal (empty or full)
+                ch |= self._sig_fields(key + (inst.signal,), False)
         return ch
 
     def _sig_fields(self, key, tx: bool) -> set:

@@ -41,6 +41,8 @@ class Instance:
     value: int          # copy/read: the item (tag); commit: the arrive count n
     nbytes: int = 0     # copy only
     part: int = 0       # copy only: the slot part it stores into when it lands (-1: every part)
+    signal: int = -1    # the signal kind it updates when it lands or fires (a copy: full; a
+                        # commit: its op's, empty for commit_empty, full for commit_full)
 
 
 

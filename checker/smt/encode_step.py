@@ -7,7 +7,7 @@ from __future__ import annotations
 import z3
 
 from pipeproof.backends import nvidia as nvidia_backend
-from pipeproof.backends.base import EMPTY, FULL
+from pipeproof.backends.base import FULL
 from pipeproof.checker.core import semantics as S
 from pipeproof.checker.smt.encode_frame import AM, NV
 from pipeproof.checker.smt.encode_terms import (Choice, Frame, Step, _and, _b, _group, _name, _or,
@@ -208,7 +208,7 @@ class _Steps:
                 store_tag(cond, d, r, s, inst.part, inst.value)
                 signal_update((d, r, s, FULL), cond, 0, -inst.nbytes)
             else:
-                signal_update((d, r, s, EMPTY), cond, inst.value, 0)
+                signal_update((d, r, s, inst.signal), cond, inst.value, 0)  # a commit
 
         # ---------------------------------------------------------- the next frame
         nxt = Frame(dict(f.v))

@@ -16,6 +16,10 @@ from pipeproof.checker.smt.precheck_findings import Finding, _plural, sig_name
 from pipeproof.checker.smt.precheck_signals import phase_parity, wait_need
 from pipeproof.checker.smt.precheck_walk import ARRIVES, EMPTY, FULL, WAITS, Cls, _count, sources
 
+# The ops that release a slot: arrivals on empty, now or when they fire (arrive_empty,
+# commit_empty), read off their effects
+RELEASES = tuple(n for n, kind in ARRIVES.items() if kind == EMPTY)
+
 
 class _Rates(_CheckBase):
     """Rates, bytes and totals (a part of precheck._Check)."""
@@ -237,7 +241,7 @@ class _Rates(_CheckBase):
             # both kinds of wait are on the right lap, so the next lap's bytes need this
             # phase consumed first. And some wait must need the phase.
             if not (self._after_wait(ring, c, ("expect_tx", "copy"), EMPTY)
-                    and self._after_wait(ring, c, ("arrive_empty", "commit_empty"), FULL)
+                    and self._after_wait(ring, c, RELEASES, FULL)
                     and self._laps_ok(ring, c) and self._deadlocks()):
                 return
             if not any(e.blocking and e.op.ring == ring and WAITS[e.name] == FULL

@@ -126,16 +126,17 @@ def prepare(kernel: Kernel) -> None:
         arrays[full] = (full, empty)
         if empty is not None:
             arrays[empty] = (full, empty)
-    # sm100: a tcgen05.commit onto a full signal (the accumulator ring) has no op yet
+    # sm100: a tcgen05.commit onto a full signal (the accumulator ring) would be a commit_full,
+    # but its fills and reads pair across roles with different item counts (docs/mojo.md (3))
     for p in kernel.partitions:
         for ev in p.events:
             if ev.kind == "commit" and ev.barrier.array.signal == FULL:
                 raise NotExpressible(
                     f"{ev.op.where} ({kernel.path}, {ev.op.name}): a tcgen05.commit arrives on a "
                     f"ring's full signal (the accumulator ring: the MMA warp fills it per k-block "
-                    f"group, the epilogue drains it per tile); the spec language has no async "
-                    f"arrival on full (`commit_full`) and no pairing of fills and reads across "
-                    f"roles with different item counts yet (docs/mojo.md)")
+                    f"group, the epilogue drains it per tile); the spec language (with `commit_full` "
+                    f"for the commit) has no pairing of fills and reads across roles with "
+                    f"different item counts yet (docs/mojo.md)")
             if ev.kind == "wait" and isinstance(ev.value, tuple):
                 pass
     # copy bytes: the stride of each copy instruction's destination between slots
