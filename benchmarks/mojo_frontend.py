@@ -34,18 +34,43 @@ CLUSTER_ARRIVE_ASM = (r'^  call void asm sideeffect "[^"\n]*mapa\.shared::cluste
                       r'shared::cluster[^\n]*!dbg (!\d+)\n')
 
 
-def drop_cluster_pre_arrival(ir):  # in a cluster: arrive_cluster (mapa + remote arrive) at :571 removed
+def _inlined_at(ir, line):
+    """Is a debug location (!N) one whose inlined call stack passes the Mojo line `line`?"""
     loc = {m.group(1): (int(m.group(2)), m.group(3)) for m in re.finditer(
         r"^(!\d+) = !DILocation\(line: (\d+),[^\n]*?(?:inlinedAt: (!\d+))?\)$", ir, re.M)}
 
-    def at571(d):
+    def at(d):
         while d:
-            line, d = loc.get(d, (0, None))
-            if line == 571:
+            here, d = loc.get(d, (0, None))
+            if here == line:
                 return True
         return False
+    return at
 
+
+def drop_cluster_pre_arrival(ir):  # in a cluster: arrive_cluster (mapa + remote arrive) at :571 removed
+    at571 = _inlined_at(ir, 571)
     return re.sub(CLUSTER_ARRIVE_ASM, lambda m: "" if at571(m.group(1)) else m.group(0), ir, flags=re.M)
+
+
+# an mbarrier wait loop (inline asm try_wait.parity) / a tcgen05.commit (inline asm), by its !dbg
+WAIT_ASM = r'^  call void asm sideeffect "[^"\n]*mbarrier\.try_wait\.parity[^\n]*!dbg (!\d+)\n'
+COMMIT_ASM = r'^  call void asm sideeffect "[^"\n]*tcgen05\.commit[^\n]*!dbg (!\d+)\n'
+
+
+def sm100_drop_drain(ir):  # the load warp's drain (matmul_kernels.mojo:2177, InputTilePipeline.drain) removed
+    at2177 = _inlined_at(ir, 2177)
+    return re.sub(WAIT_ASM, lambda m: "" if at2177(m.group(1)) else m.group(0), ir, flags=re.M)
+
+
+def sm100_drop_acc_commit(ir):  # release_from_mma's tcgen05.commit onto the accumulator's full (tile_pipeline.mojo:1464) removed
+    at1464 = _inlined_at(ir, 1464)
+    return re.sub(COMMIT_ASM, lambda m: "" if at1464(m.group(1)) else m.group(0), ir, flags=re.M)
+
+
+def sm100_epilogue_no_wait(ir):  # the epilogue's wait on the accumulator's full (acquire_for_epilogue, :2302) removed
+    at2302 = _inlined_at(ir, 2302)
+    return re.sub(WAIT_ASM, lambda m: "" if at2302(m.group(1)) else m.group(0), ir, flags=re.M)
 
 
 def two_cta_empty_count(ir):  # the empty count num_consumer x cluster size (8) -> 4 (a 2-CTA cluster's)
@@ -55,7 +80,11 @@ def two_cta_empty_count(ir):  # the empty count num_consumer x cluster size (8) 
 
 
 MUTANTS = {"halve_bytes": halve_bytes, "drop_pre_arrival": drop_pre_arrival,
-           "drop_cluster_pre_arrival": drop_cluster_pre_arrival, "two_cta_empty_count": two_cta_empty_count}
+           "drop_cluster_pre_arrival": drop_cluster_pre_arrival, "two_cta_empty_count": two_cta_empty_count,
+           "sm100_drop_drain": sm100_drop_drain, "sm100_drop_acc_commit": sm100_drop_acc_commit,
+           "sm100_epilogue_no_wait": sm100_epilogue_no_wait}
+SM100 = {"6": [1024, 1024, 256], "--tiles": 2}       # K = 256: 4 k-blocks per tile, 2 tiles per CTA
+SM100_B = {"6": [1024, 1024, 512], "--tiles": 3}     # the second trip count: 8 k-blocks, 3 tiles
 PROVE_TIMEOUT = 300  # s: the cluster-4 proofs (docs/mojo.md)
 TARGETS = [
     ("pc_nvidia k=3", "pc_nvidia.ll", {"2": 3}, 64),
@@ -76,36 +105,45 @@ TARGETS = [
     ("sm90 c4 no pre-arrival", "sm90_bf16_cluster4_k512.ll.gz:drop_cluster_pre_arrival", {}, None),
     ("sm90 c4 empty count 4", "sm90_bf16_cluster4_k512.ll.gz:two_cta_empty_count", {}, None),
     ("sm90 cluster 2x2x1", "sm90_bf16_cluster2x2.ll.gz", {}, None),
-    ("sm100 1-SM", "sm100_bf16.ll.gz", {}, 224),
-    ("sm100 2-SM", "sm100_bf16_2sm.ll.gz", {}, 224),
+    ("sm100 1-SM K=256 tiles=2", "sm100_bf16.ll.gz", SM100, 224),
+    ("sm100 1-SM K=512 tiles=3", "sm100_bf16.ll.gz", SM100_B, 224),
+    ("sm100 drain removed", "sm100_bf16.ll.gz:sm100_drop_drain", SM100, 224),
+    ("sm100 acc commit removed", "sm100_bf16.ll.gz:sm100_drop_acc_commit", SM100, 224),
+    ("sm100 epilogue no wait", "sm100_bf16.ll.gz:sm100_epilogue_no_wait", SM100, 224),
+    ("sm100 2-SM", "sm100_bf16_2sm.ll.gz", SM100, 224),
 ]
 
-print(f"{'target':<24} {'verdict':<13} {'kind':<20} {'states':>7} {'extract s':>9} {'check s':>8}"
-      f"  {'--prove':<9} {'abstract':>8} {'prove s':>7}")
-for label, f, args, bd in TARGETS:
-    if sys.argv[1:] and not any(label.startswith(a) for a in sys.argv[1:]):
-        continue
-    path = str(FIX / f)
-    if ":" in f:
-        f, mutant = f.split(":")
-        tmp = tempfile.NamedTemporaryFile("w", suffix=".ll", delete=False)
-        tmp.write(MUTANTS[mutant](gzip.open(FIX / f, "rt").read()))
-        tmp.close()
-        path = tmp.name
-    t0 = time.perf_counter()
-    try:
-        text, _ = extract(path, None, args, bd)
-    except SpecError as err:
-        print(f"{label:<24} {'refused':<13} {'(exit 2)':<20} {'-':>7} {time.perf_counter() - t0:>9.2f} {'-':>8}"
-              f"  {str(err).split(': ', 1)[-1][:90]}")
-        continue
-    t1 = time.perf_counter()
-    r = verify(load_spec_text(text, f))
-    t2 = time.perf_counter()
-    if path != str(FIX / f):
-        Path(path).unlink()
-    pr = prove(load_spec_text(text, f), timeout=PROVE_TIMEOUT)
-    t3 = time.perf_counter()
-    print(f"{label:<24} {r.verdict:<13} {(r.kind or '-'):<20} {r.states:>7} {t1 - t0:>9.2f} {t2 - t1:>8.2f}"
-          f"  {pr.status:<9} {pr.abstract_states or 0:>8} {t3 - t2:>7.2f}"
-          + (f"  ({pr.reason})" if pr.status == "unknown" else ""))
+def main(prefixes):
+    print(f"{'target':<24} {'verdict':<13} {'kind':<20} {'states':>7} {'extract s':>9} {'check s':>8}"
+          f"  {'--prove':<9} {'abstract':>8} {'prove s':>7}")
+    for label, f, args, bd in TARGETS:
+        if prefixes and not any(label.startswith(a) for a in prefixes):
+            continue
+        path = str(FIX / f)
+        if ":" in f:
+            f, mutant = f.split(":")
+            tmp = tempfile.NamedTemporaryFile("w", suffix=".ll", delete=False)
+            tmp.write(MUTANTS[mutant](gzip.open(FIX / f, "rt").read()))
+            tmp.close()
+            path = tmp.name
+        t0 = time.perf_counter()
+        try:
+            text, _ = extract(path, None, args, bd)
+        except SpecError as err:
+            print(f"{label:<24} {'refused':<13} {'(exit 2)':<20} {'-':>7} {time.perf_counter() - t0:>9.2f} {'-':>8}"
+                  f"  {str(err).split(': ', 1)[-1][:90]}")
+            continue
+        t1 = time.perf_counter()
+        r = verify(load_spec_text(text, f))
+        t2 = time.perf_counter()
+        if path != str(FIX / f):
+            Path(path).unlink()
+        pr = prove(load_spec_text(text, f), timeout=PROVE_TIMEOUT)
+        t3 = time.perf_counter()
+        print(f"{label:<24} {r.verdict:<13} {(r.kind or '-'):<20} {r.states:>7} {t1 - t0:>9.2f} {t2 - t1:>8.2f}"
+              f"  {pr.status:<9} {pr.abstract_states or 0:>8} {t3 - t2:>7.2f}"
+              + (f"  ({pr.reason})" if pr.status == "unknown" else ""))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

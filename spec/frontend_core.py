@@ -80,6 +80,7 @@ class Builder:
     TOOL = "pipeproof"
     HEADER = ()
     START_OP = "start"  # the op where workers start (its name in a trace's source column)
+    COMMIT_FULL = False  # may a commit arrive on a full signal (a front end whose IR says so)
 
     def __init__(self, path: str, partitions: list, name: str, where, lowering=None):
         self.lowering = lowering  # front-end specific: how one partition becomes agents
@@ -181,9 +182,9 @@ class Builder:
                 return [(ring, s, None, f"expect_tx {ev.value}")]
             if ev.kind == "copy":
                 return [(ring, s, None, f"copy {ev.value}")]
-            if kind != EMPTY:
+            if kind != EMPTY and not self.COMMIT_FULL:
                 self.fail(ev, "a commit onto a barrier array TMA copies complete")
-            return [(ring, s, None, "commit_empty")]
+            return [(ring, s, None, f"commit_{kind}")]
         if ev.kind == "read_wait":
             return [(None, None, None, f"read_wait {ev.value}")]
         bufs = [ev.buffer] if ev.kind == "read" else list(ev.extra)

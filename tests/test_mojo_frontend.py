@@ -44,14 +44,90 @@ def test_off_by_one_arrive_count_backend_is_caught():
     assert "backend_count_bug.mojo:" in out
 
 
-@pytest.mark.parametrize("name", ["sm100_bf16", "sm100_bf16_2sm"])
-def test_sm100_is_refused_in_one_line_naming_the_mojo_line(name):
-    # 1-SM: the CLC work loop reads the hardware's try_cancel response (inline asm) first;
-    # 2-SM: the cluster barrier. Neither is a verdict (docs/mojo.md: what is missing).
-    code, out = run(FIX / f"{name}.ll.gz", "--block-dim", "224")
+SM100 = ("--block-dim", "224", "--tiles", "2", "--arg", "6=1024,1024,256")   # 4 k-blocks x 2 tiles
+SM100_B = ("--block-dim", "224", "--tiles", "3", "--arg", "6=1024,1024,512")  # 8 k-blocks x 3 tiles
+
+
+def test_sm100_2sm_is_refused_in_one_line_naming_the_mojo_line():
+    # cta_group 2: the CLC response's expect_tx lands on both CTAs from two lanes of one warp
+    code, out = run(FIX / "sm100_bf16_2sm.ll.gz", *SM100)
     assert code == 2, out
     assert len(out.strip().splitlines()) == 1
     assert "matmul_kernels.mojo:" in out
+
+
+def test_sm100_without_the_tile_count_says_how_to_give_it():
+    # the persistent loop asks the hardware (clusterlaunchcontrol) whether another tile exists
+    code, out = run(FIX / "sm100_bf16.ll.gz", "--block-dim", "224", "--arg", "6=1024,1024,256")
+    assert code == 2, out
+    assert len(out.strip().splitlines()) == 1
+    assert "--tiles N" in out and "matmul_kernels.mojo:" in out
+
+
+@pytest.mark.parametrize("args,items,states", [(SM100, 8, 995), (SM100_B, 24, 4028)])
+def test_sm100_1sm_is_ok_at_two_trip_counts(args, items, states):
+    code, out = run(FIX / "sm100_bf16.ll.gz", *args)
+    assert code == 0, out
+    assert f"ok ({states:,} states".replace(",", "") in out.replace(",", "")
+    assert f"\nitems = {items}\n" in out
+
+
+def test_sm100_1sm_spec_reads_as_the_kernel(tmp_path):
+    f = tmp_path / "sm100.toml"
+    code, out = run(FIX / "sm100_bf16.ll.gz", *SM100, "--emit-spec", f)
+    assert code == 0, out
+    import tomllib
+    spec = tomllib.loads(f.read_text())
+    roles = {r["name"]: r for r in spec["role"]}
+    rings = spec["ring"]
+    # the input ring (6 stages), the accumulator ring (2; empty = 4 epilogue warps x 32 threads),
+    # the CLC throttle (32/32) and the TMEM-dealloc barrier (128); the CLC response ring is main
+    assert rings["ring229376"]["stages"] == 6
+    assert rings["ring229472"] == {"stages": 2, "producer_arrive_count": 1, "consumer_arrive_count": 128}
+    assert spec["pipeline"]["consumer_arrive_count"] == 224   # every thread of the CTA's 7 warps
+    mma = " ".join(roles["warp6"]["body"])
+    assert "read_async ring=ring229376" in mma and "commit_empty ring=ring229376" in mma
+    assert "write ring=ring229472 every=8 at=3" in mma and "commit_full ring=ring229472 every=8 at=3" in mma
+    epi = roles["warp0"]["body"]
+    assert epi[0] == "wait_full ring=ring229472 every=4 at=3"   # one tile per 4 k-blocks, after the 4th
+    assert roles["warp1_x3"]["count"] == 3
+    sched = " ".join(roles["warp4"]["body"])
+    assert "copy 16 every=4 at=3" in sched and "reset" not in sched   # one response per tile
+    assert "wait_full every" not in sched     # its own waits on the response it fills are dropped
+    assert roles["warp4"]["epilogue"] == ["wait_empty", "advance", "wait_empty"]   # drain
+
+
+def _sm100_mutant(tmp_path, mutant):
+    from benchmarks.mojo_frontend import MUTANTS
+    ir = gzip.open(FIX / "sm100_bf16.ll.gz", "rt").read()
+    new = MUTANTS[mutant](ir)
+    assert new != ir
+    f = tmp_path / f"{mutant}.ll"
+    f.write_text(new)
+    return f
+
+
+def test_sm100_accumulator_commit_removed_is_deadlock(tmp_path):
+    # release_from_mma's tcgen05.commit onto the accumulator's full: nothing else fills it
+    code, out = run(_sm100_mutant(tmp_path, "sm100_drop_acc_commit"), *SM100)
+    assert code == 1, out
+    assert "deadlock" in out.split("step  agent")[0]
+    assert "commit_full" not in out.split("step  agent")[0]
+    assert "matmul_kernels.mojo:2302" in out.split("in the kernel:")[1]   # the epilogue's wait
+
+
+def test_sm100_epilogue_that_does_not_wait_is_caught(tmp_path):
+    code, out = run(_sm100_mutant(tmp_path, "sm100_epilogue_no_wait"), *SM100)
+    assert code == 1, out
+    assert "phase_alias" in out.split("step  agent")[0]
+
+
+def test_sm100_drain_removed_is_ok_in_1sm(tmp_path):
+    # 1-SM: the MMA warp's commits have all fired before it waits the TMEM-dealloc barrier,
+    # which the epilogue arrives on after its last tile: no copy or commit is in flight at exit
+    code, out = run(_sm100_mutant(tmp_path, "sm100_drop_drain"), *SM100)
+    assert code == 0, out
+    assert "drain" not in out.split("[[role]]", 5)[-1].split("epilogue = [")[1].split("]")[0]
 
 
 @pytest.mark.parametrize("name,k_tiles,states", [("sm90_bf16", 16, 11), ("sm90_bf16_k512", 8, 11),
@@ -317,14 +393,10 @@ def test_prove_finds_the_flipped_phase_at_its_mojo_line():
 
 
 def test_prove_violation_only_at_another_item_count_is_no_verdict_on_the_kernel():
-    # Without the per-k-iteration split the cluster-2 spec has `every=5 at=j` items: the kernel's
-    # program at 5 items only. The proof finds a violation at another item count: exit 3, not 1.
-    code = ("import sys; import pipeproof.spec.mojo.build as b; "
-            "b.split_unrolled_items = lambda k, bb: None; "
-            "from pipeproof.checker.cli.main import run; "
-            f"sys.argv = ['pipeproof', 'mojo', r'{FIX / 'sm90_bf16_cluster2.ll.gz'}', '--prove']; run()")
-    got = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    out = got.stdout + got.stderr
-    assert "every=5" in out
-    assert got.returncode == 3, out
+    # sm100's spec is the kernel's program at 2 tiles x 4 k-blocks (every=8 at=j bodies); the
+    # lap abstraction finds a violation at another item count (9: no whole tile): exit 3, not 1
+    code, out = run(FIX / "sm100_bf16.ll.gz", *SM100, "--prove")
+    assert "every=8" in out
+    assert code == 3, out
     assert "inconclusive for the kernel" in out
+    assert "NOT the same" in out   # the program differs at other K and tile counts

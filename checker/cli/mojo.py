@@ -19,7 +19,7 @@ from pathlib import Path
 
 import click
 
-from pipeproof.checker.cli.triton import _kv, source_lines
+from pipeproof.checker.cli.triton import source_lines
 
 INSTALL = "pip install 'pipeproof[mojo]'"
 
@@ -62,11 +62,32 @@ def compile_mojo(path: str, target: str) -> list[str]:
     return files
 
 
+def _kv(values) -> dict:
+    """--arg NAME=V: an integer, or integers joined by commas for an array argument (sm100's
+    problem shape `6=1024,1024,1024`)."""
+    out = {}
+    for text in values:
+        name, sep, val = text.partition("=")
+        try:
+            parts = [int(v, 0) for v in val.split(",")]
+        except ValueError:
+            sep = ""
+        if not sep or not name.strip():
+            raise click.BadParameter(f"{text!r}: expected NAME=INTEGER or NAME=I,J,K", param_hint="--arg")
+        out[name.strip()] = parts[0] if len(parts) == 1 else parts
+    return out
+
+
+TILES = "--tiles"  # the work tiles per CTA travel with the --arg values (trip_counts_agree varies both)
+
+
 def extract(path: str, kernel: str | None, args: dict, block_dim: int | None):
     """(TOML text, SourceMap, seconds) of the kernel's synchronisation."""
     from pipeproof.spec.mojo.build import build
     from pipeproof.spec.mojo.parse import Extractor, read_ir
-    ex = Extractor(read_ir(path), path, kernel, args, block_dim)
+    args = dict(args)
+    tiles = args.pop(TILES, None)
+    ex = Extractor(read_ir(path), path, kernel, args, block_dim, tiles)
     k = ex.run()
     name = Path(path).name.split(".")[0] + "::" + ex.k.name.lstrip("@")[:60]
     return build(k, name)
@@ -80,13 +101,14 @@ def trip_counts_agree(path, kernel, args: dict, block_dim, toml_text):
     the kernel's compile-time values: the compiled kernel is one of the item counts proved)."""
     from pipeproof.checker.cli.triton import _program
     from pipeproof.spec.schema import SpecError
-    numeric = {k: v for k, v in args.items() if isinstance(v, int)}
+    numeric = {k: v for k, v in args.items() if isinstance(v, (int, list))}
     if not numeric:
         return None
     base = _program(toml_text)
     tried = [dict(numeric)]
     for f in (lambda v: v + 3, lambda v: 2 * v + 5):
-        other = {**args, **{k: f(v) for k, v in numeric.items()}}
+        other = {**args, **{k: [f(x) for x in v] if isinstance(v, list) else f(v)
+                             for k, v in numeric.items()}}
         tried.append({k: other[k] for k in numeric})
         try:
             text, _ = extract(path, kernel, other, block_dim)
@@ -106,6 +128,9 @@ def trip_counts_agree(path, kernel, args: dict, block_dim, toml_text):
 @click.option("--kernel", metavar="NAME", help="The kernel (a file with several).")
 @click.option("--block-dim", type=click.IntRange(min=1), metavar="N",
               help="Threads per block, where the IR does not state it (nvvm.maxntid).")
+@click.option("--tiles", type=click.IntRange(min=1), metavar="N",
+              help="Work tiles per CTA, for a kernel whose scheduler asks the hardware for its "
+                   "next tile (clusterlaunchcontrol: sm100's persistent kernels).")
 @click.option("--prove", "do_prove", is_flag=True,
               help="Prove the extracted spec for every item count (the lap abstraction).")
 @click.option("--emit-spec", "emit", metavar="F.toml", help="Write the extracted spec here (else print it).")
@@ -113,7 +138,7 @@ def trip_counts_agree(path, kernel, args: dict, block_dim, toml_text):
 @click.option("--trace", "trace_file", metavar="F", help="Write the counterexample (*.itf.json or *.trace.json).")
 @click.option("--max-states", type=click.IntRange(min=1), help="Stop (inconclusive) after this many states.")
 @click.option("--timeout", type=click.FloatRange(min=0, min_open=True), help="Stop (inconclusive) after this many seconds.")
-def mojo(target, arch, args, kernel, block_dim, do_prove, emit, as_json, trace_file, max_states, timeout):
+def mojo(target, arch, args, kernel, block_dim, tiles, do_prove, emit, as_json, trace_file, max_states, timeout):
     """Extract the synchronisation of a Mojo kernel (.ll from mojo build -g1 --emit llvm, or a
     .mojo file with --target) and check it."""
     from pipeproof.checker.cli.command import check_trace_name
@@ -124,6 +149,7 @@ def mojo(target, arch, args, kernel, block_dim, do_prove, emit, as_json, trace_f
     check_trace_name(trace_file)
     try:
         path = target
+        args = {**_kv(args), **({TILES: tiles} if tiles is not None else {})}
         if target.endswith(".mojo"):
             if arch is None:
                 raise SpecError(f"{target}: give --target sm_90a, sm_100a or gfx942 to compile it")
@@ -133,14 +159,14 @@ def mojo(target, arch, args, kernel, block_dim, do_prove, emit, as_json, trace_f
                                 f"({', '.join(Path(f).name for f in files)}); name one with --kernel")
             path = next((f for f in files if kernel is None or kernel in Path(f).name), files[0])
             try:
-                toml_text, source = extract(path, kernel, _kv(args), block_dim)
-                same = trip_counts_agree(path, kernel, _kv(args), block_dim, toml_text) \
+                toml_text, source = extract(path, kernel, args, block_dim)
+                same = trip_counts_agree(path, kernel, args, block_dim, toml_text) \
                     if do_prove else None
             finally:  # the build's folder (tens of MB of IR per kernel)
                 shutil.rmtree(Path(files[0]).parent, ignore_errors=True)
         else:
-            toml_text, source = extract(path, kernel, _kv(args), block_dim)
-            same = trip_counts_agree(path, kernel, _kv(args), block_dim, toml_text) \
+            toml_text, source = extract(path, kernel, args, block_dim)
+            same = trip_counts_agree(path, kernel, args, block_dim, toml_text) \
                 if do_prove else None
         if emit:
             Path(emit).write_text(toml_text)

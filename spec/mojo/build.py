@@ -24,6 +24,7 @@ class NotExpressible(SpecError):
 
 class MojoBuilder(Builder):
     TOOL = "pipeproof mojo"
+    COMMIT_FULL = True   # tcgen05.commit onto full: sm100's accumulator ring (release_from_mma)
     HEADER = ("# Rings are the kernel's PipelineBackend barrier pairs (full, empty); roles its",
               "# warp (or warpgroup) programs. Each op's Mojo line is in the comment after it.")
     START_OP = "start"
@@ -98,6 +99,8 @@ class MojoBuilder(Builder):
     def _ops(self, ev):
         if ev.kind == "sync":
             return [(None, None, None, f"sync {ev.extra[0]}")]
+        if ev.kind == "bar_arrive":   # bar.arrive: an arrival that does not wait (sm100's MMA warp)
+            return [(None, None, None, f"sync_arrive {ev.extra[0]}")]
         if ev.kind == "write":
             return [(self.rings[ev.barrier.array], ev.buffer.index, None, "write")]
         if ev.kind == "csync":
@@ -126,19 +129,20 @@ def prepare(kernel: Kernel) -> None:
         arrays[full] = (full, empty)
         if empty is not None:
             arrays[empty] = (full, empty)
-    # sm100: a tcgen05.commit onto a full signal (the accumulator ring) would be a commit_full,
-    # but its fills and reads pair across roles with different item counts (docs/mojo.md (3))
+    # Which rings carry data: those a copy, a plain store or a commit onto full fills. A wait on
+    # the full signal of any other ring (sm100's TMEM-dealloc barrier) is a wait, not a read.
+    filled = set()
     for p in kernel.partitions:
         for ev in p.events:
-            if ev.kind == "commit" and ev.barrier.array.signal == FULL:
-                raise NotExpressible(
-                    f"{ev.op.where} ({kernel.path}, {ev.op.name}): a tcgen05.commit arrives on a "
-                    f"ring's full signal (the accumulator ring: the MMA warp fills it per k-block "
-                    f"group, the epilogue drains it per tile); the spec language (with `commit_full` "
-                    f"for the commit) has no pairing of fills and reads across roles with "
-                    f"different item counts yet (docs/mojo.md)")
-            if ev.kind == "wait" and isinstance(ev.value, tuple):
-                pass
+            if ev.kind == "copy" or ev.kind == "commit" and ev.barrier.array.signal == FULL:
+                filled.add(arrays[ev.barrier.array][0])
+            elif ev.kind == "store":
+                filled.update(full for full, _ in kernel.pairs.items())
+    # Rings an agent releases with tcgen05.commit (sm100's input ring): its reads are the
+    # tensor core's, asynchronous; the commit fires once they have finished (read_async).
+    committed = {p.name: {arrays[ev.barrier.array][0] for ev in p.events
+                          if ev.kind == "commit" and ev.barrier.array.signal == EMPTY}
+                 for p in kernel.partitions}
     # copy bytes: the stride of each copy instruction's destination between slots
     dst = {}
     for p in kernel.partitions:
@@ -165,17 +169,28 @@ def prepare(kernel: Kernel) -> None:
         last_ring = None
         explicit = set()
         for ev in p.events:
+            if ev.kind == "commit" and ev.barrier.array.signal == FULL:
+                # tcgen05.commit onto full (sm100's accumulator ring, release_from_mma): the
+                # MMAs it tracks wrote the slot; the write is stated at the commit, so it carries
+                # the item the commit is issued in, the item the reader pairs with
+                full = ev.barrier.array
+                new.append(Event("write", ev.op, Ref(full, ev.barrier.index), 0,
+                                 Ref(("data", full.base[1]), ev.barrier.index), ev.iters, (),
+                                 ev.seq, ""))
+                new.append(ev)
+                continue
             if ev.kind == "copy":
-                b = stride.get((ev.op.where, ev.op.name), 0)
+                b = 16 if getattr(ev, "clc", False) else stride.get((ev.op.where, ev.op.name), 0)
                 if b <= 0:
                     raise NotExpressible(
                         f"{ev.op.where} ({kernel.path}, {ev.op.name}): the bytes of this TMA copy "
                         f"(its destination's stride between slots) cannot be read: it fills one "
                         f"slot only at these trip counts; give a trip count of at least two laps")
                 mask = ev.extra[0]
-                if mask is not None and kernel.cluster == 1:
+                if mask is not None and kernel.cluster == 1 and mask != 1:
+                    # (mask 1, the CTA itself: sm100's load helper multicasts in every kernel)
                     raise NotExpressible(f"{ev.op.where} ({kernel.path}): a multicast TMA copy "
-                                         f"in a one-CTA kernel")
+                                         f"in a one-CTA kernel (mask {mask!r})")
                 full, _ = arrays[ev.barrier.array]
                 ev.value = b
                 ev.buffer = Ref(("data", full.base[1]), ev.barrier.index)
@@ -204,15 +219,44 @@ def prepare(kernel: Kernel) -> None:
             new.append(ev)
             if ev.barrier is not None and ev.kind in ("wait", "arrive"):
                 last_ring = arrays[ev.barrier.array][0]
-            if ev.kind == "wait" and ev.barrier is not None and ev.barrier.array.signal == FULL:
-                auto = Event("read", ev.op, None, 0, Ref(("data", ev.barrier.array.base[1]),
-                                                         ev.barrier.index), ev.iters, (), ev.seq, "")
+            if ev.kind == "wait" and ev.barrier is not None and ev.barrier.array.signal == FULL \
+                    and ev.barrier.array in filled:
+                data = Ref(("data", ev.barrier.array.base[1]), ev.barrier.index)
+                if ev.barrier.array in committed[p.name]:
+                    auto = Event("read_async", ev.op, None, 0, None, ev.iters, (data,), ev.seq, "")
+                else:
+                    auto = Event("read", ev.op, None, 0, data, ev.iters, (), ev.seq, "")
                 auto.auto = True
                 new.append(auto)
             if ev.kind == "sync":
                 pass
-        p.events = new
+        p.events = drop_own_fill_waits(p, new, arrays)
         del ring_of
+
+
+def drop_own_fill_waits(p, events, arrays):
+    """A warp that both fills a ring and waits on its full signal holds two pipeline states of
+    that ring (sm100's CLC scheduler: producer state at phase 1, consumer state at phase 0, in
+    lockstep). A model agent has one stage and phase per ring, and moving it between the two
+    states takes `reset`s that put the phase-alias window on the wrong lap (a false phase_alias
+    from three tiles on). Its waits on that full signal (and the reads placed at them) are
+    dropped; its arrivals are kept. Dropping a wait only adds interleavings (the agent may go on
+    before the signal), so no violation of the kernel is lost; the agent's own read of the slot
+    is not checked (docs/mojo.md)."""
+    own = {arrays[ev.barrier.array][0] for ev in events
+           if ev.kind in ("copy", "expect") and ev.barrier is not None}
+    out, skip_read = [], False
+    for ev in events:
+        if ev.kind == "wait" and ev.barrier is not None and ev.barrier.array.signal == FULL \
+                and ev.barrier.array in own:
+            skip_read = True
+            continue
+        if skip_read and getattr(ev, "auto", False):
+            skip_read = False
+            continue
+        skip_read = False
+        out.append(ev)
+    return out
 
 
 def check_pairing(kernel: Kernel) -> None:
@@ -232,9 +276,9 @@ def check_pairing(kernel: Kernel) -> None:
                 last = key
             elif ev.kind in ("wait", "advance"):
                 last = None
-            if ev.kind == "read" and ev.buffer is not None:
-                reads.setdefault(ev.buffer.array, {})[p.name] = \
-                    reads.setdefault(ev.buffer.array, {}).get(p.name, 0) + 1
+            data = data_ref(ev)
+            if ev.kind in ("read", "read_async") and data is not None:
+                reads.setdefault(data.array, {})[p.name] = reads.setdefault(data.array, {}).get(p.name, 0) + 1
     for ring, per_role in reads.items():
         # one filler role per CTA program (a cluster's CTAs may fill through different roles)
         ns = set(fills.get(ring, {}).values())
@@ -247,6 +291,13 @@ def check_pairing(kernel: Kernel) -> None:
                     f"roles (a fill's item is not its read's) are not expressible yet (docs/mojo.md)")
 
 
+def data_ref(ev):
+    """The slot a data op touches (a read_async names its slot in `extra`)."""
+    if ev.kind == "read_async":
+        return ev.extra[0] if ev.extra else None
+    return ev.buffer
+
+
 def buffer_bytes(kernel, name):
     t = kernel.globals.get(name, (0, None))[1]
     from pipeproof.spec.mojo.llvm import size_of
@@ -255,13 +306,19 @@ def buffer_bytes(kernel, name):
 
 def to_core(kernel: Kernel, b: MojoBuilder) -> None:
     """Map data refs to the builder's owner table (buffer array -> full barrier array)."""
+    def core_ref(ref):
+        if ref is None or not isinstance(ref.array, tuple):
+            return ref
+        full = next(a for a in kernel.pairs if a.signal == FULL and a.base[1] == ref.array[1])
+        key = ("data", b.rings[full].name)
+        b.owner[key] = full
+        return Ref(key, ref.index)
+
     for p in kernel.partitions:
         for ev in p.events:
-            if ev.buffer is not None and isinstance(ev.buffer.array, tuple):
-                full = next(a for a in kernel.pairs if a.signal == FULL and a.base[1] == ev.buffer.array[1])
-                key = ("data", b.rings[full].name)
-                b.owner[key] = full
-                ev.buffer = Ref(key, ev.buffer.index)
+            ev.buffer = core_ref(ev.buffer)
+            if ev.kind == "read_async":
+                ev.extra = tuple(core_ref(r) for r in ev.extra)
 
 
 def amd_phases(kernel: Kernel, b: MojoBuilder) -> None:
@@ -327,6 +384,8 @@ def build(kernel: Kernel, name: str):
                                  f"use by every agent (the kernel's end) is expressible")
     named_barriers(kernel, b)
     split_unrolled_items(kernel, b)
+    outer_tail_in_last_item(kernel, b)
+    align_items(kernel, b)
     b._rings_done = False
     orig = b._rings
 
@@ -435,7 +494,7 @@ def named_barriers(kernel: Kernel, b: MojoBuilder) -> None:
         kernel.warp_size
     for p in kernel.partitions:
         for ev in p.events:
-            if ev.kind == "sync":
+            if ev.kind in ("sync", "bar_arrive"):
                 bid, n = ev.extra[0], ev.value
                 if not isinstance(bid, int) or not isinstance(n, int):
                     raise NotExpressible(f"{ev.op.where} ({kernel.path}): a named barrier whose "
@@ -451,3 +510,135 @@ def named_barriers(kernel: Kernel, b: MojoBuilder) -> None:
 
 def check_amd_exact(kernel, b) -> None:
     return None
+
+
+def outer_tail_in_last_item(kernel: Kernel, b: MojoBuilder) -> None:
+    """Ops of an enclosing loop between two runs of the item loop belong to the item before
+    (frontend_core); so do those after its last run, up to the enclosing loop's end (a
+    persistent kernel's last CLC fetch after its last tile's k-blocks), not to the epilogue:
+    every tile's trailing ops then sit in the same item of the period."""
+    for p in kernel.partitions:
+        loop = b._item_loop(p)
+        if loop is None or loop not in p.ends:
+            continue
+        outer = None
+        for ev in p.events:
+            keys = [k for k, _ in ev.iters]
+            if loop in keys and keys.index(loop) > 0:
+                outer = keys[keys.index(loop) - 1]
+                break
+        if outer is not None and outer in p.ends:
+            p.ends = {**p.ends, loop: p.ends[loop][:-1] + [max(p.ends[loop][-1], p.ends[outer][-1])]}
+
+
+def align_items(kernel: Kernel, b: MojoBuilder) -> None:
+    """Put every role on one item numbering, so each read expects the tag its fill stores.
+
+    The model tags a fill with its agent's item number and a read expects the reader's (DESIGN:
+    the tag is the item). sm100's roles loop at different rates: the load and MMA warps once
+    per k-block (N = tiles x k-blocks items), the epilogue and the CLC scheduler once per tile
+    (n items). A per-tile role is stretched onto the N items: its item k becomes items
+    k*m .. k*m+m-1 (m = N / n), its ops all in one of them (`every=m at=j`) and none in the
+    others. Where its loop iterations are cut is its choice too: the epilogue's IR iteration
+    starts with the previous tile's CLC fetch, but that fetch reads the response the
+    scheduler wrote for the tile before, so its items are cut at another op of the iteration
+    (one that occurs once per iteration: each wait). Every (cut, j) of every per-tile role is
+    tried (j = m-1 first, then 0) and the first under which every ring's n-th fill of a slot
+    and each reader's n-th read of it carry the same item is kept: then each read of the spec
+    expects exactly the fill the kernel's FIFO order gives it. No agent's op sequence changes
+    (empty items have no ops), so the barrier protocol is the kernel's; only which item a
+    fill and a read are numbered with moves, and the check proves the pairing right. If no
+    choice pairs every read, one line (exit 2), never a guessed pairing."""
+    from itertools import product
+
+    loops = {p.name: b._item_loop(p) for p in kernel.partitions}
+    counts = {p.name: len(p.starts[loops[p.name]]) if loops[p.name] in p.starts else 0
+              for p in kernel.partitions}
+    n_fine = max(counts.values(), default=0)
+    coarse = [p for p in kernel.partitions if 0 < counts[p.name] < n_fine]
+    if not coarse:
+        return
+    options = []
+    for p in coarse:
+        options.append(list(_cuts(p, loops[p.name], n_fine)))
+        if not options[-1]:
+            raise NotExpressible(
+                f"{kernel.path}: role {p.name} runs {counts[p.name]} items and others {n_fine}, "
+                f"and no op it makes once per iteration occurs a whole fraction of {n_fine} "
+                f"times: item structures that differ so are not expressible yet (docs/mojo.md)")
+    saved = {p.name: (p.starts, p.ends) for p in coarse}
+    for combo in product(*options):
+        for p, (starts, ends) in zip(coarse, combo):
+            p.starts, p.ends = starts, ends
+        if _pairs_ok(kernel, b):
+            return
+    for p in coarse:
+        p.starts, p.ends = saved[p.name]
+    names = ", ".join(p.name for p in coarse)
+    raise NotExpressible(
+        f"{kernel.path}: roles {names} loop once per {n_fine // counts[coarse[0].name]} items of "
+        f"the others, and no numbering of their items pairs every read with its fill (the model "
+        f"tags data with item numbers): not expressible yet (docs/mojo.md)")
+
+
+def _cuts(p, loop, n_fine):
+    """({loop: fine starts}, {loop: ends}) candidates for a per-tile role stretched onto
+    n_fine items: cut at its IR iterations or before each occurrence of one of its waits."""
+    starts, end = p.starts[loop], p.ends[loop][-1]
+    events = [ev for ev in p.events if ev.kind != "init"]
+    in_loop = [ev for ev in events if starts[0] < ev.seq <= end]
+    cuts = [list(starts)]
+    for ev in in_loop:
+        key = (ev.kind, ev.op.where, ev.op.name, ev.barrier and ev.barrier.array.name)
+        if ev.kind != "wait":
+            continue
+        occ = [e.seq - 0.5 for e in in_loop
+               if (e.kind, e.op.where, e.op.name, e.barrier and e.barrier.array.name) == key]
+        if occ not in cuts:
+            cuts.append(occ)
+    last_seq = max((ev.seq for ev in in_loop), default=end)
+    for cut in cuts:
+        if not cut or n_fine % len(cut):
+            continue
+        m = n_fine // len(cut)
+        for j in dict.fromkeys((m - 1, 0)):
+            fine = []
+            for k, c in enumerate(cut):
+                nxt = cut[k + 1] if k + 1 < len(cut) else last_seq + 0.5
+                last = max((ev.seq for ev in in_loop if c < ev.seq < nxt), default=c)
+                fine += [c - 0.4 + 0.01 * i for i in range(j)] + [c] + \
+                        [last + 0.1 + 0.01 * i for i in range(m - 1 - j)]
+            new_end = max(end, last_seq + 0.45)
+            yield ({**p.starts, loop: fine}, {**p.ends, loop: p.ends[loop][:-1] + [new_end]})
+
+
+def _pairs_ok(kernel: Kernel, b: MojoBuilder) -> bool:
+    """Does each reader's n-th read of every data slot carry the item of the n-th fill of it?
+    (Fills and reads outside the item loop carry the prologue's / epilogue's tag: the core
+    pairs those, so they are not compared here.)"""
+    fills, reads = {}, {}
+    for p in kernel.partitions:
+        pro, items, epi = b._sections(p)
+        item_of = {id(ev): k for k, evs in enumerate(items) for ev in evs}
+        for ev in p.events:
+            data = data_ref(ev)
+            if data is None or ev.kind not in ("copy", "write", "read", "read_async"):
+                continue
+            tag = item_of.get(id(ev))
+            key = (data.array, data.index)
+            if ev.kind in ("copy", "write"):
+                fills.setdefault(key, {}).setdefault(p.name, []).append(tag)
+            else:
+                reads.setdefault(key, {}).setdefault(p.name, []).append(tag)
+    for key, per_reader in reads.items():
+        filled = fills.get(key, {})
+        for role_fills in filled.values():
+            tags = []   # the copies of one item into one slot (A and B tiles) are one fill
+            for tag in role_fills:
+                if not tags or tags[-1] != tag:
+                    tags.append(tag)
+            for got in per_reader.values():
+                for t_fill, t_read in zip(tags, got):
+                    if t_fill is not None and t_read is not None and t_fill != t_read:
+                        return False
+    return True

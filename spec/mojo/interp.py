@@ -73,8 +73,12 @@ SYNC_WORDS = ("mbarrier", "cp.async.bulk", "tcgen05.commit", "bar.sync", "bar.ar
 
 class Thread:
     def __init__(self, module, kernel, tid: int, cta: int, ncta: int, block_dim: int, args: dict,
-                 loops: dict):
+                 loops: dict, tiles: int | None = None):
         self.m = module
+        # work tiles per CTA of a CLC-scheduled kernel (--tiles): the thread's n-th query of a
+        # clusterlaunchcontrol response says "cancelled" (another tile) for n < tiles - 1
+        self.tiles = tiles
+        self.clc_queries = 0
         self.k = kernel
         # ncta: the cluster's CTA count, or its shape (x, y, z) (nvvm.cluster_dim); CTA rank
         # r is at (r mod x, r div x mod y, r div xy) in the cluster, which is at the grid's origin
@@ -93,7 +97,7 @@ class Thread:
         self.loops = loops          # function name -> {header: body set}
         self.loop_stack = []        # [(key, iteration)] across frames
         self.starts = {}            # loop key -> [seq]
-        self.ends = {}              # loop key -> [seq]
+        self.ends = {}              # loop key -> [seq + 0.5]: after the loop's last event
         self.nvptx = "nvptx" in module.triple
         self.lane_dependent = False
         self.spin = set()
@@ -204,7 +208,7 @@ class Thread:
             params.append(v)
         self.call(self.k, params, ())
         for key, _ in self.loop_stack:
-            self.ends.setdefault(key, []).append(self.seq)
+            self.ends.setdefault(key, []).append(self.seq + 0.5)
         self.loop_stack = []
 
     def call(self, f, args, stack):
@@ -222,7 +226,7 @@ class Thread:
                 if block in loops[key[-1]]:
                     break
                 self.loop_stack.pop()
-                self.ends.setdefault(key, []).append(self.seq)
+                self.ends.setdefault(key, []).append(self.seq + 0.5)
             if block in loops:
                 key = tuple(c.index for c in stack) + (f.name, block)
                 self.seq += 1
@@ -250,7 +254,7 @@ class Thread:
                     if out[0] == "ret":
                         while len(self.loop_stack) > depth:
                             key, _ = self.loop_stack.pop()
-                            self.ends.setdefault(key, []).append(self.seq)
+                            self.ends.setdefault(key, []).append(self.seq + 0.5)
                         return out[1]
                     nxt = out[1]
                     break
@@ -650,6 +654,36 @@ class Thread:
                 mm = re.findall(r"\$(\d+)", body.split(";")[0])
                 mask = vals[int(mm[-1])] if mm else OPAQUE
             self.record("copy", inst, stack, addr=dst, extra=(bar, mask))
+            return None
+        if "clusterlaunchcontrol.try_cancel" in body:
+            # {try_cancel.async ... mbarrier::complete_tx::bytes.b128 [$0 = response], [$1 = mbarrier]}:
+            # the hardware writes the 16-byte response and completes the tx, as a TMA copy does
+            mask = ("all" if "multicast" in body else None)
+            self.record("copy", inst, stack, addr=vals[0], extra=(vals[1], mask, "clc"))
+            return None
+        if "clusterlaunchcontrol.query_cancel" in body:
+            # {ld.shared.b128 r, [$4]; query_cancel.is_canceled p, r; selp $3, 1, 0, p;
+            #  @p get_first_ctaid {$0, $1, $2}}: the response decides whether the loop goes on
+            if self.tiles is None:
+                raise IRError("the kernel asks the hardware for its next work tile "
+                              "(clusterlaunchcontrol.query_cancel): give the work tiles per CTA "
+                              "with --tiles N", inst)
+            n = self.clc_queries
+            self.clc_queries += 1
+            self.record("load", inst, stack, addr=vals[-1], extra="clc")
+            more = int(n < self.tiles - 1)
+            return [n + 1 if more else 0, 0, 0, more]
+        if "setp.eq.u32" in body and "mbarrier.arrive.expect_tx.shared::cluster" in body and "mapa" in body:
+            # {setp.eq p, $2, 1; @p mapa r, $0, $1; @p mbarrier.arrive.expect_tx.shared::cluster [r], $3}
+            a, c, pred, n = (vals + [OPAQUE] * 4)[:4]
+            if not isinstance(pred, int):
+                raise IRError("a predicated remote arrive.expect_tx whose predicate pipeproof cannot "
+                              "evaluate", inst)
+            if isinstance(pred, T) or isinstance(c, T):
+                self.lane_dependent = True
+            if pred == 1:
+                addr = Ptr(a.base, a.offset, c) if isinstance(a, Ptr) and isinstance(c, int) else OPAQUE
+                self.record("expect", inst, stack, addr=addr, value=n)
             return None
         if "tcgen05.commit" in body:
             mask = None

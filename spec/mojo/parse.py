@@ -175,11 +175,16 @@ def trim_loops(agent, evs):
     import bisect
     starts = {}
     for key, st in agent.starts.items():
-        bounds = sorted(st[1:] + agent.ends.get(key, []))
+        later = sorted(st[1:])
+        ends = sorted(agent.ends.get(key, []))
         keep = []
         for s0 in st:
-            k = bisect.bisect_right(bounds, s0)
-            nxt = bounds[k] if k < len(bounds) else float("inf")
+            # the next start after it, or an end at or after it (an exit test right after the
+            # start records both at the same seq)
+            k = bisect.bisect_right(later, s0)
+            e = bisect.bisect_left(ends, s0)
+            nxt = min(later[k] if k < len(later) else float("inf"),
+                      ends[e] if e < len(ends) else float("inf"))
             j = bisect.bisect_right(seqs, s0)
             if j < len(seqs) and seqs[j] < nxt:
                 keep.append(s0)
@@ -200,9 +205,9 @@ def _keys(events):
     return [_key(r, occ) for r in events]
 
 
-def run_warp(m, kernel, loops, warp, cta, ncta, block_dim, args, ws):
+def run_warp(m, kernel, loops, warp, cta, ncta, block_dim, args, ws, tiles=None):
     def one(lane):
-        t = Thread(m, kernel, warp * ws + lane, cta, ncta, block_dim, args, loops)
+        t = Thread(m, kernel, warp * ws + lane, cta, ncta, block_dim, args, loops, tiles)
         t.run()
         return t
 
@@ -321,8 +326,9 @@ def attr(m: LLModule, kernel, key):
 
 class Extractor:
     def __init__(self, text: str, path: str, kernel: str | None = None, args: dict | None = None,
-                 block_dim: int | None = None):
+                 block_dim: int | None = None, tiles: int | None = None):
         self.path = path
+        self.tiles = tiles
         try:
             self.m = parse_module(text, path)
         except IRError as err:
@@ -428,7 +434,7 @@ class Extractor:
                 runs = []
                 for w in range(warps):
                     t, evs = run_warp(self.m, self.k, loops, w, cta, self.cdims, self.block_dim,
-                                      self.args, self.ws)
+                                      self.args, self.ws, self.tiles)
                     for r in evs:
                         r.iters = tuple(x for x in r.iters if x[0] not in t.spin)
                     runs.append(AgentRun((w,), cta, evs,
@@ -507,11 +513,9 @@ class Extractor:
         cur = None
         for k in keys:
             b = bars[k]
-            if b.signal is None:
-                where = describe(self.debug, b.init.inst, b.init.stack).where if b.init else ""
-                raise SpecError(f"{where} ({self.path}): the barrier at {k[0]}+{k[1]} is neither "
-                                f"waited on nor arrived on through a PipelineBackend method, nor "
-                                f"completed by a TMA copy; pipeproof cannot tell full from empty")
+            if b.signal is None and b.init is None:
+                raise SpecError(f"{self.path}: the barrier at {k[0]}+{k[1]} is used but never "
+                                f"initialised (mbarrier.init)")
             site = b.init.inst.dbg if b.init else None
             if cur and cur.base[0] == k[0] and k[1] == cur.base[1] + 8 * cur.slots \
                     and cur.signal == b.signal and cur.count == b.count and cur.site == site:
@@ -521,6 +525,7 @@ class Extractor:
                 cur = Array(f"{b.signal}@{k[1]}", 1, b.signal, b.count, k, [b])
                 cur.site = site
                 arrays.append(cur)
+        self._unnamed_signals(arrays)
         if self.caps.counters:
             self._amd_arrays(arrays, bars)
         by_addr = {}
@@ -543,6 +548,26 @@ class Extractor:
         return Kernel(self.path, self.k.name.lstrip("@"), self.backend,
                       self.cluster, self.block_dim, parts, arrays, pairs, data, [], self.m.globals,
                       self.ws)
+
+    def _unnamed_signals(self, arrays):
+        """Barrier arrays no PipelineBackend method names and no TMA copy completes (raw
+        SharedMemBarrier arrays: sm100's CLC response ring, the TMEM-dealloc barrier). An array
+        right after a full array of as many barriers is that ring's empty array (the
+        PipelineBackend layout: full[0..n) then empty[0..n)); any other is the full signal of a
+        ring of its own with no empty signal (its arrivals are what its waits wait for: a
+        barrier's rule is the same whatever the ring calls it)."""
+        for i, arr in enumerate(arrays):
+            if arr.signal is not None:
+                continue
+            prev = arrays[i - 1] if i else None
+            if prev is not None and prev.signal == FULL and prev.slots == arr.slots \
+                    and prev.base[0] == arr.base[0] and arr.base[1] == prev.base[1] + 8 * prev.slots:
+                arr.signal = EMPTY
+            else:
+                arr.signal = FULL
+            arr.name = f"{arr.signal}@{arr.base[1]}"
+            for b in arr.barriers:
+                b.signal = arr.signal
 
     def _amd_arrays(self, arrays, bars):
         """Counters of the AmdCounterBackend: the storage global is 2n Int64, full then empty,
@@ -720,6 +745,7 @@ class Extractor:
                                       f"expressible yet", r.inst))
                 ev.buffer = r.addr
                 ev.extra = (r.extra[1] if self.cluster == 1 else None, r.inst)
+                ev.clc = len(r.extra) > 2   # clusterlaunchcontrol.try_cancel: a 16-byte response
             elif r.kind == "commit":
                 ev.extra = (r.extra,)
             out.append(ev)
