@@ -142,7 +142,9 @@ def main(prefixes):
         t3 = time.perf_counter()
         print(f"{label:<24} {r.verdict:<13} {(r.kind or '-'):<20} {r.states:>7} {t1 - t0:>9.2f} {t2 - t1:>8.2f}"
               f"  {pr.status:<9} {pr.abstract_states or 0:>8} {t3 - t2:>7.2f}"
-              + (f"  ({pr.reason})" if pr.status == "unknown" else ""))
+              + (f"  ({pr.reason})" if pr.status == "unknown" else "")
+              + (f"  (at items = {pr.items}: {pr.kind}; the spec's own count is {load_spec_text(text, f).items})"
+                 if pr.status == "violated" and pr.items is not None else ""))
 
 
 if __name__ == "__main__":

@@ -48,12 +48,28 @@ SM100 = ("--block-dim", "224", "--tiles", "2", "--arg", "6=1024,1024,256")   # 4
 SM100_B = ("--block-dim", "224", "--tiles", "3", "--arg", "6=1024,1024,512")  # 8 k-blocks x 3 tiles
 
 
-def test_sm100_2sm_is_refused_in_one_line_naming_the_mojo_line():
-    # cta_group 2: the CLC response's expect_tx lands on both CTAs from two lanes of one warp
-    code, out = run(FIX / "sm100_bf16_2sm.ll.gz", *SM100)
-    assert code == 2, out
-    assert len(out.strip().splitlines()) == 1
-    assert "matmul_kernels.mojo:" in out
+def test_sm100_2sm_reads_as_a_cta_pair_and_is_inconclusive_not_ok(tmp_path):
+    # cta_group 2, cluster 2x1x1: the leader's MMA warp reads both CTAs' tiles and commits to
+    # both; CTA 1's loads complete the leader's full barrier; the epilogues release the
+    # leader's accumulator. Its state space is beyond this machine's budget yet (issue 35):
+    # the answer is inconclusive (exit 3), never ok
+    f = tmp_path / "sm100_2sm.toml"
+    code, out = run(FIX / "sm100_bf16_2sm.ll.gz", *SM100, "--emit-spec", f, "--max-states", "20000")
+    assert code == 3, out
+    assert "inconclusive" in out
+    import tomllib
+    spec = tomllib.loads(f.read_text())
+    assert spec["pipeline"]["cluster_size"] == 2
+    roles = {r["name"]: r for r in spec["role"]}
+    load0, load1 = " ".join(roles["warp5_cta0"]["body"]), " ".join(roles["warp5_cta1"]["body"])
+    assert "expect_tx 49152 ring=ring229376" in load0     # the leader expects both CTAs' bytes
+    assert "expect_tx" not in load1
+    assert "copy 16384 to=peer ring=ring229376" in load1 and "copy 8192 to=peer ring=ring229376" in load1
+    mma = " ".join(roles["warp6_cta0"]["body"])
+    assert "commit_empty to=all ring=ring229376" in mma and "commit_full to=all ring=ring229504" in mma
+    assert "commit" not in " ".join(roles["warp6_cta1"]["body"])   # only the leader's MMA warp issues
+    assert "arrive_empty 32 to=leader ring=ring229504" in " ".join(roles["warp0"]["body"])
+    assert spec["ring"]["ring229504"]["consumer_arrive_count"] == 256   # 2 CTAs x 128 epilogue threads
 
 
 def test_sm100_without_the_tile_count_says_how_to_give_it():

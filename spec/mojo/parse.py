@@ -703,19 +703,32 @@ class Extractor:
             c = agent.cta
             ev.tgt = frozenset({a.cta if a.cta is not None else c})
             lanes = r.lanes
-            if r.kind in ("arrive", "atomic") and r.targets and len(r.targets) > 1:
+            if r.kind in ("arrive", "atomic", "expect") and r.targets and len(r.targets) > 1:
+                # lanes that land on different CTAs (mapa per lane): one op per CTA they reach
                 per = set(r.targets.values())
                 if len(per) != 1:
-                    self.fail(IRError(f"an arrive whose lanes land on CTAs {sorted(r.targets)} "
+                    self.fail(IRError(f"an {r.kind} whose lanes land on CTAs {sorted(r.targets)} "
                                       f"unevenly: not expressible", r.inst))
                 ev.tgt, lanes = frozenset(r.targets), per.pop()
-            elif r.kind in ("arrive", "atomic") and r.targets:
+            elif r.kind in ("arrive", "atomic", "expect") and r.targets:
                 ev.tgt = frozenset(r.targets)
-            if r.kind == "copy" and r.extra[1] is not None and self.cluster > 1:
+            if r.kind == "commit" and r.extra is not None and self.cluster > 1:
+                # tcgen05.commit.multicast: the CTAs of its mask
+                if not isinstance(r.extra, int):
+                    self.fail(IRError("a commit multicast mask pipeproof cannot evaluate", r.inst))
+                ev.tgt = frozenset(i for i in range(self.cluster) if r.extra >> i & 1)
+            if r.kind == "copy" and r.extra[1] == "all" and self.cluster > 1:
+                ev.tgt = frozenset(range(self.cluster))   # clusterlaunchcontrol ...multicast::cluster::all
+            elif r.kind == "copy" and r.extra[1] is not None and self.cluster > 1:
                 m = r.extra[1]
                 if not isinstance(m, int):
                     self.fail(IRError("a multicast mask pipeproof cannot evaluate", r.inst))
                 ev.tgt = frozenset(i for i in range(self.cluster) if m >> i & 1)
+                if "cta_group::2" in r.inst.text:
+                    # sm100 2-SM: each CTA of the mask gets the tile, and the complete_tx goes to
+                    # its pair's leader (the barrier address with the peer bit cleared), whose MMA
+                    # reads both halves: stated as a copy into the leader's slot (another part)
+                    ev.tgt = frozenset(i & ~1 for i in ev.tgt)
             if r.kind in ("wait", "try", "poll") and a.cta is not None and a.cta != c:
                 self.fail(IRError("a wait on another CTA's barrier", r.inst))
             if r.kind == "init":
@@ -735,7 +748,7 @@ class Extractor:
             elif r.kind == "expect":
                 if not isinstance(r.value, int):
                     self.fail(IRError("expect_tx bytes pipeproof cannot evaluate", r.inst))
-                if r.lanes != 1:
+                if lanes != 1:
                     self.fail(IRError(f"arrive.expect_tx by {r.lanes} lanes of one warp: not "
                                       f"expressible yet", r.inst))
                 ev.value = r.value
