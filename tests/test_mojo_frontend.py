@@ -416,3 +416,36 @@ def test_prove_violation_only_at_another_item_count_is_no_verdict_on_the_kernel(
     assert code == 3, out
     assert "inconclusive for the kernel" in out
     assert "NOT the same" in out   # the program differs at other K and tile counts
+
+
+def test_roles_whose_reads_no_numbering_pairs_are_refused_in_one_line(monkeypatch):
+    # align_items keeps a stretching only when each read is shown to expect its own fill; when
+    # none is, one line (exit 2), never a guessed pairing
+    import pipeproof.spec.mojo.build as build
+    from pipeproof.checker.cli.mojo import extract
+    from pipeproof.spec.schema import SpecError
+    monkeypatch.setattr(build, "_pairs_ok", lambda kernel, b: False)
+    with pytest.raises(SpecError) as err:
+        extract(str(FIX / "sm100_bf16.ll.gz"), None, {"6": [1024, 1024, 256], "--tiles": 2}, 224)
+    msg = str(err.value)
+    assert "no numbering of their items pairs every read with its fill" in msg
+    assert "\n" not in msg
+
+
+def test_stretched_roles_pair_each_read_with_its_fill():
+    # the accepted numbering: every read of the accumulator and CLC response slots carries the
+    # item of the fill it meets in FIFO order (the check align_items makes, shown to hold)
+    import pipeproof.spec.mojo.build as build
+    from pipeproof.spec.mojo.parse import Extractor, read_ir
+    path = str(FIX / "sm100_bf16.ll.gz")
+    k = Extractor(read_ir(path), path, None, {"6": [1024, 1024, 256]}, 224, 3).run()
+    seen = []
+    real = build._pairs_ok
+    build._pairs_ok = lambda kernel, b: seen.append(real(kernel, b)) or seen[-1]
+    try:
+        build.build(k, "sm100")
+    finally:
+        build._pairs_ok = real
+    assert seen and seen[-1] is True
+    assert seen.count(True) == 1   # the first pairing that holds is kept
+    assert seen[0] is False        # the IR's own iterations do not pair (the epilogue's CLC fetch)
