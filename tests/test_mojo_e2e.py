@@ -79,3 +79,12 @@ def test_sm90_matmul_compiles_and_is_ok(toolchain):
     assert code == 0, out
     assert "ok (11 states" in out
     assert "items = 16" in out and "matmul_kernels.mojo:818" in out
+
+
+def test_sm100_matmul_compiles_and_is_ok(toolchain):
+    # Modular's sm100 structured matmul (1-SM), compiled for sm_100a on the CPU, 3 tiles x 8 k-blocks
+    code, out = run(toolchain, FIX / "sm100_bf16.mojo", "--target", "sm_100a", "--block-dim", "224",
+                    "--tiles", "3", "--arg", "6=1024,1024,512")
+    assert code == 0, out
+    assert "ok (4028 states" in out.replace(",", "")
+    assert "commit_full ring=" in out and "matmul_kernels.mojo:2233" in out
