@@ -86,6 +86,7 @@ MUTANTS = {"halve_bytes": halve_bytes, "drop_pre_arrival": drop_pre_arrival,
 SM100 = {"6": [1024, 1024, 256], "--tiles": 2}       # K = 256: 4 k-blocks per tile, 2 tiles per CTA
 SM100_B = {"6": [1024, 1024, 512], "--tiles": 3}     # the second trip count: 8 k-blocks, 3 tiles
 PROVE_TIMEOUT = 300  # s: the cluster-4 proofs (docs/mojo.md)
+VERIFY_TIMEOUT = 120  # s: the sm100 2-SM search (inconclusive)
 TARGETS = [
     ("pc_nvidia k=3", "pc_nvidia.ll", {"2": 3}, 64),
     ("pc_nvidia k=8", "pc_nvidia.ll", {"2": 8}, 64),
@@ -110,7 +111,8 @@ TARGETS = [
     ("sm100 drain removed", "sm100_bf16.ll.gz:sm100_drop_drain", SM100, 224),
     ("sm100 acc commit removed", "sm100_bf16.ll.gz:sm100_drop_acc_commit", SM100, 224),
     ("sm100 epilogue no wait", "sm100_bf16.ll.gz:sm100_epilogue_no_wait", SM100, 224),
-    ("sm100 2-SM", "sm100_bf16_2sm.ll.gz", SM100, 224),
+    ("sm100 2-SM K=256 tiles=2", "sm100_bf16_2sm.ll.gz", SM100, 224),
+    ("sm100 2-SM K=128 tiles=2", "sm100_bf16_2sm.ll.gz", {"6": [1024, 1024, 128], "--tiles": 2}, 224),
 ]
 
 def main(prefixes):
@@ -134,10 +136,14 @@ def main(prefixes):
                   f"  {str(err).split(': ', 1)[-1][:90]}")
             continue
         t1 = time.perf_counter()
-        r = verify(load_spec_text(text, f))
+        r = verify(load_spec_text(text, f), timeout=VERIFY_TIMEOUT)
         t2 = time.perf_counter()
         if path != str(FIX / f):
             Path(path).unlink()
+        if label.startswith("sm100 2-SM"):   # verify is inconclusive; the lap search grows past memory
+            print(f"{label:<24} {r.verdict:<13} {(r.kind or '-'):<20} {r.states:>7} {t1 - t0:>9.2f} {t2 - t1:>8.2f}"
+                  f"  {'-':<9}  ({r.limit})")
+            continue
         pr = prove(load_spec_text(text, f), timeout=PROVE_TIMEOUT)
         t3 = time.perf_counter()
         print(f"{label:<24} {r.verdict:<13} {(r.kind or '-'):<20} {r.states:>7} {t1 - t0:>9.2f} {t2 - t1:>8.2f}"
