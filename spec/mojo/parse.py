@@ -633,7 +633,10 @@ class Extractor:
         order = []
         for runs in per_cta:
             for agent in self._agents(runs):
-                evs = self._events(agent)
+                # mbarrier.init is not a program op (the model starts with every barrier
+                # initialised; the counts are read in _barriers): the warp that initialises
+                # the barriers runs the same program as its peers
+                evs = [e for e in self._events(agent) if e.kind != "init"]
                 if not evs:
                     continue
                 sig = sig_of(evs)
