@@ -486,7 +486,7 @@ def tx_could_be_zero(tx, landing, expected):
 
 @jit
 def frozen_touch(T, F, st, a, r, bits, t_kind, t_sig_acc, t_slot_acc, window, gone, t_part,
-                 skip, twin=0):
+                 skip, twin=0, reader=-1):
     """Can a step of another agent conflict with the access while agent a stands still?
 
     The access is to signal (`t_kind`, a signal kind or -1) and slot of ring r at every
@@ -512,7 +512,11 @@ def frozen_touch(T, F, st, a, r, bits, t_kind, t_sig_acc, t_slot_acc, window, go
     `twin` != 0: the step is the firing of a commit entry of that value. Every entry of the
     same value fires the same step (entries are a multiset of values), so a run without that
     step fires none of them: in-flight entries equal to it, and commits the walk issues that
-    equal it, add nothing to its signal's budget (docs/reductions.md "Commit firings")."""
+    equal it, add nothing to its signal's budget (docs/reductions.md "Commit firings").
+    `reader` >= 0: the step is the finishing of that agent's oldest async read (entry `skip`).
+    In a run without it none of the agent's reads finishes (they finish in issue order), so
+    its reads in flight only grow, by the reads it issues: its read_wait n passes only while
+    they are at most n (docs/reductions.md "Async reads")."""
     ms = T.cfg[S.C_MAXS]
     rings = T.cfg[S.C_RINGS]
     n_agents = T.cfg[S.C_AGENTS]
@@ -575,6 +579,7 @@ def frozen_touch(T, F, st, a, r, bits, t_kind, t_sig_acc, t_slot_acc, window, go
         sig_w = S.sig_index(T, S.entry_field(T, twin, S.E_CTA), S.entry_field(T, twin, S.E_RING),
                             S.entry_field(T, twin, S.E_STAGE), S.entry_signal(T, twin))
         units_w = S.entry_field(T, twin, S.E_VAL)
+    in_flight = S.reads_in_flight(T, st, reader) if reader >= 0 else 0
     budget = WALK_LIMIT
     moved = True
     while moved:
@@ -620,6 +625,8 @@ def frozen_touch(T, F, st, a, r, bits, t_kind, t_sig_acc, t_slot_acc, window, go
                                 return True
                         if T.prog[row, S.P_UNLESS] != 1:
                             break  # stuck; an unless=ready wait may be skipped: walk on
+                if b == reader and E[op, S.EF_WAITS_READS] and in_flight > T.prog[row, S.P_N]:
+                    break  # stuck for good: the reader's reads in flight never go down
                 upd = E[op, S.EF_UPD]
                 if upd >= 0 or E[op, S.EF_WRITES]:
                     units = E[op, S.EF_UNITS]
@@ -653,6 +660,8 @@ def frozen_touch(T, F, st, a, r, bits, t_kind, t_sig_acc, t_slot_acc, window, go
                             return True
                 if E[op, S.EF_READS] and here and slot_conflict(t_slot_acc, ACC_READ):
                     return True
+                if b == reader and E[op, S.EF_ASYNC] == S.ENTRY_READ:
+                    in_flight += 1
                 if E[op, S.EF_STAGE] == S.STAGE_ADVANCE:
                     S.advance_at(T, W, sb, rr)
                 elif E[op, S.EF_STAGE] == S.STAGE_RESET:
@@ -719,8 +728,9 @@ def touched_while_frozen(T, F, st, a, r, bits, t_kind, t_sig_acc, t_slot_acc, wi
 
 @jit
 def independent_entry(T, F, st, j):
-    """Is {in-flight entry j's action} persistent: a copy's landing (`independent_landing`) or
-    a commit's firing (`independent_commit`)?"""
+    """Is {in-flight entry j's action} persistent: a copy's landing (`independent_landing`),
+    a commit's firing (`independent_commit`) or an async read's finishing
+    (`independent_read_finish`)?"""
     e = st[T.cfg[S.C_OFF_INF] + j]
     if e == 0 or F.cfg[0] == 0:
         return False
@@ -729,7 +739,31 @@ def independent_entry(T, F, st, j):
         return independent_landing(T, F, st, j)
     if kind == S.ENTRY_COMMIT:
         return independent_commit(T, F, st, j)
+    if kind == S.ENTRY_READ:
+        return independent_read_finish(T, F, st, j)
     return False
+
+
+@jit
+def independent_read_finish(T, F, st, j):
+    """Is {in-flight async read j's finishing} persistent? It changes no signal and no slot:
+    it removes the entry and moves its agent's later reads and commits up (`finish_read`).
+    The entry is observed only by a store into its slot (the overwrite check, through
+    `reads_pending`), by the exit of its CTA (a read in flight there is `inflight_at_exit`), and
+    by its own agent's `read_wait`s and commits, which it can only enable (docs/reductions.md
+    "Async reads"). So it qualifies when it is its agent's oldest read (else it is not
+    enabled), no in-flight copy lands into its slot, and the walk (every agent walking) meets no
+    store into the slot and cannot let its CTA go."""
+    e = st[T.cfg[S.C_OFF_INF] + j]
+    if S.entry_field(T, e, S.E_SEQ) != 0:
+        return False
+    r = S.entry_field(T, e, S.E_RING)
+    cta = S.entry_field(T, e, S.E_CTA)
+    bits = 1 << (cta * T.cfg[S.C_MAXS] + S.entry_field(T, e, S.E_STAGE))
+    if entries_conflict(T, F, st, r, bits, -1, 0, ACC_READ, -2, j):
+        return False
+    return not frozen_touch(T, F, st, -1, r, bits, -1, 0, ACC_READ, False, 1 << cta, -2, j, 0,
+                            S.entry_field(T, e, S.E_AGENT))
 
 
 @jit
@@ -817,12 +851,21 @@ def independent_step(T, F, st, a):
     # A wait that also moves its own stage (one step of `drain`) is a wait: the move is local.
     waits_and_moves = (E[op, S.EF_STAGE] == S.STAGE_ADVANCE and E[op, S.EF_OBS] >= 0 and
                        E[op, S.EF_BLOCKS] and E[op, S.EF_UPD] < 0 and not E[op, S.EF_READS])
-    if issued or E[op, S.EF_BARRIER] or (E[op, S.EF_STAGE] and not waits_and_moves) \
-            or E[op, S.EF_WRITES]:
+    # Issuing an async read is a read (its check) plus an entry that only stores into the slot,
+    # the exit of a's own CTA (which cannot go while a stands still), and a's own read_waits
+    # and commits observe (docs/reductions.md "Async reads"): it qualifies as a read does.
+    if (issued and issued != S.ENTRY_READ) or E[op, S.EF_BARRIER] \
+            or (E[op, S.EF_STAGE] and not waits_and_moves) or E[op, S.EF_WRITES]:
         return False
     obs = E[op, S.EF_OBS]
     upd = E[op, S.EF_UPD]
     ms = T.cfg[S.C_MAXS]
+    if E[op, S.EF_WAITS_READS] and obs < 0 and upd < 0 and not issued \
+            and not E[op, S.EF_READS]:
+        # read_wait n: enabled when at most n of a's own reads are in flight. Only a issues
+        # them and only their finishing removes them, so it stays enabled while a stands
+        # still, and it changes nothing but a's position (docs/reductions.md "Async reads").
+        return S.reads_in_flight(T, st, a) <= T.prog[row, S.P_N]
     if upd == FULL and E[op, S.EF_TX] > 0 and obs < 0 and not E[op, S.EF_READS]:  # expect_tx
         dsts = S.targets_mask(T, a, T.prog[row, S.P_TARGET])
         if dsts & (dsts - 1):
@@ -845,7 +888,7 @@ def independent_step(T, F, st, a):
                 at |= 1 << (dst * ms + stage)
         return not touched_while_frozen(T, F, st, a, r, at, upd, ACC_UPD, 0, True,
                                         dsts & ~(1 << cta))
-    if E[op, S.EF_READS] and obs < 0 and upd < 0:  # a synchronous read
+    if E[op, S.EF_READS] and obs < 0 and upd < 0:  # a read, synchronous or async (issuing)
         return not touched_while_frozen(T, F, st, a, r, 1 << bit, -1, 0, ACC_READ, False, 0)
     if obs >= 0 and E[op, S.EF_BLOCKS] and upd < 0 and not E[op, S.EF_READS]:  # a wait
         if T.prog[row, S.P_UNLESS] == 1 and st[rb + 2] == 1:
