@@ -484,3 +484,45 @@ def test_a_read_is_not_finished_at_once_while_its_slot_can_be_overwritten():
                     and not POR.independent_entry(model.tables, F, _vec(state), j)):
                 refused += 1
     assert refused > 0
+
+
+# ------------------------------------------------------------------ landings of several byte counts (issue 35)
+
+
+def test_landings_of_several_byte_counts_are_taken_at_once_and_commute():
+    """The user-shaped spec's ring has copies of 16,384 and 512 bytes: its landings are taken
+    at once (`bytes_keep_order`), and each commutes with every other enabled step where it is
+    taken."""
+    model = _user_shaped(2, 1, 2)
+    F = POR.future_tables(model)
+    assert F.uniform[0, POR.COPY_BYTES] == -1
+    off = model.tables.cfg[S.C_OFF_INF]
+    taken = 0
+    for state in _reachable(model, 400):
+        for j in range(model.tables.cfg[S.C_INFLIGHT]):
+            e = state[off + j]
+            if e == 0:
+                break
+            if S.entry_field(model.tables, e, S.E_KIND) == S.ENTRY_COPY:
+                taken += bool(POR.independent_entry(model.tables, F, _vec(state), j))
+    assert taken > 0
+    assert check_independent_entries(model, limit=400, horizon=12) > 0
+
+
+@pytest.mark.parametrize("expect, kind", [
+    (33280 - 512, "read_before_fill"),   # completes before the scales land
+    (33280 + 512, "deadlock"),           # never completes
+    (33280 - 16384, "read_before_fill"),
+])
+def test_wrong_expect_tx_beside_landings_of_several_byte_counts(expect, kind):
+    """The user-shaped spec with an expect_tx of the wrong byte count: the reduced search finds
+    the unreduced search's kinds at its depth (a landing that could complete the phase early,
+    or never, is not taken at once)."""
+    from benchmarks.user_shaped import user_shaped_toml
+    for stages, items in ((2, 1), (2, 2)):
+        text = user_shaped_toml(stages, 1, items).replace("expect_tx 33280", f"expect_tx {expect}")
+        spec = load_spec_text(text, "u.toml")
+        reduced, full = verify(spec, por=True), verify(spec, por=False)
+        assert full.verdict == reduced.verdict == "violation"
+        assert kind in full.kinds
+        assert (reduced.kinds, reduced.depth) == (full.kinds, full.depth)

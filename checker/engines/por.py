@@ -386,10 +386,33 @@ def entry_part_of(T, e):
 
 @jit
 def landings_commute(T, F, r, part, other):
-    """Two landings on one slot and full signal commute when every copy into the ring has one
-    byte count (then the signal goes through the same tx values in either order, and completes
-    at the same one) and they store into different parts (-1: every part)."""
-    return F.uniform[r, COPY_BYTES] >= 0 and part >= 0 and other >= 0 and part != other
+    """Two landings on one slot and full signal may commute when they store into different
+    parts (-1: every part). With one byte count for every copy into the ring they do (the
+    signal goes through the same tx values in either order, and completes at the same one);
+    with several, only where the walk shows that the signal cannot complete before the last
+    of them (`bytes_keep_order`, docs/reductions.md "Landings of different byte counts")."""
+    return part >= 0 and other >= 0 and part != other
+
+
+@jit
+def bytes_keep_order(T, st, sig, arrivals, landing, expected, own):
+    """(nvidia) Landings of different byte counts on `sig` commute with the one being judged
+    (`own` bytes) in every run without it, when at most `arrivals` units, `landing` other bytes
+    and `expected` bytes (of arrivals: a tx-only update is a conflict in the walk) can still
+    reach `sig`: no arrival can find pending 0; tx stays in range whatever lands or is
+    expected, so no order traps; and if pending can reach 0 (every arrival comes, so every
+    expected byte is added), tx stays at or above `own` plus the bytes still to land, so the
+    phase completes at the last landing, and only there, in every order."""
+    b = S.sig_base(T, sig)
+    pending = st[b + 1]
+    tx = st[b + 2]
+    if arrivals > pending:
+        return False
+    if tx + expected > nvidia.TX_LIMIT or tx - landing - own < -nvidia.TX_LIMIT:
+        return False
+    if arrivals == pending and tx + expected < landing + own:
+        return False
+    return True
 
 
 # frozen_touch's record of each agent in F.work: program position, whether it is out of the
@@ -685,6 +708,13 @@ def frozen_touch(T, F, st, a, r, bits, t_kind, t_sig_acc, t_slot_acc, window, go
         if W[bo + sig_l] > st[b + 1] or could_complete_with_every_arrival(
                 T, st, sig_l, W[bo + sig_l], W[lo + sig_l], W[ex + sig_l]):
             return True
+    if sig_l >= 0 and F.uniform[r, COPY_BYTES] < 0:
+        # landings of several byte counts (docs/reductions.md "Landings of different byte
+        # counts"): they commute only if the phase completes at the last of them
+        e = st[T.cfg[S.C_OFF_INF] + skip]
+        if not bytes_keep_order(T, st, sig_l, W[bo + sig_l], W[lo + sig_l], W[ex + sig_l],
+                                T.bytes_vals[S.entry_field(T, e, S.E_BIDX)]):
+            return True
     if gone:
         for dst in range(T.cfg[S.C_CTAS]):
             if gone & (1 << dst):
@@ -792,18 +822,17 @@ def independent_commit(T, F, st, j):
 
 @jit
 def independent_landing(T, F, st, j):
-    """Is {in-flight entry j's landing} persistent: a copy of the ring's one byte count (so
-    landings commute with each other), with no other entry conflicting, and no agent able to
-    observe its full signal, update it otherwise, read its slot or store into its part, or
-    let its CTA go, before it lands (the walk, with every agent walking)?"""
+    """Is {in-flight entry j's landing} persistent: a copy into one part, with no other entry
+    conflicting, and no agent able to observe its full signal, update it otherwise, read its
+    slot or store into its part, or let its CTA go, before it lands (the walk, with every agent
+    walking)? Copies of one byte count into the ring commute with each other; of several, only
+    where the phase cannot complete before the last landing (`bytes_keep_order`)."""
     if F.cfg[0] == 0 or S.counter_signals(T):
         return False
     e = st[T.cfg[S.C_OFF_INF] + j]
     if e == 0 or S.entry_field(T, e, S.E_KIND) != S.ENTRY_COPY:
         return False
     r = S.entry_field(T, e, S.E_RING)
-    if F.uniform[r, COPY_BYTES] < 0:
-        return False
     part = entry_part_of(T, e)
     if part < 0:
         return False
