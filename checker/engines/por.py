@@ -19,9 +19,12 @@ A step qualifies as a candidate when it is
   CTA or to others, which then must not be able to go while a stands still), a synchronous
   read, or a blocking wait that is ready now and inside its phase window;
 and never when it finishes its agent (that can make a CTA gone, which others observe).
-A copy's landing (an in-flight action) qualifies too, when every copy into its ring has one
-byte count and it stores into one part (`independent_landing`), and so does a commit's firing,
-an arrival like an arrive's (`independent_commit`); the walk then runs with every
+Issuing an async read qualifies as a read does, and a satisfied read_wait as a local step
+does. A copy's landing (an in-flight action) qualifies too, when it stores into one part and,
+if the ring's copies have several byte counts, the phase can complete only at the last landing
+(`independent_landing`, `bytes_keep_order`); so does a commit's firing, an arrival like an
+arrive's (`independent_commit`), and an async read's finishing (`independent_read_finish`:
+no store into its slot, its CTA cannot go); the walk then runs with every
 agent walking, and bounds whether a full signal's tx can reach 0 by the bytes that can still
 land or be expected (`could_pass`).
 It is then persistent when no in-flight entry and no step the other agents can still take
