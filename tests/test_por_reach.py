@@ -526,3 +526,8 @@ def test_wrong_expect_tx_beside_landings_of_several_byte_counts(expect, kind):
         assert full.verdict == reduced.verdict == "violation"
         assert kind in full.kinds
         assert (reduced.kinds, reduced.depth) == (full.kinds, full.depth)
+    # Where the phase would complete at a landing that is not the last, the landings do not
+    # commute; every landing taken at once still does (bytes_keep_order refuses the others).
+    model = compile_model(load_spec_text(
+        user_shaped_toml(2, 1, 1).replace("expect_tx 33280", f"expect_tx {expect}"), "u.toml"))
+    check_independent_entries(model, limit=1500, horizon=12)
