@@ -407,3 +407,127 @@ def test_a_stale_window_record_gives_the_window_when_stale_ok_says_so(text):
                 break
             state = model.apply(state, rnd.choice(moves))[0]
     assert checked > 100
+
+
+# ------------------------------------------------------------------ async reads (issue 35)
+
+
+def _user_shaped(stages, warpgroups, items):
+    from benchmarks.user_shaped import user_shaped_toml
+    return compile_model(load_spec_text(user_shaped_toml(stages, warpgroups, items), "u.toml"))
+
+
+def _reads_taken(model, limit):
+    """How many (state, read entry) pairs `independent_entry` takes at once, and how many
+    agents' next steps are an async read's issue or a read_wait that `independent_step` takes."""
+    F = POR.future_tables(model)
+    off = model.tables.cfg[S.C_OFF_INF]
+    entries = steps = 0
+    for state in _reachable(model, limit):
+        for j in range(model.tables.cfg[S.C_INFLIGHT]):
+            e = state[off + j]
+            if e == 0:
+                break
+            if S.entry_field(model.tables, e, S.E_KIND) == S.ENTRY_READ:
+                entries += bool(POR.independent_entry(model.tables, F, _vec(state), j))
+        for a in range(len(model.agents)):
+            pc = state[S.agent_base(model.tables, a) + S.F_PC]
+            if pc >= model.tables.agent[a, S.A_LEN]:
+                continue
+            op = model.tables.prog[S.op_row(model.tables, a, pc), S.P_CODE]
+            if op in (S.READ_ASYNC, S.READ_WAIT):
+                steps += bool(POR.independent_step(model.tables, F, _vec(state), a))
+    return entries, steps
+
+
+@pytest.mark.parametrize("make, limit", [
+    # (the first unreduced states of the user-shaped spec are its landings in every order)
+    (lambda: _user_shaped(2, 1, 2), 1200),
+    (lambda: compile_model(load_spec_text(open(example_path("x_async_read_ok.toml")).read(),
+                                          "x.toml")), 150),
+])
+def test_async_reads_taken_at_once_commute_with_everything_else(make, limit):
+    """Issue 35: an async read's finishing, its issue and a satisfied read_wait are taken at
+    once, and each commutes with every other enabled step wherever it is taken (the entries by
+    `check_independent_entries`, the agents' steps by tests/test_por.py's
+    `check_independent_steps`)."""
+    from tests.test_por import check_independent_steps
+    model = make()
+    entries, steps = _reads_taken(model, limit)
+    assert entries > 0 and steps > 0
+    assert check_independent_entries(model, limit=limit, horizon=12) > 0
+    assert check_independent_steps(model, limit=limit, horizon=12) > 0
+
+
+def test_a_read_is_not_finished_at_once_while_its_slot_can_be_overwritten():
+    """x_async_release_before_wait: the consumer releases the slot before its read_wait, so the
+    producer's next copy can land over the slot while the read is in flight. The read's
+    finishing is then not taken at once in the states where that copy can still come, and the
+    overwrite_before_drain keeps its depth (16) with and without the reduction."""
+    text = open(example_path("x_async_release_before_wait.toml")).read()
+    spec = load_spec_text(text, "x.toml")
+    reduced, full = verify(spec, por=True), verify(spec, por=False)
+    assert reduced.verdict == full.verdict == "violation"
+    assert (reduced.kinds, reduced.depth) == (full.kinds, full.depth)
+    assert full.depth == 16 and "overwrite_before_drain" in full.kinds
+    model = compile_model(spec)
+    F = POR.future_tables(model)
+    off = model.tables.cfg[S.C_OFF_INF]
+    refused = 0
+    for state in _reachable(model, 400):
+        for j in range(model.tables.cfg[S.C_INFLIGHT]):
+            e = state[off + j]
+            if e == 0:
+                break
+            if (S.entry_field(model.tables, e, S.E_KIND) == S.ENTRY_READ
+                    and S.entry_field(model.tables, e, S.E_SEQ) == 0
+                    and not POR.independent_entry(model.tables, F, _vec(state), j)):
+                refused += 1
+    assert refused > 0
+
+
+# ------------------------------------------------------------------ landings of several byte counts (issue 35)
+
+
+def test_landings_of_several_byte_counts_are_taken_at_once_and_commute():
+    """The user-shaped spec's ring has copies of 16,384 and 512 bytes: its landings are taken
+    at once (`bytes_keep_order`), and each commutes with every other enabled step where it is
+    taken."""
+    model = _user_shaped(2, 1, 2)
+    F = POR.future_tables(model)
+    assert F.uniform[0, POR.COPY_BYTES] == -1
+    off = model.tables.cfg[S.C_OFF_INF]
+    taken = 0
+    for state in _reachable(model, 400):
+        for j in range(model.tables.cfg[S.C_INFLIGHT]):
+            e = state[off + j]
+            if e == 0:
+                break
+            if S.entry_field(model.tables, e, S.E_KIND) == S.ENTRY_COPY:
+                taken += bool(POR.independent_entry(model.tables, F, _vec(state), j))
+    assert taken > 0
+    assert check_independent_entries(model, limit=400, horizon=12) > 0
+
+
+@pytest.mark.parametrize("expect, kind", [
+    (33280 - 512, "read_before_fill"),   # completes before the scales land
+    (33280 + 512, "deadlock"),           # never completes
+    (33280 - 16384, "read_before_fill"),
+])
+def test_wrong_expect_tx_beside_landings_of_several_byte_counts(expect, kind):
+    """The user-shaped spec with an expect_tx of the wrong byte count: the reduced search finds
+    the unreduced search's kinds at its depth (a landing that could complete the phase early,
+    or never, is not taken at once)."""
+    from benchmarks.user_shaped import user_shaped_toml
+    for stages, items in ((2, 1), (2, 2)):
+        text = user_shaped_toml(stages, 1, items).replace("expect_tx 33280", f"expect_tx {expect}")
+        spec = load_spec_text(text, "u.toml")
+        reduced, full = verify(spec, por=True), verify(spec, por=False)
+        assert full.verdict == reduced.verdict == "violation"
+        assert kind in full.kinds
+        assert (reduced.kinds, reduced.depth) == (full.kinds, full.depth)
+    # Where the phase would complete at a landing that is not the last, the landings do not
+    # commute; every landing taken at once still does (bytes_keep_order refuses the others).
+    model = compile_model(load_spec_text(
+        user_shaped_toml(2, 1, 1).replace("expect_tx 33280", f"expect_tx {expect}"), "u.toml"))
+    check_independent_entries(model, limit=1500, horizon=12)

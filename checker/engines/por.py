@@ -19,9 +19,12 @@ A step qualifies as a candidate when it is
   CTA or to others, which then must not be able to go while a stands still), a synchronous
   read, or a blocking wait that is ready now and inside its phase window;
 and never when it finishes its agent (that can make a CTA gone, which others observe).
-A copy's landing (an in-flight action) qualifies too, when every copy into its ring has one
-byte count and it stores into one part (`independent_landing`), and so does a commit's firing,
-an arrival like an arrive's (`independent_commit`); the walk then runs with every
+Issuing an async read qualifies as a read does, and a satisfied read_wait as a local step
+does. A copy's landing (an in-flight action) qualifies too, when it stores into one part and,
+if the ring's copies have several byte counts, the phase can complete only at the last landing
+(`independent_landing`, `bytes_keep_order`); so does a commit's firing, an arrival like an
+arrive's (`independent_commit`), and an async read's finishing (`independent_read_finish`:
+no store into its slot, its CTA cannot go); the walk then runs with every
 agent walking, and bounds whether a full signal's tx can reach 0 by the bytes that can still
 land or be expected (`could_pass`).
 It is then persistent when no in-flight entry and no step the other agents can still take
@@ -386,10 +389,33 @@ def entry_part_of(T, e):
 
 @jit
 def landings_commute(T, F, r, part, other):
-    """Two landings on one slot and full signal commute when every copy into the ring has one
-    byte count (then the signal goes through the same tx values in either order, and completes
-    at the same one) and they store into different parts (-1: every part)."""
-    return F.uniform[r, COPY_BYTES] >= 0 and part >= 0 and other >= 0 and part != other
+    """Two landings on one slot and full signal may commute when they store into different
+    parts (-1: every part). With one byte count for every copy into the ring they do (the
+    signal goes through the same tx values in either order, and completes at the same one);
+    with several, only where the walk shows that the signal cannot complete before the last
+    of them (`bytes_keep_order`, docs/reductions.md "Landings of different byte counts")."""
+    return part >= 0 and other >= 0 and part != other
+
+
+@jit
+def bytes_keep_order(T, st, sig, arrivals, landing, expected, own):
+    """(nvidia) Landings of different byte counts on `sig` commute with the one being judged
+    (`own` bytes) in every run without it, when at most `arrivals` units, `landing` other bytes
+    and `expected` bytes (of arrivals: a tx-only update is a conflict in the walk) can still
+    reach `sig`: no arrival can find pending 0; tx stays in range whatever lands or is
+    expected, so no order traps; and if pending can reach 0 (every arrival comes, so every
+    expected byte is added), tx stays at or above `own` plus the bytes still to land, so the
+    phase completes at the last landing, and only there, in every order."""
+    b = S.sig_base(T, sig)
+    pending = st[b + 1]
+    tx = st[b + 2]
+    if arrivals > pending:
+        return False
+    if tx + expected > nvidia.TX_LIMIT or tx - landing - own < -nvidia.TX_LIMIT:
+        return False
+    if arrivals == pending and tx + expected < landing + own:
+        return False
+    return True
 
 
 # frozen_touch's record of each agent in F.work: program position, whether it is out of the
@@ -486,7 +512,7 @@ def tx_could_be_zero(tx, landing, expected):
 
 @jit
 def frozen_touch(T, F, st, a, r, bits, t_kind, t_sig_acc, t_slot_acc, window, gone, t_part,
-                 skip, twin=0):
+                 skip, twin=0, reader=-1):
     """Can a step of another agent conflict with the access while agent a stands still?
 
     The access is to signal (`t_kind`, a signal kind or -1) and slot of ring r at every
@@ -512,7 +538,11 @@ def frozen_touch(T, F, st, a, r, bits, t_kind, t_sig_acc, t_slot_acc, window, go
     `twin` != 0: the step is the firing of a commit entry of that value. Every entry of the
     same value fires the same step (entries are a multiset of values), so a run without that
     step fires none of them: in-flight entries equal to it, and commits the walk issues that
-    equal it, add nothing to its signal's budget (docs/reductions.md "Commit firings")."""
+    equal it, add nothing to its signal's budget (docs/reductions.md "Commit firings").
+    `reader` >= 0: the step is the finishing of that agent's oldest async read (entry `skip`).
+    In a run without it none of the agent's reads finishes (they finish in issue order), so
+    its reads in flight only grow, by the reads it issues: its read_wait n passes only while
+    they are at most n (docs/reductions.md "Async reads")."""
     ms = T.cfg[S.C_MAXS]
     rings = T.cfg[S.C_RINGS]
     n_agents = T.cfg[S.C_AGENTS]
@@ -575,6 +605,7 @@ def frozen_touch(T, F, st, a, r, bits, t_kind, t_sig_acc, t_slot_acc, window, go
         sig_w = S.sig_index(T, S.entry_field(T, twin, S.E_CTA), S.entry_field(T, twin, S.E_RING),
                             S.entry_field(T, twin, S.E_STAGE), S.entry_signal(T, twin))
         units_w = S.entry_field(T, twin, S.E_VAL)
+    in_flight = S.reads_in_flight(T, st, reader) if reader >= 0 else 0
     budget = WALK_LIMIT
     moved = True
     while moved:
@@ -620,6 +651,8 @@ def frozen_touch(T, F, st, a, r, bits, t_kind, t_sig_acc, t_slot_acc, window, go
                                 return True
                         if T.prog[row, S.P_UNLESS] != 1:
                             break  # stuck; an unless=ready wait may be skipped: walk on
+                if b == reader and E[op, S.EF_WAITS_READS] and in_flight > T.prog[row, S.P_N]:
+                    break  # stuck for good: the reader's reads in flight never go down
                 upd = E[op, S.EF_UPD]
                 if upd >= 0 or E[op, S.EF_WRITES]:
                     units = E[op, S.EF_UNITS]
@@ -653,6 +686,8 @@ def frozen_touch(T, F, st, a, r, bits, t_kind, t_sig_acc, t_slot_acc, window, go
                             return True
                 if E[op, S.EF_READS] and here and slot_conflict(t_slot_acc, ACC_READ):
                     return True
+                if b == reader and E[op, S.EF_ASYNC] == S.ENTRY_READ:
+                    in_flight += 1
                 if E[op, S.EF_STAGE] == S.STAGE_ADVANCE:
                     S.advance_at(T, W, sb, rr)
                 elif E[op, S.EF_STAGE] == S.STAGE_RESET:
@@ -675,6 +710,13 @@ def frozen_touch(T, F, st, a, r, bits, t_kind, t_sig_acc, t_slot_acc, window, go
         b = S.sig_base(T, sig_l)
         if W[bo + sig_l] > st[b + 1] or could_complete_with_every_arrival(
                 T, st, sig_l, W[bo + sig_l], W[lo + sig_l], W[ex + sig_l]):
+            return True
+    if sig_l >= 0 and F.uniform[r, COPY_BYTES] < 0:
+        # landings of several byte counts (docs/reductions.md "Landings of different byte
+        # counts"): they commute only if the phase completes at the last of them
+        e = st[T.cfg[S.C_OFF_INF] + skip]
+        if not bytes_keep_order(T, st, sig_l, W[bo + sig_l], W[lo + sig_l], W[ex + sig_l],
+                                T.bytes_vals[S.entry_field(T, e, S.E_BIDX)]):
             return True
     if gone:
         for dst in range(T.cfg[S.C_CTAS]):
@@ -719,8 +761,9 @@ def touched_while_frozen(T, F, st, a, r, bits, t_kind, t_sig_acc, t_slot_acc, wi
 
 @jit
 def independent_entry(T, F, st, j):
-    """Is {in-flight entry j's action} persistent: a copy's landing (`independent_landing`) or
-    a commit's firing (`independent_commit`)?"""
+    """Is {in-flight entry j's action} persistent: a copy's landing (`independent_landing`),
+    a commit's firing (`independent_commit`) or an async read's finishing
+    (`independent_read_finish`)?"""
     e = st[T.cfg[S.C_OFF_INF] + j]
     if e == 0 or F.cfg[0] == 0:
         return False
@@ -729,7 +772,31 @@ def independent_entry(T, F, st, j):
         return independent_landing(T, F, st, j)
     if kind == S.ENTRY_COMMIT:
         return independent_commit(T, F, st, j)
+    if kind == S.ENTRY_READ:
+        return independent_read_finish(T, F, st, j)
     return False
+
+
+@jit
+def independent_read_finish(T, F, st, j):
+    """Is {in-flight async read j's finishing} persistent? It changes no signal and no slot:
+    it removes the entry and moves its agent's later reads and commits up (`finish_read`).
+    The entry is observed only by a store into its slot (the overwrite check, through
+    `reads_pending`), by the exit of its CTA (a read in flight there is `inflight_at_exit`), and
+    by its own agent's `read_wait`s and commits, which it can only enable (docs/reductions.md
+    "Async reads"). So it qualifies when it is its agent's oldest read (else it is not
+    enabled), no in-flight copy lands into its slot, and the walk (every agent walking) meets no
+    store into the slot and cannot let its CTA go."""
+    e = st[T.cfg[S.C_OFF_INF] + j]
+    if S.entry_field(T, e, S.E_SEQ) != 0:
+        return False
+    r = S.entry_field(T, e, S.E_RING)
+    cta = S.entry_field(T, e, S.E_CTA)
+    bits = 1 << (cta * T.cfg[S.C_MAXS] + S.entry_field(T, e, S.E_STAGE))
+    if entries_conflict(T, F, st, r, bits, -1, 0, ACC_READ, -2, j):
+        return False
+    return not frozen_touch(T, F, st, -1, r, bits, -1, 0, ACC_READ, False, 1 << cta, -2, j, 0,
+                            S.entry_field(T, e, S.E_AGENT))
 
 
 @jit
@@ -758,18 +825,17 @@ def independent_commit(T, F, st, j):
 
 @jit
 def independent_landing(T, F, st, j):
-    """Is {in-flight entry j's landing} persistent: a copy of the ring's one byte count (so
-    landings commute with each other), with no other entry conflicting, and no agent able to
-    observe its full signal, update it otherwise, read its slot or store into its part, or
-    let its CTA go, before it lands (the walk, with every agent walking)?"""
+    """Is {in-flight entry j's landing} persistent: a copy into one part, with no other entry
+    conflicting, and no agent able to observe its full signal, update it otherwise, read its
+    slot or store into its part, or let its CTA go, before it lands (the walk, with every agent
+    walking)? Copies of one byte count into the ring commute with each other; of several, only
+    where the phase cannot complete before the last landing (`bytes_keep_order`)."""
     if F.cfg[0] == 0 or S.counter_signals(T):
         return False
     e = st[T.cfg[S.C_OFF_INF] + j]
     if e == 0 or S.entry_field(T, e, S.E_KIND) != S.ENTRY_COPY:
         return False
     r = S.entry_field(T, e, S.E_RING)
-    if F.uniform[r, COPY_BYTES] < 0:
-        return False
     part = entry_part_of(T, e)
     if part < 0:
         return False
@@ -817,12 +883,21 @@ def independent_step(T, F, st, a):
     # A wait that also moves its own stage (one step of `drain`) is a wait: the move is local.
     waits_and_moves = (E[op, S.EF_STAGE] == S.STAGE_ADVANCE and E[op, S.EF_OBS] >= 0 and
                        E[op, S.EF_BLOCKS] and E[op, S.EF_UPD] < 0 and not E[op, S.EF_READS])
-    if issued or E[op, S.EF_BARRIER] or (E[op, S.EF_STAGE] and not waits_and_moves) \
-            or E[op, S.EF_WRITES]:
+    # Issuing an async read is a read (its check) plus an entry that only stores into the slot,
+    # the exit of a's own CTA (which cannot go while a stands still), and a's own read_waits
+    # and commits observe (docs/reductions.md "Async reads"): it qualifies as a read does.
+    if (issued and issued != S.ENTRY_READ) or E[op, S.EF_BARRIER] \
+            or (E[op, S.EF_STAGE] and not waits_and_moves) or E[op, S.EF_WRITES]:
         return False
     obs = E[op, S.EF_OBS]
     upd = E[op, S.EF_UPD]
     ms = T.cfg[S.C_MAXS]
+    if E[op, S.EF_WAITS_READS] and obs < 0 and upd < 0 and not issued \
+            and not E[op, S.EF_READS]:
+        # read_wait n: enabled when at most n of a's own reads are in flight. Only a issues
+        # them and only their finishing removes them, so it stays enabled while a stands
+        # still, and it changes nothing but a's position (docs/reductions.md "Async reads").
+        return S.reads_in_flight(T, st, a) <= T.prog[row, S.P_N]
     if upd == FULL and E[op, S.EF_TX] > 0 and obs < 0 and not E[op, S.EF_READS]:  # expect_tx
         dsts = S.targets_mask(T, a, T.prog[row, S.P_TARGET])
         if dsts & (dsts - 1):
@@ -845,7 +920,7 @@ def independent_step(T, F, st, a):
                 at |= 1 << (dst * ms + stage)
         return not touched_while_frozen(T, F, st, a, r, at, upd, ACC_UPD, 0, True,
                                         dsts & ~(1 << cta))
-    if E[op, S.EF_READS] and obs < 0 and upd < 0:  # a synchronous read
+    if E[op, S.EF_READS] and obs < 0 and upd < 0:  # a read, synchronous or async (issuing)
         return not touched_while_frozen(T, F, st, a, r, 1 << bit, -1, 0, ACC_READ, False, 0)
     if obs >= 0 and E[op, S.EF_BLOCKS] and upd < 0 and not E[op, S.EF_READS]:  # a wait
         if T.prog[row, S.P_UNLESS] == 1 and st[rb + 2] == 1:
