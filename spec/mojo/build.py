@@ -138,6 +138,14 @@ def prepare(kernel: Kernel) -> None:
                 filled.add(arrays[ev.barrier.array][0])
             elif ev.kind == "store":
                 filled.update(full for full, _ in kernel.pairs.items())
+    # sm100 2-SM: the leader's MMAs write the accumulator into both CTAs' TMEM and its commit
+    # onto full is multicast; a spec `write` lands in the writer's CTA only, so the other
+    # CTA's epilogue would read a slot nothing fills (a false read_before_fill). Reads of such
+    # a ring are not placed (its barriers are still checked; docs/mojo.md).
+    multicast_filled = {arrays[ev.barrier.array][0] for p in kernel.partitions for ev in p.events
+                        if ev.kind == "commit" and ev.barrier.array.signal == FULL
+                        and ev.tgt is not None and len(ev.tgt) > 1}
+    filled -= multicast_filled
     # Rings an agent releases with tcgen05.commit (sm100's input ring): its reads are the
     # tensor core's, asynchronous; the commit fires once they have finished (read_async).
     committed = {p.name: {arrays[ev.barrier.array][0] for ev in p.events
@@ -169,7 +177,8 @@ def prepare(kernel: Kernel) -> None:
         last_ring = None
         explicit = set()
         for ev in p.events:
-            if ev.kind == "commit" and ev.barrier.array.signal == FULL:
+            if ev.kind == "commit" and ev.barrier.array.signal == FULL \
+                    and ev.barrier.array not in multicast_filled:
                 # tcgen05.commit onto full (sm100's accumulator ring, release_from_mma): the
                 # MMAs it tracks wrote the slot; the write is stated at the commit, so it carries
                 # the item the commit is issued in, the item the reader pairs with
