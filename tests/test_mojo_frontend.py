@@ -80,7 +80,7 @@ def test_sm100_without_the_tile_count_says_how_to_give_it():
     assert "--tiles N" in out and "matmul_kernels.mojo:" in out
 
 
-@pytest.mark.parametrize("args,items,states", [(SM100, 8, 596), (SM100_B, 24, 2381)])
+@pytest.mark.parametrize("args,items,states", [(SM100, 8, 311), (SM100_B, 24, 752)])
 def test_sm100_1sm_is_ok_at_two_trip_counts(args, items, states):
     code, out = run(FIX / "sm100_bf16.ll.gz", *args)
     assert code == 0, out

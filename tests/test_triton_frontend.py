@@ -65,9 +65,9 @@ def kind(doc):
 @pytest.mark.parametrize("name,args,verdict,states", [
     ("gluon_ring_rowsum_sm100", ["--arg", "n_tiles=5"], "ok", 5),
     ("gluon_ring_rowsum_sm90", ["--arg", "n_tiles=5"], "ok", 5),
-    ("gluon_ring_matmul_sm90", ["--arg", "K=512"], "ok", 38),
-    ("gluon_ring_matmul_drained_sm100", ["--arg", "K=512"], "ok", 34),
-    ("sm90_pipelined", ["--arg", "K=512"], "ok", 141),
+    ("gluon_ring_matmul_sm90", ["--arg", "K=512"], "ok", 5),   # reduced counts since issue 35 (38, 34, 141 before)
+    ("gluon_ring_matmul_drained_sm100", ["--arg", "K=512"], "ok", 13),
+    ("sm90_pipelined", ["--arg", "K=512"], "ok", 3),
 ])
 def test_correct_kernels_are_ok(ttgir, name, args, verdict, states):
     doc = check(ttgir[name], *args)
@@ -398,4 +398,4 @@ def test_per_warp_agents_reproduce_the_release_that_fixed_a_lapped_wait(ttgir):
     old = check(path, "--arg", "K=512", "--warps", "--lowering", "3.7.1")
     assert kind(old) == "phase_alias"
     new = check(path, "--arg", "K=512", "--warps", "--lowering", "3.8.0")
-    assert (kind(new), new["states"]) == ("ok", 462)
+    assert (kind(new), new["states"]) == ("ok", 351)   # 462 before issue 35
