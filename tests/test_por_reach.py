@@ -66,6 +66,16 @@ def _vec(state):
     return np.array(state, dtype=np.int64)
 
 
+def _inflight(model, state):
+    """(j, entry) of each in-flight entry of a state (the entries are packed, 0 ends them)."""
+    off = model.tables.cfg[S.C_OFF_INF]
+    for j in range(model.tables.cfg[S.C_INFLIGHT]):
+        e = state[off + j]
+        if e == 0:
+            return
+        yield j, e
+
+
 def test_a_release_into_every_cta_of_the_cluster_is_merged():
     """CUTLASS's consumer releases the slot in every CTA (arrive_empty to=all). No producer can
     pass its wait on that empty barrier without it, so no CTA can go: the arrival qualifies."""
@@ -207,13 +217,9 @@ def check_independent_entries(model, limit=250, horizon=30):
     reach the same state and find the same violations; it disables nothing) and that the state
     before it shows no state property the state after it lacks. Returns the pairs checked."""
     F = POR.future_tables(model)
-    off = model.tables.cfg[S.C_OFF_INF]
     checked = 0
     for state in _reachable(model, limit):
-        for j in range(model.tables.cfg[S.C_INFLIGHT]):
-            e = state[off + j]
-            if e == 0:
-                break
+        for j, e in _inflight(model, state):
             if not POR.independent_entry(model.tables, F, _vec(state), j):
                 continue
             if model.apply(state, len(model.agents) + j)[1] != 0:
@@ -295,12 +301,9 @@ def test_a_landing_is_not_taken_while_its_slot_can_be_read_without_it():
     spec = load_spec(EXAMPLES_DIR / "bug_expect_tx_too_few_bytes.toml")
     model = compile_model(spec)
     F = POR.future_tables(model)
-    off = model.tables.cfg[S.C_OFF_INF]
     in_flight = taken = 0
     for state in _reachable(model, 3000):
-        for j in range(model.tables.cfg[S.C_INFLIGHT]):
-            if state[off + j] == 0:
-                break
+        for j, _ in _inflight(model, state):
             in_flight += 1
             taken += bool(POR.independent_landing(model.tables, F, _vec(state), j))
     assert in_flight > 0 and taken < in_flight
@@ -421,13 +424,9 @@ def _reads_taken(model, limit):
     """How many (state, read entry) pairs `independent_entry` takes at once, and how many
     agents' next steps are an async read's issue or a read_wait that `independent_step` takes."""
     F = POR.future_tables(model)
-    off = model.tables.cfg[S.C_OFF_INF]
     entries = steps = 0
     for state in _reachable(model, limit):
-        for j in range(model.tables.cfg[S.C_INFLIGHT]):
-            e = state[off + j]
-            if e == 0:
-                break
+        for j, e in _inflight(model, state):
             if S.entry_field(model.tables, e, S.E_KIND) == S.ENTRY_READ:
                 entries += bool(POR.independent_entry(model.tables, F, _vec(state), j))
         for a in range(len(model.agents)):
@@ -472,13 +471,9 @@ def test_a_read_is_not_finished_at_once_while_its_slot_can_be_overwritten():
     assert full.depth == 16 and "overwrite_before_drain" in full.kinds
     model = compile_model(spec)
     F = POR.future_tables(model)
-    off = model.tables.cfg[S.C_OFF_INF]
     refused = 0
     for state in _reachable(model, 400):
-        for j in range(model.tables.cfg[S.C_INFLIGHT]):
-            e = state[off + j]
-            if e == 0:
-                break
+        for j, e in _inflight(model, state):
             if (S.entry_field(model.tables, e, S.E_KIND) == S.ENTRY_READ
                     and S.entry_field(model.tables, e, S.E_SEQ) == 0
                     and not POR.independent_entry(model.tables, F, _vec(state), j)):
@@ -496,13 +491,9 @@ def test_landings_of_several_byte_counts_are_taken_at_once_and_commute():
     model = _user_shaped(2, 1, 2)
     F = POR.future_tables(model)
     assert F.uniform[0, POR.COPY_BYTES] == -1
-    off = model.tables.cfg[S.C_OFF_INF]
     taken = 0
     for state in _reachable(model, 400):
-        for j in range(model.tables.cfg[S.C_INFLIGHT]):
-            e = state[off + j]
-            if e == 0:
-                break
+        for j, e in _inflight(model, state):
             if S.entry_field(model.tables, e, S.E_KIND) == S.ENTRY_COPY:
                 taken += bool(POR.independent_entry(model.tables, F, _vec(state), j))
     assert taken > 0
