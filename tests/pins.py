@@ -48,8 +48,8 @@ PINNED_STATES_POR = {
     "x_cluster_ctas_ok.toml": 12,
     "x_cutlass_pingpong.toml": 11,
     "x_mojo_sm100_matmul.toml": 28,  # 55 before issue 35 (async reads merged)
-    "x_named_split_ok.toml": 36,
-    "x_persistent_tiles_ok.toml": 9,  # 40 before issue 35 (landings of different byte counts merged)
+    "x_named_split_ok.toml": 16,  # 36 before issue 34's named-barrier merges
+    "x_persistent_tiles_ok.toml": 7,  # 9 before named-barrier merges, 40 before issue 35 (landings)
     "x_persistent_reset_ok.toml": 21,  # a waiter the walk never moves: its window is exact (90 before)
     "x_rings_scales_ok.toml": 12,
     "cutlass_tma_async_cluster2.toml": 13,  # CTA symmetry: 19 without
@@ -57,7 +57,7 @@ PINNED_STATES_POR = {
     "mojo_input_tile_nvidia.toml": 5,
     "mojo_pcp_amd.toml": 11,
     "mojo_pcp_nvidia.toml": 11,
-    "named_barrier_release_ok.toml": 28,
+    "named_barrier_release_ok.toml": 11,  # 28 before named-barrier merges
     "sm90_ring_nvidia.toml": 7,  # as x_persistent_reset_ok (24 before)
     "try_full_prefetch_ok.toml": 773,
     "bug_input_tile_no_drain.toml": 13,

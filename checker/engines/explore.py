@@ -203,6 +203,7 @@ def merge_steps(T, F, st, tmp, det):
     `expand` sets it per state), `st` goes back to the state it started from, and 1 is
     returned (else 0); that state is then stored and expanded as the unreduced search does."""
     n_agents = T.cfg[S.C_AGENTS]
+    n_actions = n_agents + T.cfg[S.C_INFLIGHT]
     off = T.cfg[S.C_OFF_INF]
     W = F.work
     wk = W.shape[0] - 1
@@ -224,7 +225,7 @@ def merge_steps(T, F, st, tmp, det):
                     det[:] = -1
                 else:
                     S.copy_state(T, tmp, st)
-                    W[wk] -= nf
+                    W[wk] -= POR.step_work(n_actions, nf)
                     moved = True
             if W[wk] < 0:
                 return POR.merge_end(F, st, True)
@@ -238,7 +239,7 @@ def merge_steps(T, F, st, tmp, det):
                     det[:] = -1
                 else:
                     S.copy_state(T, tmp, st)
-                    W[wk] -= nf
+                    W[wk] -= POR.step_work(n_actions, nf)
                     moved = True
                     taken = True
             if W[wk] < 0:

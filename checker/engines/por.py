@@ -880,6 +880,8 @@ def independent_step(T, F, st, a):
         slot = ACC_ISSUE if issued == S.ENTRY_COPY else 0
         return not touched_while_frozen(T, F, st, a, r, at, -1, 0, slot, False,
                                         dsts & ~(1 << cta))
+    if E[op, S.EF_BARRIER]:
+        return independent_barrier_step(T, F, st, a, row, E[op, S.EF_BARRIER])
     # A wait that also moves its own stage (one step of `drain`) is a wait: the move is local.
     waits_and_moves = (E[op, S.EF_STAGE] == S.STAGE_ADVANCE and E[op, S.EF_OBS] >= 0 and
                        E[op, S.EF_BLOCKS] and E[op, S.EF_UPD] < 0 and not E[op, S.EF_READS])
@@ -935,6 +937,63 @@ def independent_step(T, F, st, a):
 
 
 @jit
+def independent_barrier_step(T, F, st, a, row, barrier):
+    """Is {agent a's next named-barrier step} persistent (docs/reductions.md "Named barriers")?
+    A satisfied sync_wait only moves a (the generation it observes only grows). An arrival
+    (sync, sync_arrive) commutes with every other arrival of its generation; it is taken at
+    once only when the other agents of its CTA cannot, while a stands still, make the arrivals
+    that would complete the generation without it (then no other arrival lands in the next
+    one, and a completing arrival of a's releases only agents nobody else can release)."""
+    if F.cfg[1] == 1:
+        return False  # the lap abstraction's tables: not judged here
+    b = T.prog[row, S.P_BARRIER]
+    cta = T.agent[a, S.A_CTA]
+    pos = S.bar_pos(T, b, cta)
+    if barrier == S.BAR_WAIT:
+        arrived = st[S.arrived_field(T.cfg[S.C_AGF], T.cfg[S.C_RINGS], a, b)]
+        return st[pos + 1] >= max(arrived, 1)
+    room = T.bar_count[b, cta] - st[pos] - 1  # arrivals the others may make, a's still missing
+    return not others_could_arrive(T, F, st, a, b, cta, room)
+
+
+@jit
+def others_could_arrive(T, F, st, a, b, cta, room):
+    """Could the agents of CTA `cta` but a make more than `room` arrivals on barrier b while a
+    stands still? Each program is walked from where it is (waits ignored) to its next `sync`
+    on b, which blocks it until the generation completes: a superset of what it can do. An
+    agent blocked on b itself makes none; one blocked on another barrier may be released."""
+    E = F.eff
+    W = F.work
+    wk = W.shape[0] - 1
+    n = 0
+    for c in range(T.cfg[S.C_AGENTS]):
+        if c == a or T.agent[c, S.A_CTA] != cta:
+            continue
+        base = S.agent_base(T, c)
+        pc = st[base + S.F_PC]
+        item = st[base + S.F_ITEM]
+        if pc < T.agent[c, S.A_LEN] and st[base + S.F_SYNC] == 1:
+            row = S.op_row(T, c, pc)
+            if T.prog[row, S.P_BARRIER] == b:
+                continue
+            pc, item = S.next_pc(T, c, pc, item)
+        while pc < T.agent[c, S.A_LEN]:
+            W[wk] -= 1
+            if W[wk] < 0 or item >= F.limit[c]:
+                return True
+            row = S.op_row(T, c, pc)
+            kind = E[T.prog[row, S.P_CODE], S.EF_BARRIER]
+            if (kind == S.BAR_SYNC or kind == S.BAR_ARRIVE) and T.prog[row, S.P_BARRIER] == b:
+                n += 1
+                if n > room:
+                    return True
+                if kind == S.BAR_SYNC:
+                    break
+            pc, item = S.next_pc(T, c, pc, item)
+    return False
+
+
+@jit
 def mergeable(T, F, st, a):
     """May agent a's next step be taken at once? Not when it moves a to item F.limit[a] or
     beyond (a lap-abstraction MANY state: past it the item count matters)."""
@@ -949,6 +1008,15 @@ def mergeable(T, F, st, a):
 def state_work(n_actions, nf):
     """The merge work of one state's successors together (WORK_PER_FIELD, WORK_FLOOR)."""
     return max(WORK_PER_FIELD * n_actions * nf, WORK_FLOOR)
+
+
+@jit
+def step_work(n_actions, nf):
+    """The work a merged step takes, less what it gives back (negative: a gain). The copy
+    costs one unit per field; the state it passes through is one the unreduced search would
+    store and expand (`state_work`'s per-state measure), so that much comes back to the merges
+    of this state's successors (docs/reductions.md "A bounded merge")."""
+    return nf - WORK_PER_FIELD * n_actions * nf
 
 
 @jit
@@ -1006,7 +1074,7 @@ def merged_steps(model, F, state, bounded: bool = True):
                     if bits == 0:
                         state = nxt
                         codes.append(a)
-                        W[wk] -= nf
+                        W[wk] -= step_work(model.n_actions(), nf)
                         moved = True
                 if W[wk] < 0:
                     return [], start
@@ -1020,7 +1088,7 @@ def merged_steps(model, F, state, bounded: bool = True):
                     if bits == 0:
                         state = nxt
                         codes.append(n_agents + j)
-                        W[wk] -= nf
+                        W[wk] -= step_work(model.n_actions(), nf)
                         moved = taken = True
                 if W[wk] < 0:
                     return [], start

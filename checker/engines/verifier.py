@@ -20,7 +20,7 @@ from pipeproof.checker.engines import por as POR
 from pipeproof.checker.core import semantics as S
 from pipeproof.checker.engines import symmetries as SYM
 from pipeproof.checker.engines.explore import INTERRUPTED, Search
-from pipeproof.checker.core import Model, compile_model
+from pipeproof.checker.core import MAX_INFLIGHT, Model, compile_model
 from pipeproof.checker.results import KINDS, RECORDS, Result
 from pipeproof.checker.results import Trace, trace_from_codes
 from pipeproof.spec.schema import Spec
@@ -53,6 +53,10 @@ def tiny_spec() -> Spec:
 # The most states the search for the minimal depth (without partial-order reduction) stores
 # after a reduced search found a violation, unless the reduced search stored more (x 8).
 MINIMAL_DEPTH_STATES = 1_000_000
+# The most copies, commits and async reads in flight `verify` makes room for, when a run needs
+# more than the model's default capacity (a 2-SM kernel keeps 8 stages of copies from both
+# CTAs in flight: 32 and more).
+LARGEST_INFLIGHT = 96
 
 
 def verify(spec: Spec, max_states: int | None = None, timeout: float | None = None,
@@ -71,9 +75,19 @@ def verify(spec: Spec, max_states: int | None = None, timeout: float | None = No
     warm_up()
     started = time.monotonic()
     model = compile_model(spec, strict_exit=strict_exit)
-    search = Search(model, max_states=max_states, timeout=timeout, progress=progress,
-                    symmetry=symmetry, por=por, cta_symmetry=cta_symmetry)
-    kinds, depth = _run(search)
+    while True:
+        left = None if timeout is None else max(timeout - (time.monotonic() - started), 1e-3)
+        search = Search(model, max_states=max_states, timeout=left, progress=progress,
+                        symmetry=symmetry, por=por, cta_symmetry=cta_symmetry)
+        kinds, depth = _run(search)
+        if kinds or not search.limit.startswith("more than") or model.inflight >= LARGEST_INFLIGHT:
+            break
+        # A run needs more copies and commits in flight than the model has room for: search
+        # again with twice the room (a bigger state for every state, so only when needed).
+        model = Model(spec, inflight=min(max(2 * model.inflight, MAX_INFLIGHT), LARGEST_INFLIGHT),
+                      strict_exit=strict_exit)
+    if timeout is not None and search.limit.startswith("timeout"):
+        search.limit = f"timeout {timeout:g} s"  # the user's, not what a retry had left of it
     if kinds and por and search.limit != INTERRUPTED:
         left = None if timeout is None else max(timeout - (time.monotonic() - started), 1e-3)
         # Bounded by states, not time, so the answer is the same every run: a deep violation
