@@ -47,19 +47,22 @@ def many_agents_toml(roles: int, agents: int, stages: int = 1, items: int = 1) -
     return "\n".join(out)
 
 
-def run(path: str, timeout: float, extra=()) -> dict:
-    """`pipeproof verify PATH` in its own process: verdict, states, search and wall seconds,
-    and peak memory in MB (through /usr/bin/time -v where it is installed, else nan)."""
+def run(path: str, timeout: float, extra=(), command: str = "verify") -> dict:
+    """`pipeproof verify PATH` (or `prove`) in its own process: verdict, states (prove:
+    abstract states), search and wall seconds, and peak memory in MB (through /usr/bin/time -v
+    where it is installed, else nan)."""
     timer = ["/usr/bin/time", "-v"] if shutil.which("/usr/bin/time") else []
     started = time.monotonic()
-    proc = subprocess.run(timer + CLI + ["verify", path, "--timeout", str(timeout), *extra],
+    proc = subprocess.run(timer + CLI + [command, path, "--timeout", str(timeout), *extra],
                           capture_output=True, text=True)
     wall = time.monotonic() - started
     m = re.search(r"^([\d,]+) states, ([\d,]+) transitions.*?([\d.]+) s search", proc.stdout, re.M)
+    if command == "prove":
+        m = re.search(r"([\d,]+) abstract states()().*?", proc.stdout)
     rss = re.search(r"Maximum resident set size \(kbytes\): (\d+)", proc.stderr)
     verdict = proc.stdout.split(": ", 2)[1].split(" ")[0] if ": " in proc.stdout else "?"
     return {"verdict": verdict.rstrip(":"), "states": int(m.group(1).replace(",", "")) if m else -1,
-            "search": float(m.group(3)) if m else float("nan"), "wall": wall,
+            "search": float(m.group(3)) if m and m.group(3) else float("nan"), "wall": wall,
             "mb": int(rss.group(1)) / 1024 if rss else float("nan"), "exit": proc.returncode}
 
 

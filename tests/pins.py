@@ -42,25 +42,25 @@ PINNED_STATES = {
 # The same with partial-order reduction as well (the default, checker/engines/por.py): the reduced
 # graph's states (issue 18: arrivals into other CTAs and copy landings are merged too). tests/test_por.py checks this graph against a plain Python search.
 PINNED_STATES_POR = {
-    "x_fa3_q_once_per_tile.toml": 5,
-    "x_prologue_tile_ok.toml": 5,  # 14 before issue 35 (landings of different byte counts merged)
-    "x_async_read_ok.toml": 18,  # 107 before issue 35 (async reads merged: issue, finish, read_wait)
-    "x_cluster_ctas_ok.toml": 12,
-    "x_cutlass_pingpong.toml": 11,
-    "x_mojo_sm100_matmul.toml": 28,  # 55 before issue 35 (async reads merged)
-    "x_named_split_ok.toml": 16,  # 36 before issue 34's named-barrier merges
-    "x_persistent_tiles_ok.toml": 7,  # 9 before named-barrier merges, 40 before issue 35 (landings)
-    "x_persistent_reset_ok.toml": 21,  # a waiter the walk never moves: its window is exact (90 before)
-    "x_rings_scales_ok.toml": 12,
-    "cutlass_tma_async_cluster2.toml": 13,  # CTA symmetry: 19 without
-    "mojo_input_tile_cluster2_k2.toml": 17,  # 28 without CTA symmetry; 19 before R1
-    "mojo_input_tile_nvidia.toml": 5,
-    "mojo_pcp_amd.toml": 11,
-    "mojo_pcp_nvidia.toml": 11,
-    "named_barrier_release_ok.toml": 11,  # 28 before named-barrier merges
-    "sm90_ring_nvidia.toml": 7,  # as x_persistent_reset_ok (24 before)
-    "try_full_prefetch_ok.toml": 773,
-    "bug_input_tile_no_drain.toml": 13,
+    "x_fa3_q_once_per_tile.toml": 2,  # 5 before finishing steps
+    "x_prologue_tile_ok.toml": 2,  # 5 before finishing steps; 14 before issue 35 (landings of different byte counts merged)
+    "x_async_read_ok.toml": 11,  # 18 before finishing steps; 107 before issue 35 (async reads merged: issue, finish, read_wait)
+    "x_cluster_ctas_ok.toml": 5,  # 12 before finishing steps
+    "x_cutlass_pingpong.toml": 8,  # 11 before finishing steps
+    "x_mojo_sm100_matmul.toml": 13,  # 28 before finishing steps; 55 before issue 35 (async reads merged)
+    "x_named_split_ok.toml": 9,  # 16 before finishing steps; 36 before issue 34's named-barrier merges
+    "x_persistent_tiles_ok.toml": 2,  # 7 before finishing steps; 9 before named-barrier merges, 40 before issue 35 (landings)
+    "x_persistent_reset_ok.toml": 16,  # 21 before finishing steps; a waiter the walk never moves: its window is exact (90 before)
+    "x_rings_scales_ok.toml": 5,  # 12 before finishing steps
+    "cutlass_tma_async_cluster2.toml": 2,  # 11 before finishing steps, 13 before observations beside arrivals (STATES_POR_NO_CTA_SYMMETRY)
+    "mojo_input_tile_cluster2_k2.toml": 2,  # 11 before finishing steps, 17 before observations beside arrivals, 19 before R1
+    "mojo_input_tile_nvidia.toml": 2,  # 5 before finishing steps
+    "mojo_pcp_amd.toml": 6,  # 11 before finishing steps
+    "mojo_pcp_nvidia.toml": 6,  # 11 before finishing steps
+    "named_barrier_release_ok.toml": 4,  # 11 before finishing steps; 28 before named-barrier merges
+    "sm90_ring_nvidia.toml": 2,  # 7 before finishing steps; as x_persistent_reset_ok (24 before)
+    "try_full_prefetch_ok.toml": 756,  # 773 before finishing steps
+    "bug_input_tile_no_drain.toml": 10,  # 13 before finishing steps
 }
 
 # The same without symmetry reduction (`verify(spec, symmetry=False)`, `--no-symmetry`): every
@@ -179,5 +179,5 @@ PROVED = {
 # programs, with the renaming of CTAs turned off (`--no-cta-symmetry`); x_cluster_ctas_ok has
 # no such renaming (the scheduler runs in CTA 0 only, releases go to=leader).
 STATES_NO_CTA_SYMMETRY = {"cutlass_tma_async_cluster2.toml": 34517, "mojo_input_tile_cluster2_k2.toml": 65489}
-STATES_POR_NO_CTA_SYMMETRY = {"cutlass_tma_async_cluster2.toml": 19, "mojo_input_tile_cluster2_k2.toml": 28}
+STATES_POR_NO_CTA_SYMMETRY = {"cutlass_tma_async_cluster2.toml": 2, "mojo_input_tile_cluster2_k2.toml": 2}  # 17, 17 before finishing steps
 PROVED_NO_CTA_SYMMETRY = {"cutlass_tma_async_cluster2": 181, "mojo_input_tile_cluster2_k2": 5767}

@@ -522,3 +522,69 @@ def test_wrong_expect_tx_beside_landings_of_several_byte_counts(expect, kind):
     model = compile_model(load_spec_text(
         user_shaped_toml(2, 1, 1).replace("expect_tx 33280", f"expect_tx {expect}"), "u.toml"))
     check_independent_entries(model, limit=1500, horizon=12)
+
+
+# ------------------------------------------------------------------------------------------
+# observations beside arrivals (docs/reductions.md "Observations beside arrivals")
+
+def _user_shaped(stages, warpgroups, items, ctas):
+    import sys
+    sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parents[1] / "benchmarks"))
+    from user_shaped import user_shaped_toml
+    return user_shaped_toml(stages, warpgroups, items, 35, ctas=ctas)
+
+
+@pytest.mark.parametrize("shape", [(2, 1, 1, 3), (1, 1, 1, 4), (1, 2, 1, 2)])
+def test_waits_and_releases_of_a_cluster_commute_where_the_phase_cannot_complete(shape):
+    """Every step taken at once on the user-shaped GEMM of 2 to 4 CTAs (releases into every
+    CTA beside the other CTAs' ready first waits) commutes with every step the others can take
+    while it stands still; and the reduced search agrees with the unreduced one."""
+    from tests.test_por import check_independent_steps
+    text = _user_shaped(*shape)
+    model = compile_model(load_spec_text(text, "<user-shaped>"))
+    assert check_independent_steps(model, limit=200, horizon=40) > 0
+    spec = load_spec_text(text, "<user-shaped>")
+    reduced, full = verify(spec), verify(spec, por=False)
+    assert full.verdict == reduced.verdict == "ok" and not full.limit
+    assert reduced.states < full.states
+
+
+# The consumers' pre-arrivals complete empty's phase 0 while the producer, already past its
+# parity-1 wait in spirit, has not yet taken it: the wait and those arrivals do not commute (the
+# wait ends up behind the phase it was ready for: deadlock, phase_alias).
+PRE_ARRIVALS_BESIDE_A_READY_WAIT = """
+[pipeline]
+backend = "nvidia"
+stages = 1
+producer_arrive_count = 1
+consumer_arrive_count = 2
+items = 2
+
+[[role]]
+name = "producer"
+side = "producer"
+count = 1
+body = ["wait_empty", "write", "arrive_full", "advance"]
+
+[[role]]
+name = "consumer"
+side = "consumer"
+count = 2
+prologue = ["arrive_empty"]
+body = ["wait_full", "read", "arrive_empty", "advance"]
+"""
+
+
+def test_a_ready_wait_is_not_taken_where_arrivals_can_complete_its_phase():
+    model = compile_model(load_spec_text(PRE_ARRIVALS_BESIDE_A_READY_WAIT, "<pre-arrivals>"))
+    state = model.initial_state()
+    assert model.format_action(state, 0).startswith("producer[0].wait_empty")
+    assert model.apply(state, 0)[0] is not None   # ready now
+    assert not POR.independent_step(model.tables, POR.future_tables(model), _vec(state), 0)
+    # the two orders differ: taken first the wait passes; after both pre-arrivals it never does
+    after = model.apply(model.apply(state, 1)[0], 2)[0]
+    assert model.apply(after, 0)[0] is None
+    spec = load_spec_text(PRE_ARRIVALS_BESIDE_A_READY_WAIT, "<pre-arrivals>")
+    reduced, full = verify(spec), verify(spec, por=False)
+    assert (reduced.verdict, reduced.kinds, reduced.depth) == (full.verdict, full.kinds, full.depth)
+    assert reduced.verdict == "violation" and "deadlock" in reduced.kinds

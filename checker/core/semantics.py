@@ -581,13 +581,21 @@ def fire_entry(T, out, j, det):
 
 @jit
 def local_step(T, st, a):
-    """Is agent `a`'s next step local: an op whose only effect is on its own stage (advance,
-    reset), or a wait skipped by `unless=ready`, that does not finish the agent? Such a step
-    reads and writes only the agent's own registers (stage, phase, pc, item), cannot be
-    disabled, and no property looks at an agent that stands before one: no other step reads
-    those registers except through `reads_pending`, which simulates the agent's program and so
-    answers the same before and after it. Finishing is excluded: it can make a CTA gone, which
-    others' steps observe."""
+    """Is agent `a`'s next step local (`local_op`) and does it not finish the agent? Finishing
+    is excluded: it can make a CTA gone, which others' steps observe (por.py takes a finishing
+    step only where its CTA cannot go: `por.cta_stays`)."""
+    return local_op(T, st, a) and \
+        next_pc(T, a, st[agent_base(T, a) + F_PC], st[agent_base(T, a) + F_ITEM])[0] < T.agent[a, A_LEN]
+
+
+@jit
+def local_op(T, st, a):
+    """Is agent `a`'s next step an op whose only effect is on its own stage (advance, reset),
+    or a wait skipped by `unless=ready`? Such a step reads and writes only the agent's own
+    registers (stage, phase, pc, item), cannot be disabled, and no property looks at an agent
+    that stands before one: no other step reads those registers except through
+    `reads_pending`, which simulates the agent's program and so answers the same before and
+    after it."""
     base = agent_base(T, a)
     pc = st[base + F_PC]
     if pc >= T.agent[a, A_LEN] or st[base + F_SYNC] == 1:
@@ -599,7 +607,7 @@ def local_step(T, st, a):
             return False
     elif not T.prog[row, P_EFF + EF_LOCAL]:
         return False
-    return next_pc(T, a, pc, st[base + F_ITEM])[0] < T.agent[a, A_LEN]
+    return True
 
 
 @jit

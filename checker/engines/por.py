@@ -606,6 +606,14 @@ def frozen_touch(T, F, st, a, r, bits, t_kind, t_sig_acc, t_slot_acc, window, go
                             S.entry_field(T, twin, S.E_STAGE), S.entry_signal(T, twin))
         units_w = S.entry_field(T, twin, S.E_VAL)
     in_flight = S.reads_in_flight(T, st, reader) if reader >= 0 else 0
+    # `phase_kept` (docs/reductions.md "Observations beside arrivals"): an agent's own arrival
+    # (commuting) or wait on an mbarrier signal; an observation of it beside an arrival on it
+    # conflicts only if the signal's phase can complete while a stands still, judged at the end
+    # from the arrivals the walk found possible (`watched`: bit cta * ms + stage).
+    phase_kept = (a >= 0 and t_part == -2 and twin == 0 and reader < 0 and t_kind >= 0 and
+                  F.cfg[1] == 0 and not S.counter_signals(T) and
+                  (t_sig_acc == ACC_OBS or (t_sig_acc == ACC_UPD and commuting)))
+    watched = 0
     budget = WALK_LIMIT
     moved = True
     while moved:
@@ -639,7 +647,9 @@ def frozen_touch(T, F, st, a, r, bits, t_kind, t_sig_acc, t_slot_acc, window, go
                                             W[bo + sig], W[lo + sig], W[ex + sig], sig == sig_l)
                     if passes:
                         if here and obs == t_kind and signal_conflict(t_sig_acc, ACC_OBS, commuting):
-                            return True
+                            if not phase_kept:
+                                return True
+                            watched |= 1 << (cta * ms + stage)
                     else:
                         # An agent with a reset keeps its window as of its last passed wait,
                         # which the walk does not update: its stuck wait counts as touching,
@@ -671,9 +681,12 @@ def frozen_touch(T, F, st, a, r, bits, t_kind, t_sig_acc, t_slot_acc, window, go
                             if (at and upd == t_kind and not beside and
                                     not (sig == sig_x and E[op, S.EF_ASYNC] == S.ENTRY_COPY) and
                                     signal_conflict(t_sig_acc, ACC_UPD, commuting)):
-                                if sig != sig_l or units <= 0 or E[op, S.EF_TX] < 0:
+                                if phase_kept and t_sig_acc == ACC_OBS:
+                                    watched |= 1 << (dst * ms + stage)
+                                elif sig != sig_l or units <= 0 or E[op, S.EF_TX] < 0:
                                     return True
-                                arrived = True  # an arrival beside a landing: judged at the end
+                                else:
+                                    arrived = True  # an arrival beside a landing: judged at the end
                             if not (sig == sig_w and units == units_w and
                                     E[op, S.EF_ASYNC] == S.ENTRY_COMMIT):
                                 W[bo + sig] += units  # (a twin's firing is the frozen step)
@@ -698,6 +711,21 @@ def frozen_touch(T, F, st, a, r, bits, t_kind, t_sig_acc, t_slot_acc, window, go
                 if W[rec + W_ITEM] >= F.limit[b]:
                     return True
                 moved = True
+    if watched:
+        # The phase of each watched signal must stay incomplete in every run without a's step,
+        # and an arrival of a's must not complete it either: fewer arrivals possible than
+        # pending (then pending never reaches 0, whatever the bytes do).
+        own = 0
+        if t_sig_acc == ACC_UPD:
+            row = S.op_row(T, a, st[S.agent_base(T, a) + S.F_PC])
+            own = E[T.prog[row, S.P_CODE], S.EF_UNITS]
+            if own < 0:
+                own = T.prog[row, S.P_N]
+        for i in range(T.cfg[S.C_CTAS] * ms):
+            if (watched >> i) & 1:
+                sig = S.sig_index(T, i // ms, r, i % ms, t_kind)
+                if W[bo + sig] + own >= st[S.sig_base(T, sig) + 1]:
+                    return True
     if sig_x >= 0:
         # An expect_tx and the landings beside it commute when they cannot take tx below
         # minus its bytes (docs/reductions.md "Copy landings")
@@ -858,7 +886,12 @@ def independent_step(T, F, st, a):
     if pc >= T.agent[a, S.A_LEN] or st[base + S.F_SYNC] == 1:
         return False
     if S.next_pc(T, a, pc, st[base + S.F_ITEM])[0] >= T.agent[a, S.A_LEN]:
-        return False
+        # Finishing a: only where its CTA cannot go while a stands still (then nothing sees
+        # a finished, docs/reductions.md "Finishing steps"); its op is judged as any other.
+        if not exit_unobserved(T, F, st, a) and not cta_stays(T, F, st, a):
+            return False
+        if S.local_op(T, st, a):
+            return True
     row = S.op_row(T, a, pc)
     op = T.prog[row, S.P_CODE]
     E = F.eff
@@ -934,6 +967,49 @@ def independent_step(T, F, st, a):
             return False
         return not touched_while_frozen(T, F, st, a, r, 1 << bit, obs, ACC_OBS, 0, False, 0)
     return False
+
+
+@jit
+def exit_unobserved(T, F, st, a):
+    """Can nobody tell when a's CTA goes? No in-flight entry targets it, and no other agent's
+    remaining program (the future tables, waits ignored) updates, writes or reads any signal
+    or slot of it: then no entry is ever in flight into it (its exit is clean whenever it comes)
+    and no step targets it after it is gone. Not in the lap abstraction's tables by op."""
+    if F.cfg[0] == 0 or F.cfg[1] == 1:
+        return False
+    cta = T.agent[a, S.A_CTA]
+    off = T.cfg[S.C_OFF_INF]
+    for j in range(T.cfg[S.C_INFLIGHT]):
+        e = st[off + j]
+        if e == 0:
+            break
+        if S.entry_field(T, e, S.E_CTA) == cta:
+            return False
+    ms = T.cfg[S.C_MAXS]
+    bits = ((1 << ms) - 1) << (cta * ms)
+    touch = (1 << UPD_FULL) | (1 << UPD_EMPTY) | (1 << WRITE_SLOT) | (1 << READ_SLOT)
+    F.work[F.work.shape[0] - 1] -= T.cfg[S.C_AGENTS] * T.cfg[S.C_RINGS]  # (WORK_PER_FIELD)
+    for b in range(T.cfg[S.C_AGENTS]):
+        if b == a:
+            continue
+        base = S.agent_base(T, b)
+        pos = position(T, F, b, st[base + S.F_PC], st[base + S.F_ITEM])
+        for q in range(T.cfg[S.C_RINGS]):
+            row = F.off[b, q] + pos * ms + st[S.ring_base(T, b, q)]
+            for c in range(N_CLASSES):
+                if touch & (1 << c) and F.mask[row, c] & bits:
+                    return False
+    return True
+
+
+@jit
+def cta_stays(T, F, st, a):
+    """Does some other agent of a's CTA stay unfinished in every run in which a stands still?
+    The walk (`frozen_touch`, a's CTA as `gone`, no access of its own) answers "touched" when it
+    lets every other agent of the CTA finish. Not in the lap abstraction's tables by op."""
+    if F.cfg[1] == 1:
+        return False
+    return not frozen_touch(T, F, st, a, 0, 0, -1, 0, 0, False, 1 << T.agent[a, S.A_CTA], -2, -1)
 
 
 @jit
