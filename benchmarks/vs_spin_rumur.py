@@ -48,6 +48,7 @@ mojo_sm100_matmul cells run); a tool out of time at one item count is not run at
 
     python benchmarks/vs_spin_rumur.py --production --timeout 60
     python benchmarks/vs_spin_rumur.py --production --matching mojo_sm100_matmul --timeout 60
+    python benchmarks/vs_spin_rumur.py --user-shaped 2:1:2:2 4:2:6:2 4:2:6:4 --timeout 60
 """
 from __future__ import annotations
 
@@ -280,15 +281,16 @@ def _refused(tool: str, why: str) -> ToolRun:
 
 
 def run_production_cell(template: str, params: dict, items: int, timeout: float, threads: int,
-                        memlim_mb: int, workroot: Path, skip=frozenset()) -> dict:
-    """One production cell: pipeproof (defaults), SPIN and Rumur (symmetry) on one spec."""
+                        memlim_mb: int, workroot: Path, skip=frozenset(), text: str = None) -> dict:
+    """One production cell: pipeproof (defaults), SPIN and Rumur (symmetry) on one spec (the
+    template's, or `text`)."""
     from benchmarks.production import spec_text
     config = " ".join(f"{k}={v}" for k, v in params.items())
     work = workroot / f"{template}_{'_'.join(f'{k}{v}' for k, v in params.items())}_I{items}"
     for sub in ("spin", "rumur"):
         (work / sub).mkdir(parents=True, exist_ok=True)
     spec_file = work / "spec.toml"
-    spec_file.write_text(spec_text(template, params, items))
+    spec_file.write_text(text if text is not None else spec_text(template, params, items))
     spec = load_spec_text(spec_file.read_text(), str(spec_file))
     refused = ""
     try:
@@ -372,6 +374,26 @@ def production_goals(rows) -> list:
     return lines
 
 
+def user_shaped(args, memlim: int) -> int:
+    """Issue 35's user-shaped GEMM (benchmarks/user_shaped.py) at the given cells, the three
+    tools side by side in one run."""
+    from benchmarks.user_shaped import user_shaped_toml
+    print(f"pipeproof vs SPIN vs Rumur, user-shaped cells (benchmarks/user_shaped.py): {args.timeout:g} s "
+          f"per tool per cell; {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at the start; "
+          f"{time.strftime('%Y-%m-%d %H:%M')}", flush=True)
+    print(f"tools: {tool_versions()}", flush=True)
+    warm_pipeproof()
+    print(PRODUCTION_HEADER, flush=True)
+    with tempfile.TemporaryDirectory(prefix="vs_spin_rumur_user_") as root:
+        for cell in args.user_shaped:
+            stages, wgs, items, ctas = (int(x) for x in cell.split(":"))
+            params = {"stages": stages, "warpgroups": wgs, "ctas": ctas}
+            row = run_production_cell("user_shaped", params, items, args.timeout, args.rumur_threads,
+                                      memlim, Path(root), text=user_shaped_toml(stages, wgs, items, 35, ctas=ctas))
+            print(fmt_production(row), flush=True)
+    return 0
+
+
 def production(args, memlim: int) -> int:
     from benchmarks.production import CONFIGS
     print(f"pipeproof vs SPIN vs Rumur, production cells (benchmarks/production.py CONFIGS), items "
@@ -430,6 +452,8 @@ def main(argv=None) -> int:
                     help="--production: item counts per cell (default 8 64)")
     ap.add_argument("--matching", nargs="+", metavar="TEXT",
                     help="--production: only the cells whose 'template k=v ...' contains one of these")
+    ap.add_argument("--user-shaped", nargs="+", metavar="S:W:I:C",
+                    help="run issue 35's user-shaped GEMM at these cells (stages:warpgroups:items:ctas)")
     args = ap.parse_args(argv)
 
     def parse(text):
@@ -446,6 +470,8 @@ def main(argv=None) -> int:
     memlim = args.memlim_mb or int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") * 0.8 / 2**20)
     if args.production:
         return production(args, memlim)
+    if args.user_shaped:
+        return user_shaped(args, memlim)
     cells = [parse(t) for t in args.cells] if args.cells else GRID
     print(f"pipeproof vs SPIN vs Rumur, standard pipeline: {len(cells)} cells, {args.timeout:g} s per tool "
           f"per cell; {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at the start; "

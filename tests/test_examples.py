@@ -140,7 +140,8 @@ def test_cta_symmetry_is_switchable(name):
     off_por = verify(spec, cta_symmetry=False)
     assert off.verdict == off_por.verdict == "ok"
     assert off.states == STATES_NO_CTA_SYMMETRY[name] > PINNED_STATES[name]
-    assert off_por.states == STATES_POR_NO_CTA_SYMMETRY[name] > PINNED_STATES_POR[name]
+    # (reduced, both come down to 2 states since the finishing steps: no CTA is left to rename)
+    assert off_por.states == STATES_POR_NO_CTA_SYMMETRY[name] >= PINNED_STATES_POR[name]
 
 
 def test_symmetry_reduces_some_examples():

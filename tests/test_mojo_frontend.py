@@ -48,7 +48,7 @@ SM100 = ("--block-dim", "224", "--tiles", "2", "--arg", "6=1024,1024,256")   # 4
 SM100_B = ("--block-dim", "224", "--tiles", "3", "--arg", "6=1024,1024,512")  # 8 k-blocks x 3 tiles
 
 
-@pytest.mark.parametrize("args,states", [(SM100, 1623), (SM100_B, 1740)])
+@pytest.mark.parametrize("args,states", [(SM100, 24), (SM100_B, 141)])
 def test_sm100_2sm_reads_as_a_cta_pair_and_is_ok_at_two_trip_counts(args, states, tmp_path):
     # cta_group 2, cluster 2x1x1: the leader's MMA warp reads both CTAs' tiles and commits to
     # both; CTA 1's loads complete the leader's full barrier; the epilogues release the
@@ -121,7 +121,7 @@ def test_sm100_without_the_tile_count_says_how_to_give_it():
     assert "--tiles N" in out and "matmul_kernels.mojo:" in out
 
 
-@pytest.mark.parametrize("args,items,states", [(SM100, 8, 46), (SM100_B, 24, 71)])
+@pytest.mark.parametrize("args,items,states", [(SM100, 8, 23), (SM100_B, 24, 48)])
 def test_sm100_1sm_is_ok_at_two_trip_counts(args, items, states):
     code, out = run(FIX / "sm100_bf16.ll.gz", *args)
     assert code == 0, out
@@ -187,9 +187,9 @@ def test_sm100_drain_removed_is_ok_in_1sm(tmp_path):
     assert "drain" not in out.split("[[role]]", 5)[-1].split("epilogue = [")[1].split("]")[0]
 
 
-@pytest.mark.parametrize("name,k_tiles,states", [("sm90_bf16", 16, 11), ("sm90_bf16_k512", 8, 11),
-                                                  ("sm90_bf16_cluster2", 16, 419),
-                                                  ("sm90_bf16_cluster2_k512", 8, 219)])
+@pytest.mark.parametrize("name,k_tiles,states", [("sm90_bf16", 16, 2), ("sm90_bf16_k512", 8, 2),
+                                                  ("sm90_bf16_cluster2", 16, 2),
+                                                  ("sm90_bf16_cluster2_k512", 8, 2)])
 def test_sm90_spec_has_one_item_per_k_iteration(name, k_tiles, states, tmp_path):
     # The IR's k-loop steps a lap (4 stages, comptime-unrolled) per iteration; the spec has one
     # item per k-tile (K / 64) with a body of one wait ... advance, no every=/at= variants.
@@ -208,7 +208,7 @@ def test_sm90_spec_has_one_item_per_k_iteration(name, k_tiles, states, tmp_path)
     assert producer[1] == "expect_tx 32768" and producer[-1] == "advance" and len(producer) in (4, 5)
 
 
-@pytest.mark.parametrize("name,states", [("sm90_bf16_cluster2", 419), ("sm90_bf16_cluster2_k512", 219)])
+@pytest.mark.parametrize("name,states", [("sm90_bf16_cluster2", 2), ("sm90_bf16_cluster2_k512", 2)])
 def test_sm90_cluster2_multicast_is_ok_at_two_trip_counts(name, states):
     # K = 1024 / 512: CTA 0's producer multicasts B (copy to=all) and both load A; each consumer
     # warpgroup releases the slot in both CTAs (arrive_empty to=all, empty count 4); the

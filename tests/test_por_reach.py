@@ -527,7 +527,7 @@ def test_wrong_expect_tx_beside_landings_of_several_byte_counts(expect, kind):
 # ------------------------------------------------------------------------------------------
 # observations beside arrivals (docs/reductions.md "Observations beside arrivals")
 
-def _user_shaped(stages, warpgroups, items, ctas):
+def _user_shaped_text(stages, warpgroups, items, ctas):
     import sys
     sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parents[1] / "benchmarks"))
     from user_shaped import user_shaped_toml
@@ -540,7 +540,7 @@ def test_waits_and_releases_of_a_cluster_commute_where_the_phase_cannot_complete
     CTA beside the other CTAs' ready first waits) commutes with every step the others can take
     while it stands still; and the reduced search agrees with the unreduced one."""
     from tests.test_por import check_independent_steps
-    text = _user_shaped(*shape)
+    text = _user_shaped_text(*shape)
     model = compile_model(load_spec_text(text, "<user-shaped>"))
     assert check_independent_steps(model, limit=200, horizon=40) > 0
     spec = load_spec_text(text, "<user-shaped>")

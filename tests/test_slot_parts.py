@@ -85,23 +85,23 @@ EXPECTED = {
     # lands, and the read before the second copy is even issued sees part 1 empty (the H200's
     # half tile)
     "two_copies": (2, "violation", ("read_before_fill",), 6, None),
-    "two_copies_ok": (2, "ok", (), None, (5, 125)),
+    "two_copies_ok": (2, "ok", (), None, (2, 125)),
     # the same body written out for both stages: each copy is still its own part (a part
     # keeps the fills of every stage; found by the independent replayer)
     "two_copies_unrolled": (2, "violation", ("read_before_fill",), 6, None),
     # a TMA copy beside a SIMT write, two warps: with the write's arrival counted by full
     # (a wait between the write and the read), and without it
-    "mixed_ok": (2, "ok", (), None, (45, 875)),
+    "mixed_ok": (2, "ok", (), None, (38, 875)),
     "mixed_nowait": (2, "violation", ("read_before_fill",), 6, None),
     # the same in one warp: copy, write, arrive_full
-    "mixed_onewarp_ok": (2, "ok", (), None, (14, 175)),
+    "mixed_onewarp_ok": (2, "ok", (), None, (11, 175)),
     # a multicast from two CTAs: each CTA's full must expect both halves
-    "multicast_ok": (2, "ok", (), None, (12, 11477)),  # 12: the two CTAs renamed (18 before)
+    "multicast_ok": (2, "ok", (), None, (2, 11477)),  # 12: the two CTAs renamed (18 before)
     "multicast_half": (2, "violation", ("read_before_fill",), 6, None),
     # an epilogue write (consumer side: every part) into the input slot while the other
     # consumer warp has not read its last item; with a named barrier before it, correct
     "epilogue_alias": (2, "violation", ("overwrite_before_drain",), 25, None),
-    "epilogue_alias_ok": (2, "ok", (), None, (13, 211)),
+    "epilogue_alias_ok": (2, "ok", (), None, (7, 211)),
 }
 
 

@@ -269,10 +269,11 @@ def test_cli_no_symmetry_flag(tmp_path):
     path = tmp_path / "three.toml"
     path.write_text(standard_toml(stages=2, consumers=3, items=2))
     spec = load_spec_text(path.read_text(), str(path))
-    on, off = verify(spec).states, verify(spec, symmetry=False).states
+    # unreduced: the partial-order reduction leaves this spec a handful of states either way
+    on, off = verify(spec, por=False).states, verify(spec, por=False, symmetry=False).states
     assert on < off
     runner = CliRunner()
     for flags, states in (([], on), (["--no-symmetry"], off)):
-        res = runner.invoke(cli_main, ["verify", str(path), *flags])
+        res = runner.invoke(cli_main, ["verify", str(path), "--no-por", *flags])
         assert res.exit_code == 0, res.output
         assert f": ok ({states} states," in res.output, res.output

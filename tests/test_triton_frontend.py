@@ -63,11 +63,11 @@ def kind(doc):
 # ------------------------------------------------------------------ the kernels as compiled
 
 @pytest.mark.parametrize("name,args,verdict,states", [
-    ("gluon_ring_rowsum_sm100", ["--arg", "n_tiles=5"], "ok", 5),
-    ("gluon_ring_rowsum_sm90", ["--arg", "n_tiles=5"], "ok", 5),
-    ("gluon_ring_matmul_sm90", ["--arg", "K=512"], "ok", 5),   # reduced counts since issue 35 (38, 34, 141 before)
-    ("gluon_ring_matmul_drained_sm100", ["--arg", "K=512"], "ok", 13),
-    ("sm90_pipelined", ["--arg", "K=512"], "ok", 3),
+    ("gluon_ring_rowsum_sm100", ["--arg", "n_tiles=5"], "ok", 2),
+    ("gluon_ring_rowsum_sm90", ["--arg", "n_tiles=5"], "ok", 2),
+    ("gluon_ring_matmul_sm90", ["--arg", "K=512"], "ok", 2),   # reduced counts since issue 35 (38, 34, 141 before)
+    ("gluon_ring_matmul_drained_sm100", ["--arg", "K=512"], "ok", 10),
+    ("sm90_pipelined", ["--arg", "K=512"], "ok", 2),
 ])
 def test_correct_kernels_are_ok(ttgir, name, args, verdict, states):
     doc = check(ttgir[name], *args)
@@ -311,7 +311,7 @@ def test_a_plain_gluon_function_compiles_from_the_command_line_with_a_trip_count
         "--constexpr", "STAGES=3", "--trip-count", "7"])
     assert out.exit_code == 0, out.output
     doc = json.loads(out.stdout)
-    assert (doc["verdict"], doc["states"]) == ("ok", 5)
+    assert (doc["verdict"], doc["states"]) == ("ok", 2)
     missing = CliRunner().invoke(main, ["triton", f"{kernel}::gluon_ring_rowsum"])
     assert missing.exit_code == 2 and "without --signature or --constexpr" in missing.output
     unknown = CliRunner().invoke(main, ["triton", f"{kernel}::no_such_kernel"])
@@ -346,11 +346,11 @@ def test_per_warp_agents_follow_the_lowering_of_the_release(ttgir):
     leader after a partition bar.sync (every release puts one before a plain arrive), so the
     row-sum ring is ok under every lowering; one agent per partition stores fewer states."""
     path = ttgir["gluon_ring_rowsum_sm100"]
-    for version, states in (("3.9.0", 137), ("3.7.1", 193)):
+    for version, states in (("3.9.0", 20), ("3.7.1", 20)):
         doc = check(path, "--arg", "n_tiles=5", "--warps", "--lowering", version)
         assert (kind(doc), doc["states"]) == ("ok", states)
     one = check(path, "--arg", "n_tiles=5")
-    assert (kind(one), one["states"]) == ("ok", 5)
+    assert (kind(one), one["states"]) == ("ok", 2)
     spec_text = CliRunner().invoke(main, ["triton", str(path), "--arg", "n_tiles=5", "--warps"]).output
     assert "count = 4" in spec_text and "@leader" in spec_text and "sync part_default" in spec_text
 
@@ -398,4 +398,4 @@ def test_per_warp_agents_reproduce_the_release_that_fixed_a_lapped_wait(ttgir):
     old = check(path, "--arg", "K=512", "--warps", "--lowering", "3.7.1")
     assert kind(old) == "phase_alias"
     new = check(path, "--arg", "K=512", "--warps", "--lowering", "3.8.0")
-    assert (kind(new), new["states"]) == ("ok", 351)   # 462 before issue 35
+    assert (kind(new), new["states"]) == ("ok", 46)   # 462 before issue 35, 351 before finishing steps
