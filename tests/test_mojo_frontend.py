@@ -269,8 +269,9 @@ def test_sm90_cluster4_spec_multicasts_to_all_four_and_releases_in_all_four(name
     assert '"arrive_empty to=all",  # arrive_cluster matmul_kernels.mojo:1645' in roles["wg1_x2"]
 
 
-@pytest.mark.slow  # about 2 min at K = 1024, 50 s at 512 (docs/mojo.md); pytest -m slow
-@pytest.mark.parametrize("name,states", [("sm90_bf16_cluster4", 254469), ("sm90_bf16_cluster4_k512", 108229)])
+@pytest.mark.slow  # 33 s / 18 s, most of it reading the IR (docs/mojo.md); pytest -m slow
+# 254,469 / 108,229 states before issue 35's observations beside arrivals and finishing steps
+@pytest.mark.parametrize("name,states", [("sm90_bf16_cluster4", 2), ("sm90_bf16_cluster4_k512", 2)])
 def test_sm90_cluster4_is_ok_at_two_trip_counts(name, states):
     code, out = run(FIX / f"{name}.ll.gz")
     assert code == 0, out
