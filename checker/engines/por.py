@@ -611,7 +611,7 @@ def frozen_touch(T, F, st, a, r, bits, t_kind, t_sig_acc, t_slot_acc, window, go
     # conflicts only if the signal's phase can complete while a stands still, judged at the end
     # from the arrivals the walk found possible (`watched`: bit cta * ms + stage).
     phase_kept = (a >= 0 and t_part == -2 and twin == 0 and reader < 0 and t_kind >= 0 and
-                  F.cfg[1] == 0 and not S.counter_signals(T) and
+                  not S.counter_signals(T) and
                   (t_sig_acc == ACC_OBS or (t_sig_acc == ACC_UPD and commuting)))
     watched = 0
     budget = WALK_LIMIT
@@ -975,7 +975,7 @@ def exit_unobserved(T, F, st, a):
     remaining program (the future tables, waits ignored) updates, writes or reads any signal
     or slot of it: then no entry is ever in flight into it (its exit is clean whenever it comes)
     and no step targets it after it is gone. Not in the lap abstraction's tables by op."""
-    if F.cfg[0] == 0 or F.cfg[1] == 1:
+    if F.cfg[0] == 0:
         return False
     cta = T.agent[a, S.A_CTA]
     off = T.cfg[S.C_OFF_INF]
@@ -1007,8 +1007,6 @@ def cta_stays(T, F, st, a):
     """Does some other agent of a's CTA stay unfinished in every run in which a stands still?
     The walk (`frozen_touch`, a's CTA as `gone`, no access of its own) answers "touched" when it
     lets every other agent of the CTA finish. Not in the lap abstraction's tables by op."""
-    if F.cfg[1] == 1:
-        return False
     return not frozen_touch(T, F, st, a, 0, 0, -1, 0, 0, False, 1 << T.agent[a, S.A_CTA], -2, -1)
 
 
@@ -1020,8 +1018,6 @@ def independent_barrier_step(T, F, st, a, row, barrier):
     once only when the other agents of its CTA cannot, while a stands still, make the arrivals
     that would complete the generation without it (then no other arrival lands in the next
     one, and a completing arrival of a's releases only agents nobody else can release)."""
-    if F.cfg[1] == 1:
-        return False  # the lap abstraction's tables: not judged here
     b = T.prog[row, S.P_BARRIER]
     cta = T.agent[a, S.A_CTA]
     pos = S.bar_pos(T, b, cta)
