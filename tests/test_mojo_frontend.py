@@ -316,7 +316,9 @@ def test_mojo_source_without_toolchain_says_how_to_get_it(tmp_path, monkeypatch)
     src.write_text("def main():\n    pass\n")
     env_path = "/nonexistent"
     got = subprocess.run([sys.executable, "-c",
-                          "import sys, shutil; shutil.which = lambda *a, **k: None; "
+                          # no `mojo` on PATH nor beside the interpreter (a venv with the
+                          # toolchain's packages has one there)
+                          "import sys, pipeproof.checker.cli.mojo as m; m.mojo_binary = lambda: None; "
                           "from pipeproof.checker.cli.main import run; sys.argv=['pipeproof','mojo',"
                           f"'{src}','--target','sm_90a']; run()"],
                          capture_output=True, text=True, env={"PATH": env_path})

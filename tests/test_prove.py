@@ -228,8 +228,8 @@ def test_cli_prove_exit_codes(tmp_path):
     doc = json.loads(bad.stdout)
     assert doc["results"][0]["status"] == "violated"
     assert doc["results"][0]["result"]["violation"]["kind"] == "over_arrival"
-    unknown = runner.invoke(main, ["prove", str(example_path("x_cluster_ctas_ok")),
-                                   "--max-states", "100"])
+    unknown = runner.invoke(main, ["prove", str(example_path("try_full_prefetch_ok")),
+                                   "--max-states", "1000"])  # 17,049 abstract states
     assert unknown.exit_code == 3
     assert "unknown" in unknown.output
     missing = runner.invoke(main, ["prove", str(tmp_path / "nope.toml")])

@@ -974,7 +974,9 @@ def exit_unobserved(T, F, st, a):
     """Can nobody tell when a's CTA goes? No in-flight entry targets it, and no other agent's
     remaining program (the future tables, waits ignored) updates, writes or reads any signal
     or slot of it: then no entry is ever in flight into it (its exit is clean whenever it comes)
-    and no step targets it after it is gone. Not in the lap abstraction's tables by op."""
+    and no step targets it after it is gone. In the lap abstraction too: its tables by op are a
+    superset of any count's remaining accesses (docs/reductions.md "Partial-order reduction in
+    the lap abstraction")."""
     if F.cfg[0] == 0:
         return False
     cta = T.agent[a, S.A_CTA]
@@ -1006,7 +1008,8 @@ def exit_unobserved(T, F, st, a):
 def cta_stays(T, F, st, a):
     """Does some other agent of a's CTA stay unfinished in every run in which a stands still?
     The walk (`frozen_touch`, a's CTA as `gone`, no access of its own) answers "touched" when it
-    lets every other agent of the CTA finish. Not in the lap abstraction's tables by op."""
+    lets every other agent of the CTA finish. In the lap abstraction the walk answers "touched"
+    at the lap bound (`F.limit`), so "stays" there holds for every count."""
     return not frozen_touch(T, F, st, a, 0, 0, -1, 0, 0, False, 1 << T.agent[a, S.A_CTA], -2, -1)
 
 
