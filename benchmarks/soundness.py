@@ -555,6 +555,11 @@ def run(specs: int, seed: int, jobs: int, bmc_every: int, prove_every: int, laps
     else:
         pool, results = None, map(check_one, work)
     for n, rec in enumerate(results, start=1):
+        # first, so a spec filtered out, invalid or over the limit does not swallow the line
+        if not quiet and n % 5000 == 0:
+            print(f"  {n} specs, {time.monotonic() - started:.0f} s, "
+                  f"{sum(v for k, v in tally.items() if k.startswith('disagree'))} disagreements "
+                  f"({tally['compared_reduced']} compared)", file=sys.stderr, flush=True)
         if rec.get("filtered"):
             continue
         tally["generated"] += 1
@@ -577,10 +582,6 @@ def run(specs: int, seed: int, jobs: int, bmc_every: int, prove_every: int, laps
             if not quiet:
                 print(f"DISAGREE {c} spec {rec['i']} ({rec['base']}, {rec['mutation']}): "
                       f"expected {want}, got {got}\n{rec['text']}", flush=True)
-        if not quiet and n % 5000 == 0:
-            print(f"  {n} specs, {time.monotonic() - started:.0f} s, "
-                  f"{sum(v for k, v in tally.items() if k.startswith('disagree'))} disagreements",
-                  file=sys.stderr, flush=True)
     if pool:
         pool.close()
         pool.join()
