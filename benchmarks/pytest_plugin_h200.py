@@ -1,5 +1,6 @@
 """`pytest --pipeproof` on a GPU: real launches (issue 36), for an H200 (sm90) with torch and
-Triton (3.9.0 pinned; the device has 3.6.0, which the kernels here also compile under). Not run on the CPU machine; the arguments come from `launch_enter_hook` here.
+Triton (3.9.0 pinned; the device has 3.6.0, which the kernels here also compile under). Not
+run on the CPU machine; the arguments come from `launch_enter_hook` here.
 
     python benchmarks/pytest_plugin_h200.py [--out benchmarks/results/pytest_plugin_h200_DATE.txt]
 

@@ -36,10 +36,9 @@ from tests.paths import CLI, example_path
 START_SLACK = 6.0   # process start and engine load on a loaded machine
 STOP_BOUND = 4.0    # seconds from the Ctrl-C to the exit (1 s asked; room for a loaded machine)
 
-# Quick look (explicit engine, own item count) ~0.5 s; the abstract search then runs for
-# minutes at ~1,000 abstract states/s: a Ctrl-C after a few seconds lands in the abstract search.
-# more than 90 s of abstract search (consumers 4 x stages 7 proved in 7 s once the lap
-# abstraction took issue 35's merges)
+# Quick look (explicit engine, own item count) ~0.5 s; the abstract search then runs for more
+# than 90 s: a Ctrl-C after a few seconds lands in the abstract search. (Consumers 4 x stages 7
+# proved in 7 s once the lap abstraction took issue 35's merges.)
 LONG_PROOF = """[pipeline]
 template = "cutlass_tma_async"
 backend = "nvidia"
