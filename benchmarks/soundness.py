@@ -108,6 +108,37 @@ def user_shaped_bases() -> list[tuple[str, dict]]:
     return out
 
 
+WARPS_BASES_DIR = ROOT / "benchmarks" / "warps_bases"
+
+
+def warps_bases() -> list[tuple[str, dict]]:
+    """Per-warp models of real kernels (`pipeproof triton --warps` on tests/triton_kernels,
+    small trip counts, committed under benchmarks/warps_bases/): one agent per warp of each
+    partition, named-barrier syncs, per-warp TMA copies beside one elected expect_tx, body
+    resets (phase_alias window records). A role of more than 2 warps is made 2 (the
+    unreduced search's size), its expect_tx bytes scaled with it, so the base stays correct
+    (but gluon_cpasync_arrive_sm90, whose arrival count counts the warps: it deadlocks)."""
+    out = []
+    for path in sorted(WARPS_BASES_DIR.glob("*.toml")):
+        d = _explicit(tomllib.loads(path.read_text()), path.name)
+        for role in d["roles"]:
+            count = role.get("count", 1)
+            if count <= 2:
+                continue
+            role["count"] = 2
+            for section in SECTIONS:
+                role[section] = [_scaled_expect(op, 2, count) for op in role.get(section, [])]
+        out.append((f"warps_{path.stem}", d))
+    return out
+
+
+def _scaled_expect(op: str, num: int, den: int) -> str:
+    w = op.split()
+    if w and w[0] == "expect_tx" and len(w) > 1 and w[1].isdigit():
+        w[1] = str(int(w[1]) * num // den)
+    return " ".join(w)
+
+
 def bases() -> list[tuple[str, dict]]:
     out = []
     for path in sorted(EXAMPLES.glob("*.toml")):
@@ -356,6 +387,8 @@ COMMIT_FULL_BASES = [
                    "body": ["wait_full", "read", "arrive_empty", "advance"]}]}),
 ]
 USER_SHAPED_BASES = user_shaped_bases()
+WARPS_BASES = warps_bases()
+FAMILIES = {"": None, "user-shaped": USER_SHAPED_BASES, "warps": WARPS_BASES}
 
 # ------------------------------------------------------------------------------ comparison
 
@@ -444,8 +477,8 @@ def _compare_prove(spec, out, max_states):
 
 
 def check_one(args):
-    seed, i, bmc_every, prove_every, laps_every, max_states, only, clusters, user_shaped = args
-    name, mutation, text = generate(seed, i, USER_SHAPED_BASES if user_shaped else None)
+    seed, i, bmc_every, prove_every, laps_every, max_states, only, clusters, family = args
+    name, mutation, text = generate(seed, i, FAMILIES[family])
     rec = {"i": i, "base": name, "mutation": mutation}
     if only and not set(mutation.split("+")) & set(only):
         rec["filtered"] = True
@@ -538,17 +571,18 @@ def _smaller(d):
 
 def run(specs: int, seed: int, jobs: int, bmc_every: int, prove_every: int, laps_every: int,
         max_states: int, shrink_dir=None, quiet=False, only=(), clusters=False,
-        user_shaped=False) -> dict:
+        family="") -> dict:
     """Check specs 0..specs-1 of `seed` (`only`: just those with one of these mutations;
-    `clusters`: just those of more than one CTA; `user_shaped`: made from issue 35's shape
-    instead of the examples and templates)."""
+    `clusters`: just those of more than one CTA; `family`: made from FAMILIES' bases instead
+    of the examples and templates: "user-shaped", issue 35's shape, or "warps", per-warp
+    models of the Triton kernels)."""
     started = time.monotonic()
     tally = Counter()
     verdicts = Counter()
     mutations = Counter()
     found = []
     work = [(seed, i, bmc_every, prove_every, laps_every, max_states, tuple(only), clusters,
-             user_shaped) for i in range(specs)]
+             family) for i in range(specs)]
     if jobs > 1:
         pool = multiprocessing.get_context("fork").Pool(jobs)
         results = pool.imap(check_one, work, chunksize=64)
@@ -608,6 +642,9 @@ def main():
                     help="compare only the generated specs of more than one CTA")
     ap.add_argument("--user-shaped", action="store_true",
                     help="make the specs from issue 35's user-shaped GEMM (benchmarks/user_shaped.py)")
+    ap.add_argument("--warps-shaped", action="store_true",
+                    help="make the specs from per-warp models of the Triton kernels "
+                         "(benchmarks/warps_bases/, `pipeproof triton --warps`)")
     args = ap.parse_args()
     from pipeproof.checker.engines.verifier import warm_up
     warm_up()  # compile (or load) the engines once, before the workers fork
@@ -615,12 +652,13 @@ def main():
     warm_up_prove()
     out = run(args.specs, args.seed, args.jobs, args.bmc_every, args.prove_every,
               args.laps_every, args.max_states, args.shrink_dir, clusters=args.clusters,
-              user_shaped=args.user_shaped)
+              family="user-shaped" if args.user_shaped else "warps" if args.warps_shaped else "")
     t = out["tally"]
     print(f"\ncommand: python benchmarks/soundness.py --specs {args.specs} --seed {args.seed} "
           f"--jobs {args.jobs} --bmc-every {args.bmc_every} --prove-every {args.prove_every} "
           f"--laps-every {args.laps_every} --max-states {args.max_states}"
-          + (" --clusters" if args.clusters else "") + (" --user-shaped" if args.user_shaped else ""))
+          + (" --clusters" if args.clusters else "") + (" --user-shaped" if args.user_shaped else "")
+          + (" --warps-shaped" if args.warps_shaped else ""))
     print(f"specs generated {t.get('generated', 0)}, loaded {t.get('loaded', 0)}, "
           f"invalid (spec errors) {t.get('invalid', 0)}, over the state limit {t.get('limit', 0)}")
     print(f"verdicts of the compared specs (unreduced search): {out['verdicts']}")

@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+TIMEOUT_S = 120  # a check past it is inconclusive (issue 35's goal for --warps: 60 s)
 KERNELS = ROOT / "tests" / "triton_kernels"
 ARGS = {
     "gluon_ring_rowsum_sm90": ["--arg", "n_tiles=5"], "gluon_ring_rowsum_sm100": ["--arg", "n_tiles=5"],
@@ -39,7 +40,8 @@ def _module(name: str):
 def check(path: Path, args) -> tuple[str, str, int, float]:
     start = time.perf_counter()
     out = subprocess.run([sys.executable, "-m", "pipeproof.checker.cli.main", "triton", str(path),
-                          "--json", *args], capture_output=True, text=True)
+                          "--json", "--timeout", str(TIMEOUT_S), *args], capture_output=True,
+                         text=True)
     seconds = time.perf_counter() - start
     if out.returncode == 2:
         return "refused", out.stderr.strip().splitlines()[-1][:90], 0, seconds

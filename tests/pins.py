@@ -50,7 +50,7 @@ PINNED_STATES_POR = {
     "x_mojo_sm100_matmul.toml": 13,  # 28 before finishing steps; 55 before issue 35 (async reads merged)
     "x_named_split_ok.toml": 9,  # 16 before finishing steps; 36 before issue 34's named-barrier merges
     "x_persistent_tiles_ok.toml": 2,  # 7 before finishing steps; 9 before named-barrier merges, 40 before issue 35 (landings)
-    "x_persistent_reset_ok.toml": 16,  # 21 before finishing steps; a waiter the walk never moves: its window is exact (90 before)
+    "x_persistent_reset_ok.toml": 2,  # 16 before the walk kept the waiters' window records (por.walk_window); 21 before finishing steps; 90 before stale_ok
     "x_rings_scales_ok.toml": 5,  # 12 before finishing steps
     "cutlass_tma_async_cluster2.toml": 2,  # 11 before finishing steps, 13 before observations beside arrivals (STATES_POR_NO_CTA_SYMMETRY)
     "mojo_input_tile_cluster2_k2.toml": 2,  # 11 before finishing steps, 17 before observations beside arrivals, 19 before R1
@@ -165,7 +165,7 @@ PROVED = {
     "x_named_split_ok": 319,  # 626
     "x_persistent_tiles_ok": 47,  # 92 (594 before issue 35's landings of different byte counts)
     "try_full_prefetch_ok": 17049,  # 17071
-    "x_persistent_reset_ok": 93, "x_rings_scales_ok": 132,  # 109, 240
+    "x_persistent_reset_ok": 28, "x_rings_scales_ok": 132,  # 93 before por.walk_window (109 before that), 240
     "x_async_read_ok": 125,  # 167 (1986 before issue 35's async reads)
     "x_cluster_ctas_ok": 80,  # 138
     # the two clusters with CTA symmetry (53 and 3407 without: PROVED_NO_CTA_SYMMETRY)

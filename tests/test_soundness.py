@@ -74,6 +74,20 @@ def test_issue_specs_bmc_prove_and_laps(name):
     assert (laps.verdict, laps.kinds, laps.depth) == ("violation", kinds, depth)
 
 
+def test_prove_names_the_parameter_of_the_specs_own_counts():
+    """Roles of `items = 2` in a pipeline of `items = 1`: the quick look's violation is at the
+    family's n = 2 (each role runs n items), and the family is ok at n = 1."""
+    spec = load_spec(FIXTURES / "prove_own_count_of_roles.toml")
+    assert spec.items == 1 and {r.items for r in spec.roles} == {2}
+    proof = prove(spec)
+    assert (proof.status, proof.items, proof.result.kinds) == ("violated", 2, ("over_arrival",))
+    from pipeproof.checker.engines.laps import scaled_spec
+    at_1 = verify(scaled_spec(spec, 1), por=False, symmetry=False)
+    at_2 = verify(scaled_spec(spec, 2), por=False, symmetry=False)
+    assert (at_1.verdict, at_2.verdict, at_2.kinds) == ("ok", "violation", ("over_arrival",))
+    G.check_result(spec, proof.result)  # the trace replays to its over_arrival
+
+
 @pytest.mark.parametrize("name", sorted(ISSUE_SPECS))
 def test_issue_specs_through_the_command_as_plain_python(name, cli_command, root):
     """The command's first try runs the engine as plain Python (checker/engines/tier.py)."""
@@ -148,6 +162,41 @@ def test_symmetry_against_no_symmetry_where_agents_differ_by_leader_ctas_targets
     assert compared >= 300 and differ >= 50  # and symmetry did reduce many of them
 
 
+# Per-warp models of the Triton kernels (benchmarks/warps_bases/, as the harness makes them: 2
+# warps a role): the reduced search's answer is the unreduced one's. (verdict, unreduced states)
+# where the unreduced search finishes in 30,000 states; sm90_pipelined is the spec of
+# docs/reductions.md "Per-warp models" (walked window records, exact completions).
+WARPS_UNREDUCED = {
+    "warps_gluon_cpasync_arrive_sm90": ("violation", 49),  # the arrival count counts 4 warps
+    "warps_gluon_ring_matmul_drained_sm100": ("ok", 1967),
+    "warps_gluon_ring_matmul_sm100": ("ok", 1032),
+    "warps_gluon_ring_matmul_sm90": ("ok", 1264),
+    "warps_gluon_ring_rowsum_sm100": ("ok", 365),
+    "warps_gluon_ring_rowsum_sm90": ("ok", 365),
+    "warps_sm90_pipelined": ("ok", 24983),
+    "warps_sm90_pipelined_s2": ("ok", 474),
+    "warps_ws_matmul_sm100": ("ok", 5038),
+}
+
+
+@pytest.mark.parametrize("name", sorted(WARPS_UNREDUCED))
+def test_per_warp_models_reduced_as_unreduced(name):
+    design = dict(H.WARPS_BASES)[name]
+    spec = load_spec_text(H.to_toml(design), f"{name}.toml")
+    full = verify(spec, max_states=30_000, por=False, symmetry=False)
+    assert (full.verdict, full.states) == WARPS_UNREDUCED[name]
+    out = H.compare(spec, max_states=30_000)
+    assert out["compared"] and out["disagree"] == {}
+
+
+def test_per_warp_sm90_pipeliner_is_a_few_states():
+    """The reduction reaches Triton's sm90 pipeliner under --warps (issue 35): 2 states of
+    24,983, where it stored every order of the per-warp copies before."""
+    spec = load_spec_text(H.to_toml(dict(H.WARPS_BASES)["warps_sm90_pipelined"]), "w.toml")
+    result = verify(spec)
+    assert (result.verdict, result.states) == ("ok", 2)
+
+
 # ------------------------------------------------------------------------------------------
 # the harness
 
@@ -161,6 +210,16 @@ def test_harness_slice_finds_no_disagreement():
     assert t["compared_reduced"] >= 2800
     assert t["compared_bmc"] >= 100 and t["compared_prove"] >= 30 and t["compared_laps"] >= 100
     assert out["verdicts"]["ok"] >= 500 and out["verdicts"]["violation"] >= 500
+
+
+@pytest.mark.slow  # pytest -m slow; CI runs it (.ci/run)
+def test_harness_slice_of_per_warp_models_finds_no_disagreement():
+    """The --warps-shaped family: resets with window records, syncs, per-warp copies."""
+    out = H.run(specs=400, seed=20261205, jobs=1, bmc_every=0, prove_every=20, laps_every=10,
+                max_states=H.MAX_STATES, quiet=True, family="warps")
+    t = out["tally"]
+    assert [(rec["i"], c) for rec, c in out["found"]] == []
+    assert t["compared_reduced"] >= 300 and t["with_window"] >= 40
 
 
 @pytest.mark.slow  # pytest -m slow; CI runs it (.ci/run)

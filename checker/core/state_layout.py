@@ -77,8 +77,8 @@ def arrived_field(agf, rings, a, b):
 
 
 # The same two, uncompiled, for Python callers (model views, BMC's replay check, conform).
-ring_pos = ring_field.py_func
-arrived_pos = arrived_field.py_func
+ring_pos = getattr(ring_field, "py_func", ring_field)  # (NUMBA_DISABLE_JIT: a plain function)
+arrived_pos = getattr(arrived_field, "py_func", arrived_field)
 
 
 @jit

@@ -25,7 +25,8 @@ from __future__ import annotations
 
 import time
 
-from pipeproof.checker.engines.laps import CannotAbstract, LapAbstraction, role_coefficients
+from pipeproof.checker.engines.laps import (CannotAbstract, LapAbstraction, own_parameter,
+                                             role_coefficients)
 from pipeproof.checker.engines.prover import MAX_ABSTRACT_STATES, MAX_R, Unknown, search_laps, warm_up_prove
 from pipeproof.checker.results import Result
 from pipeproof.checker.engines.verifier import verify
@@ -33,9 +34,10 @@ from pipeproof.spec.schema import Spec
 
 
 def own_count(spec: Spec) -> int:
-    """The abstraction's parameter n for the spec's own item counts."""
-    coef = role_coefficients(spec)
-    return next(r.items // coef[r.name] for r in spec.roles if coef[r.name])
+    """The abstraction's parameter n for the spec's own item counts (CannotAbstract when no
+    role runs an item)."""
+    role_coefficients(spec)
+    return own_parameter(spec)
 
 
 def verify_laps(spec: Spec, max_states: int | None = None, timeout: float | None = None,

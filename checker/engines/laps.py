@@ -84,11 +84,20 @@ def _lcm(a: int, b: int) -> int:
     return a * b // gcd(a, b)
 
 
-def role_coefficients(spec: Spec) -> dict[str, int]:
-    """Each role's item count in units of the parameter n (the gcd of the roles' counts)."""
+def own_parameter(spec: Spec) -> int:
+    """The parameter n at which the family (`scaled_spec`: each role runs its coefficient
+    times n items) is the spec itself: the gcd of the roles' item counts (0: none runs any).
+    Not the pipeline's `items` where roles set their own (roles of `items = 2` in a spec of
+    `items = 1`: n = 2)."""
     g = 0
     for role in spec.roles:
         g = gcd(g, role.items)
+    return g
+
+
+def role_coefficients(spec: Spec) -> dict[str, int]:
+    """Each role's item count in units of the parameter n (`own_parameter`)."""
+    g = own_parameter(spec)
     if g == 0:
         raise CannotAbstract("no role runs any item")
     return {role.name: role.items // g for role in spec.roles}

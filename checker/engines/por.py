@@ -171,7 +171,7 @@ def _work(model) -> np.ndarray:
     agent and signal the least phase_no it has seen pass (-1: none yet); then the merge's
     room (`_merge_room`)."""
     n_signals = model.ctas * model.rings * model.max_stages * 2
-    return _merge_room(model, len(model.agents) * (_record_len(model.rings) + n_signals)
+    return _merge_room(model, len(model.agents) * (_record_len(model.rings, model.max_stages) + n_signals)
                        + 3 * n_signals)
 
 
@@ -184,8 +184,8 @@ def _merge_room(model, n: int) -> np.ndarray:
     return W
 
 
-def _record_len(rings):
-    return W_RING0 + 2 * rings
+def _record_len(rings, max_stages):
+    return W_RING0 + 2 * rings + 1 + 2 * max_stages
 
 
 def _no_limit(model) -> np.ndarray:
@@ -419,8 +419,11 @@ def bytes_keep_order(T, st, sig, arrivals, landing, expected, own):
 
 
 # frozen_touch's record of each agent in F.work: program position, whether it is out of the
-# walk (finished, or the agent that stands still), then (stage, phase) per ring. An agent
-# stuck at a wait keeps its position there and is looked at again in the next sweep.
+# walk (finished, or the agent that stands still), then (stage, phase) per ring, then its
+# phase_alias window records (k', ph') of the frozen access's ring and signal kind, one per
+# stage, as the walk moves it (`walk_window`), and whether they are exact (W_WIN_EXACT, counted
+# from the records' start). An agent stuck at a wait keeps its position there and is looked
+# at again in the next sweep.
 W_PC, W_ITEM, W_OUT, W_RING0 = 0, 1, 2, 3
 # Ops one walk may visit before it gives up and answers "touched" (a long program whose agents
 # nobody blocks would otherwise be walked to its end after every step).
@@ -452,6 +455,13 @@ def max_completions(T, st, sig, budget, landing, expected):
     b = S.sig_base(T, sig)
     if budget < st[b + 1] or not tx_could_be_zero(st[b + 2], landing, expected):
         return 0
+    if budget == st[b + 1]:
+        # Exactly the arrivals the phase still needs: it completes only once every one has
+        # come, so every expect_tx among them has added its bytes (only expect_tx adds bytes,
+        # and it is an arrival): tx + expected - (some landed bytes) must be 0. Per-warp TMA
+        # copies beside one elected expect_tx (Triton's --warps lowering) need this.
+        left = st[b + 2] + expected
+        return 1 if 0 <= left <= landing else 0
     return 1 + (budget - st[b + 1]) // S.expected_of(T, sig)
 
 
@@ -546,7 +556,8 @@ def frozen_touch(T, F, st, a, r, bits, t_kind, t_sig_acc, t_slot_acc, window, go
     ms = T.cfg[S.C_MAXS]
     rings = T.cfg[S.C_RINGS]
     n_agents = T.cfg[S.C_AGENTS]
-    rl = W_RING0 + 2 * rings
+    rl = W_RING0 + 2 * rings + 1 + 2 * ms
+    wx = W_RING0 + 2 * rings  # the window records' exactness, then the records (k', ph')
     W = F.work
     E = F.eff
     bo = n_agents * rl
@@ -585,6 +596,13 @@ def frozen_touch(T, F, st, a, r, bits, t_kind, t_sig_acc, t_slot_acc, window, go
         for q in range(rings):
             W[rec + W_RING0 + 2 * q] = st[S.ring_base(T, b, q)]
             W[rec + W_RING0 + 2 * q + 1] = st[S.ring_base(T, b, q) + 1]
+        W[rec + wx] = 0
+        if window and t_kind >= 0 and S.window_field(T, b, r, 0, t_kind) >= 0:
+            W[rec + wx] = 1
+            for s in range(ms):
+                w = S.window_field(T, b, r, s, t_kind)
+                W[rec + wx + 1 + 2 * s] = st[w]
+                W[rec + wx + 2 + 2 * s] = st[w + 1]
     off = T.cfg[S.C_OFF_INF]
     for j in range(T.cfg[S.C_INFLIGHT]):
         e = st[off + j]
@@ -645,6 +663,9 @@ def frozen_touch(T, F, st, a, r, bits, t_kind, t_sig_acc, t_slot_acc, window, go
                     if not passes:
                         passes = could_pass(T, F, st, W, seen + b * n_sig, sig, W[sb + 1],
                                             W[bo + sig], W[lo + sig], W[ex + sig], sig == sig_l)
+                    if W[rec + wx] == 1 and rr == r and obs == t_kind:
+                        walk_window(T, W, rec + wx, b, r, pc, stage, W[sb + 1], row, passes,
+                                    E[op, S.EF_BLOCKS])
                     if passes:
                         if here and obs == t_kind and signal_conflict(t_sig_acc, ACC_OBS, commuting):
                             if not phase_kept:
@@ -655,8 +676,13 @@ def frozen_touch(T, F, st, a, r, bits, t_kind, t_sig_acc, t_slot_acc, window, go
                         # which the walk does not update: its stuck wait counts as touching,
                         # unless the state's record still gives its window exactly (`stale_ok`).
                         if window and here and obs == t_kind:
-                            if ((S.window_field(T, b, rr, stage, obs) >= 0 and
-                                 not stale_ok(T, st, W, rec, b, rr, stage, obs)) or
+                            if W[rec + wx] == 1:
+                                k = nvidia.intended_after(W[rec + wx + 1 + 2 * stage],
+                                                          W[rec + wx + 2 + 2 * stage], W[sb + 1])
+                                if not nvidia.in_window_at(st[S.sig_base(T, sig)], k):
+                                    return True
+                            elif ((S.window_field(T, b, rr, stage, obs) >= 0 and
+                                   not stale_ok(T, st, W, rec, b, rr, stage, obs)) or
                                     not S.in_phase_window(T, st, b, rr, sig, W[sb + 1])):
                                 return True
                         if T.prog[row, S.P_UNLESS] != 1:
@@ -756,6 +782,28 @@ def frozen_touch(T, F, st, a, r, bits, t_kind, t_sig_acc, t_slot_acc, window, go
                 if not alive:
                     return True
     return False
+
+
+@jit
+def walk_window(T, W, at, b, r, pc, stage, phase, row, passes, blocks):
+    """Agent b's window record (k', ph') of (ring r, `stage`, the frozen kind), kept at W[at +
+    1 + 2 * stage] while W[at] is 1, as the walk takes it over an observation at `pc`. A
+    blocking wait that cannot be skipped passes in every run that reaches it the same way,
+    so the walk records what the step would (semantics.window_passed: the intended phase k
+    depends on the record and the agent's phase, not on when it passes). A try, or a wait
+    `unless=ready`, may pass or not: the record is no longer known (W[at] = 0), and the
+    walk's waiters fall back to the state's record (`stale_ok`)."""
+    if blocks == 0 or T.prog[row, S.P_UNLESS] == 1:
+        W[at] = 0
+        return
+    if not passes:
+        return
+    k = nvidia.intended_after(W[at + 1 + 2 * stage], W[at + 2 + 2 * stage], phase)
+    if pc <= S.reset_until(T, b, r):
+        W[at + 1 + 2 * stage], W[at + 2 + 2 * stage] = k, phase
+    else:
+        p0 = T.agent[b, S.A_RING0 + 2 * r + 1]
+        W[at + 1 + 2 * stage], W[at + 2 + 2 * stage] = k - (phase - p0), p0
 
 
 @jit

@@ -46,7 +46,7 @@ from pipeproof.checker.engines.explore import (ENGINE, INTERRUPTED, StateStore, 
                                       merge_steps, unpack)
 from pipeproof.checker.engines.laps import (G_COEF, G_LEN, HUGE, M_AGENTS, M_AGF, MANY, CannotAbstract,
                           LapAbstraction, canonical_fast, canonical_into, lap_tables,
-                          scaled_spec)
+                          own_parameter, scaled_spec)
 from pipeproof.checker.core import Packing, packing_for
 from pipeproof.checker.results import KINDS, Result, Verdict
 from pipeproof.checker.engines.verifier import tiny_spec, verify, warm_up
@@ -551,8 +551,9 @@ def prove(spec: Spec, timeout: float | None = None, max_states: int = MAX_ABSTRA
                      por=por, cta_symmetry=cta_symmetry, strict_exit=strict_exit)
         own_states = own.states
         if own.verdict == "violation":
-            return done(status="violated", items=spec.items, result=own,
-                        reason=f"violated at its own item count ({spec.items})")
+            n = own_parameter(spec) or spec.items  # (no role runs an item: the pipeline's)
+            return done(status="violated", items=n, result=own,
+                        reason=f"violated at its own item count (n = {n})")
         if own.limit == INTERRUPTED:  # Ctrl-C in the quick look: the proof stops there
             return done(status="unknown", reason=INTERRUPTED)
         if deadline is not None and left() <= 0:
