@@ -3,6 +3,7 @@ BMC, `prove` and `--engine laps`, on generated near-correct specs.
 
     python benchmarks/soundness.py --specs 100000 --seed 1            # the issue's figure
     python benchmarks/soundness.py --specs 2000 --seed 7 --shrink-dir /tmp/shrunk
+    python benchmarks/soundness.py --specs 4000 --seed 85 --warps-shaped   # per-warp models
 
 Every spec is one of the examples (spec/examples/) or a template instance, made small (items
 1..3, at most 3 stages) and changed by one mutation (sometimes two): a count +-1, an initial
@@ -13,7 +14,9 @@ bases bring both backends, clusters, async reads and commits, several rings and 
 barriers. commit_full (issue 34) comes from a stream of its own, so a seed's other specs stay
 as they were: one spec in 8 starts from a COMMIT_FULL_BASES design (the full signal arrived
 on only by commits), and one in 6 has an arrive_full turned into a commit_full (seed 41:
-3,574 of 20,000 specs have a commit_full).
+3,574 of 20,000 specs have a commit_full). `--user-shaped` makes the specs from issue 35's
+user-shaped GEMM instead, `--warps-shaped` from per-warp models of the Triton kernels
+(benchmarks/warps_bases/: `pipeproof triton --warps`).
 
 For each spec that loads, compared on verdict, the set of kinds and the minimal depth:
 - `verify` as shipped (partial-order and symmetry reduction) against `verify(por=False,
