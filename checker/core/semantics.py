@@ -159,12 +159,17 @@ def window_passed(T, out, a, r, sig, phase, pc):
     w = window_field(T, a, r, (sig // 2) % T.cfg[C_MAXS], sig % 2)
     if w < 0:
         return
-    k = intended(T, out, a, r, sig, phase)
+    out[w], out[w + 1] = window_record(T, a, r, intended(T, out, a, r, sig, phase), phase, pc)
+
+
+@jit
+def window_record(T, a, r, k, phase, pc):
+    """The (k', ph') agent a keeps after passing a wait at `pc` meaning signal phase k at
+    `phase` (`window_passed`; por.walk_window too)."""
     if pc <= reset_until(T, a, r):
-        out[w], out[w + 1] = k, phase
-    else:
-        p0 = T.agent[a, A_RING0 + 2 * r + 1]
-        out[w], out[w + 1] = k - (phase - p0), p0
+        return k, phase
+    p0 = T.agent[a, A_RING0 + 2 * r + 1]
+    return k - (phase - p0), p0
 
 
 @jit

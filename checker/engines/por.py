@@ -184,6 +184,7 @@ def _merge_room(model, n: int) -> np.ndarray:
     return W
 
 
+@jit
 def _record_len(rings, max_stages):
     return W_RING0 + 2 * rings + 1 + 2 * max_stages
 
@@ -421,8 +422,8 @@ def bytes_keep_order(T, st, sig, arrivals, landing, expected, own):
 # frozen_touch's record of each agent in F.work: program position, whether it is out of the
 # walk (finished, or the agent that stands still), then (stage, phase) per ring, then its
 # phase_alias window records (k', ph') of the frozen access's ring and signal kind, one per
-# stage, as the walk moves it (`walk_window`), and whether they are exact (W_WIN_EXACT, counted
-# from the records' start). An agent stuck at a wait keeps its position there and is looked
+# stage, as the walk moves it (`walk_window`), after a word saying whether they are exact. An
+# agent stuck at a wait keeps its position there and is looked
 # at again in the next sweep.
 W_PC, W_ITEM, W_OUT, W_RING0 = 0, 1, 2, 3
 # Ops one walk may visit before it gives up and answers "touched" (a long program whose agents
@@ -556,7 +557,7 @@ def frozen_touch(T, F, st, a, r, bits, t_kind, t_sig_acc, t_slot_acc, window, go
     ms = T.cfg[S.C_MAXS]
     rings = T.cfg[S.C_RINGS]
     n_agents = T.cfg[S.C_AGENTS]
-    rl = W_RING0 + 2 * rings + 1 + 2 * ms
+    rl = _record_len(rings, ms)
     wx = W_RING0 + 2 * rings  # the window records' exactness, then the records (k', ph')
     W = F.work
     E = F.eff
@@ -799,11 +800,7 @@ def walk_window(T, W, at, b, r, pc, stage, phase, row, passes, blocks):
     if not passes:
         return
     k = nvidia.intended_after(W[at + 1 + 2 * stage], W[at + 2 + 2 * stage], phase)
-    if pc <= S.reset_until(T, b, r):
-        W[at + 1 + 2 * stage], W[at + 2 + 2 * stage] = k, phase
-    else:
-        p0 = T.agent[b, S.A_RING0 + 2 * r + 1]
-        W[at + 1 + 2 * stage], W[at + 2 + 2 * stage] = k - (phase - p0), p0
+    W[at + 1 + 2 * stage], W[at + 2 + 2 * stage] = S.window_record(T, b, r, k, phase, pc)
 
 
 @jit
