@@ -159,22 +159,25 @@ PROVED = {
     # The first lap bound is above 2 x stages with the reduction (prove.first_bound): more
     # exact item counts below it, fewer walks cut short above it. Issue 35 (2026-12-05): the
     # named-barrier, observation-beside-arrival and finishing-step merges in the abstract search
-    # too (docs/reductions.md "The merges that came later"); the counts before it in comments.
-    "mojo_pcp_nvidia": 104, "mojo_pcp_amd": 104, "mojo_input_tile_nvidia": 59,  # 118, 118, 66
-    "sm90_ring_nvidia": 64, "named_barrier_release_ok": 191, "x_cutlass_pingpong": 80,  # 80, 502, 87
-    "x_named_split_ok": 319,  # 626
-    "x_persistent_tiles_ok": 47,  # 92 (594 before issue 35's landings of different byte counts)
-    "try_full_prefetch_ok": 17049,  # 17071
-    "x_persistent_reset_ok": 28, "x_rings_scales_ok": 132,  # 93 before por.walk_window (109 before that), 240
-    "x_async_read_ok": 125,  # 167 (1986 before issue 35's async reads)
-    "x_cluster_ctas_ok": 80,  # 138
-    # the two clusters with CTA symmetry (53 and 3407 without: PROVED_NO_CTA_SYMMETRY)
-    "cutlass_tma_async_cluster2": 45, "x_mojo_sm100_matmul": 302,  # 136, 382 (761 before issue 35)
+    # too (docs/reductions.md "The merges that came later"). Issue 35 (2026-12-06): agents whose
+    # entries name them (async reads, commits) sorted too, and an exact state's agent at its
+    # last item looks ahead without the body repeated (docs/reductions.md "`prove` on the
+    # largest user-shaped cell"). Each count as it was before that, then before 2026-12-05:
+    "mojo_pcp_nvidia": 80, "mojo_pcp_amd": 80, "mojo_input_tile_nvidia": 59,  # 104, 104, 59; 118, 118, 66
+    "sm90_ring_nvidia": 59, "named_barrier_release_ok": 161, "x_cutlass_pingpong": 76,  # 64, 191, 80; 80, 502, 87
+    "x_named_split_ok": 289,  # 319; 626
+    "x_persistent_tiles_ok": 31,  # 47; 92 (594 before issue 35's landings of different byte counts)
+    "try_full_prefetch_ok": 16985,  # 17049; 17071
+    "x_persistent_reset_ok": 24, "x_rings_scales_ok": 120,  # 28, 132; 93 before por.walk_window (109 before that), 240
+    "x_async_read_ok": 109,  # 125; 167 (1986 before issue 35's async reads)
+    "x_cluster_ctas_ok": 80,  # 80; 138
+    # the two clusters with CTA symmetry (24 and 3375 without: PROVED_NO_CTA_SYMMETRY)
+    "cutlass_tma_async_cluster2": 24, "x_mojo_sm100_matmul": 227,  # 45, 302; 136, 382 (761 before issue 35)
     # 343 before R1: commit entries name their agent, so one CTA's MMA commits are no longer
     # twins of the other's in the partial-order reduction (docs/reductions.md "Commit firings")
-    "mojo_input_tile_cluster2_k2": 1787,  # 3064
+    "mojo_input_tile_cluster2_k2": 1763,  # 1787; 3064
     # ok since R2 (its own commits in flight at exit: the warning unawaited_at_exit)
-    "bug_input_tile_no_drain": 105,  # 119
+    "bug_input_tile_no_drain": 97,  # 105; 119
 }
 
 # Issue 18, CTA symmetry (checker/engines/symmetries.py): the cluster examples whose CTAs run the same
@@ -182,4 +185,4 @@ PROVED = {
 # no such renaming (the scheduler runs in CTA 0 only, releases go to=leader).
 STATES_NO_CTA_SYMMETRY = {"cutlass_tma_async_cluster2.toml": 34517, "mojo_input_tile_cluster2_k2.toml": 65489}
 STATES_POR_NO_CTA_SYMMETRY = {"cutlass_tma_async_cluster2.toml": 2, "mojo_input_tile_cluster2_k2.toml": 2}  # 17, 17 before finishing steps
-PROVED_NO_CTA_SYMMETRY = {"cutlass_tma_async_cluster2": 53, "mojo_input_tile_cluster2_k2": 3407}  # 181, 5767 before issue 35's lap merges
+PROVED_NO_CTA_SYMMETRY = {"cutlass_tma_async_cluster2": 24, "mojo_input_tile_cluster2_k2": 3375}  # 53, 3407 before 2026-12-06 (above); 181, 5767 before issue 35's lap merges

@@ -62,7 +62,7 @@ class ReferenceSearch:
         moved = np.zeros(n_actions, dtype=np.int64)
         far = np.zeros(n_actions, dtype=np.int64)
         det = np.empty(S.N_KINDS * S.DET_W, dtype=np.int64)
-        done, tmp = np.zeros(lap.n_agents, dtype=np.bool_), np.empty(model.agf, dtype=np.int64)
+        done = np.zeros(lap.n_agents, dtype=np.bool_)
         scratch = np.empty(model.n_fields, dtype=np.int64)
         i = 0
         while i < len(self.keys):  # keys are stored in BFS order: the list is the queue
@@ -73,7 +73,7 @@ class ReferenceSearch:
             T = T._replace(agent=T.agent.copy())
             set_counts(T, self.future, self.fast, n_rel, R)
             state_bits = expand(T, self.fast, self.future, self.por, st, succ, bits, moved, far,
-                                R - 1, det, done, tmp, scratch)
+                                R - 1, det, done, scratch)
             if state_bits & KIND_MASK:
                 return i, -1, int(state_bits)
             for a in range(n_actions):

@@ -42,12 +42,15 @@ def test_correct_example_is_proved_for_every_item_count(name):
 
 @pytest.mark.parametrize("name", sorted(PROVED_NO_CTA_SYMMETRY))
 def test_cluster_example_is_proved_without_cta_symmetry(name):
-    """Renaming interchangeable CTAs is switchable (`--no-cta-symmetry`) and stores fewer
-    abstract states than the same search without it."""
+    """Renaming interchangeable CTAs is switchable (`--no-cta-symmetry`) and stores no more
+    abstract states than the same search without it (fewer for mojo_input_tile_cluster2_k2;
+    as many for cutlass_tma_async_cluster2, whose CTAs the merges now take in step)."""
     proof = prove(load_example(name), cta_symmetry=False)
     assert proof.status == "proved", proof.reason
     assert proof.abstract_states == PROVED_NO_CTA_SYMMETRY[name]
-    assert PROVED[name] < PROVED_NO_CTA_SYMMETRY[name]
+    assert PROVED[name] <= PROVED_NO_CTA_SYMMETRY[name]
+    if name == "mojo_input_tile_cluster2_k2":
+        assert PROVED[name] < PROVED_NO_CTA_SYMMETRY[name]
 
 
 @pytest.mark.parametrize("name", sorted(PROVED_NO_POR))

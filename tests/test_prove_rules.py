@@ -7,11 +7,13 @@ import numpy as np
 import pytest
 
 from pipeproof.checker.engines.lap_verify import verify_laps
-from pipeproof.checker.engines.laps import CannotAbstract, LapAbstraction, canonical_fast, scaled_spec
+from pipeproof.checker.core import semantics as S
+from pipeproof.checker.engines.laps import CannotAbstract, LapAbstraction, canonical_fast, lap_tables, scaled_spec
 from pipeproof.checker.engines.prover import MAX_R, prove, search_laps
 from pipeproof.checker.engines.verifier import verify
 from pipeproof.spec.load import load_spec_text
 from tests.specs import standard_toml
+from tests.test_prove import _random_states
 from tests.test_semantic_rules import spec_text
 
 # The consumers release each slot with a commit: after the last item the CTA may go with the
@@ -26,13 +28,43 @@ def load(text, name="rules.toml"):
 
 # ------------------------------------------------------------------ R1
 
-def test_agents_that_commit_are_in_no_class():
-    """Every commit entry names its agent (R1), and sorting a class moves agent records, not
-    the agents that entries name: committers are never sorted."""
-    assert LapAbstraction(load(OWN_COMMIT), MAX_R).classes == []
-    released = standard_toml(items=3, consumers=2)  # arrive_empty: the consumers are one class
-    lap = LapAbstraction(load(released), MAX_R)
+def _swap_agents(lap, st, a, b):
+    """st with agents a and b exchanged: their records and the agent the entries name."""
+    m = lap.model
+    out = st.copy()
+    out[a * m.agf:(a + 1) * m.agf], out[b * m.agf:(b + 1) * m.agf] = st[b * m.agf:(b + 1) * m.agf], st[a * m.agf:(a + 1) * m.agf]
+    entries = []
+    for e in (int(x) for x in st[m.off_inf:m.off_inf + m.inflight] if x):
+        named = lap._names(e)
+        entries.append(lap._with(e, S.E_AGENT, {a: b, b: a}[named]) if named in (a, b) else e)
+    entries.sort(reverse=True)
+    out[m.off_inf:m.off_inf + m.inflight] = entries + [0] * (m.inflight - len(entries))
+    return out
+
+
+@pytest.mark.parametrize("text", [OWN_COMMIT, standard_toml(
+    items=3, consumers=2, consumer_body=["wait_full", "read_async", "read_wait 0", "arrive_empty", "advance"])],
+    ids=["commits", "async_reads"])
+def test_agents_whose_entries_name_them_are_sorted_with_their_entries(text):
+    """Commit entries (R1) and async reads name their agent: the consumers are one class, and
+    sorting it renames the agent each entry names with its record, so a state and the state
+    with two consumers exchanged (records and entries) have one canonical form, in the
+    readable form and the compiled one alike."""
+    lap = LapAbstraction(load(text), MAX_R)
     assert [[lap.model.agents[a].role for a in c] for c in lap.classes] == [["consumer", "consumer"]]
+    fast = lap_tables(lap)
+    named = 0
+    for st in _random_states(lap, 3):
+        names = {lap._names(int(e)) for e in st[lap.model.off_inf:] if e}
+        named += bool(names & {1, 2})
+        a, b = st.copy(), _swap_agents(lap, st, 1, 2)
+        lap.canonical(a)
+        lap.canonical(b)
+        assert a.tolist() == b.tolist()
+        c = _swap_agents(lap, st, 1, 2)
+        canonical_fast(fast, c)
+        assert c.tolist() == a.tolist()
+    assert named > 0  # the walks met entries that name a consumer
 
 
 # ------------------------------------------------------------------ R2

@@ -15,6 +15,12 @@ import pytest
 
 __import__("os").environ.setdefault("TRITON_DEFAULT_FP_FUSION", "1")
 triton = pytest.importorskip("triton", reason="the plugin's tests need pip install 'pipeproof[triton]'")
+# pytester restores sys.modules after each inner session, so a Gluon module first imported
+# inside one is imported again by the next compile, while Triton's C++ side may keep the
+# first copy's layout classes (a full CI run failed later Gluon compiles with "tensor layout
+# must be a DistributedLayout"). Imported here, at collection, they are in every snapshot.
+import triton.experimental.gluon.language  # noqa: E402,F401
+import triton.experimental.gluon.language.nvidia.hopper  # noqa: E402,F401
 
 pytest_plugins = ["pytester"]
 

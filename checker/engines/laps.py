@@ -28,15 +28,19 @@ every rule (checker/core/semantics.py `store_tag`, `READ`). A signal no op waits
 updates (a CTA's barrier that only the other CTAs' barriers are used in place of) keeps its
 initial value and is read by no rule: the lap shift leaves it alone.
 
-Interchangeable agents (same role, CTA and program, in specs without async reads, whose
-in-flight entries name their agent; and not issuing commits, whose entries name it too) are
-sorted, so a state is stored once for every way of permuting them.
+Interchangeable agents (checker/engines/symmetries.py `classes`: same role, CTA and program, no
+`@leader` op, no slot parts of their own) are sorted after the shifts, with the in-flight
+entries that name them (async reads, commits) renamed along, exactly as the explicit engine
+sorts them, so a state is stored once for every way of permuting them. The shifts are the
+same for every agent of a class (same coefficient, rings, resets and CTA) and touch no
+agent field of an entry, so they commute with the permutation, and the sorted form depends
+only on the orbit.
 
 The rules revised 2026-12-02 (DESIGN.md), and what each asks of the abstraction:
 
 - R1, an agent's commits fire in issue order: a commit entry names its agent and counts its
   agent's earlier commits in flight (E_CSEQ). Neither is a counting number, so the shift
-  leaves them; an agent that issues commits is in no class (above).
+  leaves them; sorting a class renames the agent an entry names with its record (above).
 - R2, own copies/commits in flight at a CTA's exit are the warning unawaited_at_exit: the
   exit compares no counting number. The warning is no violation: the search canonicalises
   the step's successor and goes on (prove.expand); `strict_exit` is the model's.
@@ -166,7 +170,7 @@ class LapAbstraction:
         # The lap shifts below are computed from every agent, signal and barrier alike (per
         # CTA for barriers), so they commute with a CTA renaming: renaming after them gives a
         # canonical form of the orbit (checker/engines/symmetries.py).
-        self.sym = SYM.symmetry(m, cta=cta_symmetry, agent_classes=SYM.NO_CLASSES)
+        self.sym = SYM.symmetry(m, cta=cta_symmetry)
         self.n_agents = len(m.agents)
         self.coef = np.array([coef[a.role] for a in m.agents], dtype=np.int64)
         # Items move by multiples of every K an agent's ops use, scaled by its coefficient.
@@ -215,22 +219,8 @@ class LapAbstraction:
         self.sig_live = self._touched_signals()
         self.has_body = [a.body_end > a.body_start for a in m.agents]
         self._tables = {}
-        # Interchangeable agents (same role, CTA and program): their records are sorted, so
-        # states that differ only by which of them is where are one state. Sorting moves
-        # agent records only, never the agent an in-flight entry names: async reads name
-        # their agent, so specs with them are left unreduced, and so do commits (R1: a
-        # commit waits for its agent's earlier commits, so every commit entry names its
-        # agent), so an agent that issues commits is in no class.
-        self.classes = []
-        if not any(OP_EFFECTS[op.name].issues == "read" for a in m.agents for op, _ in a.ops):
-            groups = {}
-            owners = {i for parts in m.parts for part in parts for _, i, _ in part.fills}
-            committers = {i for i, a in enumerate(m.agents)
-                          if any(OP_EFFECTS[op.name].issues == "commit" for op, _ in a.ops)}
-            for i, a in enumerate(m.agents):
-                if i not in owners and i not in committers:  # (a producer-side filler owns
-                    groups.setdefault((a.role, a.cta, a.ops), []).append(i)  # its slot parts)
-            self.classes = [g for g in groups.values() if len(g) > 1]
+        # Interchangeable agents: sorted with the entries that name them (module docstring).
+        self.classes = [list(range(lo, hi)) for lo, hi in self.sym.classes]
 
     # ------------------------------------------------------------------ item counts
 
@@ -269,24 +259,40 @@ class LapAbstraction:
         self._shift_laps(st, done)
         self._shift_generations(st, done)
         d = self._shift_items(st, done)
-        self._sort_records(st)
+        self._sort_classes(st)
         if SYM.renames_ctas(self.sym):
             images = [st.copy()]
             for k in range(self.sym.fmap.shape[0]):
                 img = np.zeros_like(st)
                 SYM.permute_ctas(m.tables.ent, m.off_inf, m.inflight, m.max_parts, self.sym.fmap[k],
                                  self.sym.cmap[k], self.sym.pmap[k], self.sym.amap[k], st, img)
-                self._sort_records(img)
+                self._sort_classes(img)
                 images.append(img)
             st[:] = min(images, key=lambda v: v.tolist())
         return d
 
-    def _sort_records(self, st):
-        agf = self.model.agf
+    def _names(self, e: int) -> int:
+        """The agent an in-flight entry names (an async read, a commit), else -1."""
+        return self._entry(e, S.E_AGENT) if self._entry(e, S.E_KIND) in (S.ENTRY_READ, S.ENTRY_COMMIT) else -1
+
+    def _sort_classes(self, st):
+        """Each class sorted by (record, the entries naming the agent with the agent left
+        out, in the state's order); those entries renamed with their agent."""
+        m = self.model
+        agf, off = m.agf, m.off_inf
+        entries = [int(e) for e in st[off:off + m.inflight] if e]
         for members in self.classes:
-            records = sorted(tuple(st[a * agf:(a + 1) * agf].tolist()) for a in members)
-            for a, rec in zip(members, records):
-                st[a * agf:(a + 1) * agf] = rec
+            key = {a: (st[a * agf:(a + 1) * agf].tolist(),
+                       [self._with(e, S.E_AGENT, 0) for e in entries if self._names(e) == a])
+                   for a in members}
+            order = sorted(members, key=lambda a: key[a])  # stable, like the compiled sort
+            new_name = {old: members[0] + k for k, old in enumerate(order)}
+            for old, a in new_name.items():
+                st[a * agf:(a + 1) * agf] = key[old][0]
+            entries = [self._with(e, S.E_AGENT, new_name[self._names(e)])
+                       if self._names(e) in new_name else e for e in entries]
+        entries.sort(reverse=True)
+        st[off:off + m.inflight] = entries + [0] * (m.inflight - len(entries))
 
     def _shift_items(self, st, done) -> int:
         m = self.model
@@ -446,7 +452,7 @@ class LapAbstraction:
 # reference.
 
 LapTables = namedtuple("LapTables", ["misc", "agent", "ring_users", "reset_until", "sig", "sig_mult",
-                                     "classes", "p0", "observes", "stages", "ent", "sym"])
+                                     "p0", "observes", "stages", "ent", "sym", "tab", "perm", "rec"])
 # misc columns
 (M_AGF, M_AGENTS, M_OFF_SLOT, M_OFF_BAR, M_OFF_INF, M_INFLIGHT, M_TAG_COEF, M_ITEM_STEP, M_COUNTERS,
  M_NBAR, M_CTAS, M_FIRST_ARRIVED, M_KIND_SH, M_KIND_MASK, M_VAL_SH, M_VAL_MASK, M_WIN,
@@ -477,14 +483,13 @@ def lap_tables(lap: LapAbstraction) -> LapTables:
         for k, (kind, b) in enumerate(ss):
             sig[r, k] = b
             mult[r, k] = 1 if not lap.counters else ring.expected(kind)
-    width = max([len(c) for c in lap.classes] + [1])
-    classes = np.full((max(len(lap.classes), 1), width), -1, dtype=np.int64)
-    for k, members in enumerate(lap.classes):
-        classes[k, :len(members)] = members
     p0 = np.array([a.initial_phases for a in m.agents], dtype=np.int64).reshape(len(m.agents), m.rings)
     stages = np.array([r.stages for r in m.ring_specs], dtype=np.int64)
-    return LapTables(misc, agent, users, lap.reset_until, sig, mult, classes, p0, lap.observes, stages,
-                     m.tables.ent, lap.sym)
+    # perm and rec: scratch of symmetries.canonicalise (one agent number per agent, one
+    # record per agent), like the Symmetry's own img and best.
+    return LapTables(misc, agent, users, lap.reset_until, sig, mult, p0, lap.observes, stages,
+                     m.tables.ent, lap.sym, m.tables, np.empty(lap.n_agents, dtype=np.int64),
+                     np.empty(lap.n_agents * m.agf, dtype=np.int64))
 
 
 @njit(**ENGINE)
@@ -547,47 +552,17 @@ def _windows_settled(L, st, r, done):
     return True
 
 
-@njit(**ENGINE)
-def _record_less(st, agf, a, b):
-    for f in range(agf):
-        x, y = st[a * agf + f], st[b * agf + f]
-        if x != y:
-            return x < y
-    return False
-
-
-@njit(**ENGINE)
-def _sort_classes(L, st, tmp):
-    """Sort the agent records of each class of interchangeable agents (insertion sort of the
-    records in place: classes are small); `tmp` is scratch of one record."""
-    agf = L.misc[M_AGF]
-    for k in range(L.classes.shape[0]):
-        size = 0
-        while size < L.classes.shape[1] and L.classes[k, size] >= 0:
-            size += 1
-        for i in range(1, size):
-            j = i
-            while j > 0 and _record_less(st, agf, L.classes[k, j], L.classes[k, j - 1]):
-                a, b = L.classes[k, j], L.classes[k, j - 1]
-                for f in range(agf):
-                    tmp[f] = st[a * agf + f]
-                    st[a * agf + f] = st[b * agf + f]
-                    st[b * agf + f] = tmp[f]
-                j -= 1
-
-
 @njit(cache=True)
 def canonical_fast(L, st):
     """`canonical_into` with its own scratch arrays (for callers outside the hot loop)."""
-    return canonical_into(L, st, np.zeros(L.misc[M_AGENTS], dtype=np.bool_),
-                          np.empty(L.misc[M_AGF], dtype=np.int64))
+    return canonical_into(L, st, np.zeros(L.misc[M_AGENTS], dtype=np.bool_))
 
 
 @njit(**ENGINE)
-def canonical_into(L, st, done, tmp):
+def canonical_into(L, st, done):
     """Rewrite `st` into its canonical form; returns d (LapAbstraction.canonical). `done`
-    (bool, one per agent) and `tmp` (one agent record) are scratch: the search's hot loop runs
-    without numba's reference counting, so it allocates nothing (checker/engines/explore.py ENGINE)."""
+    (bool, one per agent) is scratch: the search's hot loop runs without numba's reference
+    counting, so it allocates nothing (checker/engines/explore.py ENGINE)."""
     agf = L.misc[M_AGF]
     n = L.misc[M_AGENTS]
     done[:] = False
@@ -705,29 +680,5 @@ def canonical_into(L, st, done, tmp):
         for a in range(n):
             if not done[a]:
                 st[a * agf + S.F_ITEM] -= d * L.agent[a, G_COEF]
-    _sort_classes(L, st, tmp)
-    _cta_least(L, st, tmp)
+    SYM.canonicalise(L.tab, L.sym, st, L.perm, L.rec)  # agent classes, then CTA renamings
     return d
-
-
-@njit(**ENGINE)
-def _cta_least(L, st, tmp):
-    """symmetry.cta_least for the lap abstraction: the least CTA renaming of `st`, each
-    image with its classes sorted."""
-    SY = L.sym
-    g = SY.fmap.shape[0]
-    if g == 0:
-        return
-    n = L.misc[M_FIELDS]
-    img, best = SY.img, SY.best
-    for i in range(n):
-        best[i] = st[i]
-    for k in range(g):
-        SYM.permute_ctas(L.ent, L.misc[M_OFF_INF], L.misc[M_INFLIGHT], L.misc[M_MAXP],
-                         SY.fmap[k], SY.cmap[k], SY.pmap[k], SY.amap[k], st, img)
-        _sort_classes(L, img, tmp)
-        if SYM.vector_less(img, best, n):
-            for i in range(n):
-                best[i] = img[i]
-    for i in range(n):
-        st[i] = best[i]

@@ -269,7 +269,10 @@ def any_count_tables(model) -> FutureTables:
     stage, each row the union of every access of every op from pc to the end of the program,
     with the body repeated, at every stage. A superset of what the agent's remaining program
     accesses whatever the count, so "not touched" is never wrong; the walk is the precise
-    part. A finished agent (pc = len) has an all-zero block."""
+    part. A finished agent (pc = len) has an all-zero block. A second block per program holds
+    the rows of an agent at its last item (`position`): the rest of the body and the
+    epilogue, no repetition. An exact state's count is every one of its runs' count, so there
+    the agent's last item is known; a MANY state's agents never reach it (items = HUGE)."""
     ms = model.max_stages
     if model.ctas * ms > 62:
         return no_future_tables(model)
@@ -296,10 +299,13 @@ def any_count_tables(model) -> FutureTables:
                 rows[pc] = acc[pc] | rows[pc + 1]
                 if pc < agent.body_end:
                     rows[pc] |= repeated
-            blocks.append(np.repeat(rows, ms, axis=0))
-        base += (n_ops + 1) * ms * model.rings
+            last = rows.copy()  # at the agent's last item: the rest of the body, the epilogue
+            for pc in range(agent.body_end - 1, agent.body_start - 1, -1):
+                last[pc] = acc[pc] | last[pc + 1]
+            blocks.append(np.repeat(np.concatenate([rows, last]), ms, axis=0))
+        base += 2 * (n_ops + 1) * ms * model.rings
     mask = np.concatenate(blocks) if blocks else np.zeros((1, N_CLASSES), dtype=np.int64)
-    off = np.array([[start[k] + r * (len(model.agents[i].ops) + 1) * ms
+    off = np.array([[start[k] + r * 2 * (len(model.agents[i].ops) + 1) * ms
                      for r in range(model.rings)] for i, k in enumerate(keys)], dtype=np.int64)
     return FutureTables(np.array([1, 1], dtype=np.int64), off, mask, _uniform(model),
                         _work(model), EFFECTS, _no_limit(model))
@@ -308,8 +314,11 @@ def any_count_tables(model) -> FutureTables:
 @jit
 def position(T, F, a, pc, item):
     """Index of (pc, item) in the agent's unrolled program (`Agent.unrolled()`), or pc in
-    tables by op (`any_count_tables`)."""
+    tables by op (`any_count_tables`: pc, or past the first block at the agent's last item)."""
     if F.cfg[1] == 1:
+        if (T.agent[a, S.A_BODY_START] <= pc < T.agent[a, S.A_BODY_END]
+                and item == T.agent[a, S.A_ITEMS] - 1):
+            return T.agent[a, S.A_LEN] + 1 + pc
         return min(pc, T.agent[a, S.A_LEN])
     bs = T.agent[a, S.A_BODY_START]
     be = T.agent[a, S.A_BODY_END]

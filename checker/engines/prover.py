@@ -40,6 +40,7 @@ import numpy as np
 
 from pipeproof.backends.base import njit
 from pipeproof.checker.engines import por as POR
+from pipeproof.checker.engines import symmetries as SYM
 from pipeproof.checker.runtime import progress
 from pipeproof.checker.core import semantics as S
 from pipeproof.checker.engines.explore import (ENGINE, INTERRUPTED, StateStore, find_or_insert,
@@ -53,6 +54,7 @@ from pipeproof.checker.engines.verifier import tiny_spec, verify, warm_up
 from pipeproof.spec.schema import Spec
 
 KIND_MASK = (1 << S.N_KINDS) - 1
+TWIN = -2  # expand's bits for a step left out: an interchangeable agent's twin step (its successor is not stored)
 MAX_ABSTRACT_STATES = 25_000_000  # packed: (words + 1) * 8 + 6 bytes each, plus 8..16 of table
 MAX_R = 1 << 12
 QUICK_LOOK_STATES = 200_000
@@ -114,16 +116,23 @@ def successor(T, F, por, st, a, out, scratch, det):
 
 
 @njit(**ENGINE)
-def expand(T, L, F, por, st, succ, bits, moved, far, far_items, det, done, tmp, scratch):
+def expand(T, L, F, por, st, succ, bits, moved, far, far_items, det, done, scratch):
     """Every action's canonical successor of `st`: succ[a], its step result bits[a], the items
     it moved (moved[a]) and whether an agent got within reach of the end (far[a]); returns
     the state's own violation bits. A step whose only bit is the warning S.UNAWAITED_AT_EXIT
     is no violation (DESIGN R2): its successor is canonical and searched on like any other. With `por` each successor first takes the steps the
-    partial-order reduction merges (`successor`). `det`, `done`, `tmp`, `scratch` are
+    partial-order reduction merges (`successor`). `det`, `done`, `scratch` are
     scratch (canonical_into, merge_steps)."""
     n_enabled = 0
     agf = L.misc[M_AGF]
     for a in range(succ.shape[0]):
+        if a < L.misc[M_AGENTS] and SYM.twin_of_previous(L.tab, L.sym.classes, st, a):
+            # Exchanging a and a - 1 maps st onto itself and a's step onto a - 1's: what is
+            # reachable after it is a - 1's, exchanged (docs/reductions.md, "Twins").
+            enabled = bits[a - 1] >= 0 or bits[a - 1] == TWIN
+            bits[a] = TWIN if enabled else -1
+            n_enabled += enabled
+            continue
         det[:] = -1
         b = successor(T, F, por, st, a, succ[a], scratch, det)
         bits[a] = b
@@ -141,7 +150,7 @@ def expand(T, L, F, por, st, succ, bits, moved, far, far_items, det, done, tmp, 
             if (L.agent[g, G_COEF] > 0 and succ[a, g * agf + S.F_PC] < L.agent[g, G_LEN]
                     and succ[a, g * agf + S.F_ITEM] >= (far_items + 1) * L.agent[g, G_COEF]):
                 far[a] = 1
-        moved[a] = canonical_into(L, succ[a], done, tmp)
+        moved[a] = canonical_into(L, succ[a], done)
         for g in range(L.misc[M_AGENTS]):
             if (L.agent[g, G_COEF] > 0 and succ[a, g * agf + S.F_PC] < L.agent[g, G_LEN]
                     and succ[a, g * agf + S.F_ITEM] >= far_items * L.agent[g, G_COEF]):
@@ -228,7 +237,7 @@ def _store_one(PK, store, n_stored, table, parent, via, vec, n_rel, i, a, key, l
 
 @njit(**ENGINE)
 def _bfs(T, L, F, por, PK, store, n_stored, table, parent, via, lo, hi, R, limit, found,
-         st, succ, bits, moved, far, key, det, done, tmp, scratch):
+         st, succ, bits, moved, far, key, det, done, scratch):
     """Expand stored states lo..hi-1 in order; returns (status, next index, n_stored).
     B_FOUND: found[:3] = (state index, action or -1, bits); found[3] = 1 once a step met the
     warning S.UNAWAITED_AT_EXIT. st .. det: scratch (_Search)."""
@@ -242,8 +251,7 @@ def _bfs(T, L, F, por, PK, store, n_stored, table, parent, via, lo, hi, R, limit
         unpack(PK, store[i, :words], st)
         n_rel = store[i, words]
         set_counts(T, F, L, n_rel, R)
-        state_bits = expand(T, L, F, por, st, succ, bits, moved, far, R - 1, det, done, tmp,
-                            scratch)
+        state_bits = expand(T, L, F, por, st, succ, bits, moved, far, R - 1, det, done, scratch)
         if state_bits & KIND_MASK:
             found[0], found[1], found[2] = i, -1, state_bits
             return B_FOUND, i, n_stored
@@ -363,8 +371,7 @@ class _Search(StateStore):
                    np.empty(n_actions, dtype=np.int64), np.zeros(n_actions, dtype=np.int64),
                    np.zeros(n_actions, dtype=np.int64), key,
                    np.empty(S.N_KINDS * S.DET_W, dtype=np.int64),
-                   np.zeros(lap.n_agents, dtype=np.bool_), np.empty(model.agf, dtype=np.int64),
-                   np.empty(n_fields, dtype=np.int64))
+                   np.zeros(lap.n_agents, dtype=np.bool_), np.empty(n_fields, dtype=np.int64))
         for n_rel in start_counts(R, only_n):
             if 2 * (self.n_stored + 1) > self.table.shape[0] or self.n_stored >= self.store.shape[0]:
                 self._grow(self.n_stored + 1)

@@ -144,6 +144,19 @@ def agent_cmp(T, st, a, b, refs):
     return 0
 
 
+@jit
+def twin_of_previous(T, SY, st, a):
+    """Is agent a in a class of `SY` ((n, 2) rows [lo, hi)) behind agent a - 1, with the same
+    key (record, and the entries that name it with the agent left out)? Then exchanging the
+    two maps `st` onto itself, and a's step onto a - 1's step, exchanged."""
+    for c in range(SY.shape[0]):
+        if SY[c, 0] < a < SY[c, 1]:
+            off = T.cfg[S.C_OFF_INF]
+            refs = T.ent[S.E_AGENT, 1] > 0 and T.cfg[S.C_INFLIGHT] > 0 and st[off] != 0
+            return agent_cmp(T, st, a - 1, a, refs) == 0
+    return False
+
+
 @njit(cache=True, _nrt=False)  # as checker/explore.ENGINE: no refcounting in the hot loop
 def canonicalise_agents(T, SY, st, perm, tmp):
     """Put the unpacked state `st` into the canonical form of its orbit under the agent
