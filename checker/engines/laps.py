@@ -159,6 +159,10 @@ def _fill_stage_period(m) -> int:
 
 
 class LapAbstraction:
+    # Leave out a step of an agent whose class-mate before it has the same key (prove.expand,
+    # docs/reductions.md "Twins"); off only to test that it changes no answer.
+    twin_steps = True
+
     def __init__(self, spec: Spec, max_n: int, cta_symmetry: bool = True,
                  strict_exit: bool = False):
         """`max_n`: the largest n the search may meet; the in-flight entries get room for
@@ -452,7 +456,8 @@ class LapAbstraction:
 # reference.
 
 LapTables = namedtuple("LapTables", ["misc", "agent", "ring_users", "reset_until", "sig", "sig_mult",
-                                     "p0", "observes", "stages", "ent", "sym", "tab", "perm", "rec"])
+                                     "p0", "observes", "stages", "ent", "sym", "tab", "perm", "rec",
+                                     "twins"])
 # misc columns
 (M_AGF, M_AGENTS, M_OFF_SLOT, M_OFF_BAR, M_OFF_INF, M_INFLIGHT, M_TAG_COEF, M_ITEM_STEP, M_COUNTERS,
  M_NBAR, M_CTAS, M_FIRST_ARRIVED, M_KIND_SH, M_KIND_MASK, M_VAL_SH, M_VAL_MASK, M_WIN,
@@ -486,10 +491,12 @@ def lap_tables(lap: LapAbstraction) -> LapTables:
     p0 = np.array([a.initial_phases for a in m.agents], dtype=np.int64).reshape(len(m.agents), m.rings)
     stages = np.array([r.stages for r in m.ring_specs], dtype=np.int64)
     # perm and rec: scratch of symmetries.canonicalise (one agent number per agent, one
-    # record per agent), like the Symmetry's own img and best.
+    # record per agent), like the Symmetry's own img and best; twins: the classes whose
+    # twin steps prove.expand leaves out.
     return LapTables(misc, agent, users, lap.reset_until, sig, mult, p0, lap.observes, stages,
                      m.tables.ent, lap.sym, m.tables, np.empty(lap.n_agents, dtype=np.int64),
-                     np.empty(lap.n_agents * m.agf, dtype=np.int64))
+                     np.empty(lap.n_agents * m.agf, dtype=np.int64),
+                     lap.sym.classes if lap.twin_steps else SYM.NO_CLASSES)
 
 
 @njit(**ENGINE)

@@ -126,7 +126,7 @@ def expand(T, L, F, por, st, succ, bits, moved, far, far_items, det, done, scrat
     n_enabled = 0
     agf = L.misc[M_AGF]
     for a in range(succ.shape[0]):
-        if a < L.misc[M_AGENTS] and SYM.twin_of_previous(L.tab, L.sym.classes, st, a):
+        if a < L.misc[M_AGENTS] and SYM.twin_of_previous(L.tab, L.twins, st, a):
             # Exchanging a and a - 1 maps st onto itself and a's step onto a - 1's: what is
             # reachable after it is a - 1's, exchanged (docs/reductions.md, "Twins").
             enabled = bits[a - 1] >= 0 or bits[a - 1] == TWIN
