@@ -159,10 +159,10 @@ PROVED = {
     # The first lap bound is above 2 x stages with the reduction (prove.first_bound): more
     # exact item counts below it, fewer walks cut short above it. Issue 35 (2026-12-05): the
     # named-barrier, observation-beside-arrival and finishing-step merges in the abstract search
-    # too (docs/reductions.md "The merges that came later"). Issue 35 (2026-12-06): agents whose
+    # too (docs/reductions.md "The merges that came later"). Issue 35, later (commit 0954f32): agents whose
     # entries name them (async reads, commits) sorted too, and an exact state's agent at its
     # last item looks ahead without the body repeated (docs/reductions.md "`prove` on the
-    # largest user-shaped cell"). Each count as it was before that, then before 2026-12-05:
+    # largest user-shaped cell"). Each count before commit 0954f32, then before the merges that came later:
     "mojo_pcp_nvidia": 80, "mojo_pcp_amd": 80, "mojo_input_tile_nvidia": 59,  # 104, 104, 59; 118, 118, 66
     "sm90_ring_nvidia": 59, "named_barrier_release_ok": 161, "x_cutlass_pingpong": 76,  # 64, 191, 80; 80, 502, 87
     "x_named_split_ok": 289,  # 319; 626
@@ -185,4 +185,4 @@ PROVED = {
 # no such renaming (the scheduler runs in CTA 0 only, releases go to=leader).
 STATES_NO_CTA_SYMMETRY = {"cutlass_tma_async_cluster2.toml": 34517, "mojo_input_tile_cluster2_k2.toml": 65489}
 STATES_POR_NO_CTA_SYMMETRY = {"cutlass_tma_async_cluster2.toml": 2, "mojo_input_tile_cluster2_k2.toml": 2}  # 17, 17 before finishing steps
-PROVED_NO_CTA_SYMMETRY = {"cutlass_tma_async_cluster2": 24, "mojo_input_tile_cluster2_k2": 3375}  # 53, 3407 before 2026-12-06 (above); 181, 5767 before issue 35's lap merges
+PROVED_NO_CTA_SYMMETRY = {"cutlass_tma_async_cluster2": 24, "mojo_input_tile_cluster2_k2": 3375}  # 53, 3407 before commit 0954f32 (above); 181, 5767 before issue 35's lap merges
