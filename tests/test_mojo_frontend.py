@@ -455,8 +455,7 @@ def test_prove_finds_the_flipped_phase_at_its_mojo_line():
 
 def test_prove_violation_only_at_another_item_count_is_no_verdict_on_the_kernel():
     # sm100's spec is the kernel's program at 2 tiles x 4 k-blocks (every=8 at=j bodies); the
-    # lap abstraction finds a violation at another item count (1, no whole tile; 9 before the
-    # lap abstraction sorted async readers and read last items exactly): exit 3, not 1
+    # lap abstraction finds a violation at another item count (1: no whole tile): exit 3, not 1
     code, out = run(FIX / "sm100_bf16.ll.gz", *SM100, "--prove")
     assert "every=8" in out
     assert code == 3, out
