@@ -25,6 +25,7 @@ import signal
 import subprocess
 import threading
 import time
+from pathlib import Path
 
 import psutil
 import pytest
@@ -39,18 +40,30 @@ STOP_BOUND = 4.0    # seconds from the Ctrl-C to the exit (1 s asked; room for a
 # Quick look (explicit engine, own item count) ~0.5 s; the abstract search then runs for more
 # than 90 s: a Ctrl-C after a few seconds lands in the abstract search. (Consumers 4 x stages 7
 # proved in 7 s once the lap abstraction took issue 35's merges.)
+# About 20 s of abstract search (2-core machine) after a quick look of 2 states: 8 consumers
+# proved in 7 s once the lap abstraction sorted async readers and read last items exactly.
 LONG_PROOF = """[pipeline]
 template = "cutlass_tma_async"
 backend = "nvidia"
 items = 8
 cluster_size = 4
-consumers = 8
+consumers = 16
 stages = 8
 """
 
+
+def longer_proof() -> str:
+    """Issue 35's largest user-shaped cell (4 CTAs x 11 math warpgroups x 8 stages): about
+    40 s of abstract search, so a progress line every 10 s has time to come."""
+    import sys
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    from user_shaped import user_shaped_toml
+    return user_shaped_toml(8, 11, 64, 35, ctas=4)
+
+
 # 8 points: with proofs the first four (2 consumers) finish in 0.5-2 s each, the last four
-# (8 consumers) take minutes each. (The sm90_ring grid this was proves all 8 in 4 s since
-# issue 35.)
+# (16 consumers) take 4-20 s each (8 consumers took minutes before issue 35's lap symmetry,
+# 4-7 s after it). (The sm90_ring grid this was proves all 8 in 4 s since issue 35.)
 SWEEP = """[pipeline]
 template = "cutlass_tma_async"
 backend = "nvidia"
@@ -59,7 +72,7 @@ stages = 4
 items = 8
 
 [sweep]
-consumers = [2, 8]
+consumers = [2, 16]
 stages = [4, 8]
 items = [8, 64]
 """
@@ -202,7 +215,7 @@ def test_prove_stops_at_the_first_ctrl_c_with_the_counts(compiled, command, tmp_
 def test_prove_abstract_search_reports_progress_off_a_terminal(compiled, command, tmp_path):
     """stderr a pipe (a CI log): the abstract search prints a progress line after 3 s and then
     every 10 s (abstract states, states/s, memory), so a long proof is never silent."""
-    (tmp_path / "long.toml").write_text(LONG_PROOF)
+    (tmp_path / "long.toml").write_text(longer_proof())
     cmd = command("prove", "long.toml")
     time.sleep(START_SLACK + 10)
     cmd.ctrl_c()
