@@ -25,7 +25,6 @@ import signal
 import subprocess
 import threading
 import time
-from pathlib import Path
 
 import psutil
 import pytest
@@ -55,10 +54,8 @@ stages = 8
 def longer_proof() -> str:
     """Issue 35's largest user-shaped cell (4 CTAs x 11 math warpgroups x 8 stages): about
     40 s of abstract search, so a progress line every 10 s has time to come."""
-    import sys
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-    from user_shaped import user_shaped_toml
-    return user_shaped_toml(8, 11, 64, 35, ctas=4)
+    from tests.test_por_reach import _user_shaped_text
+    return _user_shaped_text(8, 11, 64, 4)
 
 
 # 8 points: with proofs the first four (2 consumers) finish in 0.5-2 s each, the last four

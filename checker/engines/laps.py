@@ -456,7 +456,7 @@ class LapAbstraction:
 # reference.
 
 LapTables = namedtuple("LapTables", ["misc", "agent", "ring_users", "reset_until", "sig", "sig_mult",
-                                     "p0", "observes", "stages", "ent", "sym", "tab", "perm", "rec",
+                                     "p0", "observes", "stages", "sym", "tab", "perm", "rec",
                                      "twins"])
 # misc columns
 (M_AGF, M_AGENTS, M_OFF_SLOT, M_OFF_BAR, M_OFF_INF, M_INFLIGHT, M_TAG_COEF, M_ITEM_STEP, M_COUNTERS,
@@ -494,7 +494,7 @@ def lap_tables(lap: LapAbstraction) -> LapTables:
     # record per agent), like the Symmetry's own img and best; twins: the classes whose
     # twin steps prove.expand leaves out.
     return LapTables(misc, agent, users, lap.reset_until, sig, mult, p0, lap.observes, stages,
-                     m.tables.ent, lap.sym, m.tables, np.empty(lap.n_agents, dtype=np.int64),
+                     lap.sym, m.tables, np.empty(lap.n_agents, dtype=np.int64),
                      np.empty(lap.n_agents * m.agf, dtype=np.int64),
                      lap.sym.classes if lap.twin_steps else SYM.NO_CLASSES)
 

@@ -145,15 +145,20 @@ def agent_cmp(T, st, a, b, refs):
 
 
 @jit
+def entries_name_agents(T, st):
+    """Could an in-flight entry of `st` name an agent (an async read, a commit)? Then an
+    agent's key includes the entries that name it (`agent_cmp`)."""
+    return T.ent[S.E_AGENT, 1] > 0 and T.cfg[S.C_INFLIGHT] > 0 and st[T.cfg[S.C_OFF_INF]] != 0
+
+
+@jit
 def twin_of_previous(T, SY, st, a):
     """Is agent a in a class of `SY` ((n, 2) rows [lo, hi)) behind agent a - 1, with the same
     key (record, and the entries that name it with the agent left out)? Then exchanging the
     two maps `st` onto itself, and a's step onto a - 1's step, exchanged."""
     for c in range(SY.shape[0]):
         if SY[c, 0] < a < SY[c, 1]:
-            off = T.cfg[S.C_OFF_INF]
-            refs = T.ent[S.E_AGENT, 1] > 0 and T.cfg[S.C_INFLIGHT] > 0 and st[off] != 0
-            return agent_cmp(T, st, a - 1, a, refs) == 0
+            return agent_cmp(T, st, a - 1, a, entries_name_agents(T, st)) == 0
     return False
 
 
@@ -170,7 +175,7 @@ def canonicalise_agents(T, SY, st, perm, tmp):
     agf = T.cfg[S.C_AGF]
     off = T.cfg[S.C_OFF_INF]
     m = T.cfg[S.C_INFLIGHT]
-    refs = T.ent[S.E_AGENT, 1] > 0 and m > 0 and st[off] != 0
+    refs = entries_name_agents(T, st)
     moved = False
     for c in range(SY.shape[0]):
         lo = SY[c, 0]
@@ -260,9 +265,7 @@ def agents_successor(T, SY, parent, st, perm, tmp):
     if SY.shape[0] == 0:
         return
     agf = T.cfg[S.C_AGF]
-    off = T.cfg[S.C_OFF_INF]
-    m = T.cfg[S.C_INFLIGHT]
-    if T.ent[S.E_AGENT, 1] > 0 and m > 0 and st[off] != 0:
+    if entries_name_agents(T, st):
         canonicalise_agents(T, SY, st, perm, tmp)
         return
     for c in range(SY.shape[0]):
