@@ -1,4 +1,4 @@
-"""Issue 33's code figures: how the product's source is laid out, read statically (ast only, no
+"""Issue 33's and issue 46's code figures: how the product's source is laid out, read statically (ast only, no
 project module is imported), for the working tree and optionally a revision side by side.
 
     python benchmarks/architecture.py [--before REV] [--json] [--root DIR]
@@ -12,6 +12,19 @@ the largest file; `_private` names imported across files and across wings; impor
 checker/ wing that go around its face (`__init__.py`); files that switch on the backend; files
 that compare op names (spec/ops.py OP_EFFECTS) to literals; import cycles between modules and
 between wings; files writing the kind "read_before_fill" / the verdict "inconclusive".
+
+Issue 46 adds (each function's docstring states its rule in full):
+- capability_branches: sites (lines) outside backends/ that branch on a two-way backend flag
+  (phase_parity, counters, wrap32: "nvidia or amd"), directly or through an alias; the same
+  rule over tx_bytes / clusters gives the "feature checks", listed apart;
+- named_backend_imports: files outside backends/ importing a backend's rules module
+  (backends/<name>.py, <name> a key of BACKENDS, or a module the registry names by string);
+- third_backend_files / third_frontend_importers: what a third backend or front end costs;
+- import_graphs' "wings, all": wing cycles counting imports inside functions;
+- backup_arrows: imports (also inside functions) from a checker/ wing to a higher one in
+  docs/architecture.md's order (wing_order reads it from the page);
+- function_lengths and the files over 600 / 800 lines; functions over 120 lines, tables apart;
+- tests_importing_tests: files of tests/ importing a tests/ test_*.py module.
 Functions for tests: load_tree(root) and the metric functions below; measure(root) -> dict.
 """
 from __future__ import annotations
@@ -38,6 +51,25 @@ BACKEND_WORDS, BACKEND_CODES = {"nvidia", "amd"}, {"NVIDIA", "AMD"}   # backends
 # (`eff.issues == "copy"`, `move == "advance"`, `e["kind"] == "read"`, `ev.kind == "copy"`): such
 # a test reads an effect or an event, not an op name.
 EFFECT_FIELDS = {"issues", "move", "barrier", "kind"}
+# The backend record's two-way flags: each one says "nvidia" or "amd" (backends/capabilities.py),
+# so a branch on one is a branch on the backend; the features a loader checks are not a switch.
+CAPABILITY_FLAGS = ("phase_parity", "counters", "wrap32")
+FEATURE_FLAGS = ("tx_bytes", "clusters")
+# backends/ modules that are not a backend's rules, whatever the registry says
+NOT_RULES = {"__init__", "base", "capabilities", "printed", "numba_cache", "registry", "protocol",
+             "dispatch"}
+# A specific front end's modules: a file with one of these words as a folder or its stem
+# (spec/ttgir/*, spec/mojo/*, checker/cli/triton.py, checker/cli/mojo.py,
+# checker/frontends/triton.py, ...; not checker/integrations/triton_api/ or triton_watch.py).
+FRONT_END_WORDS = {"ttgir", "triton", "mojo"}
+FRONT_END_WING = "frontends"    # checker/frontends: the front ends' own wing
+FRONT_END_FIXED = 3             # a third front end's reader module, registry entry and command
+THIRD_BACKEND_FIXED = 2         # backends/<new>.py and the registry (backends/capabilities.py)
+# docs/architecture.md's order of the checker/ wings, bottom first (read from the page when it
+# has the sentence "... go down this order: `runtime`, `results` -> `core` -> ...")
+WING_ORDER = (("runtime", "results"), ("core",), ("engines",), ("smt", "models", "fix", "sweep"),
+              ("cli",), ("integrations",))
+LONG_FILE, VERY_LONG_FILE, LONG_FUNCTION = 600, 800, 120
 
 
 class BadTree(Exception):
@@ -272,27 +304,392 @@ def files_with_literal(tree: Tree, word: str) -> list[str]:
 
 def import_graphs(tree: Tree) -> dict[str, nx.DiGraph]:
     """Module graphs of module-level imports ("module level"; an import in a function body runs
-    later, so it cannot break a load) and of all imports ("all"); the wing graph of the first."""
-    top, every, wings = nx.DiGraph(), nx.DiGraph(), nx.DiGraph()
+    later, so it cannot break a load) and of all imports ("all"); the wing graphs of the first
+    ("wings") and of the second ("wings, all": an import inside a function counts)."""
+    top, every, wings, wings_all = nx.DiGraph(), nx.DiGraph(), nx.DiGraph(), nx.DiGraph()
     for rel in tree.asts:
         me = tree.module_of[rel]
-        top.add_node(me), every.add_node(me), wings.add_node(tree.wing(rel))
+        top.add_node(me), every.add_node(me), wings.add_node(tree.wing(rel)), wings_all.add_node(tree.wing(rel))
         for i in _imports(tree, rel):
             if i.target == me:
                 continue
             every.add_edge(me, i.target)
+            a, b = tree.wing(rel), tree.wing(tree.modules[i.target])
+            if a != b:
+                wings_all.add_edge(a, b)
             if not i.in_function:
                 top.add_edge(me, i.target)
-                a, b = tree.wing(rel), tree.wing(tree.modules[i.target])
                 if a != b:
                     wings.add_edge(a, b)
-    return {"module level": top, "all": every, "wings": wings}
+    return {"module level": top, "all": every, "wings": wings, "wings, all": wings_all}
 
 
 def cycles(g: nx.DiGraph) -> list[list[str]]:
     """Strongly connected components of more than one node, largest first."""
     return sorted((sorted(c) for c in nx.strongly_connected_components(g) if len(c) > 1),
                   key=lambda c: (-len(c), c))
+
+
+# issue 46: the backend seam ----------------------------------------------------------------------
+
+def _truth_operands(e: ast.AST):
+    """The expressions whose truth a test `e` takes: `e`, and through `and`/`or`/`not` theirs."""
+    yield e
+    if isinstance(e, ast.BoolOp):
+        for v in e.values:
+            yield from _truth_operands(v)
+    elif isinstance(e, ast.UnaryOp) and isinstance(e.op, ast.Not):
+        yield from _truth_operands(e.operand)
+
+
+def _pairs(target: ast.AST, value: ast.AST):
+    """(target, value) of an assignment, element by element when both sides are tuples/lists."""
+    if isinstance(target, (ast.Tuple, ast.List)) and isinstance(value, (ast.Tuple, ast.List)) \
+            and len(target.elts) == len(value.elts):
+        for t, v in zip(target.elts, value.elts):
+            yield from _pairs(t, v)
+    else:
+        yield target, value
+
+
+def _flag_sites(tree: Tree, flags) -> dict[str, list[int]]:
+    """File (outside backends/) -> the lines where a test takes the truth of a flag in `flags`.
+
+    A flag read: `x.F` or a name `F` (F a flag), a call `F(...)` / `m.F(...)` (a function named
+    after the flag, e.g. precheck_signals.phase_parity(spec)), `not` of one, or an alias of one.
+    An alias is a name or attribute given a flag read by a plain assignment (`a = ...`,
+    `a: T = ...`, `a := ...`, `self.x, self.y = f1, f2` element by element), followed to a
+    fixed point: a name alias (`nv = caps.phase_parity`) within its file; an attribute alias
+    (`self.nv = self.caps.phase_parity`, then `self.nv` anywhere) within its file and, as the
+    mixins of one class spread over a wing's modules, within every file of its wing.
+    A test: the test of an `if`, `while`, conditional expression or `assert`, a comprehension's
+    filter, and every operand of `and`/`or` anywhere; a test takes the truth of its operands
+    through `and`, `or` and `not` (`if not a and b.F:` reads F). A site is a line. A read
+    that is not a test (an argument `int(lap.counters)`, a `return`, an alias's right side) is
+    no site: the branch, if any, is where the value is tested."""
+    files = [rel for rel in tree.asts if rel.split("/")[0] != "backends"]
+    names = {rel: set() for rel in files}
+    attrs = {rel: set() for rel in files}
+
+    def read(e, rel, wing_attrs):
+        if isinstance(e, ast.UnaryOp) and isinstance(e.op, ast.Not):
+            return read(e.operand, rel, wing_attrs)
+        if isinstance(e, ast.Call):
+            f = e.func
+            return (isinstance(f, ast.Name) and f.id in flags) or \
+                (isinstance(f, ast.Attribute) and f.attr in flags)
+        if isinstance(e, ast.Name):
+            return e.id in flags or e.id in names[rel]
+        if isinstance(e, ast.Attribute):
+            return e.attr in flags or e.attr in attrs[rel] or e.attr in wing_attrs
+        return False
+
+    def wing_attrs_of(rel):
+        w = tree.wing(rel)
+        return set().union(*(attrs[r] for r in files if tree.wing(r) == w))
+
+    changed = True
+    while changed:           # aliases of aliases
+        changed = False
+        for rel in files:
+            wa = wing_attrs_of(rel)
+            for node in ast.walk(tree.asts[rel]):
+                if isinstance(node, ast.Assign):
+                    pairs = [p for t in node.targets for p in _pairs(t, node.value)]
+                elif isinstance(node, (ast.AnnAssign, ast.NamedExpr)) and node.value is not None:
+                    pairs = [(node.target, node.value)]
+                else:
+                    continue
+                for t, v in pairs:
+                    if not read(v, rel, wa):
+                        continue
+                    if isinstance(t, ast.Name) and t.id not in names[rel]:
+                        names[rel].add(t.id)
+                        changed = True
+                    elif isinstance(t, ast.Attribute) and t.attr not in attrs[rel]:
+                        attrs[rel].add(t.attr)
+                        changed = True
+    out = {}
+    for rel in files:
+        wa, lines = wing_attrs_of(rel), set()
+        for node in ast.walk(tree.asts[rel]):
+            tests = [node.test] if isinstance(node, (ast.If, ast.While, ast.IfExp, ast.Assert)) \
+                else node.ifs if isinstance(node, ast.comprehension) \
+                else node.values if isinstance(node, ast.BoolOp) else []
+            lines.update(e.lineno for t in tests for e in _truth_operands(t) if read(e, rel, wa))
+        if lines:
+            out[rel] = sorted(lines)
+    return out
+
+
+def capability_branches(tree: Tree) -> dict[str, list[int]]:
+    """File -> lines branching on a two-way capability flag (CAPABILITY_FLAGS: phase_parity,
+    counters, wrap32), outside backends/ (where the record lives); _flag_sites' rule."""
+    return _flag_sites(tree, set(CAPABILITY_FLAGS))
+
+
+def feature_checks(tree: Tree) -> dict[str, list[int]]:
+    """File -> lines testing a feature a backend may lack (FEATURE_FLAGS: tx_bytes, clusters),
+    outside backends/; the same rule as capability_branches, listed apart: not a two-way switch."""
+    return _flag_sites(tree, set(FEATURE_FLAGS))
+
+
+def _strings(mod: ast.Module):
+    """The string constants of `mod` other than docstrings and bare strings."""
+    bare = {id(n.value) for n in ast.walk(mod) if isinstance(n, ast.Expr)}
+    return [n.value for n in ast.walk(mod)
+            if isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in bare]
+
+
+def named_backend_modules(tree: Tree) -> list[str]:
+    """The modules of backends/ that are a backend's rules: backends/<name>.py (or the modules of
+    a package backends/<name>/) for each <name> a string key of a dict assigned to BACKENDS in a
+    backends/ file, or the first argument (or name=) of a `Backend(...)` call there; and every
+    backends/ module a registry names as a string ("pipeproof.backends.amd", "...amd:Rules")
+    in a backends/ file defining BACKENDS or named registry*.py. Never NOT_RULES (base,
+    capabilities, printed, numba_cache, registry, protocol, dispatch, the package's face)."""
+    words, named = set(), set()
+    backend_mods = {m for m, rel in tree.modules.items() if rel.split("/")[0] == "backends"}
+    for rel, mod in tree.asts.items():
+        if rel.split("/")[0] != "backends":
+            continue
+        registry = rel.rpartition("/")[2].startswith("registry")
+        for n in ast.walk(mod):
+            if isinstance(n, (ast.Assign, ast.AnnAssign)) and isinstance(n.value, ast.Dict):
+                targets = n.targets if isinstance(n, ast.Assign) else [n.target]
+                if any(isinstance(t, ast.Name) and t.id == "BACKENDS" for t in targets):
+                    registry = True
+                    words |= {k.value for k in n.value.keys
+                              if isinstance(k, ast.Constant) and isinstance(k.value, str)}
+            if isinstance(n, ast.Call) and getattr(n.func, "id", getattr(n.func, "attr", "")) == "Backend":
+                first = n.args[0] if n.args else next((k.value for k in n.keywords if k.arg == "name"), None)
+                if isinstance(first, ast.Constant) and isinstance(first.value, str):
+                    words.add(first.value)
+        if registry:
+            named |= {s.partition(":")[0] for s in _strings(mod)} & backend_mods
+    found = set()
+    for m in backend_mods:
+        parts = tree.modules[m].removesuffix(".py").split("/")
+        if parts[-1] in NOT_RULES and len(parts) == 2:
+            continue
+        if m in named or (len(parts) >= 2 and parts[1] in words):
+            found.add(m)
+    return sorted(found)
+
+
+def _faces(tree: Tree) -> dict[str, dict[str, str]]:
+    """Package -> {name: the submodule that defines it} from its face's lazy_loader.attach call
+    (submod_attrs; a listed submodule stands for itself)."""
+    out = {}
+    for rel, mod in tree.asts.items():
+        if not rel.endswith("__init__.py"):
+            continue
+        pkg = tree.module_of[rel]
+        for n in ast.walk(mod):
+            if isinstance(n, ast.Call) and getattr(n.func, "attr", getattr(n.func, "id", "")) == "attach":
+                try:
+                    kw = {k.arg: ast.literal_eval(k.value) for k in n.keywords}
+                except ValueError:
+                    continue
+                table = {s: f"{pkg}.{s}" for s in kw.get("submodules", ())}
+                table |= {name: f"{pkg}.{s}" for s, ns in kw.get("submod_attrs", {}).items() for name in ns}
+                out[pkg] = {k: v for k, v in table.items() if v in tree.modules}
+    return out
+
+
+def _reached(tree: Tree, rel: str, faces=None) -> set[str]:
+    """The modules `rel` imports, anywhere in it: each import's target; a name taken from a face
+    (`from pipeproof.checker.cli import extract`) also reaches the submodule the face takes it
+    from; a face reaches the submodules its attach call lists; and `import_module("m")` with a
+    literal reaches m."""
+    faces = _faces(tree) if faces is None else faces
+    me, out = tree.module_of[rel], set()
+    for i in _imports(tree, rel):
+        out.add(i.target)
+        if i.name is not None and i.name in faces.get(i.target, {}):
+            out.add(faces[i.target][i.name])
+    if rel.endswith("__init__.py"):
+        out |= set(faces.get(me, {}).values())
+    for n in ast.walk(tree.asts[rel]):
+        if isinstance(n, ast.Call) and getattr(n.func, "attr", getattr(n.func, "id", "")) == "import_module" \
+                and n.args and isinstance(n.args[0], ast.Constant) and n.args[0].value in tree.modules:
+            out.add(n.args[0].value)
+    out.discard(me)
+    return out
+
+
+def named_backend_imports(tree: Tree) -> dict[str, list[str]]:
+    """File outside backends/ -> the backend rules modules (named_backend_modules) it imports,
+    in any form (`from pipeproof.backends import nvidia`, `import pipeproof.backends.amd as x`,
+    `from pipeproof.backends.nvidia import X`, relative, inside a function, importlib)."""
+    rules, faces, out = set(named_backend_modules(tree)), _faces(tree), {}
+    for rel in tree.asts:
+        if rel.split("/")[0] != "backends":
+            hit = _reached(tree, rel, faces) & rules
+            if hit:
+                out[rel] = sorted(hit)
+    return out
+
+
+def third_backend_files(tree: Tree) -> list[str]:
+    """The files outside backends/ a third backend touches: those importing a named backend
+    module, branching on a capability flag, or switching on the backend's name or code
+    (backend_switches), the union. Its cost is THIRD_BACKEND_FIXED (backends/<new>.py, the
+    registry) + this many files."""
+    switches = {f for f in backend_switches(tree) if f.split("/")[0] != "backends"}
+    return sorted(set(named_backend_imports(tree)) | set(capability_branches(tree)) | switches)
+
+
+def _front_end_module(rel: str) -> bool:
+    parts = rel.removesuffix(".py").split("/")
+    return any(p in FRONT_END_WORDS for p in parts)
+
+
+def _front_end_home(tree: Tree, rel: str) -> bool:
+    """In the front-end wing (checker/frontends/) or a front end's own package (spec/ttgir/...)."""
+    parts = rel.split("/")
+    return tree.wing(rel).split("/")[-1] == FRONT_END_WING or any(p in FRONT_END_WORDS for p in parts[:-1])
+
+
+def third_frontend_importers(tree: Tree) -> dict[str, list[str]]:
+    """Product file -> the modules of a specific front end it imports by name, for every file
+    outside the front-end wing (checker/frontends/) and the front ends' own packages
+    (spec/ttgir/, spec/mojo/). A specific front end's module has a FRONT_END_WORDS word (ttgir,
+    triton, mojo) as a folder or its stem: spec.ttgir.*, spec.mojo.*, checker.cli.triton,
+    checker.cli.mojo. Imports are _reached's: any import statement (also in a function), a name
+    taken from a face that takes it from such a module (`from pipeproof.checker.cli import
+    extract` is cli/triton.py's), and a face listing such a module. A string naming one (the
+    command table's "pipeproof.checker.cli.triton") is the registry entry, counted apart.
+    A third front end costs FRONT_END_FIXED (its reader module, its registry entry, its command)
+    + one per file here: on 77d57d9, 3 + 5 (cli's face, cli/triton.py, cli/mojo.py,
+    integrations/triton_watch.py, sweep/triton_points.py) = 8."""
+    faces, out = _faces(tree), {}
+    for rel in tree.asts:
+        if _front_end_home(tree, rel):
+            continue
+        hit = {m for m in _reached(tree, rel, faces) if _front_end_module(tree.modules[m])}
+        if hit:
+            out[rel] = sorted(hit)
+    return out
+
+
+# issue 46: layering ------------------------------------------------------------------------------
+
+def wing_order(root: Path) -> tuple[tuple[str, ...], ...]:
+    """docs/architecture.md's order of the checker/ wings, bottom first: the sentence after
+    "go down this order:" up to its first "(" or ".", steps split at "→" (or "->"), each the
+    `backticked` wings of one level. WING_ORDER when the page or the sentence is missing."""
+    doc = Path(root) / "docs" / "architecture.md"
+    text = " ".join(doc.read_text().split()) if doc.is_file() else ""
+    _, found, rest = text.partition("go down this order:")
+    if not found:
+        return WING_ORDER
+    rest = rest.split("(")[0].split(". ")[0].replace("->", "→")
+    levels = tuple(tuple(w for w in step.split("`")[1::2]) for step in rest.split("→"))
+    return levels if all(levels) and len(levels) > 1 else WING_ORDER
+
+
+def backup_arrows(tree: Tree, order=None) -> list[tuple[str, str]]:
+    """(file, module) for each import, at load time or inside a function, from a checker/ wing
+    to a checker/ wing higher in the order (wing_order: runtime, results -> core -> engines ->
+    smt, models, fix, sweep -> cli -> integrations; a wing imports those below it). Wings the
+    order does not name, and wings of one level, are not judged."""
+    order = wing_order(tree.root) if order is None else order
+    rank = {f"checker/{w}": i for i, level in enumerate(order) for w in level}
+    found = set()
+    for rel in tree.asts:
+        a = rank.get(tree.wing(rel))
+        if a is None:
+            continue
+        for i in _imports(tree, rel):
+            b = rank.get(tree.wing(tree.modules[i.target]))
+            if b is not None and b > a:
+                found.add((rel, i.target))
+    return sorted(found)
+
+
+# issue 46: length --------------------------------------------------------------------------------
+
+class Fn(NamedTuple):
+    file: str
+    name: str       # Class.method, outer.inner
+    lines: int      # `def` line to last line (decorators not counted)
+    table: bool     # literal dicts/lists/tuples/sets take more than half its lines
+
+
+def function_lengths(tree: Tree) -> list[Fn]:
+    """Every function and method of the product (nested ones too, each counted whole), longest
+    first. A function is a table when the lines of its outermost literal displays (dict, list,
+    tuple, set; a literal inside another counts once) cover more than half of its lines."""
+    out = []
+
+    def visit(node, prefix, rel):
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                n = child.end_lineno - child.lineno + 1
+                covered, stack = set(), list(ast.iter_child_nodes(child))
+                while stack:
+                    x = stack.pop()
+                    if isinstance(x, (ast.Dict, ast.List, ast.Tuple, ast.Set)):
+                        covered.update(range(x.lineno, x.end_lineno + 1))
+                    else:
+                        stack.extend(ast.iter_child_nodes(x))
+                out.append(Fn(rel, prefix + child.name, n, len(covered) * 2 > n))
+                visit(child, f"{prefix}{child.name}.", rel)
+            elif isinstance(child, ast.ClassDef):
+                visit(child, f"{prefix}{child.name}.", rel)
+            else:
+                visit(child, prefix, rel)
+
+    for rel, mod in tree.asts.items():
+        visit(mod, "", rel)
+    return sorted(out, key=lambda f: (-f.lines, f.file, f.name))
+
+
+# issue 46: tests ---------------------------------------------------------------------------------
+
+def tests_importing_tests(root: Path) -> dict[str, list[str]]:
+    """File of tests/ (any .py under it) -> the test files (tests/**/test_*.py) it imports:
+    `from tests.test_x import ...`, `from tests import test_x`, `import test_x` / `from test_x
+    import ...` (tests/ or the importer's folder on sys.path), `from .test_x import ...`,
+    at module level or in a function. Helper modules (tests/paths.py, ...) are not test files."""
+    root, out = Path(root), {}
+    base = root / "tests"
+    for path in sorted(base.rglob("*.py")) if base.is_dir() else []:
+        rel = path.relative_to(root).as_posix()
+        if "__pycache__" in rel:
+            continue
+        try:
+            mod = ast.parse(path.read_text(), rel)
+        except SyntaxError as e:
+            raise BadTree(f"{rel}:{e.lineno}: syntax error: {e.msg}") from None
+        names = []
+        for n in ast.walk(mod):
+            if isinstance(n, ast.Import):
+                names += [(0, a.name) for a in n.names]
+            elif isinstance(n, ast.ImportFrom):
+                names += [(n.level, n.module or "")]
+                names += [(n.level, f"{n.module}.{a.name}" if n.module else a.name) for a in n.names]
+        hit = set()
+        for level, name in names:
+            parts = [p for p in name.split(".") if p]
+            if not parts or not parts[-1].startswith("test_"):
+                continue
+            if level:
+                folder = path.parent
+                for _ in range(level - 1):
+                    folder = folder.parent
+                places = [folder]
+            else:
+                places = [root, base, path.parent]
+            for place in places:
+                f = place.joinpath(*parts[:-1], parts[-1] + ".py")
+                if f.is_file() and f != path and base in f.parents:
+                    hit.add(f.relative_to(root).as_posix())
+                    break
+        if hit:
+            out[rel] = sorted(hit)
+    return out
 
 
 # measure and print ----------------------------------------------------------------------------
@@ -303,6 +700,7 @@ def measure(root: Path) -> dict:
     if not tree.asts:
         raise BadTree(f"{root}: no product .py files")
     folders = files_per_folder(tree)
+    fns = function_lengths(tree)
     return {
         "files": len(tree.asts), "files per folder": folders,
         "largest folder": list(max(folders.items(), key=lambda fc: (fc[1], fc[0]))),
@@ -314,12 +712,31 @@ def measure(root: Path) -> dict:
         "cycles": {k: cycles(g) for k, g in import_graphs(tree).items()},
         "read_before_fill files": files_with_literal(tree, "read_before_fill"),
         "inconclusive files": files_with_literal(tree, "inconclusive"),
+        # issue 46
+        "capability branches": capability_branches(tree), "feature checks": feature_checks(tree),
+        "named backend modules": named_backend_modules(tree),
+        "named backend imports": named_backend_imports(tree),
+        "third backend files": third_backend_files(tree),
+        "third backend cost": THIRD_BACKEND_FIXED + len(third_backend_files(tree)),
+        "front end importers": third_frontend_importers(tree),
+        "third front end cost": FRONT_END_FIXED + len(third_frontend_importers(tree)),
+        "wing order": [list(level) for level in wing_order(tree.root)],
+        "back-up arrows": [list(a) for a in backup_arrows(tree)],
+        "files over 600 lines": [[f, n] for f, n in sorted(tree.lines.items(), key=lambda fl: (-fl[1], fl[0]))
+                                 if n > LONG_FILE],
+        "files over 800 lines": [[f, n] for f, n in sorted(tree.lines.items(), key=lambda fl: (-fl[1], fl[0]))
+                                 if n > VERY_LONG_FILE],
+        "largest function": list(fns[0]) if fns else None,
+        "functions over 120 lines": [list(f[:3]) for f in fns if f.lines > LONG_FUNCTION and not f.table],
+        "tables over 120 lines": [list(f[:3]) for f in fns if f.lines > LONG_FUNCTION and f.table],
+        "test files importing test files": tests_importing_tests(tree.root),
     }
 
 
 def rows(m: dict) -> list[tuple[str, str]]:
     sizes = lambda cs: f"{len(cs)}" + (f" (sizes {', '.join(str(len(c)) for c in cs)})" if cs else "")
     sites = lambda d: f"{len(d)} ({sum(d.values())})"
+    lsites = lambda d: f"{len(d)} ({sum(map(len, d.values()))})"
     return [
         ("product .py files", str(m["files"])),
         ("folders with .py files", str(len(m["files per folder"]))),
@@ -337,6 +754,21 @@ def rows(m: dict) -> list[tuple[str, str]]:
         ("wing cycles, module-level imports", sizes(m["cycles"]["wings"])),
         ('files with the literal "read_before_fill"', str(len(m["read_before_fill files"]))),
         ('files with the literal "inconclusive"', str(len(m["inconclusive files"]))),
+        # issue 46
+        ("files branching on a capability flag (sites)", lsites(m["capability branches"])),
+        ("feature checks: files (sites)", lsites(m["feature checks"])),
+        ("files importing a named backend module (outside backends/)", str(len(m["named backend imports"]))),
+        ("cost of a third backend (files)", str(m["third backend cost"])),
+        ("cost of a third front end (files)", str(m["third front end cost"])),
+        ("wing cycles, all imports", sizes(m["cycles"]["wings, all"])),
+        ("back-up arrows (imports up the wing order)", str(len(m["back-up arrows"]))),
+        ("product files over 600 lines", str(len(m["files over 600 lines"]))),
+        ("product files over 800 lines", str(len(m["files over 800 lines"]))),
+        ("largest function", "n/a" if not m["largest function"] else "{}:{} ({} lines{})".format(
+            *m["largest function"][:3], ", a table" if m["largest function"][3] else "")),
+        ("functions over 120 lines (+ tables)",
+         f'{len(m["functions over 120 lines"])} (+ {len(m["tables over 120 lines"])})'),
+        ("test files importing test files", str(len(m["test files importing test files"]))),
     ]
 
 
@@ -361,7 +793,24 @@ def print_details(m: dict) -> None:
              **{f"import cycles ({k})": [f"{len(c)}: {', '.join(c)}" for c in cs]
                 for k, cs in m["cycles"].items()},
              'files with "read_before_fill"': m["read_before_fill files"],
-             'files with "inconclusive"': m["inconclusive files"]}
+             'files with "inconclusive"': m["inconclusive files"],
+             "files branching on a capability flag (sites: lines)":
+                 [f"{len(ls):3d}  {f}: {', '.join(map(str, ls))}" for f, ls in m["capability branches"].items()],
+             "feature checks (sites: lines)":
+                 [f"{len(ls):3d}  {f}: {', '.join(map(str, ls))}" for f, ls in m["feature checks"].items()],
+             "named backend modules": m["named backend modules"],
+             "files importing a named backend module (outside backends/)":
+                 [f"{f} -> {', '.join(ms)}" for f, ms in m["named backend imports"].items()],
+             f"a third backend: {THIRD_BACKEND_FIXED} + these files": m["third backend files"],
+             f"a third front end: {FRONT_END_FIXED} + these files (-> the front end's modules)":
+                 [f"{f} -> {', '.join(ms)}" for f, ms in m["front end importers"].items()],
+             "wing order (bottom first)": [", ".join(level) for level in m["wing order"]],
+             "back-up arrows (imports up the wing order)": [f"{f} -> {mod}" for f, mod in m["back-up arrows"]],
+             "product files over 600 lines": [f"{n:5d}  {f}" for f, n in m["files over 600 lines"]],
+             "functions over 120 lines": [f"{n:5d}  {f}:{q}" for f, q, n in m["functions over 120 lines"]],
+             "tables over 120 lines": [f"{n:5d}  {f}:{q}" for f, q, n in m["tables over 120 lines"]],
+             "test files importing test files":
+                 [f"{f} -> {', '.join(ts)}" for f, ts in m["test files importing test files"].items()]}
     for title, items in lists.items():
         print(f"\n{title}: {len(items)}" + "".join(f"\n  {x}" for x in items))
 

@@ -1,6 +1,7 @@
-"""benchmarks/architecture.py (issue 33's code figures): each figure on small synthetic trees
-built in tmp_path, so that each one is seen to count what it should and to skip what it should
-not. No figure of the real repository is pinned here."""
+"""benchmarks/architecture.py (issue 33's and issue 46's code figures): each figure on small
+synthetic trees built in tmp_path, so that each one is seen to count what it should and to skip
+what it should not; then the rules and issue 46's targets, on this repository (the targets are
+figures of the tree, and fail while it misses them)."""
 from __future__ import annotations
 
 import importlib.util
@@ -203,6 +204,231 @@ def test_cli_json_table_and_bad_input(tmp_path, capsys):
     assert err.count("\n") == 1 and "checker/bad.py:1" in err
 
 
+# ---------------------------------------------------------------- issue 46's figures
+
+CAPS = """\
+BACKENDS = {
+    "nvidia": Backend("nvidia", 0, "pipeproof.backends.nvidia", phase_parity=True),
+    "amd": Backend("amd", 1, "pipeproof.backends.amd", phase_parity=False),
+}
+"""
+
+
+def test_capability_branches_direct_and_through_aliases(tmp_path):
+    t = tree(tmp_path, {
+        "checker/core/a.py": '''\
+            """if caps.phase_parity: a docstring is no branch"""
+            def f(caps, spec, m):
+                if caps.phase_parity:                       # 1: an if
+                    pass
+                x = 1 if not m.caps.counters else 2         # 2: a conditional expression, through not
+                ys = [r for r in spec.rings if backend(spec.backend).wrap32]   # 3: a filter
+                ok = spec.ready and caps.counters           # 4: a boolean operand
+                assert phase_parity(spec)                   # 5: a function named after the flag
+                while not (spec.x or caps.wrap32):          # 6: through not and or
+                    pass
+                g(caps.phase_parity)                        # an argument: no branch
+                return caps.counters                        # a return: no branch
+            ''',
+        "checker/core/b.py": '''\
+            class C:
+                def __init__(self, caps, signals):
+                    self.nv = caps.phase_parity
+                    self.parity, self.wrap = signals.phase_parity, signals.wrap32
+                    self.both = self.nv                     # an alias of an alias
+                    nv = not caps.counters
+                    (k := caps.counters)
+                    if nv:                                  # 1
+                        pass
+                def g(self, x):
+                    if self.nv and x:                       # 2
+                        pass
+                    y = 1 if self.wrap else x               # 3
+                    if self.both:                           # 4
+                        pass
+                    if k:                                   # 5
+                        pass
+            ''',
+        # a mixin of the same wing reads the class's attribute alias
+        "checker/core/c.py": "class M:\n    def h(self):\n        if self.parity:\n            pass\n",
+        # another wing: its `nv` is not b.py's alias; a name alias never leaves its file
+        "checker/smt/d.py": "def h(self, nv):\n    if self.nv or nv:\n        pass\n",
+        "backends/capabilities.py": "def f(b):\n    if b.phase_parity:\n        pass\n",   # the record's home
+        "checker/core/e.py": "def f(caps):\n    if caps.tx_bytes and caps.clusters:\n        pass\n",
+    })
+    assert A.capability_branches(t) == {"checker/core/a.py": [3, 5, 6, 7, 8, 9],
+                                        "checker/core/b.py": [8, 11, 13, 14, 16],
+                                        "checker/core/c.py": [3]}
+    assert A.feature_checks(t) == {"checker/core/e.py": [2]}
+
+
+def test_named_backend_modules_and_their_imports(tmp_path):
+    t = tree(tmp_path, {
+        "backends/capabilities.py": CAPS + "TOY = Backend(\"toy\", 2, \"x\")\n",
+        "backends/registry.py": 'EXTRA = ("pipeproof.backends.odd:Rules", "pipeproof.backends.base")\n',
+        "backends/nvidia.py": "", "backends/amd.py": "", "backends/toy.py": "", "backends/odd.py": "",
+        "backends/base.py": "", "backends/printed.py": "from pipeproof.backends import nvidia\n",
+        "checker/a.py": "from pipeproof.backends import nvidia\n",
+        "checker/b.py": "import pipeproof.backends.amd as x\n",
+        "checker/c.py": "def f():\n    from pipeproof.backends.toy import X\n",
+        "checker/d.py": "from pipeproof.backends.odd import R\n"
+                        "from pipeproof.backends import base, capabilities\n",
+        "spec/e.py": "import importlib\nrules = importlib.import_module('pipeproof.backends.amd')\n",
+        "spec/f.py": "from pipeproof.backends.capabilities import backend\n",   # the record: fine
+    })
+    assert A.named_backend_modules(t) == ["pipeproof.backends.amd", "pipeproof.backends.nvidia",
+                                          "pipeproof.backends.odd", "pipeproof.backends.toy"]
+    assert A.named_backend_imports(t) == {
+        "checker/a.py": ["pipeproof.backends.nvidia"], "checker/b.py": ["pipeproof.backends.amd"],
+        "checker/c.py": ["pipeproof.backends.toy"], "checker/d.py": ["pipeproof.backends.odd"],
+        "spec/e.py": ["pipeproof.backends.amd"]}
+
+
+def test_the_cost_of_a_third_backend(tmp_path):
+    t = tree(tmp_path, {
+        "backends/capabilities.py": CAPS, "backends/nvidia.py": "", "backends/amd.py": "",
+        "backends/dispatch.py": "from pipeproof.backends import amd, nvidia\n",     # inside backends/
+        "checker/a.py": "from pipeproof.backends import nvidia\nif caps.counters:\n    pass\n",
+        "checker/b.py": "if caps.wrap32:\n    pass\n",
+        "checker/c.py": 'if backend == "amd":\n    pass\n',
+        "checker/d.py": "if caps.tx_bytes:\n    pass\n",          # a feature check: no switch
+    })
+    assert A.third_backend_files(t) == ["checker/a.py", "checker/b.py", "checker/c.py"]
+    assert A.measure(tmp_path)["third backend cost"] == 2 + 3
+
+
+def test_the_cost_of_a_third_front_end(tmp_path):
+    files = {
+        "spec/ttgir/parse.py": "from pipeproof.spec.ttgir import build\n",      # its own package
+        "spec/ttgir/build.py": "", "spec/mojo/parse.py": "",
+        "checker/cli/__init__.py": 'import lazy_loader as _lazy\n__getattr__, __dir__, __all__ = _lazy.attach(\n'
+                                   '    __name__, submodules=["triton", "main"],\n'
+                                   '    submod_attrs={"triton": ["extract"], "main": ["run"]})\n',
+        "checker/cli/triton.py": "def f():\n    from pipeproof.spec.ttgir.parse import parse\n",
+        "checker/cli/main.py": 'TABLE = {"triton": "pipeproof.checker.cli.triton"}\n',   # the registry entry
+        "checker/sweep/points.py": "def f():\n    from pipeproof.checker.cli import extract\n",
+        "checker/sweep/other.py": "from pipeproof.checker.cli import run\n",            # not a front end's
+        "checker/integrations/triton_watch.py": "import pipeproof.spec.mojo.parse\n",
+        "checker/integrations/triton_api/__init__.py": "",                              # not a front end
+        "checker/integrations/hooks.py": "import pipeproof.triton\n",
+        "checker/frontends/mojo.py": "from pipeproof.spec.mojo import parse\n",        # the front ends' wing
+    }
+    t = tree(tmp_path, files)
+    assert A.third_frontend_importers(t) == {
+        "checker/cli/__init__.py": ["pipeproof.checker.cli.triton"],
+        "checker/cli/triton.py": ["pipeproof.spec.ttgir.parse"],
+        "checker/integrations/triton_watch.py": ["pipeproof.spec.mojo.parse"],
+        "checker/sweep/points.py": ["pipeproof.checker.cli.triton"]}
+    assert A.measure(tmp_path)["third front end cost"] == 3 + 4
+
+
+def test_wing_cycles_through_imports_in_functions(tmp_path):
+    t = tree(tmp_path, {
+        "checker/engines/e.py": "from pipeproof.checker.runtime import r\n",
+        "checker/runtime/r.py": "def f():\n    from pipeproof.checker.smt import s\n",
+        "checker/smt/s.py": "def f():\n    from pipeproof.checker.engines import e\n",
+        "checker/cli/c.py": "from pipeproof.checker.sweep import w\n",
+        "checker/sweep/w.py": "def f():\n    from pipeproof.checker.cli import c\n",
+        "checker/fix/x.py": "from pipeproof.checker.engines import e\n",      # one way only
+    })
+    g = A.import_graphs(t)
+    assert A.cycles(g["wings"]) == []
+    assert A.cycles(g["wings, all"]) == [["checker/engines", "checker/runtime", "checker/smt"],
+                                         ["checker/cli", "checker/sweep"]]
+
+
+def test_back_up_arrows_and_the_wing_order(tmp_path):
+    files = {
+        "checker/runtime/build.py": "def f():\n    from pipeproof.checker.engines import warm\n",  # up
+        "checker/results/trace.py": "from pipeproof.checker.core import semantics\n",              # up
+        "checker/engines/warm.py": "from pipeproof.checker.core import m\n",                       # down
+        "checker/core/m.py": "from pipeproof.checker.results import trace\n",                      # down
+        "checker/core/semantics.py": "",
+        "checker/smt/bmc.py": "from pipeproof.checker.engines import verifier\nimport pipeproof.checker.fix.f\n",
+        "checker/engines/verifier.py": "", "checker/fix/f.py": "",                  # smt, fix: one level
+        "checker/sweep/points.py": "def f():\n    from pipeproof.checker.cli import extract\n",   # up
+        "checker/cli/__init__.py": "", "checker/other/o.py": "from pipeproof.checker.cli import x\n",
+    }
+    t = tree(tmp_path, files)
+    assert A.wing_order(tmp_path) == A.WING_ORDER                  # no docs/architecture.md
+    assert A.backup_arrows(t) == [("checker/results/trace.py", "pipeproof.checker.core.semantics"),
+                                  ("checker/runtime/build.py", "pipeproof.checker.engines.warm"),
+                                  ("checker/sweep/points.py", "pipeproof.checker.cli")]
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "architecture.md").write_text(
+        "The wings' imports at load time go down this order: `core`, `results` → `runtime` →\n"
+        "`engines` -> `smt`, `sweep`, `cli` (a command imports ... `fix`). More `x` → `y`.\n")
+    assert A.wing_order(tmp_path) == (("core", "results"), ("runtime",), ("engines",), ("smt", "sweep", "cli"))
+    t = A.load_tree(tmp_path)
+    # core and results one level, sweep and cli one level: only runtime -> engines goes up now
+    assert A.backup_arrows(t) == [("checker/runtime/build.py", "pipeproof.checker.engines.warm")] == \
+        [tuple(a) for a in A.measure(tmp_path)["back-up arrows"]]
+
+
+def test_file_and_function_lengths(tmp_path):
+    body = "    x = 1\n" * 130
+    table = "    return {\n" + "        1: 2,\n" * 140 + "    }\n"
+    t = tree(tmp_path, {
+        "checker/a.py": f"def long():\n{body}\n\ndef short():\n    pass\n",
+        "checker/b.py": f"class C:\n    def m(self):\n    {body.replace(chr(10), chr(10) + '    ')}\n"
+                        f"        def inner():\n            pass\n",
+        "checker/c.py": f"def table():\n    'doc'\n{table}",
+        "checker/d.py": "x = 1\n" * 801, "checker/e.py": "x = 1\n" * 601,
+    })
+    fns = {(f.file, f.name): f for f in A.function_lengths(t)}
+    assert fns["checker/a.py", "long"].lines == 131 and not fns["checker/a.py", "long"].table
+    assert fns["checker/a.py", "short"].lines == 2
+    assert ("checker/b.py", "C.m") in fns and ("checker/b.py", "C.m.inner") in fns
+    assert fns["checker/c.py", "table"].table and fns["checker/c.py", "table"].lines == 144
+    m = A.measure(tmp_path)
+    assert m["largest function"] == ["checker/c.py", "table", 144, True]
+    assert [f[:2] for f in m["functions over 120 lines"]] == [["checker/b.py", "C.m"], ["checker/a.py", "long"]]
+    assert m["tables over 120 lines"] == [["checker/c.py", "table", 144]]
+    assert m["files over 800 lines"] == [["checker/d.py", 801]]
+    assert [f for f, _ in m["files over 600 lines"]] == ["checker/d.py", "checker/e.py"]
+
+
+def test_test_files_importing_test_files(tmp_path):
+    tree(tmp_path, {"checker/a.py": ""})
+    for rel, src in {
+        "tests/__init__.py": "",
+        "tests/paths.py": "ROOT = 1\n",
+        "tests/helpers.py": "from tests.test_b import y\n",           # a helper reaching into a test
+        "tests/test_a.py": "from tests.test_b import x\nfrom tests.paths import ROOT\n",
+        "tests/test_b.py": "import test_c\ndef f():\n    from tests import test_a\n",
+        "tests/test_c.py": "from .test_d import z\nimport pytest\n",
+        "tests/test_d.py": "from tests.helpers import y\nimport test_nothere\n",
+        "tests/sub/test_e.py": "import test_f\n",                      # its own folder on sys.path
+        "tests/sub/test_f.py": "",
+    }.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(src)
+    assert A.tests_importing_tests(tmp_path) == {
+        "tests/helpers.py": ["tests/test_b.py"], "tests/sub/test_e.py": ["tests/sub/test_f.py"],
+        "tests/test_a.py": ["tests/test_b.py"], "tests/test_b.py": ["tests/test_a.py", "tests/test_c.py"],
+        "tests/test_c.py": ["tests/test_d.py"]}
+    assert len(A.measure(tmp_path)["test files importing test files"]) == 5
+
+
+def test_cli_prints_issue_46_rows(tmp_path, capsys):
+    tree(tmp_path, {"checker/a.py": "if caps.wrap32:\n    pass\n", "backends/capabilities.py": CAPS,
+                    "backends/nvidia.py": "", "checker/b.py": "from pipeproof.backends import nvidia\n"})
+    assert A.main(["--root", str(tmp_path)]) == 0
+    cells = [ln.split("|") for ln in capsys.readouterr().out.splitlines()]
+    out = {c[0].strip(): c[-1].strip() for c in cells if len(c) > 1}
+    assert out["files branching on a capability flag (sites)"] == "1 (1)"
+    assert out["files importing a named backend module (outside backends/)"] == "1"
+    assert out["cost of a third backend (files)"] == "4"
+    assert out["cost of a third front end (files)"] == "3"
+    assert out["wing cycles, all imports"] == "0" and out["back-up arrows (imports up the wing order)"] == "0"
+    assert out["largest function"] == "n/a" and out["functions over 120 lines (+ tables)"] == "0 (+ 0)"
+    assert out["test files importing test files"] == "0"
+    assert A.main(["--root", str(tmp_path), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)["after"]
+    assert doc["capability branches"] == {"checker/a.py": [1]}
+    assert doc["named backend modules"] == ["pipeproof.backends.nvidia"]
+
+
 # ---------------------------------------------------------------- the rules, on this repository
 # (docs/architecture.md "The wings of checker/"; each rule fails on the synthetic trees above)
 
@@ -251,9 +477,10 @@ def test_each_wing_has_a_face_and_no_module_is_named_like_a_name_it_exports():
 
 
 def test_only_the_seam_switches_on_the_backend(repo):
-    """backends/capabilities.py is the seam; in the compiled engines core/semantics.py picks
-    the rules (numba cannot pass a module)."""
-    allowed = {"backends/capabilities.py", "checker/core/semantics.py"}
+    """backends/capabilities.py is the seam; in the compiled engines backends/dispatch.py (before
+    issue 46, core/semantics.py) picks the rules by the backend code (numba cannot pass a
+    module)."""
+    allowed = {"backends/capabilities.py", "backends/dispatch.py", "checker/core/semantics.py"}
     assert set(A.backend_switches(repo)) <= allowed, sorted(set(A.backend_switches(repo)) - allowed)
 
 
@@ -268,3 +495,63 @@ def test_the_kinds_and_verdicts_are_written_once():
     assert Verdict.worst(["ok", "violation", "inconclusive"]) is Verdict.VIOLATION
     assert {v: Verdict.of(v.proof_word) for v in Verdict} == {v: v for v in Verdict}
     assert VERDICT_EXIT["ok"] == 0 and VERDICT_EXIT[Verdict.VIOLATION] == 1
+
+
+# ---------------------------------------------------------------- issue 46's targets, on this repository
+# Figures on 77d57d9 (`python benchmarks/architecture.py --before 77d57d9`): capability-flag
+# branches 17 files (44 sites); 17 files importing backends/nvidia.py or amd.py; a third backend
+# 28 files, a third front end 8; wing cycles counting imports in functions 2 (engines, runtime,
+# smt; cli, sweep); 5 back-up arrows; 2 files over 800 lines; 11 functions over 120 lines
+# (largest engines/por.py frozen_touch, 261); 11 test files importing test files.
+
+# The most sites that may branch on phase_parity / counters / wrap32 outside backends/ (77d57d9:
+# 44 in 17 files). Set it to the final tree's figure when issue 46 closes, so that no new branch
+# on "nvidia or amd" comes in unnoticed.
+CAPABILITY_BRANCHES_MAX = 42
+
+
+def test_capability_branches_stay_at_most_the_closing_figure(repo):
+    found = A.capability_branches(repo)
+    assert sum(map(len, found.values())) <= CAPABILITY_BRANCHES_MAX, found
+
+
+def test_no_named_backend_module_is_imported_outside_backends(repo):
+    """Outside backends/, a backend's rules are reached through its record, never by name."""
+    assert A.named_backend_imports(repo) == {}
+
+
+def test_a_third_front_end_costs_at_most_three_files(repo):
+    """Its reader module, its registry entry, its command: nothing outside the front ends' wing
+    and packages names a front end's modules."""
+    assert A.FRONT_END_FIXED + len(A.third_frontend_importers(repo)) <= 3, A.third_frontend_importers(repo)
+
+
+def test_no_wing_cycle_even_through_imports_in_functions(repo):
+    assert A.cycles(A.import_graphs(repo)["wings, all"]) == []
+
+
+def test_every_checker_wing_has_a_place_in_the_documented_order(repo):
+    """docs/architecture.md's order names every checker/ wing (else its arrows go unjudged)."""
+    assert "go down this order:" in " ".join((ROOT / "docs" / "architecture.md").read_text().split())
+    ranked = {w for level in A.wing_order(ROOT) for w in level}
+    wings = {repo.wing(f).split("/")[1] for f in repo.asts if repo.wing(f).startswith("checker/")}
+    assert wings <= ranked, sorted(wings - ranked)
+
+
+def test_no_import_goes_up_the_wing_order(repo):
+    """Not even inside a function (docs/architecture.md: runtime, results -> core -> engines
+    -> smt, models, fix, sweep -> cli -> integrations)."""
+    assert A.backup_arrows(repo) == []
+
+
+def test_no_product_file_over_800_lines(repo):
+    assert {f: n for f, n in repo.lines.items() if n > A.VERY_LONG_FILE} == {}
+
+
+def test_no_function_over_120_lines_but_tables(repo):
+    assert [f for f in A.function_lengths(repo) if f.lines > A.LONG_FUNCTION and not f.table] == []
+
+
+def test_no_test_file_imports_another():
+    """Shared test code lives in helper modules of tests/, not in another test file."""
+    assert A.tests_importing_tests(ROOT) == {}
