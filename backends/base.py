@@ -58,6 +58,12 @@ from pipeproof.backends.capabilities import AMD, BACKEND_CODES, NVIDIA  # noqa: 
 FULL = 0
 EMPTY = 1
 
+# Outcome bits of one signal update, the same for every backend (backends/protocol.py `update`).
+TRAP_OVER_ARRIVAL = 1   # an arrive count above what the phase still waits for: the kernel traps
+TRAP_TX_RANGE = 2       # the transaction count left its range: the kernel traps
+COMPLETED = 4           # this update completed the current phase
+RAN_AHEAD = 8           # ... and the phase before it completed with nobody observing it
+
 U32 = (1 << 32) - 1
 
 # Names of the primitives; checker.smt and backends/printed.py replace exactly these when they

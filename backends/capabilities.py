@@ -28,6 +28,10 @@ class Backend:
     wrap32: bool         # a signal is a monotone counter whose wait thresholds wrap at 2^32
                          # (checker/smt/counters.py checks the widths)
     signal_fields: tuple  # what the three signal words of the state hold (backends/base.py)
+    signal_model: str = ""  # what the reductions (docs/reductions.md) and the lap abstraction
+                            # have been argued for: "mbarrier" (parity waits, phases complete),
+                            # "counter" (monotone, absolute thresholds), or "" (neither: no
+                            # partial-order reduction, and `prove` answers unknown)
 
     @property
     def counters(self) -> bool:
@@ -42,13 +46,39 @@ class Backend:
 
 BACKENDS = {
     "nvidia": Backend("nvidia", NVIDIA, "pipeproof.backends.nvidia", tx_bytes=True, clusters=True,
-                      phase_parity=True, wrap32=False, signal_fields=("phase_no", "pending", "tx")),
+                      phase_parity=True, wrap32=False, signal_fields=("phase_no", "pending", "tx"),
+                      signal_model="mbarrier"),
     "amd": Backend("amd", AMD, "pipeproof.backends.amd", tx_bytes=False, clusters=False,
-                   phase_parity=False, wrap32=True, signal_fields=("count",)),
+                   phase_parity=False, wrap32=True, signal_fields=("count",),
+                   signal_model="counter"),
 }
-BACKEND_NAMES = tuple(BACKENDS)
+BACKEND_NAMES = BACKENDS.keys()   # a live view: a registered backend joins it
 BACKEND_CODES = {b.name: b.code for b in BACKENDS.values()}
 _BY_CODE = {b.code: b for b in BACKENDS.values()}
+
+
+def register(record: Backend) -> Backend:
+    """Add a backend: the loader accepts its name from then on, and every feature check asks
+    its record. Its rules module must meet backends/protocol.py, and the compiled engines need
+    its branch in backends/dispatch.py (docs/architecture.md "How to add a backend")."""
+    from pipeproof.backends.protocol import check
+    clash = BACKENDS.get(record.name) or _BY_CODE.get(record.code)
+    if clash is not None and clash != record:
+        raise ValueError(f"backend {record.name!r} (code {record.code}) clashes with {clash.name!r}")
+    problems = check(record.rules)
+    if problems:
+        raise ValueError("; ".join(problems))
+    BACKENDS[record.name] = record
+    BACKEND_CODES[record.name] = record.code
+    _BY_CODE[record.code] = record
+    return record
+
+
+def unregister(name: str) -> None:
+    """Remove a registered backend (tests register toy ones)."""
+    record = BACKENDS.pop(name)
+    BACKEND_CODES.pop(name)
+    _BY_CODE.pop(record.code)
 
 
 def names_with(capability: str) -> str:

@@ -332,11 +332,12 @@ def test_window_matches_parity_rule():
 
 def test_amd_counter_is_monotone_sum():
     """Mojo AmdCounterBackend: a counter from 0; an arrive of n adds n."""
-    c = amd.init()
-    assert c == 0
+    c, b, x = amd.init(3)
+    assert (c, b, x) == (0, 0, 0)
     for n in (1, 2, 5):
-        c = amd.arrive(c, n)
-    assert c == 8
+        c, b, x, outcome = amd.update(c, b, x, 3, n, 0, 0)
+        assert outcome == 0   # a counter never traps, never completes a phase
+    assert (c, b, x) == (8, 0, 0)
 
 
 @pytest.mark.parametrize("phase,count,threshold", [

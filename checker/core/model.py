@@ -16,7 +16,6 @@ import numpy as np
 
 from pipeproof.backends.base import EMPTY, FULL
 from pipeproof.backends.capabilities import backend
-from pipeproof.backends import nvidia
 from pipeproof.checker.core import semantics as S
 from pipeproof.checker.core.program import OP_EFFECTS, Agent, agents_of, part_of, slot_parts
 from pipeproof.spec.schema import FILL_OPS, READ_OPS, Spec
@@ -144,7 +143,7 @@ class Model:
         cfg = np.array([len(self.agents), self.ctas, self.rings, self.backend, self.inflight, agf,
                         self.max_stages, off_sig, off_slot, off_bar, off_inf, n_fields,
                         len(self.barrier_names), self.tag_prologue, self.max_parts, self.win,
-                        int(self.strict_exit)],
+                        int(self.strict_exit), S.SIGNAL_MODELS[self.caps.signal_model]],
                        dtype=np.int64)
         ring = np.array([[r.stages, r.expected(FULL), r.expected(EMPTY), len(self.parts[i])]
                          for i, r in enumerate(self.ring_specs)], dtype=np.int64)
@@ -284,11 +283,8 @@ class Model:
             expected = ring.expected(sig % 2)
             if stage >= ring.stages:
                 bounds += [(0, 0)] * 4  # a ring shorter than the longest has unused signals
-            elif self.caps.counters:
-                bounds += [(0, updates * max_n), (0, 0), (0, 0), (0, 0)]
             else:
-                bounds += [(0, updates), (0, expected),
-                           (-nvidia.TX_LIMIT, 2 * nvidia.TX_LIMIT) if has_tx else (0, 0), (0, 1)]
+                bounds += list(self.caps.rules.signal_bounds(expected, updates, max_n, has_tx))
         max_tag = self.max_tag
         for pos in range(self.ctas * self.rings * self.max_stages * self.max_parts):
             slot, p = divmod(pos, self.max_parts)
@@ -341,9 +337,8 @@ class Model:
         for sig in range(self.ctas * self.rings * self.max_stages * 2):
             b = self.off_sig + 4 * sig
             ring, stage = self.sig_ring_stage(sig)
-            if self.caps.phase_parity and stage < ring.stages:  # an mbarrier's init
-                expected = ring.expected(sig % 2)
-                st[b], st[b + 1], st[b + 2] = nvidia.init(expected)
+            if stage < ring.stages:  # the backend's init (an mbarrier's init count)
+                st[b], st[b + 1], st[b + 2] = self.caps.rules.init(ring.expected(sig % 2))
         st[self.off_slot:self.off_bar] = -1
         return st
 

@@ -17,8 +17,9 @@ lands (copy), fires (commit) or finishes (async read).
 The state layout and the program order are checker/core/state_layout.py's, the in-flight entries
 checker/core/inflight.py's; both are re-exported here, so engines read everything as `S.*`.
 """
-from pipeproof.backends import amd, nvidia
-from pipeproof.backends.base import AMD, EMPTY, FULL, jit
+from pipeproof.backends import dispatch
+from pipeproof.backends.base import (COMPLETED, EMPTY, FULL, RAN_AHEAD, TRAP_OVER_ARRIVAL,
+                                     TRAP_TX_RANGE, jit)
 from pipeproof.spec.ops import OP_EFFECTS
 from pipeproof.checker.core.inflight import *  # noqa: F401,F403  (re-exported: S.add_entry ...)
 from pipeproof.checker.core.inflight import (EXIT_CLEAN, EXIT_FOREIGN, add_entry, commit_fired,
@@ -26,7 +27,7 @@ from pipeproof.checker.core.inflight import (EXIT_CLEAN, EXIT_FOREIGN, add_entry
                                         entry_into, exit_inflight, finish_read, make_entry,
                                         reads_in_flight, remove_entry, with_field)
 from pipeproof.checker.core.state_layout import *  # noqa: F401,F403  (re-exported: S.F_PC ...)
-from pipeproof.checker.core.state_layout import (A_CTA, A_LEN, A_RING0, C_AGENTS, C_AGF, C_BACKEND,
+from pipeproof.checker.core.state_layout import (C_SIGNAL_MODEL, SM_COUNTER, A_CTA, A_LEN, A_RING0, C_AGENTS, C_AGF, C_BACKEND,
                                             C_CTAS, C_FIELDS, C_INFLIGHT, C_MAXS, C_OFF_INF,
                                             C_MAXP, C_RINGS, C_STRICT_EXIT, C_TAG_OUTSIDE,
                                             DET_W, E_AGENT, E_CSEQ, E_PEER,
@@ -117,28 +118,35 @@ TRAP = 1 << 21            # with a violation bit: the hardware traps here, so th
 
 @jit
 def counter_signals(T):
-    """Are the signals monotone counters (amd) rather than mbarriers (backends/capabilities.py)?
-    With signal_ready, in_phase_window and signal_update, the compiled engines' one switch on
-    the backend: numba cannot pass a rules module, so the table's backend code picks it here."""
-    return T.cfg[C_BACKEND] == AMD
+    """May the reductions reason about the signals as monotone counters (amd)? What they may
+    assume is the backend record's `signal_model` (C_SIGNAL_MODEL), not its name."""
+    return T.cfg[C_SIGNAL_MODEL] == SM_COUNTER
+
+
+@jit
+def counter_ready(T, sig, counter, phase):
+    """Would a wait at `phase` on `sig` pass with the signal's counter at `counter` (a counter
+    backend: the other words unused)?"""
+    return dispatch.signal_ready(T.cfg[C_BACKEND], counter, 0, 0, expected_of(T, sig), phase,
+                                 sig % 2)
 
 
 @jit
 def signal_ready(T, st, sig, phase):
+    """Would a wait at `phase` on `sig` pass? The backend's rule, by the table's backend code
+    (backends/dispatch.py: the compiled engines' only way to a backend's rules)."""
     b = sig_base(T, sig)
-    if T.cfg[C_BACKEND] == AMD:
-        return counter_ready(T, sig, st[b], phase)
-    return nvidia.ready(st[b], phase)
+    return dispatch.signal_ready(T.cfg[C_BACKEND], st[b], st[b + 1], st[b + 2],
+                                 expected_of(T, sig), phase, sig % 2)
 
 
 @jit
 def in_phase_window(T, st, a, r, sig, phase):
-    """(nvidia) Is agent a, at `phase` on ring r, inside its phase window on `sig`
-    (docs/rules.md "The phase_alias window")? The one place the window rule is read; amd
-    counters have none."""
-    if T.cfg[C_BACKEND] == AMD:
-        return True
-    return nvidia.in_window_at(st[sig_base(T, sig)], intended(T, st, a, r, sig, phase))
+    """Is agent a, at `phase` on ring r, inside its phase window on `sig` (docs/rules.md "The
+    phase_alias window")? The one place the window rule is read (a counter backend's window
+    holds every wait)."""
+    return dispatch.in_window_at(T.cfg[C_BACKEND], st[sig_base(T, sig)],
+                                 intended(T, st, a, r, sig, phase))
 
 
 @jit
@@ -147,8 +155,8 @@ def intended(T, st, a, r, sig, phase):
     or, for an agent with a `reset` of the ring, from its last passed wait (k', ph')."""
     w = window_field(T, a, r, (sig // 2) % T.cfg[C_MAXS], sig % 2)
     if w < 0:
-        return nvidia.intended_phase(phase, T.agent[a, A_RING0 + 2 * r + 1])
-    return nvidia.intended_after(st[w], st[w + 1], phase)
+        return dispatch.intended_phase(T.cfg[C_BACKEND], phase, T.agent[a, A_RING0 + 2 * r + 1])
+    return dispatch.intended_after(T.cfg[C_BACKEND], st[w], st[w + 1], phase)
 
 
 @jit
@@ -173,15 +181,6 @@ def window_record(T, a, r, k, phase, pc):
 
 
 @jit
-def counter_ready(T, sig, counter, phase):
-    """(amd) Would a wait at `phase` on `sig` pass with the signal's counter at `counter`?"""
-    r = (sig // 2 // T.cfg[C_MAXS]) % T.cfg[C_RINGS]
-    if sig % 2 == FULL:
-        return amd.full_ready(counter, phase, T.ring[r, R_FULL_COUNT])
-    return amd.empty_ready(counter, phase, T.ring[r, R_EMPTY_COUNT])
-
-
-@jit
 def observe(T, st, sig):
     """A wait or try on `sig` passed: the current phase has been seen by someone."""
     st[sig_base(T, sig) + 3] = 1
@@ -189,27 +188,26 @@ def observe(T, st, sig):
 
 @jit
 def signal_update(T, st, sig, arrive_count, tx_delta, det):
-    """Apply one atomic update to a signal; returns violation bits (traps included)."""
+    """Apply one atomic update to a signal (the backend's `update`); returns violation bits,
+    traps included. A phase completed while nobody observed the one before ran ahead: extra
+    arrivals completed a whole phase (over_arrival, not a trap)."""
     b = sig_base(T, sig)
-    if T.cfg[C_BACKEND] == AMD:
-        st[b] = amd.arrive(st[b], arrive_count)
-        return 0
     old_phase = st[b]
-    ph, pend, tx, outcome = nvidia.update(st[b], st[b + 1], st[b + 2], expected_of(T, sig),
-                                          arrive_count, tx_delta)
-    if outcome & nvidia.TRAP_OVER_ARRIVAL:
+    a, pend, tx, outcome = dispatch.update(T.cfg[C_BACKEND], st[b], st[b + 1], st[b + 2],
+                                           expected_of(T, sig), arrive_count, tx_delta, st[b + 3])
+    if outcome & TRAP_OVER_ARRIVAL:
         note(det, OVER_ARRIVAL, sig, arrive_count, st[b + 1], 0)
         return OVER_ARRIVAL | TRAP
-    if outcome & nvidia.TRAP_TX_RANGE:
+    if outcome & TRAP_TX_RANGE:
         note(det, TX_RANGE, sig, tx, 0, 1)
         return TX_RANGE | TRAP
     bits = 0
-    if outcome & nvidia.COMPLETED:
-        if old_phase >= 1 and st[b + 3] == 0:
-            note(det, OVER_ARRIVAL, sig, old_phase, 0, 1)
-            bits |= OVER_ARRIVAL
+    if outcome & RAN_AHEAD:
+        note(det, OVER_ARRIVAL, sig, old_phase, 0, 1)
+        bits |= OVER_ARRIVAL
+    if outcome & COMPLETED:
         st[b + 3] = 0
-    st[b] = ph
+    st[b] = a
     st[b + 1] = pend
     st[b + 2] = tx
     return bits
@@ -450,7 +448,7 @@ def step(T, st, code, out, det):
     if T.prog[row, P_EFF + EF_ACTS]:
         # -- its update at each target CTA: now, or by the entry it issues (lands or fires later)
         n = T.prog[row, P_N]
-        if T.prog[row, P_EFF + EF_TX] != 0 and n > nvidia.TX_LIMIT:
+        if T.prog[row, P_EFF + EF_TX] != 0 and n > dispatch.tx_limit(T.cfg[C_BACKEND]):
             note(det, TX_RANGE, sig_index(T, cta, r, stage, FULL), n, a, 0)
             bits |= TX_RANGE | TRAP
         issued = T.prog[row, P_EFF + EF_ASYNC]
@@ -634,17 +632,17 @@ def at_blocking_wait(T, st, a):
 
 @jit
 def state_violations(T, st, n_enabled, det):
-    """Properties of the state itself: deadlock, and (nvidia) waiters outside their window."""
+    """Properties of the state itself: deadlock, and waiters outside their phase window (a
+    counter backend's window holds every wait)."""
     bits = 0
-    if not counter_signals(T):
-        for a in range(T.cfg[C_AGENTS]):
-            sig, phase = at_blocking_wait(T, st, a)
-            if sig >= 0:
-                r = T.prog[op_row(T, a, st[agent_base(T, a) + F_PC]), P_RING]
-                if not in_phase_window(T, st, a, r, sig, phase):
-                    note(det, PHASE_ALIAS, sig, a, phase, st[sig_base(T, sig)])
-                    bits |= PHASE_ALIAS
-                    break
+    for a in range(T.cfg[C_AGENTS]):
+        sig, phase = at_blocking_wait(T, st, a)
+        if sig >= 0:
+            r = T.prog[op_row(T, a, st[agent_base(T, a) + F_PC]), P_RING]
+            if not in_phase_window(T, st, a, r, sig, phase):
+                note(det, PHASE_ALIAS, sig, a, phase, st[sig_base(T, sig)])
+                bits |= PHASE_ALIAS
+                break
     if n_enabled == 0:
         nothing_in_flight = T.cfg[C_INFLIGHT] == 0 or st[T.cfg[C_OFF_INF]] == 0
         for a in range(T.cfg[C_AGENTS]):

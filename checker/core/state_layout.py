@@ -23,6 +23,11 @@ C_OFF_SIG, C_OFF_SLOT, C_OFF_BAR, C_OFF_INF, C_FIELDS, C_NBAR, C_TAG_OUTSIDE = 7
 C_MAXP, C_WIN = 14, 15  # parts per slot; where the window fields start in an agent record (-1: none)
 C_STRICT_EXIT = 16  # 1: a CTA gone with its own copies/commits in flight is inflight_at_exit (PTX's
                     # strict reading); 0: the warning unawaited_at_exit (DESIGN, revised 2026-12-02)
+C_SIGNAL_MODEL = 17  # what the reductions may assume of the signals (backends/capabilities.py
+                     # `signal_model`): SM_MBARRIER, SM_COUNTER, or SM_OTHER (none: no reduction
+                     # that reasons about signal values applies)
+SM_OTHER, SM_MBARRIER, SM_COUNTER = 0, 1, 2
+SIGNAL_MODELS = {"": SM_OTHER, "mbarrier": SM_MBARRIER, "counter": SM_COUNTER}
 
 # agent table columns
 A_CTA, A_BODY_START, A_BODY_END, A_LEN, A_ITEMS, A_PROG = 0, 1, 2, 3, 4, 5
