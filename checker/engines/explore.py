@@ -408,7 +408,10 @@ class Search(StateStore):
         the same programs (checker/engines/symmetries.py)."""
         super().__init__(model.words)
         self.model = model
-        self.por = por
+        # Partial-order reduction reasons about signal values; its argument was made for the
+        # signal models a backend record names (docs/reductions.md), so a backend with none
+        # gets the full search.
+        self.por = por and bool(model.caps.signal_model)
         self.future = POR.future_tables(model) if por else POR.no_future_tables(model)
         self.symmetry = symmetry
         self.sym = (SYM.symmetry(model, cta=symmetry if cta_symmetry is None else cta_symmetry)
