@@ -23,6 +23,7 @@ from pipeproof.checker.engines.explore import INTERRUPTED, Search
 from pipeproof.checker.core import MAX_INFLIGHT, Model, compile_model
 from pipeproof.checker.results import KINDS, RECORDS, Result
 from pipeproof.checker.results import Trace, trace_from_codes
+from pipeproof.checker.runtime import tiny_spec  # the warm-ups' one-slot pipeline (prover's too)
 from pipeproof.spec.schema import Spec
 
 
@@ -39,15 +40,6 @@ def warm_up() -> None:
     with compile_notice("search engine"):
         Search(compile_model(tiny_spec())).run()
     _warm = True
-
-
-def tiny_spec() -> Spec:
-    """A one-slot pipeline, only for loading the compiled engines."""
-    from pipeproof.spec.schema import Op, Role
-    return Spec(path="<warm-up>", name="warm-up", backend="nvidia", stages=1,
-                producer_arrive_count=1, consumer_arrive_count=1, items=1, roles=(
-                    Role("p", "producer", 1, 1, 0, 1, body=(Op("wait_empty"), Op("arrive_full"))),
-                    Role("c", "consumer", 1, 1, 0, 0, body=(Op("wait_full"), Op("read")))))
 
 
 # The most states the search for the minimal depth (without partial-order reduction) stores

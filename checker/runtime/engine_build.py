@@ -1,20 +1,25 @@
-"""The build process (checker/runtime/jitcache.py starts it): compile every engine once, under the
-build lock, then write the ready marker that every later command looks for.
+"""The build of the compiled engines, under its lock: `build(compile_all)` compiles every engine
+once (`compile_all`, which the build's entry point passes in), then writes the ready marker that
+every later command looks for; and `tiny_spec`, the one-slot pipeline every warm-up runs.
 
-Nothing imports this module; it runs as `python -c jitcache.BUILD_COMMAND`. It sits above
-every engine it compiles, so no engine depends back on it.
+The build process is started by checker/runtime/jitcache.py as `python -m` its entry point,
+checker/cli/build_engines.py (jitcache.BUILD_MODULE, a name, not an import). That entry point
+sits above the engines and BMC it compiles, so neither this wing nor any engine depends back on
+them: the runtime wing is the floor.
 """
 from __future__ import annotations
 
 import os
 import time
+from typing import Callable
 
 from pipeproof.backends.numba_cache import drop_stale_cache
 from pipeproof.checker.runtime.jitcache import lock_path, ready_marker, fcntl, ready, state_dir
 
 
-def build() -> int:
-    """The build process: compile every engine once, under the lock, then mark them ready."""
+def build(compile_all: Callable[[], object]) -> int:
+    """The build process: compile every engine once (`compile_all()`), under the lock, then mark
+    them ready. Returns the process's exit status."""
     d = state_dir()
     with open(lock_path(), "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # a concurrent build finishes first; then nothing to do
@@ -24,7 +29,7 @@ def build() -> int:
         started = time.monotonic()
         if os.environ.get("PIPEPROOF_BUILD_SLOW"):  # tests: a build that takes this long
             time.sleep(float(os.environ["PIPEPROOF_BUILD_SLOW"]))
-        warm_up_all()
+        compile_all()
         marker = ready_marker()
         tmp = d / f".{marker.name}.{os.getpid()}"
         tmp.write_text(f"compiled in {time.monotonic() - started:.1f} s\n")
@@ -32,10 +37,11 @@ def build() -> int:
     return 0
 
 
-def warm_up_all() -> None:
-    from pipeproof.checker.engines import warm_up_prove
-    from pipeproof.checker.smt import warm_up as warm_up_bmc
-    from pipeproof.checker.engines import warm_up
-    warm_up()
-    warm_up_prove()
-    warm_up_bmc()
+def tiny_spec():
+    """A one-slot pipeline, only for loading the compiled engines (each engine's warm-up runs it:
+    the search, prove's laps, BMC's replay)."""
+    from pipeproof.spec.schema import Op, Role, Spec
+    return Spec(path="<warm-up>", name="warm-up", backend="nvidia", stages=1,
+                producer_arrive_count=1, consumer_arrive_count=1, items=1, roles=(
+                    Role("p", "producer", 1, 1, 0, 1, body=(Op("wait_empty"), Op("arrive_full"))),
+                    Role("c", "consumer", 1, 1, 0, 0, body=(Op("wait_full"), Op("read")))))

@@ -2,8 +2,9 @@
 where numba caches them, and drops a cache older than its sources).
 
 A fresh install has no compiled engines. They are built once, by one detached process
-(checker/runtime/engine_build.py), which compiles every engine (search, laps and prove, BMC's
-replay) and then writes a marker named after the digest. Commands never compile in their own
+(`python -m pipeproof.checker.cli.build_engines`, under checker/runtime/engine_build.py's
+lock), which compiles every engine (search, laps and prove, BMC's replay) and then writes a
+marker named after the digest. Commands never compile in their own
 process when that works:
 
 - `pipeproof verify` answers in plain Python while the build runs (checker/engines/tier.py), and
@@ -35,7 +36,9 @@ except ImportError:  # no flock (Windows): no build process; commands compile in
 NOTICE_AFTER = 3.0  # seconds of silence before the first line about compiling
 EVERY = 10.0        # and then a line this often, so no wait is silent for long
 BUILDING = "PIPEPROOF_BUILDING"  # set in the build process
-BUILD_COMMAND = "import sys; from pipeproof.checker.runtime.engine_build import build; sys.exit(build())"
+# The build process's entry point, started by name (`python -m`): it sits above the engines and
+# BMC it compiles, and this floor wing never imports it.
+BUILD_MODULE = "pipeproof.checker.cli.build_engines"
 
 
 def state_dir() -> Path:
@@ -111,7 +114,7 @@ def start_build():
         return False
     env = dict(os.environ, PIPEPROOF_JIT="1", **{BUILDING: "1"})
     with open(d / "engines-build.log", "ab") as log:
-        return subprocess.Popen([sys.executable, "-c", BUILD_COMMAND], cwd=str(ROOT),
+        return subprocess.Popen([sys.executable, "-m", BUILD_MODULE], cwd=str(ROOT),
                                 env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
                                 start_new_session=True)  # a Ctrl-C of the command leaves it be
 

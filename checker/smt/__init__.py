@@ -10,7 +10,7 @@ __getattr__, __dir__, __all__ = _lazy.attach(
     __name__,
     submodules=["bmc", "counters", "precheck_spec", "solvers"],
     submod_attrs={
-        "bmc": ["verify_bmc", "warm_up"],
+        "bmc": ["verify_bmc", "warm_up_bmc"],
         "counters": ["amd_wrap", "report_lines"],
         "precheck_spec": ["precheck"],
     },

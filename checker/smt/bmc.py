@@ -69,7 +69,6 @@ from pipeproof.checker.smt import solvers as smt
 from pipeproof.checker.core import Model, compile_model
 from pipeproof.checker.results import KINDS, Result
 from pipeproof.checker.smt.encode import KIND_BITS, Encoding
-from pipeproof.checker.engines import verifier as V
 from pipeproof.checker.results import trace_from_codes
 from pipeproof.spec.schema import Spec
 
@@ -87,15 +86,15 @@ class Inconclusive(Exception):
 _warm = False
 
 
-def warm_up() -> None:
+def warm_up_bmc() -> None:
     """Load (or compile) the numba functions BMC calls (program unrolling, replay) before any
-    clock starts, like checker.engines.verifier.warm_up."""
+    clock starts, like the search's warm-up (checker.engines.warm_up), on the same tiny spec."""
     global _warm
     if not _warm:
-        from pipeproof.checker.runtime import ensure_engines
-        ensure_engines()  # the one shared build, as checker.engines.verifier.warm_up
+        from pipeproof.checker.runtime import ensure_engines, tiny_spec
+        ensure_engines()  # the one shared build, as the search's warm-up
         _warm = True
-        verify_bmc(V.tiny_spec(), depth=2)
+        verify_bmc(tiny_spec(), depth=2)
 
 
 def verify_bmc(spec: Spec, depth: int | None = None, timeout: float | None = None,
@@ -106,7 +105,7 @@ def verify_bmc(spec: Spec, depth: int | None = None, timeout: float | None = Non
     `strict_exit`: a CTA gone with its own copies or commits in flight is inflight_at_exit
     (as the explicit engine's `verify(..., strict_exit=True)`); without it that case is the
     warning unawaited_at_exit, which BMC does not report (it is no violation)."""
-    warm_up()
+    warm_up_bmc()
     started = time.monotonic()
     model = compile_model(spec, strict_exit=strict_exit)
     enc = Encoding(model)
