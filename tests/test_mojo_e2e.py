@@ -31,7 +31,7 @@ NETWORK = ("NewConnectionError", "Failed to establish a new connection", "Tempor
 
 
 def _mojo_bin():
-    from pipeproof.checker.cli.mojo import mojo_binary
+    from pipeproof.checker.frontends.mojo import mojo_binary
     return mojo_binary()
 
 

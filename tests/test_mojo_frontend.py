@@ -319,7 +319,7 @@ def test_mojo_source_without_toolchain_says_how_to_get_it(tmp_path, monkeypatch)
     got = subprocess.run([sys.executable, "-c",
                           # no `mojo` on PATH nor beside the interpreter (a venv with the
                           # toolchain's packages has one there)
-                          "import sys, pipeproof.checker.cli.mojo as m; m.mojo_binary = lambda: None; "
+                          "import sys, pipeproof.checker.frontends.mojo as m; m.mojo_binary = lambda: None; "
                           "from pipeproof.checker.cli.main import run; sys.argv=['pipeproof','mojo',"
                           f"'{src}','--target','sm_90a']; run()"],
                          capture_output=True, text=True, env={"PATH": env_path})
@@ -467,7 +467,7 @@ def test_roles_whose_reads_no_numbering_pairs_are_refused_in_one_line(monkeypatc
     # align_items keeps a stretching only when each read is shown to expect its own fill; when
     # none is, one line (exit 2), never a guessed pairing
     import pipeproof.spec.mojo.build as build
-    from pipeproof.checker.cli.mojo import extract
+    from pipeproof.checker.frontends.mojo import extract
     from pipeproof.spec.schema import SpecError
     monkeypatch.setattr(build, "_pairs_ok", lambda kernel, b: False)
     with pytest.raises(SpecError) as err:

@@ -90,7 +90,7 @@ def warm():
     from pipeproof.checker.engines.prover import prove
     from pipeproof.checker.cli.prove import proof_text  # noqa: F401
     from pipeproof.checker.results.report import format_text  # noqa: F401
-    from pipeproof.checker.cli.triton import extract  # noqa: F401
+    from pipeproof.checker.frontends import driver, registry, triton  # noqa: F401
     from pipeproof.checker.engines.verifier import verify
     from pipeproof.spec.load import load_spec
     spec = load_spec("spec/examples/sm90_ring_nvidia.toml")

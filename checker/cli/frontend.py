@@ -1,28 +1,47 @@
-"""What both front-end commands (`pipeproof triton`, `pipeproof mojo`) do with a spec they
-extracted from a kernel: verify it at the kernel's own item count, or prove it for every item
-count, print the verdict with the kernel's source line of each counterexample step, and give
-the exit code. Each front end reads its own IR; this is the part they share.
-
-A proof speaks for the kernel only where the extracted program is the kernel's: at its own item
-count, and at other counts where the front end re-extracted the program and found it the same
-(`same`). A violation the proof finds only at another item count is a program the kernel may
-never run: inconclusive for the kernel (exit 3), never a false alarm.
+"""What every front-end command (`pipeproof triton`, `pipeproof mojo`, and each front end the
+registry names: checker/frontends/registry.py) does once its options are parsed: read the kernel
+through its reader, print the extracted spec (or write it, `--emit-spec`), check it through the
+driver (checker/frontends/driver.py: verify at the kernel's own item count, or prove for every
+item count), print the verdict with the kernel's source line of each counterexample step, and
+exit with the code of `verify`. A kernel the reader refuses is its one line on stderr, exit 2.
 """
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+import sys
 
 import click
 
 
-@dataclass
-class Checked:
-    result: object            # the explicit engine's Result (for a proof: at its violating n)
-    lines: list               # the kernel's source line of each counterexample step
-    code: int                 # the exit code
-    kernel_status: str | None  # --prove: proved | violated | unknown, for the kernel
-    elsewhere: bool = False   # --prove: violated only at an item count the kernel does not run
+def run_frontend(reader, target: str, read_kernel, *, emit, as_json, trace_file, do_prove,
+                 max_states, timeout, strict_exit=False, sarif_file=None):
+    """`read_kernel()`: (KernelIR, ReadOptions), reading the kernel and parsing the command's
+    other options in the order the command's messages have always come in. Exits."""
+    from pipeproof.checker.cli.command import check_trace_name
+    from pipeproof.checker.frontends import check, extract, kernel_findings, unreadable_findings
+    from pipeproof.checker.results import EXIT_USAGE, sarif
+    from pipeproof.spec.schema import SpecError
+
+    check_trace_name(trace_file)
+    try:
+        ir, options = read_kernel()
+        extracted = extract(reader, ir, options, target, emit)
+    except SpecError as err:
+        click.echo(str(err), err=True)
+        if sarif_file:
+            sarif.write(sarif_file, unreadable_findings(str(err), target))
+        sys.exit(EXIT_USAGE)
+    out = show_extracted(target, extracted.toml_text, emit, as_json)
+    counts = reader.trip_counts(extracted.reading, extracted.toml_text, target) if do_prove else None
+    checked = check(extracted, do_prove=do_prove, counts=counts, max_states=max_states,
+                    timeout=timeout, strict_exit=strict_exit)
+    report(checked, extracted.spec, target, counts, out=out, as_json=as_json,
+           rerun_hint=reader.rerun_hint)
+    if sarif_file:
+        sarif.write(sarif_file, kernel_findings(checked.result, checked.lines, target,
+                                                checked.kernel_status))
+    print_counterexample(checked, target, out, trace_file, reader.step_text)
+    sys.exit(checked.code)
 
 
 def show_extracted(target, toml_text, emit, as_json):
@@ -36,53 +55,35 @@ def show_extracted(target, toml_text, emit, as_json):
     return out
 
 
-def check_extracted(spec, target, lines_of, *, out, as_json, do_prove, same, same_lines,
-                    same_json, rerun_hint, max_states, timeout, strict_exit=False) -> Checked:
-    """`lines_of(result)`: the kernel lines of its counterexample. `same`: None, or (the program
-    is the same at the other counts compared?, what was compared); `same_lines`/`same_json` say
-    it in text and JSON. `rerun_hint`: the command that checks the kernel's own count."""
-    from pipeproof.checker.results import EXIT_INCONCLUSIVE, VERDICT_EXIT, Verdict
-    if do_prove:
-        from pipeproof.checker.engines import MAX_ABSTRACT_STATES, prove
+def report(checked, spec, target, counts, *, out, as_json, rerun_hint) -> None:
+    """The verdict (a proof's, with what `counts` compared), and the --json document.
+    `rerun_hint`: the command that checks the kernel's own item count."""
+    result, lines = checked.result, checked.lines
+    if checked.proof is not None:
         from pipeproof.checker.cli.prove import proof_text, proof_to_json
-        proof = prove(spec, timeout=timeout, max_states=max_states or MAX_ABSTRACT_STATES)
-        result = proof.result
-        lines = lines_of(result) if result else []
-        elsewhere = (proof.verdict is Verdict.VIOLATION and not (same and same[0])
-                     and result is not None and result.spec.items != spec.items)
-        if elsewhere:
+        if checked.elsewhere:
             out(f"{target}: inconclusive for the kernel: the extracted spec is first violated at "
                 f"item count {result.spec.items}, and it is the kernel's program at {spec.items} "
                 f"alone; the counterexample below is that spec's, not a run of the kernel; "
                 f"{rerun_hint} checks the kernel's own count")
-        out(proof_text(proof))
-        for line in same_lines:
+        out(proof_text(checked.proof))
+        for line in counts.lines:
             out(line)
-        kernel_status = "unknown" if elsewhere else proof.status
         if as_json:
-            click.echo(json.dumps({"target": target, "proof": proof_to_json(proof),
-                                   "kernel_status": kernel_status, "trip_counts_agree": same_json,
-                                   "source": lines}, indent=2))
-        code = VERDICT_EXIT[Verdict.of(kernel_status)]
-        if same is not None and not same[0] and code == 0:
-            code = EXIT_INCONCLUSIVE  # proved for a program that is not the kernel's at the other counts
-        return Checked(result, lines, code, kernel_status, elsewhere)
-    from pipeproof.checker.runtime import wall
+            click.echo(json.dumps({"target": target, "proof": proof_to_json(checked.proof),
+                                   "kernel_status": checked.kernel_status,
+                                   "trip_counts_agree": counts.json, "source": lines}, indent=2))
+        return
     from pipeproof.checker.results import format_text, to_json
-    from pipeproof.checker.engines import verify
-    result = verify(spec, max_states=max_states, timeout=timeout, strict_exit=strict_exit)
-    result.wall_seconds = wall()  # reading (and compiling) the kernel included
     out(format_text(result).rstrip("\n"))
-    lines = lines_of(result)
     if as_json:
         doc = to_json([result])
         doc["target"] = target
         doc["source"] = lines
         click.echo(json.dumps(doc, indent=2))
-    return Checked(result, lines, VERDICT_EXIT[result.verdict], None)
 
 
-def print_counterexample(checked: Checked, target, out, trace_file, step_text) -> None:
+def print_counterexample(checked, target, out, trace_file, step_text) -> None:
     """The kernel's line of each step of a violation (`step_text(step)` without the step
     number), and the trace file if asked."""
     result = checked.result

@@ -22,6 +22,7 @@ from pipeproof.checker.cli.command import (InputLoop, UsageFailure, check_trace_
                                       output_path)
 from pipeproof.checker.results import (EXIT_INCONCLUSIVE, EXIT_OK, EXIT_UNEXPECTED, EXIT_USAGE,
                                      EXIT_VIOLATION, VERDICT_EXIT)
+from pipeproof.checker.frontends import commands as frontend_commands
 
 
 PLUGINS = "pipeproof.commands"  # the entry-point group of commands that live in other packages
@@ -30,8 +31,7 @@ PLUGINS = "pipeproof.commands"  # the entry-point group of commands that live in
 OWN_COMMANDS = {
     "prove": ("pipeproof.checker.cli.prove", "prove"),
     "export": ("pipeproof.checker.cli.export", "export"),
-    "triton": ("pipeproof.checker.cli.triton", "triton"),
-    "mojo": ("pipeproof.checker.cli.mojo", "mojo"),
+    **frontend_commands(),  # triton, mojo: each front end's command (checker/frontends/registry.py)
     "sweep": ("pipeproof.checker.cli.sweep", "sweep"),
     "examples": ("pipeproof.checker.cli.examples", "examples"),
 }

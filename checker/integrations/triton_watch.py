@@ -332,16 +332,10 @@ class Watcher:
     # ------------------------------------------------------------------ checking
     def check_sha(self, sha: str, args: dict) -> KernelResult:
         ttgir, name, where, target, cx = self._kernels[sha]
-        from pipeproof.spec.schema import SpecError
-        from pipeproof.spec.ttgir.parse import parse_ttgir
-        try:
-            module = parse_ttgir(ttgir, f"{name}.ttgir")
-            params = set()
-            for fn in module.funcs.values():
-                params |= {a[1:] for a in fn.attrs.get("args", [])}
-            used = {k: v for k, v in args.items() if k in params}
-        except SpecError:
-            module, used = None, {}
+        from pipeproof.checker.frontends import KernelIR, reader
+        funcs = reader("triton").functions(KernelIR(ttgir, f"{name}.ttgir"))  # None: unreadable
+        params = {p for names in (funcs or {}).values() for p in names}
+        used = {k: v for k, v in args.items() if k in params}
         mode = ["prove" if self.prove else "verify", self.strict_exit, self.max_states]
         key = hashlib.sha256(json.dumps([CACHE_VERSION, code_hash(), sha, sorted(used.items()),
                                          mode]).encode()).hexdigest()[:32]
@@ -349,7 +343,7 @@ class Watcher:
         if result is None:
             result = self._load(key)
             if result is None:
-                result = self._check(ttgir, module, name, where, used, key)
+                result = self._check(ttgir, funcs, name, where, used, key)
                 result.target, result.constexprs = target, cx
                 self._store(result)
             self._by_key[key] = result
@@ -375,16 +369,18 @@ class Watcher:
         tmp.write_text(json.dumps(asdict(result)))
         os.replace(tmp, path)  # atomic: a concurrent reader sees the old file or the new one
 
-    def _check(self, ttgir, module, name, where, args, key) -> KernelResult:
-        from pipeproof.checker.cli import extract, source_lines
-        from pipeproof.spec.load import load_spec_text
+    def _check(self, ttgir, funcs, name, where, args, key) -> KernelResult:
+        """Read through the front-end driver (checker/frontends/): verify at this launch's
+        trip count, then (prove) every item count of the extracted program."""
+        from pipeproof.checker.frontends import KernelIR, ReadOptions, extract, reader, source_lines
         from pipeproof.spec.schema import SpecError
         t0 = time.perf_counter()
         base = dict(name=name, where=where, key=key, args=args)
-        func = name if module is not None and name in module.funcs else None
+        func = name if funcs is not None and name in funcs else None
         try:
-            toml_text, source = extract(ttgir, f"{name}.ttgir", func, args)
-            spec = load_spec_text(toml_text, f"{name} (extracted)")
+            extracted = extract(reader("triton"), KernelIR(ttgir, f"{name}.ttgir"),
+                                ReadOptions(function=func, args=args), name)
+            spec, source = extracted.spec, extracted.source
         except SpecError as err:
             reason = " ".join(str(err).split()).replace(
                 "give kernel arguments with --arg NAME=VALUE (or --trip-count N for loop bounds)",

@@ -9,8 +9,8 @@ compiled once: its `kwargs` are constexprs, its `num_warps`, `num_stages` and `n
 options (`maxnreg` too when set). `--set NAME=VALUES` sweeps a kernel integer argument (a
 loop bound: one iteration, a trip count that is not a multiple of 2·stages) and `--arg NAME=V`
 fixes one; the grid is configs × those axes. Each point's spec is extracted from the config's
-TTGIR by checker/cli/triton.py's `extract` with the point's arguments, here, before the points
-are sent to the workers (which need no Triton).
+TTGIR by the Triton reader through the front-end driver (checker/frontends/) with the point's
+arguments, here, before the points are sent to the workers (which need no Triton).
 
 A config that does not compile, or whose IR the front end cannot read, gives error points
 with the reason; `prune_configs_by` and `pre_hook` are not run (every listed config is checked).
@@ -62,16 +62,21 @@ def points_of_kernel(target: str, args=(), sets=()) -> list[Point]:
             run_args = dict(fixed, **{n: v for (n, _), v in zip(axes, combo)})
             point.extra["args"] = run_args
             try:
-                from pipeproof.checker.cli import extract
-                point.text, _ = extract(ttgir, target, None, run_args)
+                point.text = _spec_text(ttgir, target, run_args)
             except SpecError as err:
                 point.error = f"{point.where}: {err}"
     return points
 
 
+def _spec_text(ttgir: str, target: str, args: dict) -> str:
+    """The TOML text of one point's spec: the config's TTGIR read with the point's arguments."""
+    from pipeproof.checker.frontends import KernelIR, ReadOptions, extract_text, reader
+    return extract_text(reader("triton"), KernelIR(ttgir, target), ReadOptions(args=args)).toml_text
+
+
 def _entry(path: Path, name: str) -> dict:
-    from pipeproof.checker.cli import load_kernel_module
-    module = load_kernel_module(path, name)
+    from pipeproof.checker.frontends import reader
+    module = reader("triton").load_kernel_module(path, name)
     kernels = getattr(module, "KERNELS", None)
     if not isinstance(kernels, dict) or name not in kernels:
         hint = ""
@@ -164,23 +169,12 @@ def _compile(path: Path, name: str, entry: dict, kwargs: dict, options: dict) ->
     key = (str(path.resolve()), name, repr(sorted(kwargs.items())), repr(sorted(options.items())))
     if key in _compiled:
         return _compiled[key]
-    import triton
-    from triton.backends.compiler import GPUTarget
-    if entry.get("gluon"):
-        from triton.experimental.gluon._runtime import GluonASTSource as Source
-    else:
-        from triton.compiler import ASTSource as Source
+    from pipeproof.checker.frontends import reader
     fn = entry["fn"].fn if _is_autotuner(entry["fn"]) else entry["fn"]
     signature = dict(entry["signature"])
     for k in kwargs:
         signature.setdefault(k, "constexpr")
     constexprs = dict(entry.get("constexprs", {}), **kwargs)
-    backend, arch = entry["target"]
-    src = Source(fn=fn, signature=signature, constexprs=constexprs, attrs=entry.get("attrs"))
-    try:
-        compiled = triton.compile(src, target=GPUTarget(backend, arch, 32), options=dict(options))
-    except Exception as err:  # Triton's own compile error, in one line
-        last = (str(err).strip().splitlines() or [type(err).__name__])[-1]
-        raise SpecError(f"Triton could not compile this config: {last}") from None
-    _compiled[key] = compiled.asm["ttgir"]
+    _compiled[key] = reader("triton").compile_entry(entry, fn, signature, constexprs, options,
+                                                    "Triton could not compile this config")
     return _compiled[key]
