@@ -198,7 +198,7 @@ def test_the_exports_and_the_cuda_generator_fire_on_full():
 @pytest.mark.parametrize("name", ["mma_epilogue", "commit_before_store", "count_too_high",
                                   "sm100", "sm100_commit_before_store"])
 def test_spin_and_rumur_agree(name, tmp_path):
-    from tests.test_export_models import agree, both_tools
+    from tests.export_support import agree, both_tools
     text = OK.get(name) or BAD[name][0]
     spec = load(text)
     ours = verify(spec, por=False, symmetry=False)

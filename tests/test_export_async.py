@@ -41,9 +41,9 @@ from pipeproof.checker.engines.reachable import reach
 from pipeproof.checker.results.result import KINDS
 from pipeproof.checker.engines.verifier import verify
 from pipeproof.spec.load import load_spec, load_spec_text
+from tests.export_support import OPT, TIMEOUT, agree, both_tools
 from tests.generators_expressive import designs, expressive_with_counts, to_toml
 from tests.paths import example_path
-from tests.test_export_models import OPT, TIMEOUT, agree, both_tools
 
 
 def _q(ops) -> str:
@@ -172,7 +172,7 @@ def _ours(name):
 
 
 def _agree(spec, ours, spin, rumur, spin_reach=True):
-    """As test_export_models.agree; with `spin_reach` SPIN's kind must be one every-path
+    """As export_support.agree; with `spin_reach` SPIN's kind must be one every-path
     search (checker/engines/reachable.py) finds, else only a kind (reach may not finish on a larger
     generated spec)."""
     agree(ours, spin, rumur, reach(spec).kinds if spin_reach else KINDS)

@@ -34,9 +34,8 @@ from pipeproof.checker.models.steps import (
 from pipeproof.checker.engines.reachable import reach
 from pipeproof.checker.engines.verifier import verify
 from pipeproof.spec.load import load_spec, load_spec_text
+from tests.export_support import OPT, TIMEOUT, both_tools, check_printed_read_miss
 from tests.paths import EXAMPLE_PATHS, example_path
-from tests.test_export_models import OPT, TIMEOUT, both_tools
-from tests.test_export_steps import check_printed_read_miss
 
 
 def _template(name: str, **params) -> str:

@@ -9,7 +9,7 @@
   Murphi model has the same state vector, in-flight entries as a sorted array).
 - Slots of several parts and the phase_alias window after a `reset` (docs/rules.md): the
   exports follow the explicit engine on generated specs whose verdict those rules decide
-  (tests/test_export_steps.py PART_AND_RESET_SPECS: two copies or writes per stage, a copy
+  (tests/export_support.py PART_AND_RESET_SPECS: two copies or writes per stage, a copy
   beside a write, guarded fills, two writing agents, an aliased epilogue write, per-tile
   resets with and without try_full), with Murphi's state count equal to pipeproof's on each
   `ok` one, with and without symmetry reduction where agents are interchangeable.
@@ -28,7 +28,6 @@ import functools
 import shutil
 import subprocess
 import sys
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -38,18 +37,14 @@ from benchmarks.standard_pipeline import make_toml
 from pipeproof.checker.models import ir as export_ir
 from pipeproof.checker.cli.export import export as export_command
 from pipeproof.checker.models.exporter import (
-    check_exportable, run_rumur, run_spin, to_murphi, to_promela,
+    check_exportable, run_rumur, to_murphi, to_promela,
 )
 from pipeproof.checker.results.result import KINDS
 from pipeproof.checker.engines.verifier import verify
 from pipeproof.spec.load import load_spec, load_spec_text
 from pipeproof.spec.schema import SpecError
 from tests.paths import CLI, EXAMPLE_PATHS, EXAMPLES_DIR, ROOT
-from tests.test_export_steps import PART_AND_RESET_SPECS
-
-OPT = "-O0"
-TIMEOUT = 120
-
+from tests.export_support import PART_AND_RESET_SPECS, OPT, TIMEOUT, agree, both_tools
 
 def _exports(path: Path) -> bool:
     try:
@@ -74,16 +69,6 @@ def verify_all_states(spec):
 @functools.lru_cache(maxsize=None)
 def pipeproof(name: str):
     return verify_all_states(load_spec(EXAMPLES_DIR / name))
-
-
-def both_tools(spec, tmp_path, symmetry=False):
-    """SPIN and Rumur side by side (two cores), each in its own directory."""
-    (tmp_path / "spin").mkdir()
-    (tmp_path / "rumur").mkdir()
-    with ThreadPoolExecutor(2) as pool:
-        s = pool.submit(run_spin, spec, tmp_path / "spin", TIMEOUT, opt=OPT)
-        m = pool.submit(run_rumur, spec, tmp_path / "rumur", TIMEOUT, symmetry=symmetry, opt=OPT)
-        return s.result(), m.result()
 
 
 def test_tools_are_installed():
@@ -112,22 +97,6 @@ def test_spin_and_rumur_agree_with_pipeproof(name, tmp_path):
     ours = pipeproof(name)
     assert ours.verdict in ("ok", "violation"), ours.limit
     agree(ours, *both_tools(spec, tmp_path), KINDS)
-
-
-def agree(ours, spin, rumur, spin_kinds):
-    """SPIN and Rumur reach pipeproof's (unreduced) verdict; Rumur stores exactly its states
-    when ok and names one of its kinds when not; SPIN's kind is one of `spin_kinds` (its
-    depth-first search stops at the first violation it meets, not the shortest)."""
-    for run in (spin, rumur):
-        assert run.verdict == ours.verdict, (
-            f"{run.tool}: {run.verdict} ({run.kind}), pipeproof: {ours.verdict} {ours.kinds}\n"
-            f"{run.output[-3000:]}")
-    if ours.verdict == "ok":
-        assert rumur.states == ours.states, "Murphi must store exactly pipeproof's states"
-        assert spin.states >= ours.states  # plus SPIN's init and process-exit states
-    else:
-        assert rumur.kind in ours.kinds, (rumur.kind, ours.kinds, rumur.output[-2000:])
-        assert spin.kind in spin_kinds, (spin.kind, spin.output[-2000:])
 
 
 def test_the_new_examples_export():

@@ -18,7 +18,7 @@ decides, in both exit modes.
   other's missing parts (docs/rules.md's example, ok); two that fill the same stage are.
 
 Each spec's verdict is pinned (the explicit engine's, unreduced, in the mode the case names),
-SPIN and Rumur must agree with it (tests/test_export_models.agree: on an ok spec Rumur stores
+SPIN and Rumur must agree with it (tests/export_support.agree: on an ok spec Rumur stores
 exactly pipeproof's states), and for R1 and R3 the export with the rule taken out must reach
 another verdict, so a spec that stopped depending on its rule would show.
 
@@ -40,7 +40,7 @@ from pipeproof.checker.models.steps import ExitCheck, Issue, step_actions
 from pipeproof.checker.results.result import KINDS
 from pipeproof.checker.engines.verifier import verify
 from pipeproof.spec.load import load_spec_text
-from tests.test_export_models import OPT, TIMEOUT, agree
+from tests.export_support import OPT, TIMEOUT, agree
 
 
 def _q(ops) -> str:
