@@ -18,6 +18,7 @@ from click.testing import CliRunner
 from hypothesis import given, settings
 
 from pipeproof.checker.engines import por as POR
+from pipeproof.checker.engines import por_walk as POR_WALK
 from pipeproof.checker.core import semantics as S
 from pipeproof.checker.engines import symmetries as SYM
 from pipeproof.checker.cli.main import main as cli_main
@@ -337,7 +338,7 @@ def test_a_walk_past_its_limit_answers_touched(monkeypatch):
     F = POR.future_tables(model)
     walk = POR.frozen_touch.py_func
     assert not walk(model.tables, F, _vec(state), 1, 0, 1, -1, 0, POR.ACC_READ, False, 0, -2, -1)
-    monkeypatch.setattr(POR, "WALK_LIMIT", 3)
+    monkeypatch.setattr(POR_WALK, "WALK_LIMIT", 3)
     assert walk(model.tables, F, _vec(state), 1, 0, 1, -1, 0, POR.ACC_READ, False, 0, -2, -1)
 
 
