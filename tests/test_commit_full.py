@@ -233,7 +233,7 @@ def test_gpu_logs_of_model_walks_conform(name):
     import random
     from pipeproof.checker.core.model import compile_model
     from pipeproof.cuda_ref.conform import conform
-    from tests.test_conform import shuffle_ties, walk
+    from tests.conform_support import shuffle_ties, walk
     m = compile_model(load(OK.get(name) or BAD[name][0]))
     fired = 0
     for seed in range(4):
