@@ -4,7 +4,8 @@ Logs here are made from model paths: seeded random walks through the compiled mo
 in the GPU recorder's event schema by an event builder of the tests' own
 (tests/conform_support.py, not conform's code), with increasing timestamps, some with
 equal-timestamp groups shuffled. Every such log must conform; tampered ones must be rejected
-at the right event. Real logs recorded on an H200 live in tests/fixtures/gpu/ as NAME.toml + NAME.log.json and are replayed the same way.
+at the right event. Real logs recorded on an H200 live in tests/fixtures/gpu/ as NAME.toml +
+NAME.log.json and are replayed the same way.
 """
 from __future__ import annotations
 
