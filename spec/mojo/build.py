@@ -151,25 +151,7 @@ def prepare(kernel: Kernel) -> None:
     committed = {p.name: {arrays[ev.barrier.array][0] for ev in p.events
                           if ev.kind == "commit" and ev.barrier.array.signal == EMPTY}
                  for p in kernel.partitions}
-    # copy bytes: the stride of each copy instruction's destination between slots
-    dst = {}
-    for p in kernel.partitions:
-        for ev in p.events:
-            if ev.kind == "copy":
-                dst.setdefault((ev.op.where, ev.op.name), {}).setdefault(ev.barrier.index, set()).add(
-                    ev.buffer.offset if ev.buffer is not None else None)
-    stride = {}
-    for k, by_slot in dst.items():
-        pts = sorted((s, o) for s, offs in by_slot.items() for o in offs if isinstance(o, int))
-        g = 0
-        for (s0, o0), (s1, o1) in zip(pts, pts[1:]):
-            if s1 != s0:
-                d = (o1 - o0)
-                if d % (s1 - s0):
-                    g = -1
-                    break
-                g = gcd(g, abs(d // (s1 - s0)))
-        stride[k] = g
+    stride = copy_strides(kernel)
     # AMD thresholds -> phases; counts from the first lap's thresholds
     for p in kernel.partitions:
         ring_of = {}
@@ -241,6 +223,30 @@ def prepare(kernel: Kernel) -> None:
                 pass
         p.events = drop_own_fill_waits(p, new, arrays)
         del ring_of
+
+
+def copy_strides(kernel: Kernel) -> dict:
+    """Copy bytes: per copy instruction (its Mojo line and name), the stride of its destination
+    between slots (0: it fills one slot only; -1: the offsets are not one stride apart)."""
+    dst = {}
+    for p in kernel.partitions:
+        for ev in p.events:
+            if ev.kind == "copy":
+                dst.setdefault((ev.op.where, ev.op.name), {}).setdefault(ev.barrier.index, set()).add(
+                    ev.buffer.offset if ev.buffer is not None else None)
+    stride = {}
+    for k, by_slot in dst.items():
+        pts = sorted((s, o) for s, offs in by_slot.items() for o in offs if isinstance(o, int))
+        g = 0
+        for (s0, o0), (s1, o1) in zip(pts, pts[1:]):
+            if s1 != s0:
+                d = (o1 - o0)
+                if d % (s1 - s0):
+                    g = -1
+                    break
+                g = gcd(g, abs(d // (s1 - s0)))
+        stride[k] = g
+    return stride
 
 
 def drop_own_fill_waits(p, events, arrays):

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from pipeproof.spec.mojo.llvm import (I1, I32, I64, IRError, OPAQUE, Parser, Ptr, Type,
                                       field_offset, size_of, tokenize, zero_of)
+from pipeproof.spec.mojo.operands import BINOPS, CASTS, parse_inst
 
 MAX_STEPS = 5_000_000
 
@@ -297,9 +298,13 @@ class Thread:
         return inst.parsed
 
     def step(self, frame, inst, stack):
+        """Run one instruction: its result goes into `frame`; a terminator answers ("br",
+        label) or ("ret", value), any other instruction None."""
         op = inst.opcode
         p = self.parse(inst)
         res = inst.result
+        if op in TERMINATORS:
+            return self.terminator(frame, inst, p, stack)
         if op in BINOPS:
             t, a, b = p
             x, y = self.ev(frame, a), self.ev(frame, b)
@@ -324,7 +329,26 @@ class Thread:
             src, args = p
             base = self.ev(frame, args[0][1])
             frame[res] = self.gep(base, src, [self.ev(frame, a[1]) for a in args[1:]])
-        elif op == "br":
+        elif op in MEMORY_OPS:
+            self.memory(frame, inst, p, stack)
+        elif op in AGGREGATE_OPS:
+            frame[res] = self.aggregate(frame, op, p)
+        elif op == "call":
+            out = self.do_call(frame, inst, p, stack)
+            if res:
+                frame[res] = out
+        elif op in ("fence", "cmpxchg"):
+            if res:
+                frame[res] = OPAQUE
+        else:
+            if res:
+                frame[res] = OPAQUE  # float arithmetic and the like: not modelled
+        return None
+
+    def terminator(self, frame, inst, p, stack):
+        """br, switch, ret: ("br", label) or ("ret", value); `unreachable` is an error."""
+        op = inst.opcode
+        if op == "br":
             if len(p) == 1:
                 return ("br", p[0])
             c, t_lab, f_lab = p
@@ -336,7 +360,7 @@ class Thread:
             if isinstance(cond, T):
                 self.lane_dependent = True
             return ("br", t_lab if cond & 1 else f_lab)
-        elif op == "switch":
+        if op == "switch":
             t, v, default, cases = p
             x = self.ev(frame, v)
             if not isinstance(x, int):
@@ -348,12 +372,18 @@ class Thread:
                 if self.mask(cv, t.bits) == x:
                     return ("br", lab)
             return ("br", default)
-        elif op == "ret":
+        if op == "ret":
             return ("ret", self.ev(frame, p) if p is not None else None)
-        elif op == "unreachable":
-            raise IRError("reached `unreachable` (an abort path: a debug_assert or a bound check "
-                          "that fails for these values)", inst)
-        elif op == "alloca":
+        raise IRError("reached `unreachable` (an abort path: a debug_assert or a bound check "
+                      "that fails for these values)", inst)
+
+    def memory(self, frame, inst, p, stack):
+        """alloca, load, store, atomicrmw: allocas are memory; a load or store of shared memory
+        (address space 3), and every atomic, is an event; an atomic load of a global is a
+        `Poll` (a wait, once compared)."""
+        op = inst.opcode
+        res = inst.result
+        if op == "alloca":
             self.allocas += 1
             frame[res] = Ptr(("alloca", self.allocas), 0)
         elif op == "load":
@@ -376,13 +406,23 @@ class Thread:
                 self.mem[(a.base, a.offset, t)] = val
             elif isinstance(a, Ptr) and a.base[0] == "global" and self.m.globals.get(a.base[1], (0,))[0] == 3:
                 self.record("store", inst, stack, addr=a, value=val)
-        elif op == "extractvalue":
+        else:  # atomicrmw
+            what, t, addr, v = p
+            a = self.ev(frame, addr)
+            self.record("atomic", inst, stack, addr=a, value=self.ev(frame, v), extra=what)
+            if res:
+                frame[res] = OPAQUE
+
+    def aggregate(self, frame, op, p):
+        """extractvalue, insertvalue, extractelement, insertelement: the result (structs and
+        vectors are lists, copied before an insert)."""
+        if op == "extractvalue":
             t, v, idx = p
             x = self.ev(frame, v)
             for i in idx:
                 x = x[i] if isinstance(x, list) else OPAQUE
-            frame[res] = x
-        elif op == "insertvalue":
+            return x
+        if op == "insertvalue":
             t, v, et, e, idx = p
             x = self.ev(frame, v)
             x = deep_copy(x if isinstance(x, list) else zero_like(t))
@@ -391,37 +431,18 @@ class Thread:
             for i in idx[:-1]:
                 cur = cur[i]
             cur[idx[-1]] = y
-            frame[res] = x
-        elif op == "extractelement":
+            return x
+        if op == "extractelement":
             t, v, it, i = p
             x, k = self.ev(frame, v), self.ev(frame, i)
-            frame[res] = x[k] if isinstance(x, list) and isinstance(k, int) else OPAQUE
-        elif op == "insertelement":
-            t, v, et, e, it, i = p
-            x, y, k = self.ev(frame, v), self.ev(frame, e), self.ev(frame, i)
-            x = deep_copy(x if isinstance(x, list) else zero_like(t))
-            if isinstance(k, int):
-                x[k] = y
-                frame[res] = x
-            else:
-                frame[res] = OPAQUE
-        elif op == "atomicrmw":
-            what, t, addr, v = p
-            a = self.ev(frame, addr)
-            self.record("atomic", inst, stack, addr=a, value=self.ev(frame, v), extra=what)
-            if res:
-                frame[res] = OPAQUE
-        elif op == "call":
-            out = self.do_call(frame, inst, p, stack)
-            if res:
-                frame[res] = out
-        elif op in ("fence", "cmpxchg"):
-            if res:
-                frame[res] = OPAQUE
-        else:
-            if res:
-                frame[res] = OPAQUE  # float arithmetic and the like: not modelled
-        return None
+            return x[k] if isinstance(x, list) and isinstance(k, int) else OPAQUE
+        t, v, et, e, it, i = p  # insertelement
+        x, y, k = self.ev(frame, v), self.ev(frame, e), self.ev(frame, i)
+        x = deep_copy(x if isinstance(x, list) else zero_like(t))
+        if isinstance(k, int):
+            x[k] = y
+            return x
+        return OPAQUE
 
     def binop(self, op, t, x, y, inst):
         if isinstance(x, Ptr) or isinstance(y, Ptr):
@@ -730,182 +751,6 @@ def zero_like(t: Type):
     return zero_of(t)
 
 
-BINOPS = ("add", "sub", "mul", "udiv", "sdiv", "urem", "srem", "and", "or", "xor", "shl", "lshr", "ashr")
-CASTS = ("trunc", "zext", "sext", "ptrtoint", "inttoptr", "bitcast", "addrspacecast", "freeze")
-FLAGS = ("nuw", "nsw", "exact", "disjoint", "inbounds", "nusw", "samesign", "volatile", "tail",
-         "musttail", "notail", "fast", "nnan", "ninf", "nsz", "arcp", "contract", "afn", "reassoc")
-
-
-def parse_inst(inst):
-    toks = tokenize(inst.text)
-    ps = Parser(toks, 1)
-    op = inst.opcode
-    if toks and toks[0][1] in ("tail", "musttail", "notail"):
-        ps.i = 2
-
-    def flags():
-        while ps.peek()[1] in FLAGS:
-            ps.next()
-
-    if op in BINOPS:
-        flags()
-        t = ps.type()
-        a = ps.value(t)
-        ps.expect(",")
-        return (t, a, ps.value(t))
-    if op == "icmp":
-        flags()
-        pred = ps.next()[1]
-        t = ps.type()
-        a = ps.value(t)
-        ps.expect(",")
-        return (pred, t, a, ps.value(t))
-    if op == "select":
-        flags()
-        ct = ps.type()
-        c = ps.value(ct)
-        ps.expect(",")
-        t = ps.type()
-        a = ps.value(t)
-        ps.expect(",")
-        ps.type()
-        return (c, a, ps.value(t))
-    if op in CASTS:
-        flags()
-        at = ps.type()
-        v = ps.value(at)
-        if op == "freeze":
-            return (at, v, at)
-        ps.expect("to")
-        return (at, v, ps.type())
-    if op == "getelementptr":
-        flags()
-        src = ps.type()
-        args = []
-        while ps.accept(","):
-            flags()
-            if ps.peek()[1] == "inrange":
-                ps.next()
-            at = ps.type()
-            args.append((at, ps.value(at)))
-        return (src, args)
-    if op == "br":
-        if ps.peek()[1] == "label":
-            ps.next()
-            return (ps.next()[1],)
-        ct = ps.type()
-        c = ps.value(ct)
-        ps.expect(",")
-        ps.expect("label")
-        a = ps.next()[1]
-        ps.expect(",")
-        ps.expect("label")
-        return (c, a, ps.next()[1])
-    if op == "switch":
-        t = ps.type()
-        v = ps.value(t)
-        ps.expect(",")
-        ps.expect("label")
-        default = ps.next()[1]
-        ps.expect("[")
-        cases = []
-        while not ps.accept("]"):
-            ct = ps.type()
-            cv = ps.value(ct)[1]
-            ps.expect(",")
-            ps.expect("label")
-            cases.append((cv, ps.next()[1]))
-        return (t, v, default, cases)
-    if op == "ret":
-        if ps.peek()[1] == "void":
-            return None
-        t = ps.type()
-        return ps.value(t)
-    if op == "alloca":
-        return None
-    if op == "load":
-        atomic = ps.accept("atomic")
-        ps.accept("volatile")
-        t = ps.type()
-        ps.expect(",")
-        at = ps.type()
-        return (t, ps.value(at), atomic)
-    if op == "store":
-        ps.accept("atomic")
-        ps.accept("volatile")
-        t = ps.type()
-        v = ps.value(t)
-        ps.expect(",")
-        at = ps.type()
-        return (t, v, ps.value(at))
-    if op == "extractvalue":
-        t = ps.type()
-        v = ps.value(t)
-        idx = []
-        while ps.accept(","):
-            idx.append(int(ps.next()[1]))
-        return (t, v, idx)
-    if op == "insertvalue":
-        t = ps.type()
-        v = ps.value(t)
-        ps.expect(",")
-        et = ps.type()
-        e = ps.value(et)
-        idx = []
-        while ps.accept(","):
-            idx.append(int(ps.next()[1]))
-        return (t, v, et, e, idx)
-    if op == "extractelement":
-        t = ps.type()
-        v = ps.value(t)
-        ps.expect(",")
-        it = ps.type()
-        return (t, v, it, ps.value(it))
-    if op == "insertelement":
-        t = ps.type()
-        v = ps.value(t)
-        ps.expect(",")
-        et = ps.type()
-        e = ps.value(et)
-        ps.expect(",")
-        it = ps.type()
-        return (t, v, et, e, it, ps.value(it))
-    if op == "atomicrmw":
-        ps.accept("volatile")
-        what = ps.next()[1]
-        at = ps.type()
-        addr = ps.value(at)
-        ps.expect(",")
-        t = ps.type()
-        return (what, t, addr, ps.value(t))
-    if op == "call":
-        flags()
-        while ps.peek()[0] == "word" and ps.peek()[1] not in ("void", "ptr", "asm") \
-                and not re.match(r"i\d+$", ps.peek()[1]) and ps.peek()[1] not in ("float", "half", "bfloat", "double"):
-            ps.next()  # calling convention, return attributes
-            if ps.peek()[1] == "(":
-                while ps.next()[1] != ")":
-                    pass
-        ret = ps.type()
-        if ps.peek()[1] == "asm":
-            ps.next()
-            while ps.peek()[0] == "word":
-                ps.next()  # sideeffect, convergent, inteldialect
-            text = ps.next()[1][1:-1]
-            ps.expect(",")
-            cons = ps.next()[1][1:-1]
-            callee = ("asm", text, cons)
-        else:
-            callee = ("fn", ps.next()[1])
-        ps.expect("(")
-        args = []
-        if not ps.accept(")"):
-            while True:
-                at = ps.type()
-                ps.skip_attrs()
-                args.append((at, ps.value(at)))
-                if ps.accept(")"):
-                    break
-                ps.expect(",")
-        return (ret, callee, args)
-    return None
+TERMINATORS = ("br", "switch", "ret", "unreachable")
+MEMORY_OPS = ("alloca", "load", "store", "atomicrmw")
+AGGREGATE_OPS = ("extractvalue", "insertvalue", "extractelement", "insertelement")
