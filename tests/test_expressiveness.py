@@ -36,6 +36,7 @@ from tests.example_results import (TIMEOUT_S, expected_kinds, spec_of, symmetric
 from tests.paths import EXAMPLE_NAMES
 from tests.pins import PINNED_STATES as ALL_PINNED_STATES
 from tests.pins import PINNED_TRACE_LENGTH as ALL_PINNED_TRACE_LENGTH
+from tests.replay_support import check_replay
 
 X_EXAMPLES = [n for n in EXAMPLE_NAMES if n.startswith("x_")]
 CORE_EXAMPLES = [n for n in EXAMPLE_NAMES if not n.startswith("x_")]
@@ -210,26 +211,9 @@ def test_pinned_trace_length(name):
 # counterexamples replayed; the whole state space explored again by the replayer
 
 
-def _check_replay(spec, result, kind):
-    trace = result.traces[kind].to_json()
-    outcome = R.replay(spec, trace)  # raises ReplayError on a disabled step or another state
-    assert kind in outcome.kinds, f"replay ends with {outcome.kinds}, not {kind}"
-    n = len(trace["steps"])
-    assert len(outcome.step_kinds) == n and len(outcome.state_kinds) == n + 1
-    for i, kinds in enumerate(outcome.step_kinds[:-1], start=1):
-        assert not kinds, f"step {i} already commits {kinds}"
-    for i, kinds in enumerate(outcome.state_kinds[:-1]):
-        assert not kinds, f"the state after step {i} already has {kinds}"
-    steps = result.traces[kind].steps
-    assert all(not s.violations for s in steps[:-1])
-    if kind in outcome.last_step_kinds:
-        assert kind in steps[-1].violations
-    return trace
-
-
 @pytest.mark.parametrize("name, kind", _violation_cases())
 def test_counterexample_replays(name, kind):
-    _check_replay(spec_of(name), result_of(name), kind)
+    check_replay(spec_of(name), result_of(name), kind)
 
 
 def test_traces_show_the_new_features():
@@ -421,7 +405,7 @@ def test_matmul_template_mutations_break_it(what, text, kinds, depth):
     result = verify(spec, timeout=TIMEOUT_S)
     assert (result.verdict, result.kinds, result.depth) == ("violation", kinds, depth), what
     for kind in kinds:
-        _check_replay(spec, result, kind)
+        check_replay(spec, result, kind)
 
 
 def test_matmul_template_without_the_drain_warns_and_fails_strictly():
@@ -490,7 +474,7 @@ def test_pingpong_template_mutations_break_it(what, roles, kinds, depth):
     result = verify(spec, timeout=TIMEOUT_S)
     assert (result.verdict, result.kinds, result.depth) == ("violation", kinds, depth), what
     for kind in result.kinds:
-        _check_replay(spec, result, kind)
+        check_replay(spec, result, kind)
 
 
 # ------------------------------------------------------------------------------------------
@@ -523,7 +507,7 @@ def test_reset_every_k_items_is_correct_exactly_when_it_keeps_parity(k, verdict,
     if states is not None:
         assert result.states == states
     else:
-        _check_replay(spec, result, kinds[0])
+        check_replay(spec, result, kinds[0])
 
 
 def test_every_at_ops_take_no_step_in_other_items():

@@ -2,9 +2,6 @@
 checker/engines/prover.py)."""
 from __future__ import annotations
 
-import random
-
-import numpy as np
 import pytest
 from click.testing import CliRunner
 
@@ -16,6 +13,7 @@ from pipeproof.checker.core.model import compile_model
 from pipeproof.checker.engines.prover import MAX_R, prove
 from pipeproof.checker.engines.verifier import verify
 from pipeproof.spec.load import load_spec, load_spec_text
+from tests.lap_support import random_states
 from tests.paths import EXAMPLE_PATHS, example_path, load_example
 from tests.pins import LARGE_PROVED_NO_POR, PROVED, PROVED_NO_CTA_SYMMETRY, PROVED_NO_POR
 from tests.specs import standard_toml
@@ -145,27 +143,6 @@ def test_unbounded_drift_is_unknown_not_proved():
 
 # ---------------------------------------------------------------- the canonical form
 
-def _random_states(lap, n, n_walks=30, length=80, seed=7):
-    """States of random walks of item count n, in the abstraction's own layout."""
-    T = lap.tables_for(n)
-    model = lap.model
-    rng = random.Random(seed)
-    out = np.empty(model.n_fields, dtype=np.int64)
-    for _ in range(n_walks):
-        st = model.initial_vector()
-        for _ in range(length):
-            moves = []
-            for a in range(model.n_actions()):
-                det = np.full(S.N_KINDS * S.DET_W, -1, dtype=np.int64)
-                bits = S.step(T, st, a, out, det)
-                if bits >= 0 and not bits & S.TRAP:
-                    moves.append(out.copy())
-            if not moves:
-                break
-            st = rng.choice(moves)
-            yield st
-
-
 @pytest.mark.parametrize("name", ["mojo_pcp_nvidia", "mojo_pcp_amd", "x_async_read_ok", "try_full_prefetch_ok",
                                   "x_named_split_ok", "x_mojo_sm100_matmul", "sm90_ring_nvidia",
                                   "cutlass_tma_async_cluster2", "x_persistent_tiles_ok",
@@ -176,7 +153,7 @@ def test_compiled_canonical_form_equals_the_readable_one(name):
     fast = lap_tables(lap)
     moved = 0
     for n in (2, 5):
-        for st in _random_states(lap, n):
+        for st in random_states(lap, n):
             a, b = st.copy(), st.copy()
             d1 = lap.canonical(a)
             d2 = canonical_fast(fast, b)
@@ -205,7 +182,7 @@ def test_phases_move_by_even_amounts_only():
     lap.classes = []  # keep agents in place, to compare each one's phase before and after
     m = lap.model
     moved = 0
-    for st in _random_states(lap, 12, n_walks=20, length=200):
+    for st in random_states(lap, 12, n_walks=20, length=200):
         after = st.copy()
         lap.canonical(after)
         for a in range(len(m.agents)):
@@ -246,7 +223,7 @@ def test_interchangeable_agents_are_stored_once():
     spec = load_example("mojo_pcp_nvidia")
     lap = LapAbstraction(spec, MAX_R)
     assert [[lap.model.agents[a].role for a in c] for c in lap.classes] == [["consumer", "consumer"]]
-    st = next(s for s in _random_states(lap, 3) if s[1 * lap.model.agf] != s[2 * lap.model.agf])
+    st = next(s for s in random_states(lap, 3) if s[1 * lap.model.agf] != s[2 * lap.model.agf])
     m = lap.model
     swapped = st.copy()
     swapped[1 * m.agf:2 * m.agf], swapped[2 * m.agf:3 * m.agf] = st[2 * m.agf:3 * m.agf], st[1 * m.agf:2 * m.agf]

@@ -12,9 +12,9 @@ from pipeproof.checker.engines.laps import CannotAbstract, LapAbstraction, canon
 from pipeproof.checker.engines.prover import MAX_R, prove, search_laps
 from pipeproof.checker.engines.verifier import verify
 from pipeproof.spec.load import load_spec_text
+from tests.lap_support import random_states
+from tests.rules_support import spec_text
 from tests.specs import standard_toml
-from tests.test_prove import _random_states
-from tests.test_semantic_rules import spec_text
 
 # The consumers release each slot with a commit: after the last item the CTA may go with the
 # last commit still in flight, its own (R2: the warning, not a violation; strict: a violation).
@@ -54,7 +54,7 @@ def test_agents_whose_entries_name_them_are_sorted_with_their_entries(text):
     assert [[lap.model.agents[a].role for a in c] for c in lap.classes] == [["consumer", "consumer"]]
     fast = lap_tables(lap)
     named = 0
-    for st in _random_states(lap, 3):
+    for st in random_states(lap, 3):
         names = {lap._names(int(e)) for e in st[lap.model.off_inf:] if e}
         named += bool(names & {1, 2})
         a, b = st.copy(), _swap_agents(lap, st, 1, 2)

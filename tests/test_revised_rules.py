@@ -23,7 +23,7 @@ from pipeproof.checker.core.model import compile_model
 from pipeproof.checker.engines.verifier import verify
 from pipeproof.spec.load import load_spec_text
 
-from tests.test_semantic_rules import Run, spec_text
+from tests.rules_support import Run, spec_text
 
 REDUCTIONS = [dict(symmetry=True, por=True), dict(symmetry=True, por=False),
               dict(symmetry=False, por=False)]

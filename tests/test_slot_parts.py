@@ -14,7 +14,7 @@ from pipeproof.checker.core.program import agents_of, slot_parts
 from pipeproof.checker.engines.verifier import verify
 from pipeproof.spec.load import load_spec_text
 from tests.generators import to_toml
-from tests.test_expressiveness import _check_replay
+from tests.replay_support import check_replay
 
 def _design(stages, pac, cac, items, roles, cluster=1, barriers=None):
     pipeline = {"backend": "nvidia", "stages": stages, "producer_arrive_count": pac,
@@ -121,7 +121,7 @@ def test_pinned_slot_parts_spec(name):
     if verdict == "ok":
         assert (result.states, unreduced.states) == states
     else:
-        trace = _check_replay(spec, result, kinds[0])
+        trace = check_replay(spec, result, kinds[0])
         if kinds[0] == "read_before_fill":  # the reason names the part that is not filled
             assert ".part[1], which holds nothing" in result.traces[kinds[0]].reason
         assert len(trace["steps"]) == depth
@@ -180,4 +180,4 @@ def test_a_cta_no_producer_fills_still_has_an_empty_slot():
     result = verify(spec)
     assert (result.verdict, result.kinds, result.depth) == ("violation", ("read_before_fill",), 4)
     assert "cta1.slot[0].part[1], which holds nothing" in result.traces["read_before_fill"].reason
-    _check_replay(spec, result, "read_before_fill")
+    check_replay(spec, result, "read_before_fill")
