@@ -11,7 +11,7 @@ stage/phase per ring), so a log of the kernel names the model's own agents and p
   and a named barrier can be a real `bar.sync` of whole warps;
 * nvidia: one mbarrier per `full[s]`/`empty[s]` of each ring in shared memory, driven with
   inline PTX: `mbarrier.init`, `mbarrier.arrive [, n]`, `mbarrier.arrive.expect_tx`,
-  `mbarrier.test_wait.parity` (its operand `phase & 1` printed from backends.nvidia.ready); remote
+  `mbarrier.test_wait.parity` (its operand `phase & 1` printed from backends.nvidia's signal_ready); remote
   targets (`to=leader|peer|all`) through `mapa` + `.shared::cluster` arrives; `copy B` is a
   1-D `cp.async.bulk` global -> shared that completes its bytes on `full[stage]` (with
   `.multicast::cluster` and a CTA mask when K > 1);
@@ -52,8 +52,10 @@ stage/phase per ring), so a log of the kernel names the model's own agents and p
   still held past the deadline belongs to a warp that stopped (an over-arrival): it is taken
   over and the log closed, so a trap's log ends at the faulting step.
 
-Op semantics come from the backends: `BACKEND_MIRRORS` lists, for every public function of
-backends/nvidia.py and backends/amd.py, how this kernel realises it, and `OP_EMITTERS` has an
+Op semantics come from the backends: each backend the kernel runs has one entry in
+cuda_ref/emit_backend.py's `DEVICE_BACKENDS`, by its registered name (its device functions,
+waits, probes and signal init; `BACKEND_MIRRORS`: for every public function of its rules
+module, how this kernel realises it), and `OP_EMITTERS` has an
 emitter for every op of spec.schema.OPS, chosen by the op's effects (emit_ops.emitter_for). A backend function or an op that is not mirrored
 fails loudly here (GenerationError) until it is implemented. What the kernel computes of a
 backend's rules is printed from the backend itself (backends/printed.py), not copied.
@@ -75,8 +77,8 @@ from pipeproof.checker.core import semantics as S
 from pipeproof.checker.core import OP_CODES, Model, compile_model
 from pipeproof.checker.core import OP_EFFECTS
 from pipeproof.cuda_ref.emit_backend import (
-    AMD_C_HELPERS, BACKEND_MIRRORS, BACKEND_MODULES, amd_helpers, amd_ready, backend_functions,
-    check_backend_mirrors, nv_wait_parity,
+    AMD_C_HELPERS, BACKEND_MIRRORS, BACKEND_MODULES, DEVICE_BACKENDS, amd_helpers, amd_ready,
+    backend_functions, check_backend_mirrors, device_code, nv_wait_parity,
 )
 from pipeproof.cuda_ref.emit_common import (
     BULK_ALIGN, CTL_FLAGS, CTL_PER_CTA, CTL_REC, CTL_SEQ, CTL_WORDS, EV_EXIT_INFLIGHT,
@@ -95,7 +97,7 @@ from pipeproof.spec.schema import OPS, Spec
 # Every name cuda_ref.run, cuda_ref.log and the tests read from here, wherever it is defined:
 # the log's layout and the limits (emit_common.py), the backend mirrors (emit_backend.py).
 __all__ = [
-    "AMD_C_HELPERS", "BACKEND_MIRRORS", "BACKEND_MODULES", "BULK_ALIGN", "CTL_FLAGS", "CTL_REC",
+    "AMD_C_HELPERS", "BACKEND_MIRRORS", "BACKEND_MODULES", "DEVICE_BACKENDS", "BULK_ALIGN", "CTL_FLAGS", "CTL_REC",
     "CTL_SEQ", "CTL_WORDS", "CTL_PER_CTA", "EV_EXIT_INFLIGHT", "EV_EXIT_UNAWAITED", "EV_FIELDS",
     "EV_LATE_TARGET", "EV_OP_FINISH", "EV_OP_FIRE", "EV_W", "FLAG_EV_OVERFLOW",
     "FLAG_LOCK_BROKEN", "FLAG_REC_OVERFLOW", "FLAG_SCHED", "KERNEL", "KERNEL_NAME", "LAND_BY_READ",
@@ -162,9 +164,9 @@ class _Gen(Layout, OpEmitter):
         self.k = model.ctas
         self.backend = self.spec.backend
         self.caps = backend_record(self.backend)
-        # signals are mbarriers (mbarrier.*, waits on a phase parity), else u32 counters; the
-        # kernel's NV switch (emit_ops.py reads it too)
-        self.nv = self.caps.phase_parity
+        # how the kernel realises the backend (cuda_ref/emit_backend.py; emit_ops.py reads it
+        # too): None where it has no entry, which check() refuses
+        self.device = DEVICE_BACKENDS.get(self.backend)
         self.path = self.spec.path
 
     def fail(self, what: str) -> GenerationError:
@@ -174,9 +176,9 @@ class _Gen(Layout, OpEmitter):
 
     def check(self):
         check_backend_mirrors(self.backend)
-        try:  # the backend rules the kernel prints must still have the form it realises
-            amd_ready()
-            nv_wait_parity("phase")
+        try:  # the backend rules the kernel prints must still have the form it realises (every
+            for device in DEVICE_BACKENDS.values():  # kernel carries every backend's functions)
+                device.check()
         except GenerationError as err:
             raise self.fail(str(err)) from None
         for a in self.model.agents:
@@ -272,19 +274,14 @@ class _Gen(Layout, OpEmitter):
             agent_of[a.cta][slot[a.cta]] = i
             slot[a.cta] += 1
         table = ", ".join("{" + ", ".join(str(x) for x in row) + "}" for row in agent_of)
-        init_lines = []
-        for rl in self.rings:
-            for s in range(rl.stages):
-                if self.nv:
-                    init_lines.append(f"    mbar_init(sig_addr({rl.index}, {s}, 0), {rl.full_count}u);")
-                    init_lines.append(f"    mbar_init(sig_addr({rl.index}, {s}, 1), {rl.empty_count}u);")
+        init_lines = [line for rl in self.rings for line in self.device.init(rl)]
         dispatch = "\n".join(f"      case {i}: agent_{i}(c); break;" for i in range(n_agents))
         subs = {
             "@SPEC@": self.spec.name.replace("*/", "* /").replace("\n", " "),
             "@PATH@": str(self.path).replace("*/", "* /"),
             "@BACKEND@": self.backend,
             "@K@": str(self.k),
-            "@NV@": "1" if self.nv else "0",
+            "@NV@": self.device.nv_switch,
             "@RINGS@": str(m.rings),
             "@MAXS@": str(m.max_stages),
             "@NGATES@": str(max(len(m.barrier_names), 1)),
@@ -299,8 +296,7 @@ class _Gen(Layout, OpEmitter):
             "@INIT@": "\n".join(init_lines),
             "@SLOT_INIT@": self._slot_offsets(),
             "@DISPATCH@": dispatch,
-            "@AMD_HELPERS@": amd_helpers(),   # printed from backends.amd
-            "@AMD_READY@": amd_ready(),
+            "@DEVICE_BACKENDS@": device_code(),   # each backend's, printed from its rules
             "@SWEEP_NS@": str(SWEEP_NS),
             "@SMEM_WORDS@": str(self.smem_bytes // 4),
             "@CHECK_DISPATCH@": self._check_dispatch(),

@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from pipeproof.backends import amd
-from pipeproof.backends.base import FULL
 from pipeproof.checker.core import semantics as S
 from pipeproof.checker.core import Model
 from pipeproof.checker.core import OP_EFFECTS
 from pipeproof.checker.results import KINDS
+from pipeproof.cuda_ref.emit_backend import DEVICE_BACKENDS
 
 
 def position_text(m: Model, state, a) -> str:
@@ -24,18 +23,14 @@ def position_text(m: Model, state, a) -> str:
 
 
 def signal_text(m: Model, state, sig, phase) -> str:
-    """What signal `sig` holds, and what a wait on it at `phase` needs."""
+    """What signal `sig` holds (its words, as the backend names them), and what a wait on it at
+    `phase` needs (the backend's words, cuda_ref/emit_backend.py)."""
     b = m.off_sig + 4 * sig
-    name = m.sig_short(sig)
-    if m.caps.counters:
-        r = (sig // 2 // m.max_stages) % m.rings
-        ring = m.ring_specs[r]
-        threshold = amd.full_threshold if sig % 2 == FULL else amd.empty_threshold
-        need = threshold(phase, ring.expected(sig % 2))
-        return f"{name} count={state[b]} (a wait at phase {phase} needs count >= {need})"
-    parity = "odd" if phase % 2 == 0 else "even"
-    return (f"{name} phase_no={state[b]} pending={state[b + 1]} tx={state[b + 2]} "
-            f"(a wait at phase {phase} passes once phase_no is {parity})")
+    words = " ".join(f"{field}={state[b + i]}" for i, field in enumerate(m.caps.signal_fields))
+    kind = sig % 2
+    expected = m.ring_specs[(sig // 2 // m.max_stages) % m.rings].expected(kind)
+    needs = DEVICE_BACKENDS[m.caps.name].wait_words(m.caps.rules, phase, expected, kind)
+    return f"{m.sig_short(sig)} {words} ({needs})"
 
 
 def why_disabled(m: Model, state, a, op) -> str:

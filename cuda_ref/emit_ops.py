@@ -7,7 +7,6 @@ from __future__ import annotations
 from pipeproof.backends.base import EMPTY, FULL
 from pipeproof.checker.core import OP_CODES
 from pipeproof.checker.core import OP_EFFECTS, part_of
-from pipeproof.cuda_ref.emit_backend import nv_wait_parity
 from pipeproof.cuda_ref.emit_common import WRITE_REGION
 from pipeproof.spec.schema import targets
 
@@ -55,19 +54,12 @@ class OpEmitter:
     # (advance, reset, read_wait) take it too, so nothing is logged after a step that trapped.
 
     def wait_call(self, r: int, kind: int, stage: str, phase: str) -> str:
-        """Whole warp: 1 when ready (lane 0 then holds the lock), 0 past the deadline."""
-        if self.nv:
-            return f"wait_nv(c, {self.sig(r, stage, kind)}, {nv_wait_parity(phase)})"
-        thr = ("amd_full_threshold" if kind == FULL else "amd_empty_threshold")
-        count = self.model.ring_specs[r].expected(kind)
-        return f"wait_amd(c, {self.sig(r, stage, kind)}, {thr}({phase}, {count}ull))"
+        """Whole warp: 1 when ready (lane 0 then holds the lock), 0 past the deadline (the
+        backend's wait, cuda_ref/emit_backend.py)."""
+        return self.device.wait(self, r, kind, self.sig(r, stage, kind), phase)
 
     def probe_call(self, r: int, kind: int, stage: str, phase: str) -> str:
-        if self.nv:
-            return f"probe_nv({self.sig(r, stage, kind)}, {nv_wait_parity(phase)})"
-        thr = ("amd_full_threshold" if kind == FULL else "amd_empty_threshold")
-        count = self.model.ring_specs[r].expected(kind)
-        return f"probe_amd({self.sig(r, stage, kind)}, {thr}({phase}, {count}ull))"
+        return self.device.probe(self, r, kind, self.sig(r, stage, kind), phase)
 
     def observe(self, a: int, pc: int, r: int, kind: int, cond: str, how: str) -> str:
         """A full wait or try notes the landings it saw: of the fill a read here pairs with."""
