@@ -209,9 +209,9 @@ def test_spin_and_rumur_agree(name, tmp_path):
 @pytest.mark.parametrize("name", ["mma_epilogue", "two_epilogues", "sm100", "cluster"])
 def test_commit_full_firings_taken_at_once_commute_with_everything_else(name):
     """The reduction takes a commit_full's firing at once (an arrival on full) only where it
-    commutes with every other enabled step (tests/test_por_reach.py's check)."""
+    commutes with every other enabled step (tests/por_support.py's check_independent_entries)."""
     from pipeproof.checker.core.model import compile_model
-    from tests.test_por_reach import check_independent_entries
+    from tests.por_support import check_independent_entries
     text = OK.get(name) or mma_epilogue().replace("backend = \"nvidia\"",
                                                   "backend = \"nvidia\"\ncluster_size = 2")
     model = compile_model(load(text))

@@ -54,8 +54,8 @@ stages = 8
 def longer_proof() -> str:
     """Issue 35's largest user-shaped cell (4 CTAs x 11 math warpgroups x 8 stages): about
     40 s of abstract search, so a progress line every 10 s has time to come."""
-    from tests.test_por_reach import _user_shaped_text
-    return _user_shaped_text(8, 11, 64, 4)
+    from tests.user_shaped_support import user_shaped_text
+    return user_shaped_text(8, 11, 64, 4)
 
 
 # 8 points: with proofs the first four (2 consumers) finish in 0.5-2 s each, the last four

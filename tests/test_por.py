@@ -30,37 +30,12 @@ from tests import generators as G
 from tests.generators_expressive import expressive_with_counts
 from tests.paths import EXAMPLES_DIR
 from tests.pins import PINNED_STATES_POR
+from tests.por_support import check_independent_steps, commutes_at, is_local, reachable, vec
 from tests.specs import THREE_CONSUMERS, standard_toml
 
 MAX_STATES = 30_000
-KIND_BITS = (1 << S.N_KINDS) - 1  # the violation kinds of a step's bits
-STATE_BITS = S.PHASE_ALIAS  # the state property a local step could hide (deadlock: see below)
-
-
 def _model(text):
     return compile_model(load_spec_text(text, "s.toml"))
-
-
-def _vec(state):
-    import numpy as np
-    return np.array(state, dtype=np.int64)
-
-
-def _local(model, state, a):
-    return bool(S.local_step(model.tables, _vec(state), a))
-
-
-def _reachable(model, limit):
-    """Up to `limit` reachable states, breadth first, no reduction."""
-    seen, todo = {model.initial_state()}, [model.initial_state()]
-    while todo and len(seen) < limit:
-        state = todo.pop(0)
-        for code in range(model.n_actions()):
-            nxt, bits, _ = model.apply(state, code)
-            if nxt is not None and not bits & S.TRAP and nxt not in seen:
-                seen.add(nxt)
-                todo.append(nxt)
-    return seen
 
 
 # ------------------------------------------------------------------------------------------
@@ -70,12 +45,12 @@ def _reachable(model, limit):
 def test_local_steps_of_the_standard_pipeline():
     model = _model(standard_toml(stages=2, consumers=1, items=2))
     state = model.initial_state()
-    assert not any(_local(model, state, a) for a in range(2))  # both stand before a wait
+    assert not any(is_local(model, state, a) for a in range(2))  # both stand before a wait
     # producer: wait_empty, write, arrive_full -> now before its advance
     for _ in range(3):
         state = model.apply(state, 0)[0]
     assert model.format_action(state, 0).startswith("producer[0].advance")
-    assert _local(model, state, 0) and not _local(model, state, 1)
+    assert is_local(model, state, 0) and not is_local(model, state, 1)
 
 
 def test_the_last_advance_is_not_local():
@@ -85,7 +60,7 @@ def test_the_last_advance_is_not_local():
     for _ in range(3):
         state = model.apply(state, 0)[0]
     assert model.format_action(state, 0).startswith("producer[0].advance")
-    assert not _local(model, state, 0)
+    assert not is_local(model, state, 0)
 
 
 def test_a_wait_is_local_only_when_skipped():
@@ -93,7 +68,7 @@ def test_a_wait_is_local_only_when_skipped():
         "try_full", "wait_full unless=ready", "read", "arrive_empty", "advance"]))
     state = model.apply(model.initial_state(), 1)[0]  # try_full on an empty slot: ready = false
     assert model.format_action(state, 1).startswith("consumer[0].wait_full")
-    assert not _local(model, state, 1)
+    assert not is_local(model, state, 1)
     for _ in range(3):  # the producer fills the slot
         state = model.apply(state, 0)[0]
     state = model.apply(model.apply(state, 1)[0], 1)[0]  # wait, read: not local either way
@@ -103,80 +78,24 @@ def test_a_wait_is_local_only_when_skipped():
         state = model.apply(state, 0)[0]
     state = model.apply(state, 1)[0]  # try_full: ready = true
     assert model.format_action(state, 1).startswith("consumer[0].wait_full")
-    assert _local(model, state, 1)
+    assert is_local(model, state, 1)
 
 
 # ------------------------------------------------------------------------------------------
 # why it is sound: checked on every reachable state
 
 
-def entry_code(model, state, e):
-    """The action code of in-flight entry `e` (by value: entries move as others come and go)."""
-    off = model.tables.cfg[S.C_OFF_INF]
-    for j in range(model.tables.cfg[S.C_INFLIGHT]):
-        if state[off + j] == e:
-            return len(model.agents) + j
-    return None
-
-
-def same_action(model, before, after, u):
-    """Action u of state `before` as a code of state `after`: an agent's is its own, an
-    in-flight entry's is found by its value (an issue or a landing moves the others)."""
-    if u < len(model.agents):
-        return u
-    return entry_code(model, after, before[model.tables.cfg[S.C_OFF_INF] + u - len(model.agents)])
-
-
-def commutes_at(model, now, a, may_enable=False):
-    """At state `now`: agent a's step is enabled, the state before it shows no state property
-    the state after it lacks (it is never stored, so never evaluated), and it commutes with
-    every other enabled step: both orders reach the same state and find the same violations
-    between them (arrivals of one count on one signal commute, but which one completes a phase,
-    and carries that phase's violation, depends on the order). It disables no other step; with
-    `may_enable` it may enable one (a wait that needs a's arrival: in every run that wait comes
-    after a's step anyway). Returns (a's violation bits at `now`, the successors of the other
-    steps)."""
-    after, bits, _ = model.apply(now, a)
-    assert after is not None, model.format_action(now, a)
-    assert model.state_violation_bits(now)[0] & ~model.state_violation_bits(after)[0] \
-        & STATE_BITS == 0
-    successors = []
-    for u in range(model.n_actions()):
-        if u == a:
-            continue
-        u_first, u_bits, _ = model.apply(now, u)
-        u2 = same_action(model, now, after, u)
-        u_after, u_bits_after, _ = model.apply(after, u2) if u2 is not None else (None, 0, None)
-        if u_first is None:
-            assert may_enable or u_after is None, model.format_action(now, u)
-            continue
-        assert u_after is not None, model.format_action(now, u)
-        if u_bits & S.TRAP:
-            # u traps: the run u-then-a ends at u, so a's own bits (a may violate here, after
-            # the others moved) are never seen on it. What the reduction must keep is that a
-            # violation is found in both orders (docs/reductions.md "What must be kept"): u
-            # still violates after a.
-            assert u_bits_after & KIND_BITS, model.format_action(now, u)
-            continue
-        both, t_bits, _ = model.apply(u_first, a)
-        assert u_bits | t_bits == bits | u_bits_after, model.format_action(now, u)
-        if not u_bits_after & S.TRAP:
-            assert both == u_after
-            successors.append(u_first)
-    return bits, successors
-
-
 def check_local_steps_commute(model, limit=3000):
     """Returns how many (state, local step, other step) pairs were checked."""
     checked = 0
-    for state in _reachable(model, limit):
+    for state in reachable(model, limit):
         for a in range(len(model.agents)):
-            if not _local(model, state, a):
+            if not is_local(model, state, a):
                 continue
             bits, successors = commutes_at(model, state, a)
             assert bits == 0
             for nxt in successors:
-                assert _local(model, nxt, a)  # still enabled, still local
+                assert is_local(model, nxt, a)  # still enabled, still local
                 assert model.apply(nxt, a)[1] == 0
             checked += len(successors)
     return checked
@@ -191,29 +110,6 @@ def test_local_steps_commute_on_generated_specs(design):
 @pytest.mark.parametrize("name", sorted(THREE_CONSUMERS))
 def test_local_steps_commute_with_async_reads_barriers_and_writes(name):
     assert check_local_steps_commute(_model(THREE_CONSUMERS[name])) > 0
-
-
-def check_independent_steps(model, limit=300, horizon=60):
-    """For each reachable state and each agent whose next step `independent_step` allows (and
-    that is clean there): explore up to `horizon` states of the others moving while it stands
-    still, and require `commutes_at` at each. Returns how many pairs were checked."""
-    F = POR.future_tables(model)
-    checked = 0
-    for state in _reachable(model, limit):
-        for a in range(len(model.agents)):
-            if _local(model, state, a) or not POR.independent_step(model.tables, F, _vec(state), a):
-                continue
-            if model.apply(state, a)[1] != 0:
-                continue  # a violating step is left to the search
-            seen, todo = {state}, [state]
-            while todo and len(seen) < horizon:
-                _, successors = commutes_at(model, todo.pop(0), a, may_enable=True)
-                checked += len(successors)
-                for nxt in successors:
-                    if nxt not in seen:
-                        seen.add(nxt)
-                        todo.append(nxt)
-    return checked
 
 
 @settings(max_examples=40, **G.SETTINGS)
@@ -284,9 +180,9 @@ def test_independent_steps_occur():
     model = _model(standard_toml(stages=2, consumers=2, items=3))
     F = POR.future_tables(model)
     ops = set()
-    for state in _reachable(model, 2000):
+    for state in reachable(model, 2000):
         for a in range(len(model.agents)):
-            if POR.independent_step(model.tables, F, _vec(state), a):
+            if POR.independent_step(model.tables, F, vec(state), a):
                 ops.add(model.format_action(state, a).split(".")[1].split("(")[0])
     assert {"arrive_empty", "read", "wait_full", "wait_empty", "arrive_full"} <= ops, ops
     assert check_independent_steps(model) > 0
@@ -303,7 +199,7 @@ def _first_read(model):
 
 def _slot0_touched(model, state, a=1):
     F = POR.future_tables(model)
-    T, st = model.tables, _vec(state)
+    T, st = model.tables, vec(state)
     bit = 0  # CTA 0, stage 0
     return (bool(POR.others_touch(T, F, st, a, 0, 1 << POR.WRITE_SLOT, 1 << bit)),
             bool(POR.frozen_touch(T, F, st, a, 0, 1 << bit, -1, 0, POR.ACC_READ, False, 0, -2, -1)))
@@ -315,7 +211,7 @@ def test_a_first_lap_read_is_independent_of_the_next_fill():
     model = _model(standard_toml(stages=2, consumers=2, items=4))
     state = _first_read(model)
     assert _slot0_touched(model, state) == (True, False)
-    assert POR.independent_step(model.tables, POR.future_tables(model), _vec(state), 1)
+    assert POR.independent_step(model.tables, POR.future_tables(model), vec(state), 1)
 
 
 def test_a_producer_that_does_not_wait_can_overwrite():
@@ -327,7 +223,7 @@ def test_a_producer_that_does_not_wait_can_overwrite():
         state = model.apply(state, code)[0]
     assert model.format_action(state, 1).startswith("consumer[0].read(stage=0")
     assert _slot0_touched(model, state) == (True, True)
-    assert not POR.independent_step(model.tables, POR.future_tables(model), _vec(state), 1)
+    assert not POR.independent_step(model.tables, POR.future_tables(model), vec(state), 1)
 
 
 def test_a_walk_past_its_limit_answers_touched(monkeypatch):
@@ -337,9 +233,9 @@ def test_a_walk_past_its_limit_answers_touched(monkeypatch):
     state = _first_read(model)
     F = POR.future_tables(model)
     walk = POR.frozen_touch.py_func
-    assert not walk(model.tables, F, _vec(state), 1, 0, 1, -1, 0, POR.ACC_READ, False, 0, -2, -1)
+    assert not walk(model.tables, F, vec(state), 1, 0, 1, -1, 0, POR.ACC_READ, False, 0, -2, -1)
     monkeypatch.setattr(POR_WALK, "WALK_LIMIT", 3)
-    assert walk(model.tables, F, _vec(state), 1, 0, 1, -1, 0, POR.ACC_READ, False, 0, -2, -1)
+    assert walk(model.tables, F, vec(state), 1, 0, 1, -1, 0, POR.ACC_READ, False, 0, -2, -1)
 
 
 def test_the_standard_pipeline_grows_linearly_with_the_work():
@@ -368,7 +264,7 @@ def python_reduced_states(model, symmetry=True):
     F = POR.future_tables(model)
 
     def canon(state):
-        return tuple(SYM.canonical(model, sym, _vec(state)).tolist())
+        return tuple(SYM.canonical(model, sym, vec(state)).tolist())
 
     start = canon(model.initial_state())
     seen, todo = {start}, [start]
@@ -539,11 +435,11 @@ def _barrier_steps(model):
     """(state, agent) of every reachable state where `independent_step` takes a barrier op."""
     F = POR.future_tables(model)
     out = []
-    for state in _reachable(model, 3000):
+    for state in reachable(model, 3000):
         for a in range(len(model.agents)):
             op = model.current_op(state, a)
             if op is not None and op.name in ("sync", "sync_arrive", "sync_wait") \
-                    and POR.independent_step(model.tables, F, _vec(state), a):
+                    and POR.independent_step(model.tables, F, vec(state), a):
                 out.append((state, a, op.name))
     return out
 
@@ -553,14 +449,14 @@ def test_named_barrier_arrival_merged_only_when_the_generation_needs_it():
     # leader's arrival is refused, and indeed it does not commute with the follower's two.
     two = _model(_barrier_spec(["sync_arrive wg", "sync_arrive wg", "advance"]))
     state = two.initial_state()
-    assert not POR.independent_step(two.tables, POR.future_tables(two), _vec(state), 0)
+    assert not POR.independent_step(two.tables, POR.future_tables(two), vec(state), 0)
     leader_first = two.apply(two.apply(two.apply(state, 0)[0], 1)[0], 1)[0]
     follower_first = two.apply(two.apply(two.apply(state, 1)[0], 1)[0], 0)[0]
     assert leader_first != follower_first   # the leader lands in generation 1: blocked for good
     assert two.agent_field(follower_first, 0, S.F_SYNC) == 1
     # One arrival of the follower: the leader's sync is needed to complete the generation.
     one = _model(_barrier_spec(["sync_arrive wg", "sync_wait wg", "advance"]))
-    assert POR.independent_step(one.tables, POR.future_tables(one), _vec(one.initial_state()), 0)
+    assert POR.independent_step(one.tables, POR.future_tables(one), vec(one.initial_state()), 0)
     assert check_independent_steps(one) > 0
     taken = {name for _, _, name in _barrier_steps(one)}
     assert {"sync", "sync_arrive", "sync_wait"} <= taken, taken

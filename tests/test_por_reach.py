@@ -21,8 +21,9 @@ from pipeproof.spec.load import load_spec_text
 from pipeproof.spec.schema import SpecError
 from tests.replay import replay
 from tests.paths import example_path
+from tests.por_support import check_independent_entries, check_independent_steps, inflight_entries, reachable, vec
 from tests.specs import standard_toml
-from tests.test_por import _reachable, entry_code, same_action
+from tests.user_shaped_support import user_shaped_text
 
 CLUSTER_RELEASE = """
 [pipeline]
@@ -62,29 +63,15 @@ body = ["advance"]
 """
 
 
-def _vec(state):
-    return np.array(state, dtype=np.int64)
-
-
-def _inflight(model, state):
-    """(j, entry) of each in-flight entry of a state (the entries are packed, 0 ends them)."""
-    off = model.tables.cfg[S.C_OFF_INF]
-    for j in range(model.tables.cfg[S.C_INFLIGHT]):
-        e = state[off + j]
-        if e == 0:
-            return
-        yield j, e
-
-
 def test_a_release_into_every_cta_of_the_cluster_is_merged():
     """CUTLASS's consumer releases the slot in every CTA (arrive_empty to=all). No producer can
     pass its wait on that empty barrier without it, so no CTA can go: the arrival qualifies."""
     model = compile_model(load_spec_text(CLUSTER_RELEASE, "c.toml"))
     F = POR.future_tables(model)
-    merged = [(s, a) for s in _reachable(model, 5000) for a in range(len(model.agents))
+    merged = [(s, a) for s in reachable(model, 5000) for a in range(len(model.agents))
               if model.format_action(s, a).split("(")[0].endswith("arrive_empty")
               and "to=all" in model.format_action(s, a)
-              and POR.independent_step(model.tables, F, _vec(s), a)]
+              and POR.independent_step(model.tables, F, vec(s), a)]
     assert merged
 
 
@@ -94,12 +81,12 @@ def test_an_arrival_into_a_cta_that_can_exit_is_not_merged():
     state = model.initial_state()
     state = model.apply(state, 0)[0]  # sender: arrive_empty (own CTA)
     assert "to=peer" in model.format_action(state, 0)
-    assert not POR.independent_step(model.tables, F, _vec(state), 0)
+    assert not POR.independent_step(model.tables, F, vec(state), 0)
     # With the bystander stuck at a wait it cannot pass, the same arrival qualifies.
     stuck = EXITING_PEER.replace('body = ["advance"]', 'body = ["wait_full", "advance"]')
     model = compile_model(load_spec_text(stuck, "s.toml"))
     state = model.apply(model.initial_state(), 0)[0]
-    assert POR.independent_step(model.tables, POR.future_tables(model), _vec(state), 0)
+    assert POR.independent_step(model.tables, POR.future_tables(model), vec(state), 0)
 
 
 def test_the_exiting_peer_is_found_with_and_without_the_reduction():
@@ -148,8 +135,8 @@ def test_tables_for_every_count_cover_the_explicit_tables():
         T = model.tables
         bits = [1 << (c * model.max_stages + s) for c in range(model.ctas)
                 for s in range(model.max_stages)]
-        for state in _reachable(model, 1500):
-            st = _vec(state)
+        for state in reachable(model, 1500):
+            st = vec(state)
             for a in range(len(model.agents)):
                 for cls in range(POR.N_CLASSES):
                     for bit in bits:
@@ -176,7 +163,7 @@ def test_the_walk_stops_at_the_item_limit_of_a_many_state():
     answers = {}
     for R in (8, 2, 1):
         set_counts(T, F, lap_tables(lap), MANY, R)
-        answers[R] = bool(walk(T, F, _vec(state), 1, 0, 1, -1, 0, POR.ACC_READ, False, 0, -2, -1))
+        answers[R] = bool(walk(T, F, vec(state), 1, 0, 1, -1, 0, POR.ACC_READ, False, 0, -2, -1))
     assert answers == {8: False, 2: True, 1: True}
 
 
@@ -240,55 +227,6 @@ def test_prove_with_and_without_twin_steps_on_generated_specs(family, monkeypatc
 # ------------------------------------------------------------------ copy landings
 
 
-def check_independent_entries(model, limit=250, horizon=30):
-    """For each reachable state and each landing or commit `independent_entry` allows (and
-    that is clean there): explore up to `horizon` states of everything else moving while it stays in
-    flight, and require at each that it commutes with every other enabled step (both orders
-    reach the same state and find the same violations; it disables nothing) and that the state
-    before it shows no state property the state after it lacks. Returns the pairs checked."""
-    F = POR.future_tables(model)
-    checked = 0
-    for state in _reachable(model, limit):
-        for j, e in _inflight(model, state):
-            if not POR.independent_entry(model.tables, F, _vec(state), j):
-                continue
-            if model.apply(state, len(model.agents) + j)[1] != 0:
-                continue  # a violating landing is left to the search
-            seen, todo = {state}, [state]
-            while todo and len(seen) < horizon:
-                now = todo.pop(0)
-                a = entry_code(model, now, e)
-                after, bits, _ = model.apply(now, a)
-                assert model.state_violation_bits(now)[0] & ~model.state_violation_bits(after)[0] \
-                    & STATE_BITS == 0
-                for u in range(model.n_actions()):
-                    if u == a:
-                        continue
-                    u_first, u_bits, _ = model.apply(now, u)
-                    if u_first is None:
-                        continue
-                    u2 = same_action(model, now, after, u)
-                    assert u2 is not None
-                    u_after, u_bits_after, _ = model.apply(after, u2)
-                    assert u_after is not None, model.format_action(now, u)
-                    if u_bits & S.TRAP:
-                        assert u_bits_after & KIND_BITS
-                        continue
-                    both, t_bits, _ = model.apply(u_first, entry_code(model, u_first, e))
-                    assert u_bits | t_bits == bits | u_bits_after, model.format_action(now, u)
-                    if not u_bits_after & S.TRAP:
-                        assert both == u_after, model.format_action(now, u)
-                        checked += 1
-                        if u_first not in seen:
-                            seen.add(u_first)
-                            todo.append(u_first)
-    return checked
-
-
-STATE_BITS = S.DEADLOCK | S.PHASE_ALIAS
-KIND_BITS = (1 << S.N_KINDS) - 1
-
-
 @pytest.mark.parametrize("text", [
     CLUSTER_RELEASE.replace("items = 3", "items = 2"),
     CLUSTER_RELEASE.replace("items = 3", "items = 2").replace("cluster_size = 2", "cluster_size = 1"),
@@ -332,10 +270,10 @@ def test_a_landing_is_not_taken_while_its_slot_can_be_read_without_it():
     model = compile_model(spec)
     F = POR.future_tables(model)
     in_flight = taken = 0
-    for state in _reachable(model, 3000):
-        for j, _ in _inflight(model, state):
+    for state in reachable(model, 3000):
+        for j, _ in inflight_entries(model, state):
             in_flight += 1
-            taken += bool(POR.independent_landing(model.tables, F, _vec(state), j))
+            taken += bool(POR.independent_landing(model.tables, F, vec(state), j))
     assert in_flight > 0 and taken < in_flight
     result = verify(spec)
     assert result.verdict == "violation" and result.kind == "read_before_fill" and result.depth == 6
@@ -455,17 +393,17 @@ def _reads_taken(model, limit):
     agents' next steps are an async read's issue or a read_wait that `independent_step` takes."""
     F = POR.future_tables(model)
     entries = steps = 0
-    for state in _reachable(model, limit):
-        for j, e in _inflight(model, state):
+    for state in reachable(model, limit):
+        for j, e in inflight_entries(model, state):
             if S.entry_field(model.tables, e, S.E_KIND) == S.ENTRY_READ:
-                entries += bool(POR.independent_entry(model.tables, F, _vec(state), j))
+                entries += bool(POR.independent_entry(model.tables, F, vec(state), j))
         for a in range(len(model.agents)):
             pc = state[S.agent_base(model.tables, a) + S.F_PC]
             if pc >= model.tables.agent[a, S.A_LEN]:
                 continue
             op = model.tables.prog[S.op_row(model.tables, a, pc), S.P_CODE]
             if op in (S.READ_ASYNC, S.READ_WAIT):
-                steps += bool(POR.independent_step(model.tables, F, _vec(state), a))
+                steps += bool(POR.independent_step(model.tables, F, vec(state), a))
     return entries, steps
 
 
@@ -478,9 +416,8 @@ def _reads_taken(model, limit):
 def test_async_reads_taken_at_once_commute_with_everything_else(make, limit):
     """Issue 35: an async read's finishing, its issue and a satisfied read_wait are taken at
     once, and each commutes with every other enabled step wherever it is taken (the entries by
-    `check_independent_entries`, the agents' steps by tests/test_por.py's
-    `check_independent_steps`)."""
-    from tests.test_por import check_independent_steps
+    `check_independent_entries`, the agents' steps by `check_independent_steps`: both in
+    tests/por_support.py)."""
     model = make()
     entries, steps = _reads_taken(model, limit)
     assert entries > 0 and steps > 0
@@ -502,11 +439,11 @@ def test_a_read_is_not_finished_at_once_while_its_slot_can_be_overwritten():
     model = compile_model(spec)
     F = POR.future_tables(model)
     refused = 0
-    for state in _reachable(model, 400):
-        for j, e in _inflight(model, state):
+    for state in reachable(model, 400):
+        for j, e in inflight_entries(model, state):
             if (S.entry_field(model.tables, e, S.E_KIND) == S.ENTRY_READ
                     and S.entry_field(model.tables, e, S.E_SEQ) == 0
-                    and not POR.independent_entry(model.tables, F, _vec(state), j)):
+                    and not POR.independent_entry(model.tables, F, vec(state), j)):
                 refused += 1
     assert refused > 0
 
@@ -522,10 +459,10 @@ def test_landings_of_several_byte_counts_are_taken_at_once_and_commute():
     F = POR.future_tables(model)
     assert F.uniform[0, POR.COPY_BYTES] == -1
     taken = 0
-    for state in _reachable(model, 400):
-        for j, e in _inflight(model, state):
+    for state in reachable(model, 400):
+        for j, e in inflight_entries(model, state):
             if S.entry_field(model.tables, e, S.E_KIND) == S.ENTRY_COPY:
-                taken += bool(POR.independent_entry(model.tables, F, _vec(state), j))
+                taken += bool(POR.independent_entry(model.tables, F, vec(state), j))
     assert taken > 0
     assert check_independent_entries(model, limit=400, horizon=12) > 0
 
@@ -557,20 +494,12 @@ def test_wrong_expect_tx_beside_landings_of_several_byte_counts(expect, kind):
 # ------------------------------------------------------------------------------------------
 # observations beside arrivals (docs/reductions.md "Observations beside arrivals")
 
-def _user_shaped_text(stages, warpgroups, items, ctas):
-    import sys
-    sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parents[1] / "benchmarks"))
-    from user_shaped import user_shaped_toml
-    return user_shaped_toml(stages, warpgroups, items, 35, ctas=ctas)
-
-
 @pytest.mark.parametrize("shape", [(2, 1, 1, 3), (1, 1, 1, 4), (1, 2, 1, 2)])
 def test_waits_and_releases_of_a_cluster_commute_where_the_phase_cannot_complete(shape):
     """Every step taken at once on the user-shaped GEMM of 2 to 4 CTAs (releases into every
     CTA beside the other CTAs' ready first waits) commutes with every step the others can take
     while it stands still; and the reduced search agrees with the unreduced one."""
-    from tests.test_por import check_independent_steps
-    text = _user_shaped_text(*shape)
+    text = user_shaped_text(*shape)
     model = compile_model(load_spec_text(text, "<user-shaped>"))
     assert check_independent_steps(model, limit=200, horizon=40) > 0
     spec = load_spec_text(text, "<user-shaped>")
@@ -610,7 +539,7 @@ def test_a_ready_wait_is_not_taken_where_arrivals_can_complete_its_phase():
     state = model.initial_state()
     assert model.format_action(state, 0).startswith("producer[0].wait_empty")
     assert model.apply(state, 0)[0] is not None   # ready now
-    assert not POR.independent_step(model.tables, POR.future_tables(model), _vec(state), 0)
+    assert not POR.independent_step(model.tables, POR.future_tables(model), vec(state), 0)
     # the two orders differ: taken first the wait passes; after both pre-arrivals it never does
     after = model.apply(model.apply(state, 1)[0], 2)[0]
     assert model.apply(after, 0)[0] is None

@@ -292,8 +292,8 @@ def test_user_shaped_cluster_is_proved_in_few_abstract_states(stages, warpgroups
     ahead without the body repeated). 4 warpgroups x 4 CTAs was unknown at 30 s (241,940
     abstract states) before both; 8 stages x 2 warpgroups x 4 CTAs took 29,265
     (docs/reductions.md "`prove` on the largest user-shaped cell")."""
-    from tests.test_por_reach import _user_shaped_text
-    spec = load_spec_text(_user_shaped_text(stages, warpgroups, 64, ctas), "user_shaped.toml")
+    from tests.user_shaped_support import user_shaped_text
+    spec = load_spec_text(user_shaped_text(stages, warpgroups, 64, ctas), "user_shaped.toml")
     proof = prove(spec, timeout=120)
     assert proof.status == "proved", proof.reason
     assert proof.abstract_states == states
