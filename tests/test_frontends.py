@@ -13,6 +13,7 @@ import pytest
 from pipeproof.checker.frontends import (KernelIR, Reader, Reading, ReadOptions, Refusal, TripCounts,
                                          check, extract, front_ends, reader, register, unregister)
 from pipeproof.checker.frontends.protocol import program_of
+from pipeproof.spec.schema import SpecError
 
 
 # ---------------------------------------------------------------- the registry and the protocol
@@ -33,7 +34,7 @@ def _protocol_members():
             if not name.startswith("_") and callable(value)}
 
 
-@pytest.mark.parametrize("name", ["triton", "mojo"])
+@pytest.mark.parametrize("name", front_ends())
 def test_every_registered_reader_satisfies_the_protocol(name):
     r = reader(name)
     assert isinstance(r, Reader)
@@ -42,6 +43,35 @@ def test_every_registered_reader_satisfies_the_protocol(name):
         want = [p for p in inspect.signature(proto).parameters if p != "self"]
         got = [p for p in inspect.signature(getattr(r, member)).parameters if p != "self"]
         assert got == want, (name, member)
+
+
+def test_the_real_readers_give_roles_launch_and_a_source_map_on_committed_ir():
+    """No Triton or Mojo needed: the committed TTGIR and LLVM IR fixtures."""
+    from pipeproof.checker.frontends import extract_text
+    from tests.paths import FIXTURES_DIR
+    mojo = reader("mojo")
+    options = ReadOptions(args={"2": 3}, extra={"block_dim": 64})
+    got = extract_text(mojo, mojo.load(str(FIXTURES_DIR / "mojo" / "pc_nvidia.ll"), options), options)
+    assert [r.name for r in got.reading.roles] == ["warp0", "warp1"]
+    assert {k: got.reading.launch[k] for k in ("backend", "cluster", "block_dim")} == \
+        {"backend": "nvidia", "cluster": 1, "block_dim": 64}
+    # Mojo's debug info has the call chain: the method, then its caller
+    assert got.source.at("warp0", "body", 0) == ("warp0", "wait_empty <- wait_consumer", "pc_nvidia.mojo:25")
+    triton = reader("triton")
+    options = ReadOptions(args={"n_tiles": 5})
+    ir = triton.load(str(FIXTURES_DIR / "triton_versions" / "rowsum_3.9.0.ttgir"), options)
+    got = extract_text(triton, ir, options)
+    assert got.reading.launch["partitions"] == {"default": 4, "partition0": 1}
+    partition, op, line = got.source.at("default", "body", 0)
+    assert (partition, op) == ("default", "ttng.wait_barrier") and line.endswith("kernel_3.9.0.py:40")
+    assert "n_tiles" in triton.functions(ir)["gluon_ring_rowsum"]
+    # no n_tiles: one line, at the kernel's line (here the loop has no location: its IR line
+    # again), the IR line and the op
+    with pytest.raises(SpecError) as refused:
+        extract_text(triton, ir, ReadOptions())
+    message = str(refused.value)
+    assert "\n" not in message
+    assert re.match(r"\S+:\d+ \(\S*rowsum_3\.9\.0\.ttgir:42, scf\.for\): cannot evaluate", message)
 
 
 # ---------------------------------------------------------------- a toy front end
@@ -220,7 +250,7 @@ def test_the_toy_goes_through_the_driver_to_ok(toy, tmp_path):
     checked = check(got, do_prove=False)
     assert (checked.result.verdict, checked.code, checked.lines) == ("ok", 0, [])
     proved = check(got, do_prove=True, counts=toy.trip_counts(got.reading, got.toml_text, target))
-    assert (checked.code, proved.kernel_status) == (0, "proved")
+    assert (proved.code, proved.kernel_status, proved.elsewhere) == (0, "proved", False)
     assert program_of(got.toml_text) == program_of(got.toml_text.replace("items = 4", "items = 9"))
 
 
@@ -259,7 +289,6 @@ def test_the_toy_command_reports_the_verdict_with_source_lines(toy, tmp_path, ca
 
 def test_a_toy_op_it_cannot_read_is_refused_in_one_line_naming_ir_and_source_lines(toy, tmp_path, capsys):
     from pipeproof.checker.cli.frontend import run_frontend
-    from pipeproof.spec.schema import SpecError
     target = _toy_file(tmp_path, TOY_OK.replace("arrive done @ toy.py:15", "fence done @ toy.py:15"))
     with pytest.raises(SpecError) as refused:
         extract(toy, toy.load(target, ReadOptions()), ReadOptions(), target)

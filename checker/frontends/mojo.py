@@ -10,6 +10,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 
 from pipeproof.checker.frontends.protocol import KernelIR, Reading, ReadOptions, TripCounts, program_of
@@ -122,9 +123,7 @@ class MojoReader:
                                  for k, v in numeric.items()}}
             tried.append({k: other[k] for k in numeric})
             try:
-                options = ReadOptions(reading.options.function, other, reading.options.trip_count,
-                                      reading.options.extra)
-                text, _ = self.read(reading.ir, options).build()
+                text, _ = self.read(reading.ir, replace(reading.options, args=other)).build()
             except SpecError:
                 same = False
                 break

@@ -18,7 +18,6 @@ with the reason; `prune_configs_by` and `pre_hook` are not run (every listed con
 from __future__ import annotations
 
 import itertools
-import sys
 from pathlib import Path
 
 from pipeproof.checker.sweep.grid import Point, label_of, parse_values
