@@ -4,21 +4,23 @@ The walk (`frozen_touch`, por_walk.py) asks these about every wait it meets: cou
 complete, given the arrivals, landing bytes and expected bytes the others can still make
 (`could_pass`, `max_completions`, `tx_could_be_zero`); would landings of several byte counts
 keep their order (`bytes_keep_order`); and is a waiter the walk leaves stuck still inside its
-phase window (`walk_window`, `stale_ok`, `stuck_outside_window`). The rules of the nvidia
-mbarrier they read (the tx range, parity, the phase window) are called here and nowhere else
-in the reduction.
+phase window (`walk_window`, `stale_ok`, `stuck_outside_window`). What they assume of a
+signal is the "mbarrier" signal model (backends/capabilities.py `signal_model`: phases that
+complete, parity waits, a tx range) or the "counter" one (`could_pass`); the search applies
+the reduction to no other (explore.Search). The backend's own rules (the tx range, the phase
+window) are read through backends/dispatch.py, here and nowhere else in the reduction.
 """
 from __future__ import annotations
 
-from pipeproof.backends import nvidia
-from pipeproof.backends.base import jit
+from pipeproof.backends import dispatch
+from pipeproof.backends.base import jit, parity
 from pipeproof.checker.core import semantics as S
 from pipeproof.checker.engines.por_deps import W_ITEM, W_PC
 
 
 @jit
 def bytes_keep_order(T, st, sig, arrivals, landing, expected, own):
-    """(nvidia) Landings of different byte counts on `sig` commute with the one being judged
+    """(mbarrier) Landings of different byte counts on `sig` commute with the one being judged
     (`own` bytes) in every run without it, when at most `arrivals` units, `landing` other bytes
     and `expected` bytes (of arrivals: a tx-only update is a conflict in the walk) can still
     reach `sig`: no arrival can find pending 0; tx stays in range whatever lands or is
@@ -30,7 +32,8 @@ def bytes_keep_order(T, st, sig, arrivals, landing, expected, own):
     tx = st[b + 2]
     if arrivals > pending:
         return False
-    if tx + expected > nvidia.TX_LIMIT or tx - landing - own < -nvidia.TX_LIMIT:
+    limit = dispatch.tx_limit(T.cfg[S.C_BACKEND])
+    if tx + expected > limit or tx - landing - own < -limit:
         return False
     if arrivals == pending and tx + expected < landing + own:
         return False
@@ -39,7 +42,7 @@ def bytes_keep_order(T, st, sig, arrivals, landing, expected, own):
 
 @jit
 def max_completions(T, st, sig, budget, landing, expected):
-    """(nvidia) At most how many phases of `sig` can still complete, once at most `budget` more
+    """(mbarrier) At most how many phases of `sig` can still complete, once at most `budget` more
     arrival units reach it, at most `landing` more bytes land on it and at most `expected`
     more bytes are expected on it? None before `pending` more units arrived and tx is 0; then
     one per `expected count` units more (units of one phase never count for another)."""
@@ -61,14 +64,14 @@ def first_ready(low, high, phase):
     """The smallest signal phase_no in low..high at which a wait at `phase` passes (its parity
     differs from the phase's), or -1."""
     for v in range(low, min(high, low + 1) + 1):
-        if nvidia.parity(v) != nvidia.parity(phase):
+        if parity(v) != parity(phase):
             return v
     return -1
 
 
 @jit
 def could_complete_with_every_arrival(T, st, sig, budget, landing, expected):
-    """(nvidia) Could the phase of `sig` complete if no arrival may find it with pending 0?
+    """(mbarrier) Could the phase of `sig` complete if no arrival may find it with pending 0?
     It needs exactly the `budget` arrivals still possible (fewer leave it pending, more
     would over-arrive), so every expect_tx among them adds its bytes: tx = t + expected -
     (some of the `landing` bytes) must be 0. The caller checks `budget` <= pending."""
@@ -125,7 +128,8 @@ def walk_window(T, W, at, b, r, pc, stage, phase, row, passes, blocks):
         return
     if not passes:
         return
-    k = nvidia.intended_after(W[at + 1 + 2 * stage], W[at + 2 + 2 * stage], phase)
+    k = dispatch.intended_after(T.cfg[S.C_BACKEND], W[at + 1 + 2 * stage],
+                                W[at + 2 + 2 * stage], phase)
     W[at + 1 + 2 * stage], W[at + 2 + 2 * stage] = S.window_record(T, b, r, k, phase, pc)
 
 
@@ -151,9 +155,9 @@ def stuck_outside_window(T, st, W, rec, wx, b, r, stage, phase, sig, kind):
     is 1, `walk_window`); else by the state's own record, which counts as touching unless it
     still gives the window exactly (`stale_ok`), and the phase window."""
     if W[rec + wx] == 1:
-        k = nvidia.intended_after(W[rec + wx + 1 + 2 * stage], W[rec + wx + 2 + 2 * stage],
-                                  phase)
-        return not nvidia.in_window_at(st[S.sig_base(T, sig)], k)
+        k = dispatch.intended_after(T.cfg[S.C_BACKEND], W[rec + wx + 1 + 2 * stage],
+                                    W[rec + wx + 2 + 2 * stage], phase)
+        return not dispatch.in_window_at(T.cfg[S.C_BACKEND], st[S.sig_base(T, sig)], k)
     return ((S.window_field(T, b, r, stage, kind) >= 0 and
              not stale_ok(T, st, W, rec, b, r, stage, kind)) or
             not S.in_phase_window(T, st, b, r, sig, phase))
