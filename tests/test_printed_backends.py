@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from pipeproof.backends import amd, nvidia
-from pipeproof.backends.base import U32, parity, select, wrap32
+from pipeproof.backends.base import COMPLETED, U32, parity, select, wrap32
 from pipeproof.backends.printed import PRIMITIVES as P
 from pipeproof.backends.printed import (
     LANGUAGES, Expr, PrintError, condition, evaluate, lift, printed_backend, render, statements, sym,
@@ -398,8 +398,8 @@ def test_changing_a_backend_function_changes_the_exports(monkeypatch):
 
 
 def test_changing_an_update_changes_the_printed_update(monkeypatch):
-    def update(phase_no, pending, tx, expected, arrive_count, tx_delta):
-        left = pending - arrive_count     # no over-arrival trap, no tx
+    def update(phase_no, pending, tx, expected, arrive_count, tx_delta, observed=1):
+        left = pending - arrive_count     # no over-arrival trap, no tx, never runs ahead
         return (select(left == 0, phase_no + 1, phase_no),
                 select(left == 0, expected, left), 0, 0)
     monkeypatch.setattr(nvidia, "update", _backend_function(nvidia, update))
@@ -409,6 +409,52 @@ def test_changing_an_update_changes_the_printed_update(monkeypatch):
     assert "pd_ = (((SG.pending - (CNT)) == 0) -> (EXPECTED) : (SG.pending - (CNT)));" in inline
     murphi = to_murphi(load_spec(PLAIN_SPEC))
     assert "(trap)" not in cut(murphi, "procedure sig_update(", "\nend;")
+
+
+def test_the_ran_ahead_test_is_the_updates_ran_ahead_bit(monkeypatch):
+    """The completion's ran-ahead test is update's RAN_AHEAD outcome (given COMPLETED), with
+    `observed` read as a boolean; an update that never runs ahead prints none."""
+    spec = load_spec(PLAIN_SPEC)
+    assert "    if :: ((SG.phase_no >= 1) && (!SG.observed)) -> assert(over_arrival)  /* ran ahead */" \
+        in cut(to_promela(spec), "inline sig_update(", "\n}\n")
+    assert "    if ((s.phase_no >= 1) & (!s.observed)) then error \"over_arrival: a phase completed" \
+        in cut(to_murphi(spec), "procedure sig_update(", "\nend;")
+
+    def update(phase_no, pending, tx, expected, arrive_count, tx_delta, observed=1):
+        left = pending - arrive_count     # completes at the count, never runs ahead
+        return (select(left == 0, phase_no + 1, phase_no), select(left == 0, expected, left), 0,
+                select(left == 0, COMPLETED, 0))
+    monkeypatch.setattr(nvidia, "update", _backend_function(nvidia, update))
+    inline = cut(to_promela(spec), "inline sig_update(", "\n}\n")
+    assert "ran ahead" not in inline and "SG.observed = 0" in inline
+    murphi = cut(to_murphi(spec), "procedure sig_update(", "\nend;")
+    assert "a phase completed" not in murphi and "s.observed := false;" in murphi
+
+
+def test_exports_and_kernel_take_a_backend_by_its_record(tmp_path):
+    """A registered backend whose signals are no mbarriers (no phase_parity) is refused by the
+    exports, and one without an entry in cuda_ref/emit_backend.py by the GPU generator."""
+    from pipeproof.backends.capabilities import register, unregister
+    from pipeproof.checker.models.exporter import IR
+    from pipeproof.cuda_ref.emit_backend import DEVICE_BACKENDS
+    from pipeproof.spec.load import load_spec_text
+    from pipeproof.spec.schema import SpecError
+    from tests import toy_backend
+    assert set(DEVICE_BACKENDS) == set(G.BACKEND_MODULES) == {"nvidia", "amd"}
+    assert IR(load_spec(PLAIN_SPEC), "promela").rules is nvidia
+    spec_text = PLAIN_SPEC.read_text().replace('backend = "nvidia"', 'backend = "toy"')
+    assert 'backend = "toy"' in spec_text
+    register(toy_backend.RECORD)
+    try:
+        spec = load_spec_text(spec_text, "toy.toml")
+        for export in (to_promela, to_murphi):
+            with pytest.raises(SpecError, match=r"toy.toml: \[pipeline\] backend: the toy backend "
+                                                r"cannot be exported to (promela|murphi)"):
+                export(spec)
+        with pytest.raises(GenerationError, match=r"backend 'toy' has no GPU reference kernel"):
+            generate(spec)
+    finally:
+        unregister("toy")
 
 
 def test_changing_the_amd_thresholds_changes_the_kernel(monkeypatch):

@@ -8,8 +8,9 @@ from the compiled `checker.model.Model`, so they take the very programs pipeproo
 one atomic step (a Promela `d_step`, a Murphi rule), and so is every landing of an in-flight
 copy and every firing of an in-flight commit.
 
-The subset exported (anything else is a `SpecError` naming the feature, one line): the
-nvidia backend; clusters (`cluster_size = K`, roles limited to some CTAs with `ctas`, and the
+The subset exported (anything else is a `SpecError` naming the feature, one line): a
+backend whose signals are mbarriers (its record's `phase_parity`: nvidia), its rules printed
+from its record; clusters (`cluster_size = K`, roles limited to some CTAs with `ctas`, and the
 `to=` targets self, leader, peer and all) and several rings (`[ring.NAME]`, `ring=` on any
 ring op, `initial_phase` per ring); roles with counts, `items`, `initial_stage`,
 `initial_phase`, prologue/body/epilogue and `@leader`; the ops wait_full, wait_empty
@@ -17,7 +18,7 @@ ring op, `initial_phase` per ring); roles with counts, `items`, `initial_stage`,
 copy (lands later, stores its item and completes its bytes), write, read, read_async (checks
 the slot when issued, then stays in flight until it finishes), read_wait, commit_empty (fires
 later), advance, reset, drain, and the named barriers of `[barrier.NAME]` with sync,
-sync_arrive and sync_wait; `every=` / `at=` on body ops. Not exported: the amd backend.
+sync_arrive and sync_wait; `every=` / `at=` on body ops. Not exported: the amd backend (counters).
 
 Async reads are the explicit engine's (checker/core/semantics.py step, fire_entry, reads_pending;
 checker/core/inflight.py): a read_async is an in-flight entry naming its agent and its place in the
@@ -64,7 +65,7 @@ The rules are the explicit engine's (docs/rules.md): a fill stores into its slot
 consumer-side fill into every part), a read checks the parts the program fills for its tag
 in its slot (semantics.read_miss, part_filled_for at the read's stage: rule R3), an
 overwrite is judged per part, and an agent with a `reset` has its phase_alias window from its
-last passed wait (nvidia.intended_after, in_window_at, printed).
+last passed wait (the backend's intended_after and in_window_at, printed).
 
 Properties, as far as each language states them:
 

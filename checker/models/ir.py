@@ -3,8 +3,10 @@
 `check_exportable` refuses what they cannot express, in one line; `IR` is the compiled model
 (checker.core.model) seen from the exporters: agents grouped by program (`Group`, with the program
 walk: next pc, every=/at= guards, tags), the constants, and the value range of every field.
-`signal_backend()` and `signal_update()` are backends/nvidia.py printed for either language
-(backends/printed.py): the exports print its rules rather than copies of them.
+The signals are the backend's (its record, backends/capabilities.py, `IR.caps`; the exports take
+a backend whose signals are mbarriers, `phase_parity`): `IR.signal_rules()`, `parity_ready`,
+`in_window` and `signal_update` print its rules (backends/protocol.py's functions, through
+backends/printed.py) for either language, rather than copies of them.
 The IR asks checker/core/program.py's OP_EFFECTS what each op does, never its name; the step of
 each op is checker/models/steps.py.
 
@@ -18,7 +20,7 @@ Two rules of docs/rules.md are read off the compiled model rather than restated:
   language, with the items in which a read checks other parts told apart by `item % P`.
 - **The phase_alias window after `reset`**: a group whose agents have a `reset` of the ring
   carries (k', ph') per (stage, signal kind) (`Group.window`, `Group.reset_until`, with the
-  ranges the engine packs them in); the exports print nvidia.intended_after and in_window_at.
+  ranges the engine packs them in); the exports print the rules' intended_after and in_window_at.
 
 Clusters and rings (issue 18): a group is agents of one CTA (`Group.cta`); signals, slots and
 named barriers are per (CTA, ring, stage); `Ring` is a ring of the model with its own stages,
@@ -48,10 +50,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from pipeproof.backends import nvidia
-from pipeproof.backends.base import FULL
+from pipeproof.backends.base import COMPLETED, FULL, RAN_AHEAD, TRAP_OVER_ARRIVAL, TRAP_TX_RANGE
 from pipeproof.backends.capabilities import backend
-from pipeproof.backends.printed import printed_backend, sym
+from pipeproof.backends.printed import Expr, PrintError, lift, make, printed_backend, same, sym
 from pipeproof.checker.core import semantics as S
 from pipeproof.checker.core import compile_model
 from pipeproof.checker.core import EMPTY, OP_EFFECTS, part_of
@@ -89,7 +90,10 @@ def check_exportable(spec: Spec, fmt: str = "promela or murphi") -> None:
         raise SpecError(f"{spec.path}: {where}: {what} cannot be exported to {fmt} "
                         f"(the export covers: {SUBSET})")
 
-    if backend(spec.backend).rules is not nvidia:  # the exports print backends/nvidia.py's rules
+    # The one capability the exports need: a signal is an mbarrier (phase_no, pending, tx and
+    # an observed flag; waits test a phase parity, so the phase_alias window and over-arrival
+    # traps exist). Its rules are printed from its record (IR.signal_rules).
+    if not backend(spec.backend).phase_parity:
         refuse("[pipeline] backend", f"the {spec.backend} backend")
     for role in spec.roles:
         for section in ("prologue", "body", "epilogue"):
@@ -268,14 +272,40 @@ class IR:
         self.spec = spec
         self.strict_exit = bool(strict_exit)
         self.model = m = compile_model(spec)
+        self.caps = m.caps                # the backend's record: its rules print the signals
         self.stages = spec.stages
         self.pac = spec.producer_arrive_count
         self.cac = spec.consumer_arrive_count
         self.ctas = m.ctas
         self.n_agents = len(m.agents)
-        init = m.initial_vector()
         self.barrier_names = [b.name for b in spec.barriers]
         used = {"ag_main"}
+        self._rings(m, used)
+        self._groups(m, used)
+        self._ranges(spec, fmt)
+        self._entries(spec, fmt)
+        # The phase_alias window records (k', ph') of the groups with a reset (Group.window).
+        self.has_window = any(g.has_window for g in self.groups)
+        self.total_steps = sum(_executed(g, p) * ((1 + len(g.targets[p])) if OP_EFFECTS[op.name].issues else 1)
+                               for g in self.groups for p, (op, _) in enumerate(g.ops))  # + landings
+        self._barriers(m, used)
+
+    @property
+    def rules(self):
+        """The backend's rules module (backends/protocol.py), read at each export."""
+        return self.caps.rules
+
+    @property
+    def tx_limit(self) -> int:
+        return self.rules.TX_LIMIT
+
+    def signal_rules(self):
+        """The backend's rules over printed expressions (backends/printed.py), read at each
+        export so that the text always follows the backend."""
+        return printed_backend(self.rules)
+
+    def _rings(self, m, used: set):
+        """The model's rings, and the stage dimension of signals, slots and entries."""
         self.rings = []
         for r, ring in enumerate(m.ring_specs):
             suffix = "" if r == 0 else "_" + _ident(ring.name, used, "")
@@ -285,13 +315,13 @@ class IR:
         self.max_stages = m.max_stages
         # the stage dimension of signals, slots and entries: the main ring's, or the longest
         self.stage_const = "STAGES" if self.n_rings == 1 else "MAXS"
+
+    def _groups(self, m, used: set):
+        """The agents grouped by program, CTA and the slot parts they fill (Group)."""
         self.groups: list[Group] = []
         start = 0
         self.parts = m.parts[0]           # the main ring's slot parts
         self.n_parts = m.max_parts        # parts per slot (the most of any ring)
-        ring_of = lambda op: m.ring_names.index(op.ring)
-        parts_of = lambda i: tuple(part_of(m.parts[ring_of(op)], i, p) if OP_EFFECTS[op.name].stores else 0
-                                   for p, (op, _) in enumerate(m.agents[i].ops))
         spans = []
         while start < len(m.agents):
             end = start + 1
@@ -300,42 +330,52 @@ class IR:
             while (end < len(m.agents) and m.agents[end].role == m.agents[start].role
                    and m.agents[end].cta == m.agents[start].cta
                    and m.agents[end].ops == m.agents[start].ops
-                   and parts_of(end) == parts_of(start)):
+                   and _parts_of(m, end) == _parts_of(m, start)):
                 end += 1
             spans.append((start, end))
             start = end
+        init = m.initial_vector()
         for start, end in spans:
-            a = m.agents[start]
-            base = start * m.agf
-            label, ident = _names(m, spans, start, end, used)
-            info = []
-            for r, ring in enumerate(self.rings):
-                adv = lambda ops: sum(1 for op, _ in ops if _moves(op, "advance") and ring_of(op) == r)
-                n_adv = (adv(a.ops[:a.body_start]) + adv(a.ops[a.body_end:])
-                         + a.items * adv(a.ops[a.body_start:a.body_end]))
-                until = m.reset_until[start][r]
-                info.append(GroupRing(
-                    init_stage=a.initial_stages[r], init_phase=a.initial_phases[r],
-                    phase_max=a.initial_phases[r] + (a.initial_stages[r] + n_adv) // ring.stages,
-                    has_try=any(OP_EFFECTS[op.name].tries and ring_of(op) == r for op, _ in a.ops),
-                    reset_until=until,
-                    window=_window_range(m, range(start, end), r) if until >= 0 else ()))
-            self.groups.append(Group(
-                ident=ident, label=label, first=start, size=end - start, ops=a.ops,
-                body_start=a.body_start, body_end=a.body_end, items=a.items,
-                init_pc=int(init[base + S.F_PC]), init_item=int(init[base + S.F_ITEM]),
-                init_stage=info[0].init_stage, init_phase=info[0].init_phase,
-                phase_max=info[0].phase_max, has_try=any(i.has_try for i in info),
-                guards={p: (op.every, op.at) for p, (op, _) in enumerate(a.ops) if op.every != 1},
-                syncs={b: [p for p, (op, _) in enumerate(a.ops) if _on_barrier(op, "sync", name)]
-                       for b, name in enumerate(self.barrier_names)},
-                arrives=tuple(b for b, name in enumerate(self.barrier_names)
-                              if any(_on_barrier(op, "arrive", name) for op, _ in a.ops)),
-                tags=tuple(m.tag_of(a, p) for p in range(len(a.ops))),
-                parts=parts_of(start), reset_until=info[0].reset_until, window=info[0].window,
-                cta=a.cta, rings=tuple(ring_of(op) for op, _ in a.ops),
-                targets=tuple(targets(self.ctas, a.cta, op.to) for op, _ in a.ops),
-                ring_info=tuple(info)))
+            self.groups.append(self._group(m, init, spans, start, end, used))
+
+    def _group(self, m, init, spans, start: int, end: int, used: set) -> Group:
+        """The group of agents [start, end)."""
+        a = m.agents[start]
+        base = start * m.agf
+        label, ident = _names(m, spans, start, end, used)
+        ring_of = lambda op: m.ring_names.index(op.ring)
+        info = []
+        for r, ring in enumerate(self.rings):
+            adv = lambda ops: sum(1 for op, _ in ops if _moves(op, "advance") and ring_of(op) == r)
+            n_adv = (adv(a.ops[:a.body_start]) + adv(a.ops[a.body_end:])
+                     + a.items * adv(a.ops[a.body_start:a.body_end]))
+            until = m.reset_until[start][r]
+            info.append(GroupRing(
+                init_stage=a.initial_stages[r], init_phase=a.initial_phases[r],
+                phase_max=a.initial_phases[r] + (a.initial_stages[r] + n_adv) // ring.stages,
+                has_try=any(OP_EFFECTS[op.name].tries and ring_of(op) == r for op, _ in a.ops),
+                reset_until=until,
+                window=_window_range(m, range(start, end), r) if until >= 0 else ()))
+        return Group(
+            ident=ident, label=label, first=start, size=end - start, ops=a.ops,
+            body_start=a.body_start, body_end=a.body_end, items=a.items,
+            init_pc=int(init[base + S.F_PC]), init_item=int(init[base + S.F_ITEM]),
+            init_stage=info[0].init_stage, init_phase=info[0].init_phase,
+            phase_max=info[0].phase_max, has_try=any(i.has_try for i in info),
+            guards={p: (op.every, op.at) for p, (op, _) in enumerate(a.ops) if op.every != 1},
+            syncs={b: [p for p, (op, _) in enumerate(a.ops) if _on_barrier(op, "sync", name)]
+                   for b, name in enumerate(self.barrier_names)},
+            arrives=tuple(b for b, name in enumerate(self.barrier_names)
+                          if any(_on_barrier(op, "arrive", name) for op, _ in a.ops)),
+            tags=tuple(m.tag_of(a, p) for p in range(len(a.ops))),
+            parts=_parts_of(m, start), reset_until=info[0].reset_until, window=info[0].window,
+            cta=a.cta, rings=tuple(ring_of(op) for op, _ in a.ops),
+            targets=tuple(targets(self.ctas, a.cta, op.to) for op, _ in a.ops),
+            ring_info=tuple(info))
+
+    def _ranges(self, spec: Spec, fmt: str):
+        """The value range of the items, tags, counts, phase_no, phases and pending."""
+        m = self.model
         self.ops_all = [op for g in self.groups for op, _ in g.ops]
         self.has_tx = any(OP_EFFECTS[op.name].tx for op in self.ops_all)
         self.bytes_vals = list(m.bytes_vals)
@@ -345,7 +385,6 @@ class IR:
         self.tag_outside = m.tag_prologue                 # tags from here on are not items
         self.max_commit = max([op.n for op in self.ops_all if OP_EFFECTS[op.name].issues == "commit"] + [1])
         self.max_count = max([op.n for op in self.ops_all if OP_EFFECTS[op.name].arrives_n] + [1])
-        executed = lambda g, p: g.size * (g.items if g.body_start <= p < g.body_end else 1)
         # Every completed phase of a signal consumed `expected` arrival units (more traps), so
         # phase_no <= all arrival units of that kind on that ring (at any CTA) / expected.
         units = {(r, k): 0 for r in range(self.n_rings) for k in (FULL, EMPTY)}
@@ -353,7 +392,7 @@ class IR:
             for p, (op, _) in enumerate(g.ops):
                 e = OP_EFFECTS[op.name]
                 if e.updates >= 0:  # a copy's landing updates by bytes only (units 0)
-                    units[g.rings[p], e.updates] += (executed(g, p) * len(g.targets[p])
+                    units[g.rings[p], e.updates] += (_executed(g, p) * len(g.targets[p])
                                                      * (op.n if e.arrives_n else e.units))
         self.pn_max = max([units[r.index, FULL] // max(r.pac, 1) for r in self.rings]
                           + [units[r.index, EMPTY] // max(r.cac, 1) for r in self.rings] + [1])
@@ -362,18 +401,22 @@ class IR:
             raise SpecError(f"{spec.path}: initial_phase: a phase above 2^31-1 cannot be exported to "
                             f"promela (SPIN's int is 32 bits)")
         self.pend_max = max(max(r.pac, r.cac) for r in self.rings)
-        # In-flight entry (checker/core/inflight.py): ((((kind * CTAS + cta) * RINGS + ring) * STAGES
-        # + stage) * EV + value) * NB + bytes index (the CTAS and RINGS digits only where there
-        # are several), then, where they exist, lower digits (entry_digits): * EP + the part a
-        # copy stores into + 1 (0: every part; a commit's 0) with slots of several parts;
-        # * EPR + peer in a cluster (1: a copy or commit issued by an agent of another CTA than
-        # the one it targets); * EAG + agent with async reads or commits (an async read's agent,
-        # a commit's: every commit names its agent, its later commits wait for it); * ESQ + seq
-        # with async reads (a read's place in its agent's FIFO, 0: the oldest, which may finish;
-        # a commit's count of its agent's earlier reads still in flight); * ECS + cseq with
-        # commits (a commit's count of its agent's earlier commit entries still in flight). A
-        # read or commit acts only when seq and cseq are 0 (rule R1: an agent's commits fire in
-        # the order it issued them).
+
+    def _entries(self, spec: Spec, fmt: str):
+        """The digits of an in-flight entry and their sizes.
+
+        In-flight entry (checker/core/inflight.py): ((((kind * CTAS + cta) * RINGS + ring) * STAGES
+        + stage) * EV + value) * NB + bytes index (the CTAS and RINGS digits only where there
+        are several), then, where they exist, lower digits (entry_digits): * EP + the part a
+        copy stores into + 1 (0: every part; a commit's 0) with slots of several parts;
+        * EPR + peer in a cluster (1: a copy or commit issued by an agent of another CTA than
+        the one it targets); * EAG + agent with async reads or commits (an async read's agent,
+        a commit's: every commit names its agent, its later commits wait for it); * ESQ + seq
+        with async reads (a read's place in its agent's FIFO, 0: the oldest, which may finish;
+        a commit's count of its agent's earlier reads still in flight); * ECS + cseq with
+        commits (a commit's count of its agent's earlier commit entries still in flight). A
+        read or commit acts only when seq and cseq are 0 (rule R1: an agent's commits fire in
+        the order it issued them)."""
         self.has_reads = any(g.reads_async for g in self.groups)
         self.has_commits = any(g.commits for g in self.groups)
         self.names_agents = self.has_reads or self.has_commits
@@ -394,17 +437,15 @@ class IR:
         if fmt == "promela" and self.emax > (1 << 31) - 1:
             raise SpecError(f"{spec.path}: an in-flight entry above 2^31-1 cannot be exported to "
                             f"promela (SPIN's int is 32 bits)")
-        # The phase_alias window records (k', ph') of the groups with a reset (Group.window).
-        self.has_window = any(g.has_window for g in self.groups)
-        self.total_steps = sum(executed(g, p) * ((1 + len(g.targets[p])) if OP_EFFECTS[op.name].issues else 1)
-                               for g in self.groups for p, (op, _) in enumerate(g.ops))  # + landings
-        # Named barriers: (ident, largest arrival count of a CTA, most generations) per barrier;
-        # the count of each CTA in bar_counts[b][cta].
+
+    def _barriers(self, m, used: set):
+        """Named barriers: (ident, largest arrival count of a CTA, most generations) per
+        barrier; the count of each CTA in bar_counts[b][cta]."""
         self.barriers = []
         self.bar_counts = []
         for b, name in enumerate(self.barrier_names):
             counts = tuple(int(c) for c in m.tables.bar_count[b, :self.ctas])
-            arrivals = sum(executed(g, p) for g in self.groups for p, (op, _) in enumerate(g.ops)
+            arrivals = sum(_executed(g, p) for g in self.groups for p, (op, _) in enumerate(g.ops)
                            if _on_barrier(op, "sync", name) or _on_barrier(op, "arrive", name))
             least = min([c for c in counts if c > 0] or [1])
             self.barriers.append((_ident(name, used, "bar_"), max(counts), arrivals // least + 1))
@@ -554,6 +595,18 @@ class IR:
         return "*".join(reversed(sizes)) or "1"
 
 
+def _parts_of(m, i: int) -> tuple:
+    """Per pc of agent i: the slot part its fill stores into (-1: every part), else 0."""
+    ring_of = lambda op: m.ring_names.index(op.ring)
+    return tuple(part_of(m.parts[ring_of(op)], i, p) if OP_EFFECTS[op.name].stores else 0
+                 for p, (op, _) in enumerate(m.agents[i].ops))
+
+
+def _executed(g: Group, p: int) -> int:
+    """How often g's agents execute the op at pc p in a run: once each, or once per item."""
+    return g.size * (g.items if g.body_start <= p < g.body_end else 1)
+
+
 def _names(m, spans, start: int, end: int, used: set) -> tuple[str, str]:
     """(label, identifier) of the group of agents [start, end): its role's name (in a cluster
     with its CTA: `cta1.consumer`), with `[leader]` for the agent 0 that runs the @leader ops,
@@ -652,7 +705,7 @@ def comment_lines(ir: IR, prefix: str) -> list[str]:
     spec = ir.spec
     lines = [f"{prefix} pipeproof export of {spec.path}",
              f"{prefix} {spec.name}",
-             f"{prefix} nvidia mbarriers, {spec.stages} stages, full count {spec.producer_arrive_count}, "
+             f"{prefix} {ir.caps.name} mbarriers, {spec.stages} stages, full count {spec.producer_arrive_count}, "
              f"empty count {spec.consumer_arrive_count}"
              + (f", a cluster of {ir.ctas} CTAs" if ir.ctas > 1 else "")]
     for r in ir.rings[1:]:
@@ -678,32 +731,89 @@ def any_pc_guarded(pc: str, item: str, pcs, guards: dict, sep: str, eq: str, con
 
 # ---------------------------------------------------------------------------------- the signals
 
-def signal_backend():
-    """backends/nvidia.py over printed expressions (read at each export, so the text always
-    follows the backend)."""
-    return printed_backend(nvidia)
+def _atoms(e) -> set:
+    """The atoms' texts in a printed value."""
+    if not isinstance(e, Expr):
+        return set()
+    if e.op == "name":
+        return {e.args[0]}
+    return set().union(*(_atoms(x) for x in e.args))
+
+
+def parity_ready(rules, phase_no: Expr, phase: Expr):
+    """The protocol's signal_ready of a parity wait (printed `rules`, IR.signal_rules): would a
+    wait at `phase` pass. An mbarrier's wait reads phase_no alone, the same on either kind of
+    signal, which is the exports' PARITY_READY(pn, ph) / parity_ready(pn, ph)."""
+    lang = phase_no.lang
+    others = [sym(f"@{word}", lang) for word in ("pending", "tx", "expected")]
+    full, empty = (rules.signal_ready(phase_no, others[0], others[1], others[2], phase, kind)
+                   for kind in (FULL, EMPTY))
+    if not same(full, empty) or any(a.startswith("@") for a in _atoms(full)):
+        raise PrintError("the backend's signal_ready reads more than phase_no and the waiter's "
+                         "phase: the exports' parity waits cannot print it")
+    return full
+
+
+def in_window(rules, phase_no, phase, initial_phase):
+    """A parity wait at `phase` (initial phase p0) is in its window (semantics.in_phase_window
+    of a waiter with no `reset`): in_window_at its intended phase, printed."""
+    return rules.in_window_at(phase_no, rules.intended_phase(phase, initial_phase))
 
 
 @dataclass
 class SignalUpdate:
-    """One atomic mbarrier update, printed from backends.nvidia.update over the signal's old
-    fields: when it traps (over, tx_range), when it completes the phase, and each new field.
-    Each is an `Expr` or a plain value (a tx-free model folds tx away)."""
+    """One atomic mbarrier update, printed from the backend's `update` over the signal's old
+    fields: when it traps (over, tx_range), when it completes the phase, when that completion
+    ran ahead (given that it completes), and each new field. Each is an `Expr` or a plain
+    value (a tx-free model folds tx away)."""
     over: object
     tx_range: object
     completed: object
+    ran_ahead: object     # RAN_AHEAD given COMPLETED (over_arrival: nobody observed the phase)
     fields: tuple         # (field name, new value) per field of the signal
 
 
-def signal_update(lang: str, field: str, expected: str, count: str, dtx: str,
+def signal_update(rules, lang: str, field: str, expected: str, count: str, dtx: str,
                   has_tx: bool) -> SignalUpdate:
-    """`field` formats a field's name ("SG.{}"); `expected`, `count` and `dtx` are the
-    update's arguments as text. Without tx the signal has no tx field and every tx is 0."""
+    """`rules` printed (IR.signal_rules); `field` formats a field's name ("SG.{}"); `expected`,
+    `count` and `dtx` are the update's arguments as text. Without tx the signal has no tx field
+    and every tx is 0. The signal's `observed` flag is a boolean: the ran-ahead test reads it
+    as one (Murphi's cannot be compared with 0)."""
     at = lambda text: sym(text, lang)
     tx, delta = (at(field.format("tx")), at(dtx)) if has_tx else (0, 0)
-    phase_no, pending, new_tx, outcome = signal_backend().update(
-        at(field.format("phase_no")), at(field.format("pending")), tx, at(expected), at(count), delta)
+    observed = at(field.format("observed"))
+    phase_no, pending, new_tx, outcome = rules.update(
+        at(field.format("phase_no")), at(field.format("pending")), tx, at(expected), at(count), delta,
+        observed)
     bit = lambda b: (outcome & b) != 0
+    completed = bit(COMPLETED)
     fields = (("phase_no", phase_no), ("pending", pending)) + ((("tx", new_tx),) if has_tx else ())
-    return SignalUpdate(bit(nvidia.TRAP_OVER_ARRIVAL), bit(nvidia.TRAP_TX_RANGE),
-                        bit(nvidia.COMPLETED), fields)
+    return SignalUpdate(bit(TRAP_OVER_ARRIVAL), bit(TRAP_TX_RANGE), completed,
+                        _as_flag(_given(bit(RAN_AHEAD), completed), observed), fields)
+
+
+def _conjuncts(e) -> list:
+    if isinstance(e, Expr) and e.op == "both":
+        return _conjuncts(e.args[0]) + _conjuncts(e.args[1])
+    return [e]
+
+
+def _given(cond, known):
+    """`cond` where `known` holds: its conjuncts that are not conjuncts of `known`."""
+    facts = _conjuncts(lift(known))
+    rest = [c for c in _conjuncts(lift(cond)) if not any(same(c, f) for f in facts)]
+    out = rest[-1] if rest else True
+    for c in reversed(rest[:-1]):
+        out = make("both", (c, out))
+    return out
+
+
+def _as_flag(e, flag: Expr):
+    """`e` with every comparison of the boolean atom `flag` with 0 or 1 written as the flag or
+    its negation."""
+    if not isinstance(e, Expr) or e.op == "name":
+        return e
+    x, y = (e.args + (None,))[:2]
+    if e.op in ("==", "!=") and same(x, flag) and not isinstance(y, Expr) and y in (0, 1):
+        return flag if (y == 1) == (e.op == "==") else make("negate", (flag,))
+    return make(e.op, tuple(_as_flag(a, flag) for a in e.args))

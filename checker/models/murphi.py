@@ -2,8 +2,8 @@
 
 checker/models/exporter.py describes the export; checker/models/ir.py has what it shares with
 the Promela export. The signal rules (parity_ready, in_window, intended_after, in_window_at,
-sig_update, the start state's signals) are printed from backends/nvidia.py
-(backends/printed.py), not written here: Murphi has no conditional expression, so each printed
+sig_update, the start state's signals) are printed from the backend's rules (its record's,
+ir.IR.signal_rules; backends/printed.py), not written here: Murphi has no conditional expression, so each printed
 `select` is an if-chain.
 
 Slots of several parts (docs/rules.md "Slot parts") keep one tag per part (slot_tag[s][p]); a
@@ -28,11 +28,10 @@ targets_cta(c) and a check in the landing rule.
 """
 from __future__ import annotations
 
-from pipeproof.backends.nvidia import TX_LIMIT
 from pipeproof.backends.printed import condition, lift, statements, sym
 from pipeproof.checker.models.ir import (
-    COMMIT_ON_FULL, ENTRY_COMMIT, ENTRY_COPY, ENTRY_READ, IR, KIND_MESSAGES, SIGNALS, Group, any_pc_guarded, comment_lines, read_miss_text,
-    signal_backend, signal_update,
+    COMMIT_ON_FULL, ENTRY_COMMIT, ENTRY_COPY, ENTRY_READ, IR, KIND_MESSAGES, SIGNALS, Group, any_pc_guarded, comment_lines,
+    in_window, parity_ready, read_miss_text, signal_update,
 )
 from pipeproof.checker.models.steps import (
     Advance, AwaitReads, AwaitSignal, BarrierArrive, BarrierWait, CheckRead, CheckWindow, ExitCheck, Issue,
@@ -147,7 +146,7 @@ class _Murphi:
             self.w(f"  MAXS: {ir.max_stages};  -- the longest ring's stages", f"  RINGS: {ir.n_rings};")
         if ir.ctas > 1:
             self.w(f"  CTAS: {ir.ctas};  -- CTAs in the cluster")
-        self.w(f"  TXL: {TX_LIMIT};", f"  PAC: {ir.pac};", f"  CAC: {ir.cac};")
+        self.w(f"  TXL: {ir.tx_limit};", f"  PAC: {ir.pac};", f"  CAC: {ir.cac};")
         for r in ir.rings[1:]:
             self.w(f"  {r.expected(FULL)}: {r.pac};", f"  {r.expected(EMPTY)}: {r.cac};")
         if ir.inflight:
@@ -232,35 +231,45 @@ class _Murphi:
 
     # -------------------------------------------------------------- functions
     def functions(self):
+        self.signal_functions()
+        self.done_functions()
+        if self.ir.inflight:
+            self.inflight_functions()
+        self.program_functions()
+        self.store_functions()
+
+    def signal_functions(self):
+        """The backend's signal rules, printed (ir.IR.signal_rules): parity_ready, in_window,
+        intended_after and in_window_at, and sig_update."""
         ir = self.ir
-        nv = signal_backend()
+        nv, bk = ir.signal_rules(), ir.caps.name
         m = lambda text: sym(text, "murphi")
-        self.w("-- backends.nvidia.ready, printed: the phase of parity ph has completed.",
+        self.w(f"-- backends.{bk}.ready, printed: the phase of parity ph has completed.",
                "function parity_ready(pn: pn_t; ph: ph_t): boolean;", "begin",
-               *("  " + line for line in statements("return {};", nv.ready(m("pn"), m("ph")), "murphi")),
+               *("  " + line for line in statements("return {};", parity_ready(nv, m("pn"), m("ph")), "murphi")),
                "end;", "",
-               "-- backends.nvidia.in_window, printed: a parity wait at phase ph (initial phase p0)",
+               f"-- backends.{bk}.in_window, printed: a parity wait at phase ph (initial phase p0)",
                "-- is meaningful while phase_no is the phase it means or the next one.",
                "function in_window(pn: pn_t; ph: ph_t; p0: ph_t): boolean;", "begin",
-               *("  " + line for line in statements("return {};", nv.in_window(m("pn"), m("ph"), m("p0")),
+               *("  " + line for line in statements("return {};", in_window(nv, m("pn"), m("ph"), m("p0")),
                                                     "murphi")),
                "end;", "")
         if ir.has_window:
-            self.w("-- backends.nvidia.intended_after, printed: the phase a waiter at ph means, from its",
+            self.w(f"-- backends.{bk}.intended_after, printed: the phase a waiter at ph means, from its",
                    "-- last passed wait (k', ph') on the signal.",
                    "function intended_after(kl: wk_t; pl: ph_t; ph: ph_t): ik_t;", "begin",
                    *("  " + line for line in statements(
                        "return {};", nv.intended_after(m("kl"), m("pl"), m("ph")), "murphi")),
                    "end;", "",
-                   "-- backends.nvidia.in_window_at, printed: phase_no is the phase k meant or the next.",
+                   f"-- backends.{bk}.in_window_at, printed: phase_no is the phase k meant or the next.",
                    "function in_window_at(pn: pn_t; k: ik_t): boolean;", "begin",
                    *("  " + line for line in statements("return {};", nv.in_window_at(m("pn"), m("k")),
                                                         "murphi")),
                    "end;", "")
-        u = signal_update("murphi", "s.{}", "expected", "cnt", "dtx", ir.has_tx)
+        u = signal_update(nv, "murphi", "s.{}", "expected", "cnt", "dtx", ir.has_tx)
         types = {"phase_no": "pn_t", "pending": "pend_t", "tx": "tx_t"}
         dtx = "; dtx: -TXL..TXL" if ir.has_tx else ""
-        self.w("-- One atomic mbarrier update, printed from backends.nvidia.update: cnt arrivals and",
+        self.w(f"-- One atomic mbarrier update, printed from backends.{bk}.update: cnt arrivals and",
                "-- tx += dtx, then the phase check. Every new field is computed from the old ones",
                "-- before any is stored.",
                f"procedure sig_update(var s: sig_t; expected: pend_t; cnt: cnt_t{dtx});",
@@ -269,13 +278,18 @@ class _Murphi:
             if lift(when) is not False:  # no tx: tx_range folds away
                 self.w(f"  if {condition(when, 'murphi')} then error \"{KIND_MESSAGES[kind]}\" endif;")
         if lift(u.completed) is not False:
-            self.w(f"  if {condition(u.completed, 'murphi')} then",
-                   f"    if s.phase_no >= 1 & !s.observed then error \"{KIND_MESSAGES['over_arrival_ahead']}\" endif;",
-                   "    s.observed := false;", "  endif;")
+            self.w(f"  if {condition(u.completed, 'murphi')} then")
+            if lift(u.ran_ahead) is not False:  # given that it completes
+                self.w(f"    if {condition(u.ran_ahead, 'murphi')} then "
+                       f"error \"{KIND_MESSAGES['over_arrival_ahead']}\" endif;")
+            self.w("    s.observed := false;", "  endif;")
         for name, value in u.fields:
             self.w(*("  " + line for line in statements(f"new_{name} := {{}};", value, "murphi")))
         self.w(*(f"  s.{name} := new_{name};" for name, _ in u.fields), "end;", "")
 
+    def done_functions(self):
+        """all_done, cta_done (a cluster) and the rings' counts (several rings)."""
+        ir = self.ir
         # all agents finished; in a cluster, all agents of a CTA (a CTA without agents is gone)
         conj = " & ".join(f"(forall i: {g.ident}_id do {g.ident}[i].pc = {g.length} end)" for g in ir.groups)
         self.w("function all_done(): boolean;", "begin", f"  return {conj};", "end;", "")
@@ -295,43 +309,50 @@ class _Murphi:
                     self.w(f"  if r = {ring.index} then return {ring.expected(kind)}; endif;")
                 self.w(f"  return {ir.rings[-1].expected(kind)};", "end;", "")
 
-        if ir.inflight:
-            self.w("procedure inf_add(e: entry_t);", "var j: 0..INF-1; stop: boolean;", "begin",
-                   f"  if inflight[INF-1] != 0 then error \"{KIND_MESSAGES['inflight_capacity']}\" endif;",
-                   "  j := INF-1;", "  stop := false;", "  while !stop do",
-                   "    if j = 0 then stop := true;",
-                   "    elsif inflight[j-1] >= e then stop := true;",
-                   "    else inflight[j] := inflight[j-1]; j := j - 1;",
-                   "    endif;", "  end;", "  inflight[j] := e;", "end;", "",
-                   "procedure inf_remove(j: 0..INF-1);", "begin")
-            if ir.inflight > 1:
-                self.w("  for k: 0..INF-2 do", "    if k >= j then inflight[k] := inflight[k+1]; endif;",
-                       "  end;")
-            head = ir.entry_expr({"kind": ENTRY_COPY, "cta": "c", "ring": "r", "stage": "s"}, upto="stage")
-            self.w("  inflight[INF-1] := 0;", "end;", "",
-                   f"function copy_in_flight({self._params()}): boolean;", "begin",
-                   f"  return exists j: 0..INF-1 do inflight[j] != 0 & inflight[j] / ({ir.entry_unit('stage')}) = {head} end;",
-                   "end;", "")
-            if ir.names_agents:
-                self.agent_entry_functions()
-            if ir.ctas > 1 and ir.strict_exit:
-                self.w("-- Something in flight (a copy, a commit or an async read) targets CTA c.",
-                       "function targets_cta(c: cta_t): boolean;", "begin",
-                       f"  return exists j: 0..INF-1 do inflight[j] != 0 & "
-                       f"{ir.entry_field('inflight[j]', 'cta')} = c end;", "end;", "")
-            foreign = self._foreign("inflight[j]")
-            if foreign and not ir.strict_exit:
-                self.w("-- An async read of CTA c, or a copy or commit into c from another CTA, is in flight",
-                       "-- (inflight_at_exit when c goes; its own copies and commits are the engine's warning",
-                       "-- unawaited_at_exit, not reported here).",
-                       f"function foreign_in_flight({'c: cta_t' if ir.ctas > 1 else ''}): boolean;", "begin",
-                       f"  return exists j: 0..INF-1 do inflight[j] != 0 & {foreign} end;", "end;", "")
-            if ir.has_tx:
-                self.w("function bytes_of(b: 0..ENB-1): 0..TXL;", "begin")
-                for i, b in enumerate(ir.bytes_vals[:-1]):
-                    self.w(f"  if b = {i} then return {min(b, TX_LIMIT)}; endif;")
-                self.w(f"  return {min(ir.bytes_vals[-1], TX_LIMIT)};", "end;", "")
+    def inflight_functions(self):
+        """inf_add, inf_remove, copy_in_flight, the entries that name their agent, the exit's
+        targets_cta / foreign_in_flight and bytes_of."""
+        ir = self.ir
+        self.w("procedure inf_add(e: entry_t);", "var j: 0..INF-1; stop: boolean;", "begin",
+               f"  if inflight[INF-1] != 0 then error \"{KIND_MESSAGES['inflight_capacity']}\" endif;",
+               "  j := INF-1;", "  stop := false;", "  while !stop do",
+               "    if j = 0 then stop := true;",
+               "    elsif inflight[j-1] >= e then stop := true;",
+               "    else inflight[j] := inflight[j-1]; j := j - 1;",
+               "    endif;", "  end;", "  inflight[j] := e;", "end;", "",
+               "procedure inf_remove(j: 0..INF-1);", "begin")
+        if ir.inflight > 1:
+            self.w("  for k: 0..INF-2 do", "    if k >= j then inflight[k] := inflight[k+1]; endif;",
+                   "  end;")
+        head = ir.entry_expr({"kind": ENTRY_COPY, "cta": "c", "ring": "r", "stage": "s"}, upto="stage")
+        self.w("  inflight[INF-1] := 0;", "end;", "",
+               f"function copy_in_flight({self._params()}): boolean;", "begin",
+               f"  return exists j: 0..INF-1 do inflight[j] != 0 & inflight[j] / ({ir.entry_unit('stage')}) = {head} end;",
+               "end;", "")
+        if ir.names_agents:
+            self.agent_entry_functions()
+        if ir.ctas > 1 and ir.strict_exit:
+            self.w("-- Something in flight (a copy, a commit or an async read) targets CTA c.",
+                   "function targets_cta(c: cta_t): boolean;", "begin",
+                   f"  return exists j: 0..INF-1 do inflight[j] != 0 & "
+                   f"{ir.entry_field('inflight[j]', 'cta')} = c end;", "end;", "")
+        foreign = self._foreign("inflight[j]")
+        if foreign and not ir.strict_exit:
+            self.w("-- An async read of CTA c, or a copy or commit into c from another CTA, is in flight",
+                   "-- (inflight_at_exit when c goes; its own copies and commits are the engine's warning",
+                   "-- unawaited_at_exit, not reported here).",
+                   f"function foreign_in_flight({'c: cta_t' if ir.ctas > 1 else ''}): boolean;", "begin",
+                   f"  return exists j: 0..INF-1 do inflight[j] != 0 & {foreign} end;", "end;", "")
+        if ir.has_tx:
+            self.w("function bytes_of(b: 0..ENB-1): 0..TXL;", "begin")
+            for i, b in enumerate(ir.bytes_vals[:-1]):
+                self.w(f"  if b = {i} then return {min(b, ir.tx_limit)}; endif;")
+            self.w(f"  return {min(ir.bytes_vals[-1], ir.tx_limit)};", "end;", "")
 
+    def program_functions(self):
+        """What the programs need: settle (every=/at=), the named barriers' releases and
+        reads_pending per group and ring."""
+        ir = self.ir
         for g in ir.groups:
             if not g.guards:
                 continue
@@ -389,6 +410,9 @@ class _Murphi:
                 self.w(*("    " + line for line in self._next_lines(g, "pc", "item")))
                 self.w("  end;", "  return false;", "end;", "")
 
+    def store_functions(self):
+        """part_in (slots whose parts differ by CTA or ring) and store_tag."""
+        ir = self.ir
         params = self._params()
         if not ir.part_everywhere():
             self.w("-- The slots of CTA c have part p of ring r (checker/core/program.py slot_parts).",
@@ -544,7 +568,7 @@ class _Murphi:
         for ring in ir.rings:
             for kind in (FULL, EMPTY):
                 sig = self._sig(kind, "c", ring.index, "s")
-                init = signal_backend().init(sym(ring.expected(kind), "murphi"))  # backends.nvidia.init, printed
+                init = ir.signal_rules().init(sym(ring.expected(kind), "murphi"))  # the backend's init, printed
                 for name, value in zip(names, init):
                     self.w(*(ind + line for line in statements(f"{sig}.{name} := {{}};", value, "murphi")))
                 self.w(f"{ind}{sig}.observed := false;")

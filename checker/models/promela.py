@@ -2,7 +2,8 @@
 
 checker/models/exporter.py describes the export; checker/models/ir.py has what it shares with
 the Murphi export. The signal rules (PARITY_READY, IN_WINDOW, IN_WINDOW_AT, INTENDED_AFTER, sig_update, the
-initial signal) are printed from backends/nvidia.py (backends/printed.py), not written here.
+initial signal) are printed from the backend's rules (its record's, ir.IR.signal_rules;
+backends/printed.py), not written here.
 
 Slots of several parts (docs/rules.md "Slot parts") keep one tag per part, part p of stage s
 at slot_tag[s*NPARTS + p]; a copy's in-flight entry carries its part. Agents whose program has
@@ -24,11 +25,10 @@ and a check in every landing.
 """
 from __future__ import annotations
 
-from pipeproof.backends.nvidia import TX_LIMIT
 from pipeproof.backends.printed import condition, lift, render, sym
 from pipeproof.checker.models.ir import (
-    COMMIT_ON_FULL, ENTRY_COMMIT, ENTRY_COPY, ENTRY_READ, IR, SIGNALS, Group, any_pc_guarded, comment_lines, read_miss_text, signal_backend,
-    signal_update,
+    COMMIT_ON_FULL, ENTRY_COMMIT, ENTRY_COPY, ENTRY_READ, IR, SIGNALS, Group, any_pc_guarded, comment_lines,
+    in_window, parity_ready, read_miss_text, signal_update,
 )
 from pipeproof.checker.models.steps import (
     Advance, AwaitReads, AwaitSignal, BarrierArrive, BarrierWait, CheckRead, CheckWindow, ExitCheck, Issue,
@@ -146,8 +146,14 @@ class _Promela:
         return "\n".join(self.out) + "\n"
 
     def declarations(self):
+        self.defines()
+        self.state()
+        self.macros()
+
+    def defines(self):
+        """The constants: stages, counts, the in-flight entries' digits and the macros that
+        count an agent's entries."""
         ir = self.ir
-        A = ir.n_agents
         S = ir.stage_const
         self.w(f"#define STAGES {ir.stages}")
         for r in ir.rings[1:]:
@@ -156,7 +162,7 @@ class _Promela:
             self.w(f"#define MAXS {ir.max_stages}  /* the longest ring's stages */", f"#define RINGS {ir.n_rings}")
         if ir.ctas > 1:
             self.w(f"#define CTAS {ir.ctas}  /* CTAs in the cluster */")
-        self.w(f"#define TXL {TX_LIMIT}", f"#define PAC {ir.pac}", f"#define CAC {ir.cac}")
+        self.w(f"#define TXL {ir.tx_limit}", f"#define PAC {ir.pac}", f"#define CAC {ir.cac}")
         for r in ir.rings[1:]:
             self.w(f"#define {r.expected(FULL)} {r.pac}", f"#define {r.expected(EMPTY)} {r.cac}")
         if ir.n_rings > 1:
@@ -165,7 +171,7 @@ class _Promela:
                 for ring in reversed(ir.rings[:-1]):
                     expr = f"((R) == {ring.index} -> {ring.expected(kind)} : {expr})"
                 self.w(f"#define {SIGNALS[kind][0].upper()}_COUNT(R) ({expr})")
-        self.w(f"#define NAGENTS {A}", "#define ME (_pid - 1)  /* init is pid 0 */")
+        self.w(f"#define NAGENTS {ir.n_agents}", "#define ME (_pid - 1)  /* init is pid 0 */")
         if ir.inflight:
             self.w(f"#define INF {ir.inflight}", f"#define EV {ir.ev}", f"#define ENB {ir.enb}")
         if ir.n_parts > 1:
@@ -194,6 +200,12 @@ class _Promela:
                        f"({name}_OF(inflight[{j}], A) -> 1 : 0)" for j in range(ir.inflight)) + ")")
         if ir.has_window:
             self.w(f"#define W(a, s, kind) ((((a)*{S} + (s))*2) + (kind))  /* wk, wph */")
+
+    def state(self):
+        """The state: the signals, slots, agents' fields, window records, named barriers and
+        in-flight entries, and the d_steps' scratch."""
+        ir = self.ir
+        S = ir.stage_const
         self.w("")
         n_sig = "*".join(size for _, size in ir.dims("", "", ""))
         self.w("typedef Sig {", f"  {_ptype(0, ir.pn_max)} phase_no;", f"  {_ptype(0, ir.pend_max)} pending;")
@@ -240,20 +252,26 @@ class _Promela:
                "/* assert(KIND) fails with the kind's name in SPIN's report */",
                "hidden byte read_before_fill, overwrite_before_drain, phase_alias, over_arrival,",
                "           tx_range, inflight_at_exit, inflight_capacity;", "")
-        nv = signal_backend()
-        self.w("/* backends.nvidia.ready and in_window, printed */",
-               "#define PARITY_READY(pn, ph) " + _text(nv.ready(_p("(pn)"), _p("(ph)"))),
-               "#define IN_WINDOW(pn, ph, p0) " + _text(nv.in_window(_p("(pn)"), _p("(ph)"), _p("(p0)"))))
+
+    def macros(self):
+        """The backend's signal rules as macros (printed), bytes_of, ALL_DONE / CTA_DONE and
+        PART_IN."""
+        ir = self.ir
+        A = ir.n_agents
+        nv, bk = ir.signal_rules(), ir.caps.name
+        self.w(f"/* backends.{bk}.ready and in_window, printed */",
+               "#define PARITY_READY(pn, ph) " + _text(parity_ready(nv, _p("(pn)"), _p("(ph)"))),
+               "#define IN_WINDOW(pn, ph, p0) " + _text(in_window(nv, _p("(pn)"), _p("(ph)"), _p("(p0)"))))
         if ir.has_window:
-            self.w("/* backends.nvidia.intended_after and in_window_at, printed: the phase meant from the",
+            self.w(f"/* backends.{bk}.intended_after and in_window_at, printed: the phase meant from the",
                    " * last passed wait (k', ph'), and its window */",
                    "#define INTENDED_AFTER(kl, pl, ph) "
                    + _text(nv.intended_after(_p("(kl)"), _p("(pl)"), _p("(ph)"))),
                    "#define IN_WINDOW_AT(pn, k) " + _text(nv.in_window_at(_p("(pn)"), _p("(k)"))))
         if ir.inflight and ir.has_tx:
-            expr = str(min(ir.bytes_vals[-1], TX_LIMIT))
+            expr = str(min(ir.bytes_vals[-1], ir.tx_limit))
             for i in range(len(ir.bytes_vals) - 2, -1, -1):
-                expr = f"((B) == {i} -> {min(ir.bytes_vals[i], TX_LIMIT)} : {expr})"
+                expr = f"((B) == {i} -> {min(ir.bytes_vals[i], ir.tx_limit)} : {expr})"
             self.w(f"#define bytes_of(B) ({expr})")
         done = " && ".join(f"pc[{a}] == {ir.group_of(a).length}" for a in range(A))
         self.w(f"#define ALL_DONE ({done})")
@@ -278,12 +296,18 @@ class _Promela:
         self.w("")
 
     def inlines(self):
+        self.sig_update_inline()
+        self.inflight_inlines()
+        self.program_inlines()
+        self.store_inline()
+
+    def sig_update_inline(self):
+        """sig_update: the backend's update, printed (ir.signal_update)."""
         ir = self.ir
-        # signal update
-        u = signal_update("promela", "SG.{}", "(EXPECTED)", "(CNT)", "(DTX)", ir.has_tx)
+        u = signal_update(ir.signal_rules(), "promela", "SG.{}", "(EXPECTED)", "(CNT)", "(DTX)", ir.has_tx)
         temps = {"phase_no": "pn_", "pending": "pd_", "tx": "tx_"}
         used = ", ".join(temps[name] for name, _ in u.fields)
-        self.w("/* One atomic mbarrier update, printed from backends.nvidia.update: CNT arrivals and",
+        self.w(f"/* One atomic mbarrier update, printed from backends.{ir.caps.name}.update: CNT arrivals and",
                " * tx += DTX, then the phase check. Every new field is computed from the old ones",
                f" * (into {used}) before any is stored. */",
                "inline sig_update(SG, EXPECTED, CNT, DTX) {")
@@ -292,11 +316,18 @@ class _Promela:
             if lift(when) is not False:  # no tx: tx_range folds away
                 self.w(f"  if :: {_cond(when)} -> {what} :: else -> skip fi;")
         if lift(u.completed) is not False:
-            self.w("  if", f"  :: {_cond(u.completed)} ->",
-                   "    if :: SG.phase_no >= 1 && !SG.observed -> assert(over_arrival)  /* ran ahead */",
-                   "    :: else -> skip fi;", "    SG.observed = 0", "  :: else -> skip", "  fi;")
+            self.w("  if", f"  :: {_cond(u.completed)} ->")
+            if lift(u.ran_ahead) is not False:  # given that it completes
+                self.w(f"    if :: {_cond(u.ran_ahead)} -> assert(over_arrival)  /* ran ahead */",
+                       "    :: else -> skip fi;")
+            self.w("    SG.observed = 0", "  :: else -> skip", "  fi;")
         self.w(*(f"  {temps[name]} = {_text(value)};" for name, value in u.fields))
         self.w("  " + "; ".join(f"SG.{name} = {temps[name]}" for name, _ in u.fields), "}", "")
+
+    def inflight_inlines(self):
+        """inf_add, inf_remove, copy_in_flight, the exit's targets_cta / foreign_in_flight, and
+        inf_sort, finish_read, commit_fired for the entries that name their agent."""
+        ir = self.ir
         if ir.inflight:
             self.w("inline inf_add(E) {", "  e_ = (E);", "  if",
                    "  :: inflight[INF-1] != 0 -> assert(inflight_capacity)", "  :: else -> skip", "  fi;",
@@ -353,6 +384,11 @@ class _Promela:
                    f"inflight[k_] = inflight[k_] - {ir.entry_unit('cseq')}",
                    "    :: else -> skip", "    fi;", "    k_++", "  :: else -> break", "  od;",
                    "  inf_sort()", "}", "")
+
+    def program_inlines(self):
+        """What the programs need: settle (every=/at=), the named barriers' releases and
+        reads_pending per group and ring."""
+        ir = self.ir
         for g in ir.groups:
             if not g.guards:
                 continue
@@ -420,6 +456,10 @@ class _Promela:
                 else:
                     self.w("    rp_pc++")
                 self.w("  :: else -> break", "  od", "}", "")
+
+    def store_inline(self):
+        """store_tag: a write or landing, with its overwrite_before_drain check."""
+        ir = self.ir
         params = self._params()
         if ir.n_parts == 1:
             slot = self._slot_at("(C)", "(R)", "(S)", 0)
@@ -581,9 +621,9 @@ class _Promela:
         self.w("  }", "}")
 
     def _sig_init(self, sig: str, expected: str) -> str:
-        """`mbarrier.init`, printed from backends.nvidia.init."""
+        """`mbarrier.init`, printed from the backend's init."""
         names = ("phase_no", "pending", "tx")[:3 if self.ir.has_tx else 2]
-        values = signal_backend().init(_p(expected))
+        values = self.ir.signal_rules().init(_p(expected))
         return "; ".join(f"{sig}.{name} = {_text(v)}" for name, v in zip(names, values))
 
     def op_step(self, g: Group, p: int):

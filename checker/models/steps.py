@@ -54,7 +54,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pipeproof.backends.nvidia import TX_LIMIT
 from pipeproof.backends.base import FULL
 from pipeproof.checker.models.ir import COMMIT_ON_FULL, ENTRY_COMMIT, ENTRY_COPY, ENTRY_READ
 from pipeproof.checker.core import OP_EFFECTS
@@ -241,7 +240,7 @@ def step_actions(ir, g, p: int) -> list:
             acts.append(PassWindow(e.observes, when, g.records_raw(p, r), r))
     if e.waits_reads and g.reads_async:  # an agent that issues no async reads never waits
         acts.append(AwaitReads(op.n))
-    if e.tx and op.n > TX_LIMIT:
+    if e.tx and op.n > ir.tx_limit:  # the backend's bound on |tx|
         acts.append(Trap("tx_range"))  # the bytes trap before anything is updated or issued
     elif e.issues and ENTRIES[e.issues] != ENTRY_READ:
         acts.append(Issue(ENTRIES[e.issues], e.updates, g.tags[p] if e.stores else None,
