@@ -40,9 +40,10 @@ The reduction is written in five modules: this one builds the future tables (in 
 per model) and bounds the merge's work (`state_work`, `merged_steps`); por_deps.py holds the
 dependency relation, the tables' layout and their quick answer (`others_touch`);
 por_signals.py what a signal can still do while a step waits (every call to a backend's
-rules is there, through backends/dispatch.py); por_walk.py the walk (`frozen_touch`); por_select.py the persistent
-singletons (`mergeable`, `independent_step`, `independent_entry`). The names the engines and
-tests read are all offered here, as `por.<name>`.
+rules is there, through backends/dispatch.py); por_walk.py the walk (`frozen_touch`);
+por_select.py the persistent singletons (`mergeable`, `independent_step`,
+`independent_entry`). The names the engines and tests read are all offered here, as
+`por.<name>`.
 """
 from __future__ import annotations
 

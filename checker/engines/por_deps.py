@@ -27,9 +27,9 @@ EXPECT = -3
 # frozen_touch's record of each agent in F.work: program position, whether it is out of the
 # walk (finished, or the agent that stands still), then (stage, phase) per ring, then its
 # phase_alias window records (k', ph') of the frozen access's ring and signal kind, one per
-# stage, as the walk moves it (por_signals.walk_window), after a word saying whether they are exact. An
-# agent stuck at a wait keeps its position there and is looked
-# at again in the next sweep.
+# stage, as the walk moves it (por_signals.walk_window), after a word saying whether they are
+# exact. An agent stuck at a wait keeps its position there and is looked at again in the next
+# sweep.
 W_PC, W_ITEM, W_OUT, W_RING0 = 0, 1, 2, 3
 
 

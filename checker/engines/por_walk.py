@@ -1,13 +1,12 @@
 """Partial-order reduction (por.py): the walk, `frozen_touch`, that decides whether another
 agent can conflict with a step while its agent stands still.
 
-Every other agent's program is walked forward from where it is (`walk_sweeps`, one op at a time:
-`walk_op`, with its observation, `walk_observation`, and its updates and stores,
-`walk_updates`), with budgets of the arrivals and bytes the others can still bring to each
-signal; what the walk found possible is judged at its end (`judged_at_end`). Its scratch is
-F.work (records laid out in por_deps.py, set up by `walk_start`), and it counts down the
-merge's work (por.py, WORK_PER_FIELD). `touched_while_frozen` asks the in-flight entries and
-the future tables first, and walks only where they say "touched".
+Every other agent's program is walked forward from where it is (`walk_sweeps`, each agent as
+far as it goes: `walk_agent`), with budgets of the arrivals and bytes the others can still
+bring to each signal; what the walk found possible is judged at its end (`judged_at_end`).
+Its scratch is F.work (records laid out in por_deps.py, set up by `walk_start`), and it
+counts down the merge's work (por.py, WORK_PER_FIELD). `touched_while_frozen` asks the
+in-flight entries and the future tables first, and walks only where they say "touched".
 """
 from __future__ import annotations
 
@@ -24,8 +23,8 @@ from pipeproof.checker.engines.por_signals import (
 # Ops one walk may visit before it gives up and answers "touched" (a long program whose agents
 # nobody blocks would otherwise be walked to its end after every step).
 WALK_LIMIT = 4096
-# What walking one op did (`walk_op`): the agent moved on, it stays where it is (stuck at a
-# wait, or finished), or the op may conflict with the frozen step.
+# What walking one agent did (`walk_agent`): it took at least one op, it took none (stuck at a
+# wait, or finished), or an op of its may conflict with the frozen step.
 WALKED, STUCK, TOUCHED = 0, 1, 2
 
 # The walk's arguments, passed along as tuples:
@@ -184,174 +183,145 @@ def frozen_signals(T, st, r, bits, t_part, skip, twin):
 
 @jit
 def walk_sweeps(T, F, st, L, acc, sigs, reader, in_flight, budget):
-    """Walk the agents still in the walk, each as far as it goes, sweep after sweep, until no
-    agent moves (an agent stuck at a wait is looked at again in the next sweep): (touched,
-    watched, arrived). At most `budget` ops in all (WALK_LIMIT), then "touched"."""
+    """Walk the agents still in the walk, each as far as it goes (`walk_agent`), sweep after
+    sweep, until no agent moves (an agent stuck at a wait is looked at again in the next
+    sweep): (touched, watched, arrived). At most `budget` ops in all (WALK_LIMIT), then
+    "touched"."""
     W = F.work
-    rl = L[0]
     watched = 0
     arrived = False
     moved = True
     while moved:
         moved = False
         for b in range(T.cfg[S.C_AGENTS]):
-            if W[b * rl + W_OUT]:
+            if W[b * L[0] + W_OUT]:
                 continue
-            while True:
-                code, budget, watched, arrived, in_flight = walk_op(
-                    T, F, st, L, acc, sigs, reader, b, budget, watched, arrived, in_flight)
-                if code == TOUCHED:
-                    return True, watched, arrived
-                if code == STUCK:
-                    break
+            code, budget, watched, arrived, in_flight = walk_agent(
+                T, F, st, L, acc, sigs, reader, b, budget, watched, arrived, in_flight)
+            if code == TOUCHED:
+                return True, watched, arrived
+            if code == WALKED:
                 moved = True
     return False, watched, arrived
 
 
 @jit
-def walk_op(T, F, st, L, acc, sigs, reader, b, budget, watched, arrived, in_flight):
-    """Walk agent b over its next op: (WALKED, STUCK or TOUCHED, then the walk's budget,
-    watched, arrived and the reader's reads in flight after it)."""
-    rl, wx, bo, lo, ex, seen, n_sig = L
-    r, bits, t_kind, t_sig_acc, t_slot_acc, window, t_part, commuting, phase_kept = acc
-    W = F.work
-    E = F.eff
-    wk = W.shape[0] - 1
-    rec = b * rl
-    budget -= 1
-    W[wk] -= 1
-    if budget < 0 or W[wk] < 0:
-        return TOUCHED, budget, watched, arrived, in_flight
-    pc = W[rec + W_PC]
-    if pc >= T.agent[b, S.A_LEN]:
-        W[rec + W_OUT] = 1
-        return STUCK, budget, watched, arrived, in_flight
-    row = S.op_row(T, b, pc)
-    op = T.prog[row, S.P_CODE]
-    rr = T.prog[row, S.P_RING]
-    sb = rec + W_RING0 + 2 * rr
-    here = rr == r and (bits >> (T.agent[b, S.A_CTA] * T.cfg[S.C_MAXS] + W[sb])) & 1 == 1
-    if E[op, S.EF_OBS] >= 0:
-        code, watched = walk_observation(T, F, st, L, acc, sigs, b, pc, row, watched)
-        if code != WALKED:
-            return code, budget, watched, arrived, in_flight
-    if b == reader and E[op, S.EF_WAITS_READS] and in_flight > T.prog[row, S.P_N]:
-        # stuck for good: the reader's reads in flight never go down
-        return STUCK, budget, watched, arrived, in_flight
-    if E[op, S.EF_UPD] >= 0 or E[op, S.EF_WRITES]:
-        touched, watched, arrived = walk_updates(T, F, acc, sigs, L, b, row, W[sb], watched,
-                                                 arrived)
-        if touched:
-            return TOUCHED, budget, watched, arrived, in_flight
-    if E[op, S.EF_READS] and here and slot_conflict(t_slot_acc, ACC_READ):
-        return TOUCHED, budget, watched, arrived, in_flight
-    if b == reader and E[op, S.EF_ASYNC] == S.ENTRY_READ:
-        in_flight += 1
-    if E[op, S.EF_STAGE] == S.STAGE_ADVANCE:
-        S.advance_at(T, W, sb, rr)
-    elif E[op, S.EF_STAGE] == S.STAGE_RESET:
-        W[sb] = T.agent[b, S.A_RING0 + 2 * rr]
-        W[sb + 1] = T.agent[b, S.A_RING0 + 2 * rr + 1]
-    # syncs and read_waits touch no signal or slot: walked over (they may pass)
-    W[rec + W_PC], W[rec + W_ITEM] = S.next_pc(T, b, pc, W[rec + W_ITEM])
-    if W[rec + W_ITEM] >= F.limit[b]:
-        return TOUCHED, budget, watched, arrived, in_flight
-    return WALKED, budget, watched, arrived, in_flight
-
-
-@jit
-def walk_observation(T, F, st, L, acc, sigs, b, pc, row, watched):
-    """Agent b's observation at `pc`: a try always observes, a blocking wait observes when it
-    can pass (`could_pass`), else b is STUCK there (a wait `unless=ready` may be skipped: the
-    walk goes on). (WALKED, STUCK or TOUCHED, watched)."""
-    rl, wx, bo, lo, ex, seen, n_sig = L
-    r, bits, t_kind, t_sig_acc, t_slot_acc, window, t_part, commuting, phase_kept = acc
-    sig_l = sigs[0]
-    W = F.work
-    E = F.eff
-    ms = T.cfg[S.C_MAXS]
-    rec = b * rl
-    cta = T.agent[b, S.A_CTA]
-    op = T.prog[row, S.P_CODE]
-    rr = T.prog[row, S.P_RING]
-    sb = rec + W_RING0 + 2 * rr
-    stage = W[sb]
-    here = rr == r and (bits >> (cta * ms + stage)) & 1 == 1
-    obs = E[op, S.EF_OBS]
-    sig = S.sig_index(T, cta, rr, stage, obs)
-    passes = E[op, S.EF_BLOCKS] == 0
-    if not passes:
-        passes = could_pass(T, F, st, W, seen + b * n_sig, sig, W[sb + 1],
-                            W[bo + sig], W[lo + sig], W[ex + sig], sig == sig_l)
-    if W[rec + wx] == 1 and rr == r and obs == t_kind:
-        walk_window(T, W, rec + wx, b, r, pc, stage, W[sb + 1], row, passes,
-                    E[op, S.EF_BLOCKS])
-    if passes:
-        if here and obs == t_kind and signal_conflict(t_sig_acc, ACC_OBS, commuting):
-            if not phase_kept:
-                return TOUCHED, watched
-            watched |= 1 << (cta * ms + stage)
-        return WALKED, watched
-    # An agent with a reset keeps its window as of its last passed wait, which the walk does
-    # not update: its stuck wait counts as touching, unless the state's record still gives its
-    # window exactly (`stale_ok`).
-    if window and here and obs == t_kind and stuck_outside_window(
-            T, st, W, rec, wx, b, rr, stage, W[sb + 1], sig, obs):
-        return TOUCHED, watched
-    if T.prog[row, S.P_UNLESS] != 1:
-        return STUCK, watched
-    return WALKED, watched  # an unless=ready wait may be skipped: walk on
-
-
-@jit
-def walk_updates(T, F, acc, sigs, L, b, row, stage, watched, arrived):
-    """Agent b's updates and stores at `row` (its ring at `stage`), into every CTA it targets:
-    the units and bytes they bring go into the budgets, and one that conflicts with the frozen
-    access is "touched", but for an arrival beside an observation that keeps its phase
-    (`watched`) or beside a landing (`arrived`), both judged at the end. (touched, watched,
-    arrived)."""
+def walk_agent(T, F, st, L, acc, sigs, reader, b, budget, watched, arrived, in_flight):
+    """Walk agent b forward, op by op, until it is stuck at a wait, finished, or an op of its
+    may conflict with the frozen access: (WALKED if it took an op, STUCK if none, or TOUCHED;
+    then the walk's budget, watched, arrived and the reader's reads in flight). A try always
+    observes, a blocking wait observes when it can pass (`could_pass`); an update's units and
+    bytes go into the budgets; an arrival beside an observation that keeps its phase
+    (`watched`) or beside a landing (`arrived`) is judged at the end. One function, the walk's
+    inner loop: a call per op would cost the walk most of its speed (numba passes the tables
+    by value to a function LLVM does not inline)."""
     rl, wx, bo, lo, ex, seen, n_sig = L
     r, bits, t_kind, t_sig_acc, t_slot_acc, window, t_part, commuting, phase_kept = acc
     sig_l, sig_x, sig_w, units_w = sigs
     W = F.work
     E = F.eff
     ms = T.cfg[S.C_MAXS]
-    op = T.prog[row, S.P_CODE]
-    rr = T.prog[row, S.P_RING]
-    upd = E[op, S.EF_UPD]
-    units = E[op, S.EF_UNITS]
-    if units < 0:
-        units = T.prog[row, S.P_N]
-    mask = S.targets_mask(T, b, T.prog[row, S.P_TARGET])
-    # a copy beside a landing: they commute in different parts (landings_commute)
-    beside = (t_part >= -1 and E[op, S.EF_ASYNC] == S.ENTRY_COPY and
-              landings_commute(T, F, rr, t_part, T.prog[row, S.P_PART]))
-    for dst in range(T.cfg[S.C_CTAS]):
-        if mask & (1 << dst) == 0:
-            continue
-        at = rr == r and (bits >> (dst * ms + stage)) & 1 == 1
-        if upd >= 0:
-            sig = S.sig_index(T, dst, rr, stage, upd)
-            if (at and upd == t_kind and not beside and
-                    not (sig == sig_x and E[op, S.EF_ASYNC] == S.ENTRY_COPY) and
-                    signal_conflict(t_sig_acc, ACC_UPD, commuting)):
-                if phase_kept and t_sig_acc == ACC_OBS:
-                    watched |= 1 << (dst * ms + stage)
-                elif sig != sig_l or units <= 0 or E[op, S.EF_TX] < 0:
-                    return True, watched, arrived
-                else:
-                    arrived = True  # an arrival beside a landing: judged at the end
-            if not (sig == sig_w and units == units_w and
-                    E[op, S.EF_ASYNC] == S.ENTRY_COMMIT):
-                W[bo + sig] += units  # (a twin's firing is the frozen step)
-            if E[op, S.EF_TX] < 0:
-                W[lo + sig] += T.prog[row, S.P_N]
-            elif E[op, S.EF_TX] > 0:
-                W[ex + sig] += T.prog[row, S.P_N]
-        if (E[op, S.EF_WRITES] and at and not beside and
-                slot_conflict(t_slot_acc, ACC_WRITE)):
-            return True, watched, arrived
-    return False, watched, arrived
+    wk = W.shape[0] - 1
+    rec = b * rl
+    cta = T.agent[b, S.A_CTA]
+    code = STUCK
+    while True:
+        budget -= 1
+        W[wk] -= 1
+        if budget < 0 or W[wk] < 0:
+            return TOUCHED, budget, watched, arrived, in_flight
+        pc = W[rec + W_PC]
+        if pc >= T.agent[b, S.A_LEN]:
+            W[rec + W_OUT] = 1
+            return code, budget, watched, arrived, in_flight
+        row = S.op_row(T, b, pc)
+        op = T.prog[row, S.P_CODE]
+        rr = T.prog[row, S.P_RING]
+        sb = rec + W_RING0 + 2 * rr
+        stage = W[sb]
+        here = rr == r and (bits >> (cta * ms + stage)) & 1 == 1
+        obs = E[op, S.EF_OBS]
+        if obs >= 0:
+            sig = S.sig_index(T, cta, rr, stage, obs)
+            passes = E[op, S.EF_BLOCKS] == 0
+            if not passes:
+                passes = could_pass(T, F, st, W, seen + b * n_sig, sig, W[sb + 1],
+                                    W[bo + sig], W[lo + sig], W[ex + sig], sig == sig_l)
+            if W[rec + wx] == 1 and rr == r and obs == t_kind:
+                walk_window(T, W, rec + wx, b, r, pc, stage, W[sb + 1], row, passes,
+                            E[op, S.EF_BLOCKS])
+            if passes:
+                if here and obs == t_kind and signal_conflict(t_sig_acc, ACC_OBS, commuting):
+                    if not phase_kept:
+                        return TOUCHED, budget, watched, arrived, in_flight
+                    watched |= 1 << (cta * ms + stage)
+            else:
+                # An agent with a reset keeps its window as of its last passed wait, which the
+                # walk does not update: its stuck wait counts as touching, unless the state's
+                # record still gives its window exactly (`stale_ok`).
+                if window and here and obs == t_kind and stuck_outside_window(
+                        T, st, W, rec, wx, b, rr, stage, W[sb + 1], sig, obs):
+                    return TOUCHED, budget, watched, arrived, in_flight
+                if T.prog[row, S.P_UNLESS] != 1:
+                    return code, budget, watched, arrived, in_flight  # stuck (unless=ready: on)
+        if b == reader and E[op, S.EF_WAITS_READS] and in_flight > T.prog[row, S.P_N]:
+            return code, budget, watched, arrived, in_flight  # the reader's reads never go down
+        upd = E[op, S.EF_UPD]
+        if upd >= 0 or E[op, S.EF_WRITES]:
+            units = E[op, S.EF_UNITS]
+            if units < 0:
+                units = T.prog[row, S.P_N]
+            mask = S.targets_mask(T, b, T.prog[row, S.P_TARGET])
+            # a copy beside a landing: they commute in different parts (landings_commute)
+            beside = (t_part >= -1 and E[op, S.EF_ASYNC] == S.ENTRY_COPY and
+                      landings_commute(T, F, rr, t_part, T.prog[row, S.P_PART]))
+            for dst in range(T.cfg[S.C_CTAS]):
+                if mask & (1 << dst) == 0:
+                    continue
+                at = rr == r and (bits >> (dst * ms + stage)) & 1 == 1
+                if upd >= 0:
+                    sig = S.sig_index(T, dst, rr, stage, upd)
+                    if (at and upd == t_kind and not beside and
+                            not (sig == sig_x and E[op, S.EF_ASYNC] == S.ENTRY_COPY) and
+                            signal_conflict(t_sig_acc, ACC_UPD, commuting)):
+                        if phase_kept and t_sig_acc == ACC_OBS:
+                            watched |= 1 << (dst * ms + stage)
+                        elif sig != sig_l or units <= 0 or E[op, S.EF_TX] < 0:
+                            return TOUCHED, budget, watched, arrived, in_flight
+                        else:
+                            arrived = True  # an arrival beside a landing: judged at the end
+                    # (a twin's firing is the frozen step: its units are not in the budget)
+                    twin = sig == sig_w and units == units_w and E[op, S.EF_ASYNC] == S.ENTRY_COMMIT
+                    add_to_budgets(W, bo, lo, ex, sig, 0 if twin else units, E[op, S.EF_TX],
+                                   T.prog[row, S.P_N])
+                if (E[op, S.EF_WRITES] and at and not beside and
+                        slot_conflict(t_slot_acc, ACC_WRITE)):
+                    return TOUCHED, budget, watched, arrived, in_flight
+        if E[op, S.EF_READS] and here and slot_conflict(t_slot_acc, ACC_READ):
+            return TOUCHED, budget, watched, arrived, in_flight
+        if b == reader and E[op, S.EF_ASYNC] == S.ENTRY_READ:
+            in_flight += 1
+        if E[op, S.EF_STAGE] == S.STAGE_ADVANCE:
+            S.advance_at(T, W, sb, rr)
+        elif E[op, S.EF_STAGE] == S.STAGE_RESET:
+            W[sb] = T.agent[b, S.A_RING0 + 2 * rr]
+            W[sb + 1] = T.agent[b, S.A_RING0 + 2 * rr + 1]
+        # syncs and read_waits touch no signal or slot: walked over (they may pass)
+        W[rec + W_PC], W[rec + W_ITEM] = S.next_pc(T, b, pc, W[rec + W_ITEM])
+        if W[rec + W_ITEM] >= F.limit[b]:
+            return TOUCHED, budget, watched, arrived, in_flight
+        code = WALKED
+
+
+@jit
+def add_to_budgets(W, bo, lo, ex, sig, units, tx, n):
+    """An update of `sig`: its arrival `units` into the arrival budget, and its `n` bytes into
+    the bytes that can land (a copy: tx < 0) or be expected (an expect_tx: tx > 0)."""
+    W[bo + sig] += units
+    if tx < 0:
+        W[lo + sig] += n
+    elif tx > 0:
+        W[ex + sig] += n
 
 
 @jit
