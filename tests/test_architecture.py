@@ -555,3 +555,23 @@ def test_no_function_over_120_lines_but_tables(repo):
 def test_no_test_file_imports_another():
     """Shared test code lives in helper modules of tests/, not in another test file."""
     assert A.tests_importing_tests(ROOT) == {}
+
+
+def test_every_product_package_is_in_the_wheel():
+    """pyproject's [tool.setuptools] packages lists every product folder with an __init__.py
+    (a wheel carries only what it lists: a new wing missing there breaks `pip install .`)."""
+    import tomllib
+    conf = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    listed = set(conf["packages"])
+    dirs = {d: pkg for pkg, d in conf["package-dir"].items()}
+    missing = []
+    for top in ("spec", "backends", "checker", "cuda_ref"):
+        for init in sorted((ROOT / top).rglob("__init__.py")):
+            folder = init.parent.relative_to(ROOT).as_posix()
+            if "__pycache__" in folder:
+                continue
+            base = max((d for d in dirs if folder == d or folder.startswith(d + "/")), key=len)
+            pkg = ".".join([dirs[base], *folder[len(base):].strip("/").split("/")]).rstrip(".")
+            if pkg not in listed:
+                missing.append(pkg)
+    assert missing == []
