@@ -8,7 +8,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from pipeproof.checker.cli.mojo import extract
+from pipeproof.checker.frontends import reader
 from pipeproof.checker.engines.prover import prove
 from pipeproof.checker.engines.verifier import verify
 from pipeproof.spec.load import load_spec_text
@@ -134,7 +134,7 @@ def main(prefixes):
             path = tmp.name
         t0 = time.perf_counter()
         try:
-            text, _ = extract(path, None, args, bd)
+            text, _ = reader("mojo").extract(path, None, args, bd)
         except SpecError as err:
             print(f"{label:<24} {'refused':<13} {'(exit 2)':<20} {'-':>7} {time.perf_counter() - t0:>9.2f} {'-':>8}"
                   f"  {str(err).split(': ', 1)[-1][:90]}")

@@ -15,13 +15,6 @@ from __future__ import annotations
 import click
 
 
-def extract(path: str, kernel: str | None, args: dict, block_dim: int | None):
-    """(TOML text, SourceMap) of a Mojo kernel's IR file (benchmarks/mojo_frontend.py reads
-    its fixtures so)."""
-    from pipeproof.checker.frontends import reader
-    return reader("mojo").extract(path, kernel, args, block_dim)
-
-
 def _kv(values) -> dict:
     """--arg NAME=V: an integer, or integers joined by commas for an array argument (sm100's
     problem shape `6=1024,1024,1024`)."""
