@@ -87,7 +87,9 @@ Run them as: `spin -a model.pml && cc -O2 [-DVECTORSZ=N] -o pan pan.c && ./pan -
 cc -O2 -o m m.c -lpthread && ./m`.
 
 The code, by concern: checker/models/ir.py (the refusals and the IR both languages are written
-from: agent groups, their program walk, value ranges), checker/models/steps.py (the step of each
+from: agent groups, their program walk, value ranges), checker/models/signals.py (the backend's
+signal rules printed in either language: the one place the exports meet the backend's rules
+module), checker/models/steps.py (the step of each
 op, read once off checker/core/program.py's OP_EFFECTS into a list of actions that both languages
 print), checker/models/promela.py, checker/models/murphi.py, and checker/models/run.py (running SPIN and Rumur, parsing their
 verdicts). This module is the public API and re-exports their names.

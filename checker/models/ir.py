@@ -4,9 +4,8 @@
 (checker.core.model) seen from the exporters: agents grouped by program (`Group`, with the program
 walk: next pc, every=/at= guards, tags), the constants, and the value range of every field.
 The signals are the backend's (its record, backends/capabilities.py, `IR.caps`; the exports take
-a backend whose signals are mbarriers, `phase_parity`): `IR.signal_rules()`, `parity_ready`,
-`in_window` and `signal_update` print its rules (backends/protocol.py's functions, through
-backends/printed.py) for either language, rather than copies of them.
+a backend whose signals are mbarriers, `phase_parity`): checker/models/signals.py prints its
+rules (`IR.signal_rules()`) for either language, rather than copies of them.
 The IR asks checker/core/program.py's OP_EFFECTS what each op does, never its name; the step of
 each op is checker/models/steps.py.
 
@@ -50,9 +49,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from pipeproof.backends.base import COMPLETED, FULL, RAN_AHEAD, TRAP_OVER_ARRIVAL, TRAP_TX_RANGE
+from pipeproof.backends.base import FULL
 from pipeproof.backends.capabilities import backend
-from pipeproof.backends.printed import Expr, PrintError, lift, make, printed_backend, same, sym
+from pipeproof.backends.printed import printed_backend
 from pipeproof.checker.core import semantics as S
 from pipeproof.checker.core import compile_model
 from pipeproof.checker.core import EMPTY, OP_EFFECTS, part_of
@@ -728,92 +727,3 @@ def any_pc_guarded(pc: str, item: str, pcs, guards: dict, sep: str, eq: str, con
             parts.append(f"{pc} {eq} {p}")
     return sep.join(parts)
 
-
-# ---------------------------------------------------------------------------------- the signals
-
-def _atoms(e) -> set:
-    """The atoms' texts in a printed value."""
-    if not isinstance(e, Expr):
-        return set()
-    if e.op == "name":
-        return {e.args[0]}
-    return set().union(*(_atoms(x) for x in e.args))
-
-
-def parity_ready(rules, phase_no: Expr, phase: Expr):
-    """The protocol's signal_ready of a parity wait (printed `rules`, IR.signal_rules): would a
-    wait at `phase` pass. An mbarrier's wait reads phase_no alone, the same on either kind of
-    signal, which is the exports' PARITY_READY(pn, ph) / parity_ready(pn, ph)."""
-    lang = phase_no.lang
-    others = [sym(f"@{word}", lang) for word in ("pending", "tx", "expected")]
-    full, empty = (rules.signal_ready(phase_no, others[0], others[1], others[2], phase, kind)
-                   for kind in (FULL, EMPTY))
-    if not same(full, empty) or any(a.startswith("@") for a in _atoms(full)):
-        raise PrintError("the backend's signal_ready reads more than phase_no and the waiter's "
-                         "phase: the exports' parity waits cannot print it")
-    return full
-
-
-def in_window(rules, phase_no, phase, initial_phase):
-    """A parity wait at `phase` (initial phase p0) is in its window (semantics.in_phase_window
-    of a waiter with no `reset`): in_window_at its intended phase, printed."""
-    return rules.in_window_at(phase_no, rules.intended_phase(phase, initial_phase))
-
-
-@dataclass
-class SignalUpdate:
-    """One atomic mbarrier update, printed from the backend's `update` over the signal's old
-    fields: when it traps (over, tx_range), when it completes the phase, when that completion
-    ran ahead (given that it completes), and each new field. Each is an `Expr` or a plain
-    value (a tx-free model folds tx away)."""
-    over: object
-    tx_range: object
-    completed: object
-    ran_ahead: object     # RAN_AHEAD given COMPLETED (over_arrival: nobody observed the phase)
-    fields: tuple         # (field name, new value) per field of the signal
-
-
-def signal_update(rules, lang: str, field: str, expected: str, count: str, dtx: str,
-                  has_tx: bool) -> SignalUpdate:
-    """`rules` printed (IR.signal_rules); `field` formats a field's name ("SG.{}"); `expected`,
-    `count` and `dtx` are the update's arguments as text. Without tx the signal has no tx field
-    and every tx is 0. The signal's `observed` flag is a boolean: the ran-ahead test reads it
-    as one (Murphi's cannot be compared with 0)."""
-    at = lambda text: sym(text, lang)
-    tx, delta = (at(field.format("tx")), at(dtx)) if has_tx else (0, 0)
-    observed = at(field.format("observed"))
-    phase_no, pending, new_tx, outcome = rules.update(
-        at(field.format("phase_no")), at(field.format("pending")), tx, at(expected), at(count), delta,
-        observed)
-    bit = lambda b: (outcome & b) != 0
-    completed = bit(COMPLETED)
-    fields = (("phase_no", phase_no), ("pending", pending)) + ((("tx", new_tx),) if has_tx else ())
-    return SignalUpdate(bit(TRAP_OVER_ARRIVAL), bit(TRAP_TX_RANGE), completed,
-                        _as_flag(_given(bit(RAN_AHEAD), completed), observed), fields)
-
-
-def _conjuncts(e) -> list:
-    if isinstance(e, Expr) and e.op == "both":
-        return _conjuncts(e.args[0]) + _conjuncts(e.args[1])
-    return [e]
-
-
-def _given(cond, known):
-    """`cond` where `known` holds: its conjuncts that are not conjuncts of `known`."""
-    facts = _conjuncts(lift(known))
-    rest = [c for c in _conjuncts(lift(cond)) if not any(same(c, f) for f in facts)]
-    out = rest[-1] if rest else True
-    for c in reversed(rest[:-1]):
-        out = make("both", (c, out))
-    return out
-
-
-def _as_flag(e, flag: Expr):
-    """`e` with every comparison of the boolean atom `flag` with 0 or 1 written as the flag or
-    its negation."""
-    if not isinstance(e, Expr) or e.op == "name":
-        return e
-    x, y = (e.args + (None,))[:2]
-    if e.op in ("==", "!=") and same(x, flag) and not isinstance(y, Expr) and y in (0, 1):
-        return flag if (y == 1) == (e.op == "==") else make("negate", (flag,))
-    return make(e.op, tuple(_as_flag(a, flag) for a in e.args))

@@ -2,8 +2,8 @@
 
 checker/models/exporter.py describes the export; checker/models/ir.py has what it shares with
 the Promela export. The signal rules (parity_ready, in_window, intended_after, in_window_at,
-sig_update, the start state's signals) are printed from the backend's rules (its record's,
-ir.IR.signal_rules; backends/printed.py), not written here: Murphi has no conditional expression, so each printed
+sig_update, the start state's signals) are printed from the backend's rules
+(checker/models/signals.py), not written here: Murphi has no conditional expression, so each printed
 `select` is an if-chain.
 
 Slots of several parts (docs/rules.md "Slot parts") keep one tag per part (slot_tag[s][p]); a
@@ -28,11 +28,12 @@ targets_cta(c) and a check in the landing rule.
 """
 from __future__ import annotations
 
-from pipeproof.backends.printed import condition, lift, statements, sym
+from pipeproof.backends.printed import statements, sym
 from pipeproof.checker.models.ir import (
     COMMIT_ON_FULL, ENTRY_COMMIT, ENTRY_COPY, ENTRY_READ, IR, KIND_MESSAGES, SIGNALS, Group, any_pc_guarded, comment_lines,
-    in_window, parity_ready, read_miss_text, signal_update,
+    read_miss_text,
 )
+from pipeproof.checker.models.signals import murphi_signals
 from pipeproof.checker.models.steps import (
     Advance, AwaitReads, AwaitSignal, BarrierArrive, BarrierWait, CheckRead, CheckWindow, ExitCheck, Issue,
     MovePc, Observe, PassWindow, RecordArrival, Reset, Store, Trap, TryReady, Update, step_actions,
@@ -231,61 +232,12 @@ class _Murphi:
 
     # -------------------------------------------------------------- functions
     def functions(self):
-        self.signal_functions()
+        self.w(*murphi_signals(self.ir))
         self.done_functions()
         if self.ir.inflight:
             self.inflight_functions()
         self.program_functions()
         self.store_functions()
-
-    def signal_functions(self):
-        """The backend's signal rules, printed (ir.IR.signal_rules): parity_ready, in_window,
-        intended_after and in_window_at, and sig_update."""
-        ir = self.ir
-        nv, bk = ir.signal_rules(), ir.caps.name
-        m = lambda text: sym(text, "murphi")
-        self.w(f"-- backends.{bk}.ready, printed: the phase of parity ph has completed.",
-               "function parity_ready(pn: pn_t; ph: ph_t): boolean;", "begin",
-               *("  " + line for line in statements("return {};", parity_ready(nv, m("pn"), m("ph")), "murphi")),
-               "end;", "",
-               f"-- backends.{bk}.in_window, printed: a parity wait at phase ph (initial phase p0)",
-               "-- is meaningful while phase_no is the phase it means or the next one.",
-               "function in_window(pn: pn_t; ph: ph_t; p0: ph_t): boolean;", "begin",
-               *("  " + line for line in statements("return {};", in_window(nv, m("pn"), m("ph"), m("p0")),
-                                                    "murphi")),
-               "end;", "")
-        if ir.has_window:
-            self.w(f"-- backends.{bk}.intended_after, printed: the phase a waiter at ph means, from its",
-                   "-- last passed wait (k', ph') on the signal.",
-                   "function intended_after(kl: wk_t; pl: ph_t; ph: ph_t): ik_t;", "begin",
-                   *("  " + line for line in statements(
-                       "return {};", nv.intended_after(m("kl"), m("pl"), m("ph")), "murphi")),
-                   "end;", "",
-                   f"-- backends.{bk}.in_window_at, printed: phase_no is the phase k meant or the next.",
-                   "function in_window_at(pn: pn_t; k: ik_t): boolean;", "begin",
-                   *("  " + line for line in statements("return {};", nv.in_window_at(m("pn"), m("k")),
-                                                        "murphi")),
-                   "end;", "")
-        u = signal_update(nv, "murphi", "s.{}", "expected", "cnt", "dtx", ir.has_tx)
-        types = {"phase_no": "pn_t", "pending": "pend_t", "tx": "tx_t"}
-        dtx = "; dtx: -TXL..TXL" if ir.has_tx else ""
-        self.w(f"-- One atomic mbarrier update, printed from backends.{bk}.update: cnt arrivals and",
-               "-- tx += dtx, then the phase check. Every new field is computed from the old ones",
-               "-- before any is stored.",
-               f"procedure sig_update(var s: sig_t; expected: pend_t; cnt: cnt_t{dtx});",
-               "var " + " ".join(f"new_{name}: {types[name]};" for name, _ in u.fields), "begin")
-        for when, kind in ((u.over, "over_arrival"), (u.tx_range, "tx_range")):
-            if lift(when) is not False:  # no tx: tx_range folds away
-                self.w(f"  if {condition(when, 'murphi')} then error \"{KIND_MESSAGES[kind]}\" endif;")
-        if lift(u.completed) is not False:
-            self.w(f"  if {condition(u.completed, 'murphi')} then")
-            if lift(u.ran_ahead) is not False:  # given that it completes
-                self.w(f"    if {condition(u.ran_ahead, 'murphi')} then "
-                       f"error \"{KIND_MESSAGES['over_arrival_ahead']}\" endif;")
-            self.w("    s.observed := false;", "  endif;")
-        for name, value in u.fields:
-            self.w(*("  " + line for line in statements(f"new_{name} := {{}};", value, "murphi")))
-        self.w(*(f"  s.{name} := new_{name};" for name, _ in u.fields), "end;", "")
 
     def done_functions(self):
         """all_done, cta_done (a cluster) and the rings' counts (several rings)."""

@@ -2,8 +2,8 @@
 
 checker/models/exporter.py describes the export; checker/models/ir.py has what it shares with
 the Murphi export. The signal rules (PARITY_READY, IN_WINDOW, IN_WINDOW_AT, INTENDED_AFTER, sig_update, the
-initial signal) are printed from the backend's rules (its record's, ir.IR.signal_rules;
-backends/printed.py), not written here.
+initial signal) are printed from the backend's rules (checker/models/signals.py), not written
+here.
 
 Slots of several parts (docs/rules.md "Slot parts") keep one tag per part, part p of stage s
 at slot_tag[s*NPARTS + p]; a copy's in-flight entry carries its part. Agents whose program has
@@ -25,11 +25,12 @@ and a check in every landing.
 """
 from __future__ import annotations
 
-from pipeproof.backends.printed import condition, lift, render, sym
+from pipeproof.backends.printed import render, sym
 from pipeproof.checker.models.ir import (
     COMMIT_ON_FULL, ENTRY_COMMIT, ENTRY_COPY, ENTRY_READ, IR, SIGNALS, Group, any_pc_guarded, comment_lines,
-    in_window, parity_ready, read_miss_text, signal_update,
+    read_miss_text,
 )
+from pipeproof.checker.models.signals import promela_sig_update, promela_signals
 from pipeproof.checker.models.steps import (
     Advance, AwaitReads, AwaitSignal, BarrierArrive, BarrierWait, CheckRead, CheckWindow, ExitCheck, Issue,
     MovePc, Observe, PassWindow, RecordArrival, Reset, Store, Trap, TryReady, Update, step_actions,
@@ -48,10 +49,6 @@ def to_promela(spec: Spec, strict_exit: bool = False) -> str:
 
 def _text(value) -> str:
     return render(value, "promela")
-
-
-def _cond(value) -> str:
-    return condition(value, "promela")
 
 
 def _p(text: str):
@@ -254,20 +251,11 @@ class _Promela:
                "           tx_range, inflight_at_exit, inflight_capacity;", "")
 
     def macros(self):
-        """The backend's signal rules as macros (printed), bytes_of, ALL_DONE / CTA_DONE and
-        PART_IN."""
+        """The backend's signal rules as macros (checker/models/signals.py), bytes_of,
+        ALL_DONE / CTA_DONE and PART_IN."""
         ir = self.ir
         A = ir.n_agents
-        nv, bk = ir.signal_rules(), ir.caps.name
-        self.w(f"/* backends.{bk}.ready and in_window, printed */",
-               "#define PARITY_READY(pn, ph) " + _text(parity_ready(nv, _p("(pn)"), _p("(ph)"))),
-               "#define IN_WINDOW(pn, ph, p0) " + _text(in_window(nv, _p("(pn)"), _p("(ph)"), _p("(p0)"))))
-        if ir.has_window:
-            self.w(f"/* backends.{bk}.intended_after and in_window_at, printed: the phase meant from the",
-                   " * last passed wait (k', ph'), and its window */",
-                   "#define INTENDED_AFTER(kl, pl, ph) "
-                   + _text(nv.intended_after(_p("(kl)"), _p("(pl)"), _p("(ph)"))),
-                   "#define IN_WINDOW_AT(pn, k) " + _text(nv.in_window_at(_p("(pn)"), _p("(k)"))))
+        self.w(*promela_signals(ir))
         if ir.inflight and ir.has_tx:
             expr = str(min(ir.bytes_vals[-1], ir.tx_limit))
             for i in range(len(ir.bytes_vals) - 2, -1, -1):
@@ -296,33 +284,10 @@ class _Promela:
         self.w("")
 
     def inlines(self):
-        self.sig_update_inline()
+        self.w(*promela_sig_update(self.ir))
         self.inflight_inlines()
         self.program_inlines()
         self.store_inline()
-
-    def sig_update_inline(self):
-        """sig_update: the backend's update, printed (ir.signal_update)."""
-        ir = self.ir
-        u = signal_update(ir.signal_rules(), "promela", "SG.{}", "(EXPECTED)", "(CNT)", "(DTX)", ir.has_tx)
-        temps = {"phase_no": "pn_", "pending": "pd_", "tx": "tx_"}
-        used = ", ".join(temps[name] for name, _ in u.fields)
-        self.w(f"/* One atomic mbarrier update, printed from backends.{ir.caps.name}.update: CNT arrivals and",
-               " * tx += DTX, then the phase check. Every new field is computed from the old ones",
-               f" * (into {used}) before any is stored. */",
-               "inline sig_update(SG, EXPECTED, CNT, DTX) {")
-        for when, what in ((u.over, "assert(over_arrival)  /* trap */"),
-                           (u.tx_range, "assert(tx_range)  /* trap */")):
-            if lift(when) is not False:  # no tx: tx_range folds away
-                self.w(f"  if :: {_cond(when)} -> {what} :: else -> skip fi;")
-        if lift(u.completed) is not False:
-            self.w("  if", f"  :: {_cond(u.completed)} ->")
-            if lift(u.ran_ahead) is not False:  # given that it completes
-                self.w(f"    if :: {_cond(u.ran_ahead)} -> assert(over_arrival)  /* ran ahead */",
-                       "    :: else -> skip fi;")
-            self.w("    SG.observed = 0", "  :: else -> skip", "  fi;")
-        self.w(*(f"  {temps[name]} = {_text(value)};" for name, value in u.fields))
-        self.w("  " + "; ".join(f"SG.{name} = {temps[name]}" for name, _ in u.fields), "}", "")
 
     def inflight_inlines(self):
         """inf_add, inf_remove, copy_in_flight, the exit's targets_cta / foreign_in_flight, and
