@@ -19,10 +19,12 @@ ROOT = Path(__file__).resolve().parent.parent  # the folder holding backends/ an
 # Every source a compiled engine is built from (tests/test_engine_build.py checks that each
 # module compiling with backends.base.jit/njit is listed).
 ENGINE_SOURCES = ("backends/base.py", "backends/nvidia.py", "backends/amd.py",
-                  "checker/core/state_layout.py", "checker/core/inflight.py",
+                  "backends/dispatch.py", "checker/core/state_layout.py", "checker/core/inflight.py",
                   "checker/core/semantics.py", "checker/core/model.py",
                   "checker/engines/explore.py", "checker/engines/symmetries.py",
-                  "checker/engines/laps.py", "checker/engines/prover.py", "checker/engines/por.py")
+                  "checker/engines/laps.py", "checker/engines/prover.py", "checker/engines/por.py",
+                  "checker/engines/por_deps.py", "checker/engines/por_signals.py",
+                  "checker/engines/por_walk.py", "checker/engines/por_select.py")
 # numba caches each function beside its own source file
 CACHE_DIRS = tuple(sorted({str(Path(rel).parent / "__pycache__") for rel in ENGINE_SOURCES}))
 IN_TREE = ROOT / "checker" / "__pycache__"
