@@ -1,19 +1,36 @@
-"""pipeproof mojo on the committed fixtures (tests/fixtures/mojo/: compiled LLVM IR; no Mojo needed)."""
+"""pipeproof mojo on the committed fixtures (tests/fixtures/mojo/: compiled LLVM IR; no Mojo needed).
+
+The command runs in this process (tests/mojo_support.py: the `pipeproof` click group), each
+kernel read once for the module (`shared_readings`); the tests of the command line itself
+(`test_the_command_line_*`) start it as a user does.
+"""
 import gzip
 import re
-import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
-FIX = Path(__file__).parent / "fixtures" / "mojo"
+from tests.mojo_support import FIX, run_command, run_mojo as run, run_pipeproof, shared_readings
 
 
-def run(*args):
-    got = subprocess.run([sys.executable, "-m", "pipeproof.checker.cli.main", "mojo", *map(str, args)],
-                         capture_output=True, text=True)
-    return got.returncode, got.stdout + got.stderr
+@pytest.fixture(scope="module", autouse=True)
+def _shared_readings():
+    with shared_readings():
+        yield
+
+
+def test_the_command_line_checks_a_kernel_and_exits_with_its_verdict():
+    code, out = run_command("mojo", FIX / "pc_nvidia.ll", "--arg", "2=3", "--block-dim", "64")
+    assert code == 0, out
+    assert "ok (" in out
+
+
+def test_the_command_line_says_what_it_cannot_read_in_one_line_exit_2():
+    # the persistent loop asks the hardware (clusterlaunchcontrol) whether another tile exists
+    code, out = run_command("mojo", FIX / "sm100_bf16.ll.gz", "--block-dim", "224", "--arg", "6=1024,1024,256")
+    assert code == 2, out
+    assert len(out.strip().splitlines()) == 1
+    assert "--tiles N" in out and "matmul_kernels.mojo:" in out
 
 
 @pytest.mark.parametrize("k", [3, 8])
@@ -87,6 +104,8 @@ def test_sm100_2sm_needs_more_room_in_flight_than_the_default(tmp_path):
     assert small.verdict == "ok" and not small.limit, small.limit
 
 
+@pytest.mark.slow  # ~50 s, the search for the minimal depth; pytest -m slow. The fast suite keeps the
+# 1-SM kernel with this commit removed and the 2-SM kernel's multicast commits read
 def test_sm100_2sm_accumulator_commit_removed_is_deadlock(tmp_path):
     # the multicast form of release_from_mma's commit (tile_pipeline.mojo:1468) removed
     code, out = run(_sm100_mutant(tmp_path, "sm100_drop_acc_commit", "sm100_bf16_2sm.ll.gz"), *SM100)
@@ -112,14 +131,6 @@ def test_sm100_2sm_drain_removed_is_ok(tmp_path):
         return [sum(op == "wait_empty ring=ring229376" for op in roles[load].get("epilogue", []))
                 for load in ("warp5_cta0", "warp5_cta1")]
     assert drain_waits(kept) == [8, 8] and drain_waits(f) == [0, 0]   # 8 stages each
-
-
-def test_sm100_without_the_tile_count_says_how_to_give_it():
-    # the persistent loop asks the hardware (clusterlaunchcontrol) whether another tile exists
-    code, out = run(FIX / "sm100_bf16.ll.gz", "--block-dim", "224", "--arg", "6=1024,1024,256")
-    assert code == 2, out
-    assert len(out.strip().splitlines()) == 1
-    assert "--tiles N" in out and "matmul_kernels.mojo:" in out
 
 
 @pytest.mark.parametrize("args,items,states", [(SM100, 8, 23), (SM100_B, 24, 48)])
@@ -232,9 +243,8 @@ def test_sm90_cluster2_needs_its_closing_cluster_barrier(tmp_path):
     text = spec.read_text()
     nobar = tmp_path / "nobar.toml"
     nobar.write_text("\n".join(l for l in text.splitlines() if "ring=cluster_barrier" not in l))
-    got = subprocess.run([sys.executable, "-m", "pipeproof.checker.cli.main", "verify", str(nobar)],
-                         capture_output=True, text=True)
-    assert got.returncode == 1 and "inflight_at_exit" in got.stdout + got.stderr, got.stdout
+    code, out = run_pipeproof("verify", nobar)
+    assert code == 1 and "inflight_at_exit" in out, out
 
 
 # ---- clusters of more than 2 CTAs (issue 34): cluster 4x1x1 is extracted and checked; 2x2x1 is
@@ -247,7 +257,9 @@ def _cluster_spec(name, tmp_path):
     return spec.read_text()
 
 
-@pytest.mark.parametrize("name,k_tiles", [("sm90_bf16_cluster4", 16), ("sm90_bf16_cluster4_k512", 8)])
+@pytest.mark.parametrize("name,k_tiles", [
+    pytest.param("sm90_bf16_cluster4", 16, marks=pytest.mark.slow),  # reading 16 k-tiles: ~1 min
+    ("sm90_bf16_cluster4_k512", 8)])
 def test_sm90_cluster4_spec_multicasts_to_all_four_and_releases_in_all_four(name, k_tiles, tmp_path):
     # CTA 0's producer multicasts B to the four CTAs (mask 0xF: copy to=all) and loads A; CTAs
     # 1-3 load A only; every CTA's full expects 32768 bytes; each consumer warpgroup releases the
@@ -279,35 +291,44 @@ def test_sm90_cluster4_is_ok_at_two_trip_counts(name, states):
     assert f"ok ({states} states" in out
 
 
-def test_sm90_cluster2x2_is_refused_naming_the_row_multicast():
+@pytest.fixture(scope="module")
+def cluster2x2():
+    """`pipeproof mojo` on the cluster 2x2 kernel, read once for both tests below: (exit code,
+    output, each CTA's copies with the CTAs they land on, recorded as the reader makes roles of
+    the CTAs' runs, before it refuses)."""
+    from pipeproof.spec.mojo import parse
+    got = {}
+    real = parse.Extractor._partitions
+
+    def partitions(ex, per_cta):
+        for runs in per_cta:
+            for agent in ex._agents(runs):
+                for e in ex._events(agent):
+                    if e.kind == "copy":
+                        got.setdefault(agent.cta, set()).add((e.op.line, tuple(sorted(e.tgt))))
+        return real(ex, per_cta)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(parse.Extractor, "_partitions", partitions)
+        code, out = run(FIX / "sm90_bf16_cluster2x2.ll.gz")
+    return code, out, got
+
+
+def test_sm90_cluster2x2_is_refused_naming_the_row_multicast(cluster2x2):
     # cluster 2x2x1: CTA (x, y) = rank x + 2y; CTA 0 multicasts B to its row {0, 1} (:833) and A
     # to its column {0, 2} (:838), CTA 1 A to {1, 3}, CTA 2 B to {2, 3}: CTA c + 2 is no target
     # the spec language has (self / peer = c + 1 / leader / all).
-    code, out = run(FIX / "sm90_bf16_cluster2x2.ll.gz")
+    code, out, _ = cluster2x2
     assert code == 2, out
     assert len(out.strip().splitlines()) == 1
     assert out.startswith("matmul_kernels.mojo:833 ")
     assert "lands on CTAs [0, 1] from CTA 0: not one of to=self/peer/leader/all" in out
 
 
-def test_sm90_cluster2x2_places_each_cta_in_the_cluster_by_x_and_y():
+def test_sm90_cluster2x2_places_each_cta_in_the_cluster_by_x_and_y(cluster2x2):
     # The multicast masks come from the CTA's (cluster_ctaid.x, cluster_ctaid.y): every CTA's
     # copies and where they land, read before the spec is built.
-    from pipeproof.spec.mojo import parse
-    path = str(FIX / "sm90_bf16_cluster2x2.ll.gz")
-    ex = parse.Extractor(parse.read_ir(path), path)
-    got = {}
-
-    def partitions(per_cta):
-        for runs in per_cta:
-            for agent in ex._agents(runs):
-                for e in ex._events(agent):
-                    if e.kind == "copy":
-                        got.setdefault(agent.cta, set()).add((e.op.line, tuple(sorted(e.tgt))))
-        return []
-
-    ex._partitions = partitions
-    ex.run()
+    got = cluster2x2[2]
     # (CTA 3 issues no copy: B comes from CTA 1, A from CTA 2)
     assert got == {0: {(833, (0, 1)), (838, (0, 2))}, 1: {(838, (1, 3))}, 2: {(833, (2, 3))}}, got
 
@@ -315,16 +336,13 @@ def test_sm90_cluster2x2_places_each_cta_in_the_cluster_by_x_and_y():
 def test_mojo_source_without_toolchain_says_how_to_get_it(tmp_path, monkeypatch):
     src = tmp_path / "k.mojo"
     src.write_text("def main():\n    pass\n")
-    env_path = "/nonexistent"
-    got = subprocess.run([sys.executable, "-c",
-                          # no `mojo` on PATH nor beside the interpreter (a venv with the
-                          # toolchain's packages has one there)
-                          "import sys, pipeproof.checker.frontends.mojo as m; m.mojo_binary = lambda: None; "
-                          "from pipeproof.checker.cli.main import run; sys.argv=['pipeproof','mojo',"
-                          f"'{src}','--target','sm_90a']; run()"],
-                         capture_output=True, text=True, env={"PATH": env_path})
-    assert got.returncode == 2, got.stderr
-    assert "pipeproof[mojo]" in got.stderr
+    # no `mojo` on PATH nor beside the interpreter (a venv with the toolchain's packages has one
+    # there)
+    monkeypatch.setenv("PATH", "/nonexistent")
+    monkeypatch.setattr(sys, "executable", str(tmp_path / "python"))
+    code, out = run(src, "--target", "sm_90a")
+    assert code == 2, out
+    assert "pipeproof[mojo]" in out
 
 
 # ---- mutations of the sm90 IR (issue 34): text edits of the committed fixture, no Mojo needed
@@ -401,6 +419,7 @@ def test_sm90_cluster4_pre_arrival_removed_is_deadlock(tmp_path):
     assert "matmul_kernels.mojo:818" in lines and "matmul_kernels.mojo:1619" in lines
 
 
+@pytest.mark.slow  # 350,999 states; the fast suite halves the bytes of the 1-CTA kernel (above)
 def test_sm90_cluster4_expected_bytes_halved_is_read_before_fill(tmp_path):
     # expect_tx 32768 -> 16384 in every CTA: CTA 0's own A copy (or the multicast B) completes
     # full alone and a consumer reads the slot's other half empty.
@@ -467,14 +486,12 @@ def test_roles_whose_reads_no_numbering_pairs_are_refused_in_one_line(monkeypatc
     # align_items keeps a stretching only when each read is shown to expect its own fill; when
     # none is, one line (exit 2), never a guessed pairing
     import pipeproof.spec.mojo.build as build
-    from pipeproof.checker.frontends.mojo import extract
-    from pipeproof.spec.schema import SpecError
     monkeypatch.setattr(build, "_pairs_ok", lambda kernel, b: False)
-    with pytest.raises(SpecError) as err:
-        extract(str(FIX / "sm100_bf16.ll.gz"), None, {"6": [1024, 1024, 256], "--tiles": 2}, 224)
-    msg = str(err.value)
-    assert "no numbering of their items pairs every read with its fill" in msg
-    assert "\n" not in msg
+    with shared_readings():  # a reading of its own: the kernel is built again with the patch
+        code, out = run(FIX / "sm100_bf16.ll.gz", *SM100)
+    assert code == 2, out
+    assert "no numbering of their items pairs every read with its fill" in out
+    assert len(out.strip().splitlines()) == 1
 
 
 def test_stretched_roles_pair_each_read_with_its_fill():
