@@ -25,7 +25,6 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from pipeproof.backends import amd
 from pipeproof.backends.capabilities import backend
 from pipeproof.checker.smt import solvers as smt
 import z3
@@ -36,9 +35,6 @@ from pipeproof.spec.schema import Spec
 BITS = 64
 LAPS = 1 << 32
 INT64_MAX = (1 << 63) - 1
-
-_AMD = smt.symbolic_backend(amd)
-
 
 @dataclass(frozen=True)
 class WrapReport:
@@ -66,6 +62,7 @@ def amd_wrap(spec: Spec) -> WrapReport:
                           f"steps is above the pre-check's limit of {MAX_STEPS}", "unknown")
     stages = {r.name: r.stages for r in spec.all_rings}
     rings = {r.name: r for r in spec.all_rings}
+    rules = smt.symbolic_rules(spec.backend)  # a wrap32 backend's thresholds, over Z3 terms
     statuses, within, beyond = [], [], []
     for cls in classes(spec):
         for f in forms(cls, stages):
@@ -76,7 +73,7 @@ def amd_wrap(spec: Spec) -> WrapReport:
             ph = z3.UDiv(f.q0 + f.qa * t, stages[f.ev.op.ring])  # the true lap count
             p0 = cls.role.initial_phase_of(f.ev.op.ring)
             ph32 = z3.Extract(31, 0, ph)                           # Mojo's UInt32 phase
-            fn = _AMD.full_threshold if X == FULL else _AMD.empty_threshold
+            fn = rules.full_threshold if X == FULL else rules.empty_threshold
             value = fn(ph32, 1)                                    # UInt32(phase ± 1)
             true = ph + 1 if X == FULL else ph - 1
             # It wraps when the UInt32 value is not the true one, or when widening and
@@ -187,10 +184,9 @@ def report_lines(spec: Spec) -> list[str]:
     explicit engine's verdict is what counts."""
     try:
         lines = [f"pre-check: {f}" for f in precheck(spec)]
-        if backend(spec.backend).wrap32:
-            w = amd_wrap(spec)
-            if w.found or w.status == "unknown":
-                lines.append(f"counters: {w.message}")
+        w = amd_wrap(spec)  # (nothing found where thresholds do not wrap)
+        if w.found or w.status == "unknown":
+            lines.append(f"counters: {w.message}")
         return lines
     except Exception as e:  # noqa: BLE001 - reported, and verification goes on
         return [f"pre-check: skipped ({type(e).__name__}: {e})"]

@@ -9,8 +9,10 @@ from pipeproof.checker.core import OP_EFFECTS
 import z3
 from pipeproof.checker.smt.precheck_base import _CheckBase, _Q
 from pipeproof.checker.smt.precheck_findings import Finding, _ordinal, _plural, sig_name
-from pipeproof.checker.smt.precheck_signals import _NV, agrees, phase_parity, wait_need
-from pipeproof.checker.smt.precheck_walk import EMPTY, FULL, READS, WAITS, WRITES, Ev, _NVp
+from pipeproof.checker.smt import solvers as smt
+from pipeproof.checker.smt.precheck_signals import MBARRIER, agrees, signal_model, wait_need
+from pipeproof.checker.smt.precheck_walk import (EMPTY, FULL, READS, WAITS, WRITES, Ev,
+                                                 plain_rules)
 
 
 class _Laps(_CheckBase):
@@ -36,8 +38,8 @@ class _Laps(_CheckBase):
                 t = self._var("t")
                 q = f.q0 + f.qa * t
                 stage, phase = q % S, q / S
-                k = _intends(f, phase, p0, t) if phase_parity(spec) else None
-                if k is None and phase_parity(spec):
+                k = _intends(spec, f, phase, p0, t)
+                if k is None:
                     out.append(None)  # the phase it intends is not one closed form: left out
                     continue
                 pre_s = z3.Sum([z3.If(stage == st, n, 0) for st, n in pre.items()] + [0])
@@ -58,8 +60,7 @@ class _Laps(_CheckBase):
                 after = m.eval(q.var).as_long()
                 e = f.evs[after]
                 exp = pre.get(e.stage, 0) + e.vis + (1 if X == FULL else 0)
-                need = wait_need(spec, r, X, e)
-                done = need if phase_parity(spec) else -(-need // r.expected(X))
+                done, need = wait_need(spec, r, X, e)
                 if self._lap_finding(ring, X, c, cls, e, exp, need, done, pre, out):
                     return
 
@@ -90,7 +91,7 @@ class _Laps(_CheckBase):
                                      f"shows {shown}")
         sig, at = sig_name(ring, X), sig_name(ring, X, e.stage)
         p0 = cls.role.initial_phase_of(ring)
-        if phase_parity(self.spec):
+        if signal_model(self.spec) == MBARRIER:  # the words for its kind of wait
             how = f"its parity wait passes after {_plural(done, 'completion')} of {at}"
         else:
             n, sign = self.rings[ring].expected(X), "+" if X == FULL else "-"
@@ -211,17 +212,17 @@ class _Laps(_CheckBase):
             return
 
 
-def _intends(f, phase, p0, t):
+def _intends(spec, f, phase, p0, t):
     """The signal phase the wait of form f intends at its t-th event (docs/rules.md "The
-    phase_alias window after `reset`"), as a Z3 term: nvidia.intended_phase of its phase where
-    the walk's window record gives just that at every event (no `reset` moved its phase back
-    before it), else the line k0 + ka*t through the walk's values when they lie on one; None
-    when neither (or the walk leaves the phase open)."""
+    phase_alias window after `reset`"), as a Z3 term: the backend's intended_phase of its
+    phase where the walk's window record gives just that at every event (no `reset` moved its
+    phase back before it), else the line k0 + ka*t through the walk's values when they lie on
+    one; None when neither (or the walk leaves the phase open)."""
     ks = [e.k for e in f.evs]
     if None in ks:
         return None
-    if all(k == _NVp.intended_phase(e.phase, p0) for k, e in zip(ks, f.evs)):
-        return _NV.intended_phase(phase, p0)
+    if all(k == plain_rules(spec).intended_phase(e.phase, p0) for k, e in zip(ks, f.evs)):
+        return smt.symbolic_rules(spec.backend).intended_phase(phase, p0)
     ka = ks[1] - ks[0] if len(ks) > 1 else 0
     if any(k != ks[0] + ka * j for j, k in enumerate(ks)):
         return None

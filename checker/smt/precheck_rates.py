@@ -13,7 +13,7 @@ from pipeproof.checker.core import OP_EFFECTS
 import z3
 from pipeproof.checker.smt.precheck_base import _CheckBase, _Q
 from pipeproof.checker.smt.precheck_findings import Finding, _plural, sig_name
-from pipeproof.checker.smt.precheck_signals import phase_parity, wait_need
+from pipeproof.checker.smt.precheck_signals import wait_need
 from pipeproof.checker.smt.precheck_walk import ARRIVES, EMPTY, FULL, WAITS, Cls, _count, sources
 
 # The ops that release a slot: arrivals on empty, now or when they fire (arrive_empty,
@@ -141,9 +141,10 @@ class _Rates(_CheckBase):
                 return
             kind, tail = "deadlock", ": the phase never completes, deadlock"
         else:
-            if not phase_parity(self.spec) or not self._over_arrival(ring, X, c) \
-                    or not self._shows("over_arrival"):
-                return  # an amd surplus only passes waits early; not shown to violate
+            if not self._over_arrival(ring, X, c) or not self._shows("over_arrival"):
+                # not shown to violate: one real interleaving (the backend's own update) must
+                # meet it; a counter's surplus only passes waits early, and never does
+                return
             kind, tail = "over_arrival", (": the surplus completes phases no wait observes, "
                                           "over_arrival")
         sig = sig_name(ring, X)
@@ -292,8 +293,7 @@ class _Rates(_CheckBase):
             for e in cls.events:
                 if not (e.blocking and e.op.ring == ring and WAITS[e.name] == X):
                     continue
-                need = wait_need(self.spec, r, X, e)
-                arrivals = need * r.expected(X) if phase_parity(self.spec) else need
+                arrivals = wait_need(self.spec, r, X, e)[1]
                 if arrivals <= total[e.stage] or not self._deadlocks():
                     continue
                 sig = sig_name(ring, X)

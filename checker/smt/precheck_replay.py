@@ -6,11 +6,13 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from pipeproof.backends import nvidia
+from pipeproof.backends import base
+from pipeproof.backends.base import COMPLETED, RAN_AHEAD, TRAP_OVER_ARRIVAL, TRAP_TX_RANGE
 from pipeproof.checker.core import program
 from pipeproof.checker.core import OP_EFFECTS
-from pipeproof.checker.smt.precheck_signals import phase_parity, wait_need
-from pipeproof.checker.smt.precheck_walk import ARRIVES, EMPTY, FULL, WAITS, Cls, Ev, _AMDp, _count, _NVp
+from pipeproof.checker.smt.precheck_signals import wait_need
+from pipeproof.checker.smt.precheck_walk import (ARRIVES, EMPTY, FULL, WAITS, Cls, Ev, _count,
+                                                 plain_rules)
 from pipeproof.spec.schema import Spec, targets
 
 
@@ -50,9 +52,7 @@ class _Progress:
         spec, ring = self.spec, self.rings[e.op.ring]
         if e.blocking:
             X = WAITS[e.name]
-            need = wait_need(spec, ring, X, e)
-            return ("wait", (c, e.op.ring, X, e.stage),
-                    need * ring.expected(X) if phase_parity(spec) else need)
+            return ("wait", (c, e.op.ring, X, e.stage), wait_need(spec, ring, X, e)[1])
         if e.name in ARRIVES:
             return ("arrive", [((d, e.op.ring, ARRIVES[e.name], e.stage), _count(e))
                                for d in targets(spec.cluster_size, c, e.op.to)])
@@ -115,7 +115,7 @@ class _Progress:
         `agent` past its step `past` ("reached"), or meets a violation first (its kind), or
         neither (None). With `collect` (ends()), the violations that do not end a path go into
         it and the run goes on to its end (agent None)."""
-        spec, parity = self.spec, phase_parity(self.spec)
+        spec, rules = self.spec, plain_rules(self.spec)
         hold = hold or {}
         sig, bars, waiting, last = {}, defaultdict(lambda: [0, 0]), {}, {}
         pcs = [0] * len(self.steps)
@@ -125,26 +125,22 @@ class _Progress:
 
         def signal(key):
             if key not in sig:
-                ring = self.rings[key[1]]
-                sig[key] = list(_NVp.init(ring.expected(key[2]))) if parity else [0]
+                sig[key] = list(rules.init(self.rings[key[1]].expected(key[2])))
             return sig[key]
 
         def update(key, count, tx):  # None, or the kind of the trap
             st = signal(key)
-            if not parity:
-                st[0] = _AMDp.arrive(st[0], count)
-                return None
-            ph, pend, t, out = _NVp.update(*st, self.rings[key[1]].expected(key[2]),
-                                          count, tx)
-            if out & nvidia.TRAP_OVER_ARRIVAL:
+            *new, out = rules.update(*st, self.rings[key[1]].expected(key[2]), count, tx,
+                                     int(key in observed))
+            if out & TRAP_OVER_ARRIVAL:
                 return "over_arrival"
-            if out & nvidia.TRAP_TX_RANGE:
+            if out & TRAP_TX_RANGE:
                 return "tx_range"
-            if out & nvidia.COMPLETED:  # the run-ahead clause (semantics.signal_update)
-                if collect is not None and st[0] >= 1 and key not in observed:
-                    collect.add("over_arrival")
+            if out & RAN_AHEAD and collect is not None:  # as semantics.signal_update
+                collect.add("over_arrival")
+            if out & COMPLETED:
                 observed.discard(key)
-            st[:] = [ph, pend, t]
+            st[:] = new
             return None
 
         def step(a) -> str:  # "ok", "blocked" or a violation kind
@@ -157,21 +153,18 @@ class _Progress:
                 st = signal((c, e.op.ring, X, e.stage))
                 if e.op.unless_ready and ready_flag[a, e.op.ring]:
                     return "ok"  # skipped: not evaluated
-                if parity:
-                    # the window as semantics.in_phase_window: from the last passed wait
-                    rec = (a, e.op.ring, e.stage, X)
-                    k = _NVp.intended_after(*window.get(rec, (-(p0 % 2), p0)), e.phase)
-                    if not _NVp.in_window_at(st[0], k):
-                        if collect is None:
-                            return "phase_alias"
-                        collect.add("phase_alias")
-                    ready = _NVp.ready(st[0], e.phase)
-                    if ready:
-                        window[rec] = (k, e.phase)
-                        observed.add((c, e.op.ring, X, e.stage))
-                else:
-                    ready = (_AMDp.full_ready if X == FULL else _AMDp.empty_ready)(
-                        st[0], e.phase, ring.expected(X))
+                # the window as semantics.in_phase_window: from the last passed wait
+                rec = (a, e.op.ring, e.stage, X)
+                k = rules.intended_after(*window.get(rec, (-(p0 % 2), p0)), e.phase)
+                if not rules.in_window_at(st[0], k):
+                    if collect is None:
+                        return "phase_alias"
+                    collect.add("phase_alias")
+                ready = rules.signal_ready(*st, ring.expected(X), e.phase,
+                                           base.FULL if X == FULL else base.EMPTY)
+                if ready:
+                    window[rec] = (k, e.phase)
+                    observed.add((c, e.op.ring, X, e.stage))
                 if fx.tries:
                     ready_flag[a, e.op.ring] = bool(ready)
                 return "ok" if ready or fx.tries else "blocked"

@@ -49,7 +49,8 @@ trap ends a path before the stuck wait matters); a surplus claimed as over_arriv
 witness to meet it (a trap, or a phase completed that no wait observed); an early wait on
 empty claimed as overwrite_before_drain needs the write's own earlier item in that slot and a
 held-back reader of that very item.
-Everything else (amd surpluses, irregular walks, huge item counts, Z3's `unknown`) is skipped.
+Everything else (amd surpluses, irregular walks, huge item counts, Z3's `unknown`, a backend
+whose record names no signal model these arguments were made for) is skipped.
 
 Files. The walks and closed forms are in precheck_walk.py, the backends' signal functions in
 precheck_signals.py, the two concrete runs in precheck_replay.py, findings in
@@ -66,21 +67,21 @@ from pipeproof.checker.smt.precheck_base import _Q
 from pipeproof.checker.smt.precheck_findings import Finding, sig_name
 from pipeproof.checker.smt.precheck_laps import _Laps
 from pipeproof.checker.smt.precheck_rates import _Rates
-from pipeproof.checker.smt.precheck_signals import agrees, phase_parity, wait_need
+from pipeproof.checker.smt.precheck_signals import agrees, argued, signal_model, wait_need
 from pipeproof.checker.smt.precheck_walk import (ARRIVES, EMPTY, FULL, MAX_STEPS, READS, USES,
                                                  WAITS, WRITES, Cls, Ev, Form, classes, forms,
                                                  sources, walk_size)
 from pipeproof.spec.schema import TX_LIMIT, Spec
 
 __all__ = ["ARRIVES", "EMPTY", "FULL", "MAX_STEPS", "READS", "USES", "WAITS", "WRITES", "Cls",
-           "Ev", "Finding", "Form", "agrees", "classes", "forms", "phase_parity", "precheck",
-           "sig_name", "sources", "wait_need", "walk_size"]
+           "Ev", "Finding", "Form", "agrees", "argued", "classes", "forms", "precheck",
+           "sig_name", "signal_model", "sources", "wait_need", "walk_size"]
 
 
 def precheck(spec: Spec) -> list[Finding]:
     """Count, byte and lap mismatches that provably lead to a violation (see the module doc)."""
     found = _tx_operands(spec)
-    if walk_size(spec) <= MAX_STEPS:
+    if walk_size(spec) <= MAX_STEPS and argued(spec):  # (a backend no argument covers: none)
         found += _Check(spec).run()
     out, seen = [], set()
     for f in found:

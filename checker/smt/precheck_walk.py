@@ -4,12 +4,14 @@ runs; and every op's walk fitted to a closed form in the item index (`Form`), wh
 symbolic checks quantify over. Also the op-name tables the checks share."""
 from __future__ import annotations
 
+import functools
 import types
 from collections import defaultdict
 from dataclasses import dataclass
 from math import lcm
 
-from pipeproof.backends import amd, base, nvidia
+from pipeproof.backends import base
+from pipeproof.backends.capabilities import backend
 from pipeproof.checker.core import OP_EFFECTS
 from pipeproof.spec.schema import MAIN_RING, Op, Role, Spec, targets
 
@@ -17,7 +19,8 @@ MAX_STEPS = 200_000  # agents x ops walked; above it only the static checks run
 FULL, EMPTY = "full", "empty"
 
 
-def _plain(module) -> types.SimpleNamespace:
+@functools.lru_cache(maxsize=None)
+def plain_module(module) -> types.SimpleNamespace:
     """The backend's functions on plain Python ints: its own bodies, with the primitives'
     Python bodies (smt/solvers.py does the same with Z3's); no numba compile for a short run."""
     ns = dict(vars(module))
@@ -30,8 +33,11 @@ def _plain(module) -> types.SimpleNamespace:
     return types.SimpleNamespace(**out)
 
 
-_NVp = _plain(nvidia)
-_AMDp = _plain(amd)
+def plain_rules(spec: Spec) -> types.SimpleNamespace:
+    """The rules of the spec's registered backend (backends/capabilities.py) on plain ints."""
+    return plain_module(backend(spec.backend).rules)
+
+
 _KIND = {0: FULL, 1: EMPTY}  # checker/core/program.py's signal kinds
 # The op-name tables of the checks, read off OP_EFFECTS (a drain step walks as wait_empty):
 # ops that use a slot's signals or payload; arrivals (an update of some units) and the signal
@@ -124,11 +130,12 @@ def _walk(spec: Spec, role: Role, leader: bool) -> tuple[list, dict]:
     # when an earlier try said ready), may or may not record.
     recs = {}
     events = []
+    rules = plain_rules(spec)
 
     def intends(r, stage, X, phase, blocking):
         p0 = role.initial_phase_of(r)
         old = recs.get((r, stage, X), {(-(p0 % 2), p0)})
-        ks = {_NVp.intended_after(k, ph, phase) for k, ph in old}
+        ks = {rules.intended_after(k, ph, phase) for k, ph in old}
         passed = {(k, phase) for k in ks}
         recs[r, stage, X] = passed if blocking else old | passed
         return tuple(sorted(ks))

@@ -7,16 +7,20 @@ own (`Answer.status == "unknown"`, with Z3's reason) and callers never show it a
 
 Signal semantics are not written again for Z3: `symbolic_backend(module)` re-binds the
 primitives that backends/ are written in (backends/base.py) to Z3 terms and returns the
-backend's functions over Z3 expressions.
+backend's functions over Z3 expressions; `symbolic_rules(name_or_code)` does so for the
+registered backend's rules module (backends/capabilities.py), the only way the Z3 encodings
+reach a backend's rules.
 """
 from __future__ import annotations
 
+import functools
 import types
 from dataclasses import dataclass
 
 import z3
 
 from pipeproof.backends import base
+from pipeproof.backends.capabilities import backend
 
 SEED = 0
 TIMEOUT_MS = 20_000        # per check; callers may lower it
@@ -110,3 +114,15 @@ def symbolic_backend(module) -> types.SimpleNamespace:
     forms; calls between the module's own functions resolve to the rebuilt versions.
     """
     return base.rebound(module, Z3_PRIMITIVES)
+
+
+@functools.lru_cache(maxsize=None)
+def _symbolic(module) -> types.SimpleNamespace:
+    return symbolic_backend(module)
+
+
+def symbolic_rules(key) -> types.SimpleNamespace:
+    """The registered backend's rules (by name or code, backends/capabilities.py `backend`)
+    over Z3 terms: the protocol's functions (backends/protocol.py) and whatever else its rules
+    module defines; built once per rules module."""
+    return _symbolic(backend(key).rules)
