@@ -11,7 +11,7 @@ stays dynamic per agent is `ready` per ring, `at_sync`, the generation of its la
 `sync_arrive` per barrier, and, for an agent with a `reset` of a ring, its phase window's record
 (k', ph') per signal of that ring (`wk`, `wp`: docs/rules.md "The phase_alias window after
 `reset`"; which agents keep one is state_layout.window_field's answer, the intended phase is
-nvidia.intended_after's).
+the backend's intended_after).
 
 In-flight entries are *instances*: one per async op of the unrolled program and destination
 CTA (a `to=all` copy has one per CTA). Instance i is in flight iff its Bool is true; it is set
@@ -32,8 +32,11 @@ Signals, slots (one tag per slot part: checker/core/program.py slot_parts, read 
 part table with semantics.part_in / part_filled_for) and barriers are the explicit engine's
 fields, one term per step, as signed
 bit-vectors wide enough that no operation wraps (`_width`; `WIDTH = 0` gives unbounded Ints
-instead). Signal updates and readiness go through `smt.symbolic_backend(nvidia | amd)`, the
-backends' own functions over Z3 terms; nothing about mbarriers or counters is written here.
+instead). Signals go through the registered backend's rules over Z3 terms
+(`smt.symbolic_rules`, backends/protocol.py: init, update and its outcome bits,
+signal_ready, intended_phase/after, in_window_at); a frame keeps the signal words the
+backend's signal_bounds let change (encode_frame.signal_words). Nothing about mbarriers or
+counters is written here.
 
 Frames: `Frame.v` maps a field name to its term at one step. A field that no action can change
 keeps its initial constant (so a spec without tx never mentions tx); a field some action can
@@ -62,13 +65,14 @@ from __future__ import annotations
 from pipeproof.backends.capabilities import backend
 from pipeproof.checker.core import semantics as S
 from pipeproof.checker.core import Model
-from pipeproof.checker.smt.encode_frame import AM, NV, _Frames
+from pipeproof.checker.smt import solvers as smt
+from pipeproof.checker.smt.encode_frame import _Frames, signal_words
 from pipeproof.checker.smt.encode_program import ENTRY_OF_ISSUE, Instance, Instr, _Program
 from pipeproof.checker.smt.encode_reduce import COMMUTING, _Reductions
 from pipeproof.checker.smt.encode_step import KIND_BITS, _Steps
 from pipeproof.checker.smt.encode_terms import Choice, Frame, Step
 
-__all__ = ["AM", "COMMUTING", "KIND_BITS", "NV", "WIDTH", "Choice",
+__all__ = ["COMMUTING", "KIND_BITS", "WIDTH", "Choice",
            "Encoding", "Frame", "Instance", "Instr", "Step"]
 
 WIDTH = None  # None: bit-vectors wide enough for every value (`_width`); 0: unbounded Ints
@@ -82,8 +86,13 @@ class Encoding(_Program, _Frames, _Steps, _Reductions):
         self.T = model.tables
         self.A = len(model.agents)
         signals = backend(model.backend)
-        # a signal is an mbarrier (phase, pending, tx; waits test its phase parity), or else a
-        # monotone counter; wrap32: its wait thresholds wrap at 2^32 (the bit-vector width)
+        self.rules = smt.symbolic_rules(signals.code)  # its rules over Z3 terms
+        # the frame's names of the signal words (a, b, c, observed) it keeps (None: constant),
+        # and which of them an update without tx bytes changes
+        self.sig_words, self.sig_words_no_tx = signal_words(signals)
+        self.signal_model = signals.signal_model  # what the partial-order reduction assumes
+        # wrap32: its wait thresholds wrap at 2^32 (the bit-vector width, _width); parity: the
+        # frame's signal fields bmc.py's frame check reads back
         self.parity, self.wrap32 = signals.phase_parity, signals.wrap32
         self.ctas = model.ctas
         self.rings = model.rings

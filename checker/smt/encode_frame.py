@@ -3,21 +3,41 @@ nothing wraps, or Ints), their initial values, which fields some action can chan
 others keep their initial constants), the predicates over one frame that steps and properties
 are built from (at, enabled, finished, a signal ready, the state properties deadlock and
 phase_alias), and a frame's values read back from a Z3 model. Signals go through the
-backends' own functions over Z3 terms (`NV`, `AM`)."""
+registered backend's own functions over Z3 terms (`self.rules`, backends/protocol.py)."""
 from __future__ import annotations
 
 import z3
 
-from pipeproof.backends import amd as amd_backend
-from pipeproof.backends import nvidia as nvidia_backend
-from pipeproof.backends.base import EMPTY, FULL
+from pipeproof.backends.base import COMPLETED, EMPTY, FULL, RAN_AHEAD, TRAP_OVER_ARRIVAL, \
+    TRAP_TX_RANGE, U32
 from pipeproof.checker.core import semantics as S
-from pipeproof.checker.smt import solvers as smt
 from pipeproof.checker.smt.encode_program import Instr
-from pipeproof.checker.smt.encode_terms import Frame, _and, _b, _or
+from pipeproof.checker.smt.encode_terms import Frame, _and, _b, _ite_of_constants, _or
 
-NV = smt.symbolic_backend(nvidia_backend)
-AM = smt.symbolic_backend(amd_backend)
+# The frame's names of the signal words a backend's record names (`signal_fields`; bmc.py's
+# frame check reads them back by these names); a word named otherwise keeps its own name.
+WORD_NAMES = {"phase_no": "ph", "pending": "pend", "tx": "tx", "count": "cnt"}
+OBSERVED = "obs"   # the fourth word: some wait or try saw the current phase (a Bool)
+
+
+def signal_words(record) -> tuple:
+    """(names, no_tx): the frame's name of each signal word (a, b, c, observed) that the
+    backend's `signal_bounds` (backends/protocol.py) let leave 0, None for one they keep at 0
+    (a constant: its initial value, not in the frame); and, per word, whether an update
+    without tx bytes may change it (its bounds in a model without tx)."""
+    names = [WORD_NAMES.get(n, n) for n in record.signal_fields]
+    names += [f"w{i}" for i in range(len(names), 3)] + [OBSERVED]
+    bounds = record.rules.signal_bounds(1, 1, 1, True)
+    no_tx = tuple(b != (0, 0) for b in record.rules.signal_bounds(1, 1, 1, False))
+    return tuple(n if b != (0, 0) else None for n, b in zip(names, bounds)), no_tx
+
+
+def has_bit(outcome, bit):
+    """Z3: an update's outcome (backends/base.py's bits: an int, or an if-then-else of ints as
+    the backends write it) has `bit`: the same if-then-else over whether each value has it."""
+    if isinstance(outcome, int):
+        return z3.BoolVal(bool(outcome & bit))
+    return _ite_of_constants(outcome, lambda value: value & bit)
 
 
 class _Frames:
@@ -31,10 +51,10 @@ class _Frames:
         ops = [ins.op for prog in self.progs for ins in prog]
         biggest = max([op.n for op in ops] + [1])
         steps = self.longest_run_bound + 2
-        values = [nvidia_backend.TX_LIMIT + biggest, steps * biggest * self.ctas,
+        values = [self.rules.TX_LIMIT + biggest, steps * biggest * self.ctas,
                   int(self.T.ring[:, 1:].max()), int(self.T.bar_count.max()) + steps]
         if self.wrap32:  # a wait threshold is wrap32(phase +- 1) * count
-            values.append(amd_backend.U32 * int(self.T.ring[:, 1:].max()))
+            values.append(U32 * int(self.T.ring[:, 1:].max()))
         return max(values).bit_length() + 2
 
     def num(self, x: int):
@@ -73,12 +93,10 @@ class _Frames:
             for b in range(self.n_bar):
                 v[("arr", a, b)] = 0
         for key in self.sig_keys():
-            if self.parity:
-                ph, pend, tx = NV.init(self.expected(key[1], key[3]))
-                v[("ph",) + key], v[("pend",) + key], v[("tx",) + key] = ph, pend, tx
-                v[("obs",) + key] = False
-            else:
-                v[("cnt",) + key] = AM.init()
+            words = self.rules.init(self.expected(key[1], key[3])) + (False,)
+            for name, value in zip(self.sig_words, words):
+                if name:
+                    v[(name,) + key] = value
         for c in range(self.ctas):
             for r in range(self.rings):
                 for s in range(self.stages[r]):
@@ -116,8 +134,8 @@ class _Frames:
                     ch |= {("bar", b, c), ("gen", b, c)}
                     if e.barrier == "arrive":
                         ch.add(("arr", a, b))
-                if e.observes >= 0 and self.parity:
-                    ch.add(("obs", c, r, s, e.observes))
+                if e.observes >= 0 and self.sig_words[3]:  # a wait notes the phase seen
+                    ch.add((self.sig_words[3], c, r, s, e.observes))
                 if e.observes >= 0 and self.window(a, r, s, e.observes):
                     ch |= {("wk", a, r, s, e.observes), ("wp", a, r, s, e.observes)}
                 if e.updates >= 0 and not e.issues:  # an update now (an issued one: below)
@@ -137,34 +155,64 @@ class _Frames:
         return ch
 
     def _sig_fields(self, key, tx: bool) -> set:
-        if not self.parity:
-            return {("cnt",) + key}
-        out = {("ph",) + key, ("pend",) + key, ("obs",) + key}
-        return out | {("tx",) + key} if tx else out
+        """The fields of signal `key` an update (with tx bytes or without) may change."""
+        return {(name,) + key for name, moves in zip(self.sig_words, self.sig_words_no_tx)
+                if name and (tx or moves)}
 
     # ------------------------------------------------------------------ predicates on a frame
 
+    def sig_terms(self, f: Frame, key) -> list:
+        """The signal's words (a, b, c) in frame f: its fields, or the constants it keeps."""
+        out = []
+        for i, name in enumerate(self.sig_words[:3]):
+            if name:
+                out.append(f.v[(name,) + key])
+            else:
+                out.append(self.num(self.rules.init(self.expected(key[1], key[3]))[i]))
+        return out
+
+    def signal_update(self, f: Frame, key, count: int, tx_delta: int) -> tuple:
+        """The backend's update of signal `key` in frame f, simplified: (over_arrival trap,
+        tx_range trap, either trap, ran ahead, the new words (a, b, c), the new observed)."""
+        obs = self.sig_words[3]
+        observed = z3.If(f.v[(obs,) + key], self.num(1), self.num(0)) if obs else self.num(0)
+        *words, outcome = self.rules.update(*self.sig_terms(f, key),
+                                            self.expected(key[1], key[3]), count, tx_delta,
+                                            observed)
+        over = z3.simplify(has_bit(outcome, TRAP_OVER_ARRIVAL))
+        out_of_range = z3.simplify(has_bit(outcome, TRAP_TX_RANGE))
+        completes = z3.simplify(has_bit(outcome, COMPLETED))
+        # a phase completed that no wait or try observed: the barrier ran ahead
+        ahead = z3.simplify(has_bit(outcome, RAN_AHEAD))
+        new_obs = z3.simplify(z3.If(completes, False, f.v[(obs,) + key])) if obs else None
+        return (over, out_of_range, z3.simplify(_or([over, out_of_range])), ahead,
+                [z3.simplify(w) for w in words], new_obs)
+
     def signal_ready(self, f: Frame, key, phase: int):
         c, r, s, kind = key
-        if self.parity:
-            return _b(NV.ready(f.v[("ph",) + key], phase))
-        if kind == FULL:
-            return _b(AM.full_ready(f.v[("cnt",) + key], phase, self.expected(r, FULL)))
-        return _b(AM.empty_ready(f.v[("cnt",) + key], phase, self.expected(r, EMPTY)))
+        return _b(self.rules.signal_ready(*self.sig_terms(f, key), self.expected(r, kind), phase,
+                                          kind))
 
     def intended(self, f: Frame, a: int, ins: Instr):
         """The signal phase k agent a's wait or try `ins` means (semantics.intended): from its
         phase alone, or, for an agent with a `reset` of the ring, from its last passed wait
-        (k', ph') by nvidia.intended_after."""
+        (k', ph') by the backend's intended_after."""
         key = (a, ins.ring, ins.stage, ins.eff.observes)
         if ("wk",) + key not in f.v:
-            return NV.intended_phase(ins.phase, ins.initial_phase)
-        return NV.intended_after(f.v[("wk",) + key], f.v[("wp",) + key], ins.phase)
+            return self.rules.intended_phase(ins.phase, ins.initial_phase)
+        return self.rules.intended_after(f.v[("wk",) + key], f.v[("wp",) + key], ins.phase)
 
     def in_window(self, f: Frame, a: int, ins: Instr):
-        """(nvidia) The signal of agent a's wait or try `ins` is in its phase window
-        (semantics.in_phase_window)."""
-        return _b(NV.in_window_at(f.v[("ph",) + self.sig_key(a, ins)], self.intended(f, a, ins)))
+        """The signal of agent a's wait or try `ins` is in its phase window
+        (semantics.in_phase_window; True itself where the backend's window holds every
+        wait)."""
+        key = self.sig_key(a, ins)
+        return _b(self.rules.in_window_at(self.sig_terms(f, key)[0], self.intended(f, a, ins)))
+
+    def out_of_window(self, f: Frame, a: int, ins: Instr):
+        """Not in_window (False itself where the window holds every wait)."""
+        w = self.in_window(f, a, ins)
+        return z3.BoolVal(False) if z3.is_true(w) else z3.Not(w)
 
     def window_passed(self, f: Frame, a: int, ins: Instr):
         """The record (k', ph') after agent a's wait or try `ins` passed, or None when the agent
@@ -285,13 +333,15 @@ class _Frames:
         unfinished = _or([z3.Not(self.finished(f, a)) for a in range(self.A)])
         stuck = _and([z3.Not(self.agent_enabled(f, a)) for a in range(self.A)])
         out = {S.DEADLOCK: _and([unfinished, z3.Not(self.anything_in_flight(f)), stuck])}
-        if self.parity:
-            alias = []
-            for a, prog in enumerate(self.progs):
-                for k, ins in enumerate(prog):
-                    if ins.eff.observes >= 0 and ins.eff.blocks:  # a wait or a drain step
+        alias = []
+        for a, prog in enumerate(self.progs):
+            for k, ins in enumerate(prog):
+                if ins.eff.observes >= 0 and ins.eff.blocks:  # a wait or a drain step
+                    bad = self.out_of_window(f, a, ins)
+                    if not z3.is_false(bad):  # (a window that holds every wait: none)
                         alias.append(_and([self.at(f, a, k), z3.Not(self.skipped(f, a, ins)),
-                                           z3.Not(self.in_window(f, a, ins))]))
+                                           bad]))
+        if alias:
             out[S.PHASE_ALIAS] = _or(alias)
         return out
 
