@@ -29,6 +29,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from pipeproof.backends.capabilities import backend
 from pipeproof.spec.schema import SpecError
 
 FULL, EMPTY = "full", "empty"
@@ -75,8 +76,10 @@ class Builder:
     barrier (array, index), value, buffer, iters, extra, seq; `where(op)` names the source line.
     Hooks a front end may override: `_rings` (barrier arrays -> rings), `signal_of`,
     `ring_counts`, `_warps` (agents per role), `_per_warp` (op text per agent), `fail`,
-    `pipeline_lines` (extra [pipeline] keys) and `TOOL`/`HEADER` (the spec's comment lines)."""
+    `pipeline_lines` (extra [pipeline] keys), `BACKEND` (the backend the spec names, whose
+    rules place a wait after the join) and `TOOL`/`HEADER` (the spec's comment lines)."""
 
+    BACKEND = "nvidia"
     TOOL = "pipeproof"
     HEADER = ()
     START_OP = "start"  # the op where workers start (its name in a trace's source column)
@@ -163,7 +166,7 @@ class Builder:
 
     def pipeline_lines(self) -> list:
         """[pipeline] keys after the name (the backend, a cluster size)."""
-        return ['backend = "nvidia"']
+        return [f'backend = "{self.BACKEND}"']
 
     def _ring_arg(self, ring: Ring) -> str:
         return "" if ring is self.main else f" ring={ring.name}"
@@ -388,11 +391,11 @@ class Builder:
 
     def _after_join_phase(self, ring, s, parity, cur) -> int:
         """The agent's phase for a wait after the join on (ring, s): the smallest, from its
-        initial phase up, with the wait's parity whose intended phase (nvidia.intended_phase)
-        is at least F - 1, F the barrier's completions over the whole kernel."""
-        from pipeproof.backends import nvidia
+        initial phase up, with the wait's parity whose intended phase (the backend's
+        intended_phase) is at least F - 1, F the barrier's completions over the whole kernel."""
+        rules = backend(self.BACKEND).rules
         final, ph = self.final[ring.name, s], cur[2]
-        while ph % 2 != parity or nvidia.intended_phase(ph, cur[2]) < final - 1:
+        while ph % 2 != parity or rules.intended_phase(ph, cur[2]) < final - 1:
             ph += 1
         return ph
 

@@ -7,9 +7,8 @@ files compare it verbatim. The JSON document is the `--json` contract (docs/mode
 """
 from __future__ import annotations
 
-from pipeproof.backends.capabilities import backend as backend_record
 from pipeproof.checker.results.result import JSON_SCHEMA_VERSION, Result
-from pipeproof.checker.results.trace import Step, Trace, parity
+from pipeproof.checker.results.trace import Step, Trace, parity, shows_parity
 
 SCHEMA = f"pipeproof.verify/{JSON_SCHEMA_VERSION}"
 # `lap` is the acting agent's phase as the model keeps it: a lap count (0, 1, 2, ... as in
@@ -114,9 +113,9 @@ def _dash(v: object) -> str:
     return "-" if v is None else str(v)
 
 
-def _row(step: Step, backend: str) -> tuple[str, ...]:
+def _row(step: Step, backend: str, columns) -> tuple[str, ...]:
     cells = (str(step.index), step.actor, _op_text(step), _dash(step.stage), _dash(step.phase))
-    if backend_record(backend).phase_parity:
+    if "parity" in columns:
         cells += (_dash(parity(step.phase, backend)),)
     return cells + ("; ".join(step.changes) or "-",)
 
@@ -124,8 +123,8 @@ def _row(step: Step, backend: str) -> tuple[str, ...]:
 def format_table(trace: Trace) -> list[str]:
     """The steps of a trace as aligned rows under a header (the last column is not padded).
     `lap` is the agent's phase as a lap count, `parity` its mbarrier parity (nvidia)."""
-    columns = COLUMNS if backend_record(trace.backend).phase_parity else COLUMNS_NO_PARITY
-    rows = [columns] + [_row(s, trace.backend) for s in trace.steps]
+    columns = COLUMNS if shows_parity(trace.backend) else COLUMNS_NO_PARITY
+    rows = [columns] + [_row(s, trace.backend, columns) for s in trace.steps]
     widths = [max(len(r[i]) for r in rows) for i in range(len(columns) - 1)]
     lines = []
     for r in rows:

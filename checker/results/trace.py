@@ -101,9 +101,15 @@ class Trace:
         }
 
 
+def shows_parity(backend: str) -> bool:
+    """Do traces show a lap count's parity (what a PTX parity wait reads)? Where signals are
+    mbarriers (the record's phase_parity): the one place traces and reports decide it."""
+    return backend_record(backend).phase_parity
+
+
 def parity(phase, backend: str):
     """The mbarrier parity of a lap count (nvidia); None on amd or for an async event."""
-    return None if phase is None or not backend_record(backend).phase_parity else phase % 2
+    return phase % 2 if phase is not None and shows_parity(backend) else None
 
 
 # ------------------------------------------------------------------ codes -> trace
@@ -257,10 +263,9 @@ def explain_unawaited(model: Model, before, after, code) -> str:
 
 
 def _alias_text(model, sig, a, phase, phase_no, verb):
-    from pipeproof.backends import nvidia
     agent = model.agents[a]
     ring = (sig // 2 // model.max_stages) % model.rings
-    k = nvidia.intended_phase(phase, agent.initial_phases[ring])  # the signal's own ring
+    k = model.caps.rules.intended_phase(phase, agent.initial_phases[ring])  # the signal's own ring
     return (f"{agent.name} {verb} {model.sig_short(sig)} at phase {phase} (meaning signal phase {k}) "
             f"but the signal is at phase {phase_no}, outside {k}..{k + 1}: its parity answers for "
             f"another phase")
