@@ -16,6 +16,7 @@ from pipeproof.backends.base import (COMPLETED, EMPTY, FULL, RAN_AHEAD, TRAP_OVE
                                      TRAP_TX_RANGE)
 from pipeproof.backends.capabilities import BACKENDS, backend, register, unregister
 from tests import paths, toy_backend
+from tests.toy_backend import TOY_SPEC
 
 REGISTERED = sorted(BACKENDS)
 TRAPS = TRAP_OVER_ARRIVAL | TRAP_TX_RANGE
@@ -177,29 +178,6 @@ def test_register_refuses_a_module_that_misses_the_protocol():
         register(broken)
     assert "broken" not in BACKENDS
 
-
-TOY_SPEC = """
-[pipeline]
-name = "toy counters"
-backend = "toy"
-stages = 2
-producer_arrive_count = 1
-consumer_arrive_count = 1
-items = 3
-
-[[role]]
-name = "producer"
-side = "producer"
-count = 1
-initial_phase = INITIAL
-body = ["wait_empty", "write", "arrive_full", "advance"]
-
-[[role]]
-name = "consumer"
-side = "consumer"
-count = 1
-body = ["wait_full", "read", "arrive_empty", "advance"]
-"""
 
 # Runs in a process of its own: plain Python (PIPEPROOF_JIT=0), the toy registered and its
 # dispatcher branch patched in, as a real backend's edit of backends/dispatch.py would add it.

@@ -10,7 +10,7 @@ import sys
 import textwrap
 
 from tests import paths
-from tests.test_backend_protocol import TOY_SPEC
+from tests.toy_backend import TOY_SPEC
 
 # In a process of its own, as tests/test_backend_protocol.py runs the toy: plain Python, the
 # toy registered and its dispatcher branch patched in.

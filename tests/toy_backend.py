@@ -45,6 +45,30 @@ def signal_bounds(expected, updates, max_n, has_tx):
     return ((0, updates * max_n), (0, 0), (0, 0), (0, 0))
 
 
+# A two-stage ring of the toy backend; INITIAL is the producer's initial phase.
+TOY_SPEC = """
+[pipeline]
+name = "toy counters"
+backend = "toy"
+stages = 2
+producer_arrive_count = 1
+consumer_arrive_count = 1
+items = 3
+
+[[role]]
+name = "producer"
+side = "producer"
+count = 1
+initial_phase = INITIAL
+body = ["wait_empty", "write", "arrive_full", "advance"]
+
+[[role]]
+name = "consumer"
+side = "consumer"
+count = 1
+body = ["wait_full", "read", "arrive_empty", "advance"]
+"""
+
 RECORD = Backend("toy", CODE, "tests.toy_backend", tx_bytes=False, clusters=False,
                  phase_parity=False, wrap32=False, signal_fields=("count",), signal_model="")
 
