@@ -112,10 +112,14 @@ def test_local_steps_commute_with_async_reads_barriers_and_writes(name):
     assert check_local_steps_commute(_model(THREE_CONSUMERS[name])) > 0
 
 
-@settings(max_examples=40, **G.SETTINGS)
-@given(G.designs())
-def test_independent_steps_stay_independent_on_generated_specs(design):
-    check_independent_steps(compile_model(G.load(design)))
+# 40 generated specs take about two minutes: the fast suite checks 8 of them, `pytest -m slow` 40
+@pytest.mark.parametrize("examples", [8, pytest.param(40, marks=pytest.mark.slow)])
+def test_independent_steps_stay_independent_on_generated_specs(examples):
+    @settings(max_examples=examples, **G.SETTINGS)
+    @given(G.designs())
+    def check(design):
+        check_independent_steps(compile_model(G.load(design)))
+    check()
 
 
 @pytest.mark.slow  # pytest -m slow; CI runs it (.ci/run)

@@ -14,6 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 
 from pipeproof.checker.engines.verifier import verify
@@ -58,6 +59,7 @@ def test_plain_python_finds_what_the_compiled_engine_finds_on_the_examples():
         assert plain[path] == compiled[path], path
 
 
+@pytest.mark.slow  # 60 generated specs in both engines, ~35 s; the examples above stay in the fast suite
 def test_plain_python_finds_what_the_compiled_engine_finds_on_generated_specs(tmp_path):
     texts = []
 
