@@ -288,17 +288,27 @@ GENERATED = settings(max_examples=20, deadline=None, database=None, derandomize=
                      phases=[Phase.explicit, Phase.generate], suppress_health_check=list(HealthCheck))
 
 
-@GENERATED
-@given(designs().map(to_toml))
-def test_generated_expressive_specs_agree(text):
-    _differential(text)
+# 20 generated specs through both tools take about 25 s: the fast suite runs 6, `pytest -m slow` 20
+EXAMPLES = [6, pytest.param(20, marks=pytest.mark.slow)]
 
 
-@GENERATED
-@given(expressive_with_counts().filter(lambda text: "cluster_size = 1" in text))
-def test_generated_expressive_specs_with_several_consumers_agree(text):
+@pytest.mark.parametrize("examples", EXAMPLES)
+def test_generated_expressive_specs_agree(examples):
+    @settings(GENERATED, max_examples=examples)
+    @given(designs().map(to_toml))
+    def check(text):
+        _differential(text)
+    check()
+
+
+@pytest.mark.parametrize("examples", EXAMPLES)
+def test_generated_expressive_specs_with_several_consumers_agree(examples):
     # one CTA: with two CTAs of 2 or 3 consumers each, Rumur's unreduced search outgrows the budget
-    _differential(text)
+    @settings(GENERATED, max_examples=examples)
+    @given(expressive_with_counts().filter(lambda text: "cluster_size = 1" in text))
+    def check(text):
+        _differential(text)
+    check()
 
 
 def test_the_async_examples_export():

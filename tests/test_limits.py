@@ -142,7 +142,7 @@ print("gave_up", gave_up[0], "compared", compared[0])
 '''
 
 
-@pytest.mark.parametrize("floor", [0, 300, 3000])
+@pytest.mark.parametrize("floor", [0, 300, pytest.param(3000, marks=pytest.mark.slow)])  # 3000: ~15 s
 def test_cost_bounded_por_gives_the_same_answers(floor):
     """With the reduction's work budget lowered until merges give up (0: every one), the
     reduced search still gives the unreduced search's verdicts and kinds on generated

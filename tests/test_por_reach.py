@@ -295,7 +295,7 @@ def test_merged_runs_in_a_many_state_stay_below_the_lap_bound(stages):
     assert reduced.abstract_states < full.abstract_states
 
 
-@pytest.mark.parametrize("stages, items", [(2, 5), (3, 7)])
+@pytest.mark.parametrize("stages, items", [(2, 5), pytest.param(3, 7, marks=pytest.mark.slow)])  # (3, 7): ~17 s
 def test_commit_twins_keep_the_answer_and_cut_the_states(stages, items):
     """Mojo's InputTilePipeline in 2 CTAs: each CTA's commits multicast to both CTAs' empty
     barriers, so a commit has twins (docs/reductions.md "Commit firings"). With them every
