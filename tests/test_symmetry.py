@@ -200,10 +200,14 @@ def same_answers(spec):
     return on, off
 
 
-@settings(max_examples=150, **G.SETTINGS)
-@given(G.designs())
-def test_generated_specs_same_verdict_with_and_without_symmetry(design):
-    same_answers(G.load(design))
+# 150 generated specs take about 25 s: the fast suite checks 50, `pytest -m slow` 150
+@pytest.mark.parametrize("examples", [50, pytest.param(150, marks=pytest.mark.slow)])
+def test_generated_specs_same_verdict_with_and_without_symmetry(examples):
+    @settings(max_examples=examples, **G.SETTINGS)
+    @given(G.designs())
+    def check(design):
+        same_answers(G.load(design))
+    check()
 
 
 @settings(max_examples=60, **G.SETTINGS)
