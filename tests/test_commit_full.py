@@ -141,12 +141,18 @@ def test_ok_in_every_engine(name):
     assert full.verdict == "ok", full.kinds
     for kw in ({}, {"por": False}, {"symmetry": False}):
         assert verify(spec, **kw).verdict == "ok", kw
-    assert verify_bmc(spec).verdict == "ok"
     from pipeproof.checker.engines.lap_verify import verify_laps
     assert verify_laps(spec).verdict == "ok"
     from pipeproof.checker.engines.prover import prove
     # (the sm100 spec's every=3 guards leave the lap prover inconclusive, with arrive_full too)
     assert prove(spec).verdict == ("inconclusive" if name == "sm100" else "ok")
+
+
+# BMC on the sm100 spec takes about 50 s: `pytest -m slow` runs it; the other specs' stay fast
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n == "sm100" else n
+                                  for n in sorted(OK)])
+def test_ok_in_bmc(name):
+    assert verify_bmc(load(OK[name])).verdict == "ok"
 
 
 def test_the_commit_fires_on_full_in_the_trace():
