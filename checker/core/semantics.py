@@ -393,30 +393,61 @@ def step(T, st, code, out, det):
     """
     n_agents = T.cfg[C_AGENTS]
     if code >= n_agents:
-        j = code - n_agents
-        if j >= T.cfg[C_INFLIGHT] or st[T.cfg[C_OFF_INF] + j] == 0:
-            return -1
-        e = st[T.cfg[C_OFF_INF] + j]
-        if entry_field(T, e, E_SEQ) != 0 or entry_field(T, e, E_CSEQ) != 0:
-            return -1  # a read that is not its agent's oldest, or a commit still waiting
-        copy_state(T, st, out)
-        return fire_entry(T, out, j, det)
+        return entry_step(T, st, code - n_agents, out, det)
     a = code
     base = agent_base(T, a)
     pc = st[base + F_PC]
     if pc >= T.agent[a, A_LEN] or st[base + F_SYNC] == 1:
         return -1
     row = op_row(T, a, pc)
+    # -- what it waits for, decided before the state is copied (most disabled actions wait)
+    bits = wait_step(T, st, out, det, a, row, pc)
+    if bits < 0:
+        return -1
+    if T.prog[row, P_EFF + EF_ACTS]:
+        more = act_step(T, st, out, det, a, row)
+        if more == INFLIGHT_FULL:
+            return INFLIGHT_FULL
+        bits |= more
+        # -- its own stage
+        r = T.prog[row, P_RING]
+        rb = ring_base(T, a, r)
+        if T.prog[row, P_EFF + EF_STAGE] == STAGE_ADVANCE:
+            advance_stage(T, out, a, r)
+        elif T.prog[row, P_EFF + EF_STAGE] == STAGE_RESET:
+            out[rb] = T.agent[a, A_RING0 + 2 * r]
+            out[rb + 1] = T.agent[a, A_RING0 + 2 * r + 1]
+        if barrier_step(T, out, a, row):
+            return bits  # blocked: pc stays at the sync
+    out[base + F_PC], out[base + F_ITEM] = next_pc(T, a, pc, st[base + F_ITEM])
+    return bits | exit_bits(T, out, a, det)
+
+
+@jit
+def entry_step(T, st, j, out, det):
+    """The step of in-flight entry j: it lands, fires or finishes (fire_entry); -1 if it is
+    not there or must wait (a read that is not its agent's oldest, a commit still waiting)."""
+    if j >= T.cfg[C_INFLIGHT] or st[T.cfg[C_OFF_INF] + j] == 0:
+        return -1
+    e = st[T.cfg[C_OFF_INF] + j]
+    if entry_field(T, e, E_SEQ) != 0 or entry_field(T, e, E_CSEQ) != 0:
+        return -1  # a read that is not its agent's oldest, or a commit still waiting
+    copy_state(T, st, out)
+    return fire_entry(T, out, j, det)
+
+
+@jit
+def wait_step(T, st, out, det, a, row, pc):
+    """Agent a's op `row` (at `pc`) as far as it waits or observes: -1 if it is disabled (a
+    wait on a signal that is not ready, its own async reads, a barrier's generation), else
+    `st` copied into `out` with what a passed wait or try notes, and its violation bits."""
     r = T.prog[row, P_RING]
     rb = ring_base(T, a, r)
-    stage = st[rb]
     phase = st[rb + 1]
-    cta = T.agent[a, A_CTA]
     bits = 0
-    # -- what it waits for, decided before the state is copied (most disabled actions wait)
     obs = T.prog[row, P_EFF + EF_OBS]
     if obs >= 0:
-        sig = sig_index(T, cta, r, stage, obs)
+        sig = sig_index(T, T.agent[a, A_CTA], r, st[rb], obs)
         if T.prog[row, P_EFF + EF_BLOCKS]:  # a wait: passes when the signal is ready or skipped
             waits = not skips_wait(T, st, row, rb)
             if waits and not signal_ready(T, st, sig, phase):
@@ -442,99 +473,126 @@ def step(T, st, code, out, det):
             if T.prog[row, P_EFF + EF_BARRIER] == BAR_WAIT:
                 b = T.prog[row, P_BARRIER]
                 arrived = st[arrived_field(T.cfg[C_AGF], T.cfg[C_RINGS], a, b)]
-                if st[bar_pos(T, b, cta) + 1] < max(arrived, 1):
+                if st[bar_pos(T, b, T.agent[a, A_CTA]) + 1] < max(arrived, 1):
                     return -1
         copy_state(T, st, out)
-    if T.prog[row, P_EFF + EF_ACTS]:
-        # -- its update at each target CTA: now, or by the entry it issues (lands or fires later)
-        n = T.prog[row, P_N]
-        if T.prog[row, P_EFF + EF_TX] != 0 and n > dispatch.tx_limit(T.cfg[C_BACKEND]):
-            note(det, TX_RANGE, sig_index(T, cta, r, stage, FULL), n, a, 0)
-            bits |= TX_RANGE | TRAP
-        issued = T.prog[row, P_EFF + EF_ASYNC]
-        kind = T.prog[row, P_EFF + EF_UPD]
-        if kind >= 0:
-            count = n if T.prog[row, P_EFF + EF_UNITS] == -1 else T.prog[row, P_EFF + EF_UNITS]
-            tx = n if T.prog[row, P_EFF + EF_TX] > 0 else 0
-            mask = targets_mask(T, a, T.prog[row, P_TARGET])
-            for dst in range(T.cfg[C_CTAS]):
-                if mask & (1 << dst):
-                    if issued == 0:
-                        sig = sig_index(T, dst, r, stage, kind)
-                        if cta_gone(T, st, dst):
-                            note(det, INFLIGHT_AT_EXIT, dst, a, sig, 1)
-                            bits |= INFLIGHT_AT_EXIT
-                        bits |= signal_update(T, out, sig, count, tx, det)
-                        continue
+    return bits
+
+
+@jit
+def act_step(T, st, out, det, a, row):
+    """Agent a's op `row` as far as it acts: its update at each target CTA, now or by the entry
+    it issues (it lands or fires later), and the slot's store or read check. Its violation
+    bits, or INFLIGHT_FULL alone when an entry found no room (the step's only result then)."""
+    base = agent_base(T, a)
+    r = T.prog[row, P_RING]
+    stage = st[ring_base(T, a, r)]
+    cta = T.agent[a, A_CTA]
+    bits = 0
+    n = T.prog[row, P_N]
+    if T.prog[row, P_EFF + EF_TX] != 0 and n > dispatch.tx_limit(T.cfg[C_BACKEND]):
+        note(det, TX_RANGE, sig_index(T, cta, r, stage, FULL), n, a, 0)
+        bits |= TX_RANGE | TRAP
+    issued = T.prog[row, P_EFF + EF_ASYNC]
+    kind = T.prog[row, P_EFF + EF_UPD]
+    if kind >= 0:
+        count = n if T.prog[row, P_EFF + EF_UNITS] == -1 else T.prog[row, P_EFF + EF_UNITS]
+        tx = n if T.prog[row, P_EFF + EF_TX] > 0 else 0
+        mask = targets_mask(T, a, T.prog[row, P_TARGET])
+        for dst in range(T.cfg[C_CTAS]):
+            if mask & (1 << dst):
+                if issued == 0:
+                    sig = sig_index(T, dst, r, stage, kind)
                     if cta_gone(T, st, dst):
-                        note(det, INFLIGHT_AT_EXIT, dst, a, -1, 2)
+                        note(det, INFLIGHT_AT_EXIT, dst, a, sig, 1)
                         bits |= INFLIGHT_AT_EXIT
-                    if issued == ENTRY_COPY:
-                        tag = op_tag(T, row, st[base + F_ITEM])
-                        e = make_entry(T, ENTRY_COPY, dst, r, stage, tag + 1,
-                                       T.prog[row, P_BYTES_IDX], 0, 0,
-                                       entry_part(T, T.prog[row, P_PART]))
-                    else:
-                        # tcgen05.commit: fires only after the agent's async reads and commits
-                        # issued before it (counted in `st`: not this op's other entries)
-                        e = make_entry(T, ENTRY_COMMIT, dst, r, stage, count, 0, a,
-                                       reads_in_flight(T, st, a), 0)
-                        e = with_field(T, e, E_CSEQ, commits_in_flight(T, st, a))
-                        if kind == FULL:  # commit_full: the entry fires on full
-                            e = with_field(T, e, E_BIDX, COMMIT_ON_FULL)
-                    if dst != cta:
-                        e = with_field(T, e, E_PEER, 1)
-                    if not add_entry(T, out, e):
-                        return INFLIGHT_FULL
-        # -- the slot: a store now (a copy's lands with it), a read's check
-        if T.prog[row, P_EFF + EF_WRITES] and issued == 0:
-            bits |= store_tag(T, out, cta, r, stage, T.prog[row, P_PART],
-                              op_tag(T, row, st[base + F_ITEM]), det)
-        if T.prog[row, P_EFF + EF_READS]:
-            want = op_tag(T, row, st[base + F_ITEM])
-            pos = read_miss(T, st, cta, r, stage, want)
-            if pos >= 0 or copy_in_flight_to(T, st, cta, r, stage):
-                if pos < 0:
-                    pos = slot_pos(T, cta, r, stage)
-                note(det, READ_BEFORE_FILL, pos, a, st[pos], want)
-                bits |= READ_BEFORE_FILL
-            if issued == ENTRY_READ:
-                e = make_entry(T, ENTRY_READ, cta, r, stage, want + 1, 0, a,
-                               reads_in_flight(T, st, a), 0)
-                if not add_entry(T, out, e):
+                    bits |= signal_update(T, out, sig, count, tx, det)
+                    continue
+                if cta_gone(T, st, dst):
+                    note(det, INFLIGHT_AT_EXIT, dst, a, -1, 2)
+                    bits |= INFLIGHT_AT_EXIT
+                if not add_entry(T, out, issued_entry(T, st, a, row, issued, dst, r, stage, count)):
                     return INFLIGHT_FULL
-        # -- its own stage
-        if T.prog[row, P_EFF + EF_STAGE] == STAGE_ADVANCE:
-            advance_stage(T, out, a, r)
-        elif T.prog[row, P_EFF + EF_STAGE] == STAGE_RESET:
-            out[rb] = T.agent[a, A_RING0 + 2 * r]
-            out[rb + 1] = T.agent[a, A_RING0 + 2 * r + 1]
-        # -- a named barrier: an arrival, which the last one of a generation completes
-        barrier = T.prog[row, P_EFF + EF_BARRIER]
-        if barrier == BAR_SYNC or barrier == BAR_ARRIVE:
-            b = T.prog[row, P_BARRIER]
-            pos = bar_pos(T, b, cta)
-            if barrier == BAR_ARRIVE:
-                out[arrived_field(T.cfg[C_AGF], T.cfg[C_RINGS], a, b)] = out[pos + 1] + 1
-            out[pos] += 1
-            if out[pos] < T.bar_count[b, cta]:
-                if barrier == BAR_SYNC:
-                    out[base + F_SYNC] = 1
-                    return bits  # blocked: pc stays at the sync
-            else:
-                # The generation completes: later arrivals count towards the next one.
-                out[pos] = 0
-                out[pos + 1] += 1
-                release_sync(T, out, a, cta, b)
-    out[base + F_PC], out[base + F_ITEM] = next_pc(T, a, pc, st[base + F_ITEM])
+    # -- the slot: a store now (a copy's lands with it), a read's check
+    if T.prog[row, P_EFF + EF_WRITES] and issued == 0:
+        bits |= store_tag(T, out, cta, r, stage, T.prog[row, P_PART],
+                          op_tag(T, row, st[base + F_ITEM]), det)
+    if T.prog[row, P_EFF + EF_READS]:
+        want = op_tag(T, row, st[base + F_ITEM])
+        pos = read_miss(T, st, cta, r, stage, want)
+        if pos >= 0 or copy_in_flight_to(T, st, cta, r, stage):
+            if pos < 0:
+                pos = slot_pos(T, cta, r, stage)
+            note(det, READ_BEFORE_FILL, pos, a, st[pos], want)
+            bits |= READ_BEFORE_FILL
+        if issued == ENTRY_READ:
+            e = make_entry(T, ENTRY_READ, cta, r, stage, want + 1, 0, a,
+                           reads_in_flight(T, st, a), 0)
+            if not add_entry(T, out, e):
+                return INFLIGHT_FULL
+    return bits
+
+
+@jit
+def issued_entry(T, st, a, row, issued, dst, r, stage, count):
+    """The in-flight entry agent a's op `row` issues to CTA dst: a copy (it lands later) or a
+    commit (it fires later)."""
+    if issued == ENTRY_COPY:
+        tag = op_tag(T, row, st[agent_base(T, a) + F_ITEM])
+        e = make_entry(T, ENTRY_COPY, dst, r, stage, tag + 1,
+                       T.prog[row, P_BYTES_IDX], 0, 0,
+                       entry_part(T, T.prog[row, P_PART]))
+    else:
+        # tcgen05.commit: fires only after the agent's async reads and commits
+        # issued before it (counted in `st`: not this op's other entries)
+        e = make_entry(T, ENTRY_COMMIT, dst, r, stage, count, 0, a,
+                       reads_in_flight(T, st, a), 0)
+        e = with_field(T, e, E_CSEQ, commits_in_flight(T, st, a))
+        if T.prog[row, P_EFF + EF_UPD] == FULL:  # commit_full: the entry fires on full
+            e = with_field(T, e, E_BIDX, COMMIT_ON_FULL)
+    if dst != T.agent[a, A_CTA]:
+        e = with_field(T, e, E_PEER, 1)
+    return e
+
+
+@jit
+def barrier_step(T, out, a, row):
+    """A named barrier's arrival by agent a's op `row`, which the last one of a generation
+    completes (releasing the agents blocked on it); True if the agent now blocks at its
+    `sync`."""
+    barrier = T.prog[row, P_EFF + EF_BARRIER]
+    if barrier == BAR_SYNC or barrier == BAR_ARRIVE:
+        cta = T.agent[a, A_CTA]
+        b = T.prog[row, P_BARRIER]
+        pos = bar_pos(T, b, cta)
+        if barrier == BAR_ARRIVE:
+            out[arrived_field(T.cfg[C_AGF], T.cfg[C_RINGS], a, b)] = out[pos + 1] + 1
+        out[pos] += 1
+        if out[pos] < T.bar_count[b, cta]:
+            if barrier == BAR_SYNC:
+                out[agent_base(T, a) + F_SYNC] = 1
+                return True
+        else:
+            # The generation completes: later arrivals count towards the next one.
+            out[pos] = 0
+            out[pos + 1] += 1
+            release_sync(T, out, a, cta, b)
+    return False
+
+
+@jit
+def exit_bits(T, out, a, det):
+    """Agent a's step left its CTA gone: inflight_at_exit if an entry still targets the CTA
+    from elsewhere (or any, strictly), else the warning unawaited_at_exit for its own."""
+    cta = T.agent[a, A_CTA]
     if finished(T, out, a) and cta_gone(T, out, cta):
         what = exit_inflight(T, out, cta)
         if what == EXIT_FOREIGN or (what != EXIT_CLEAN and T.cfg[C_STRICT_EXIT] == 1):
             note(det, INFLIGHT_AT_EXIT, cta, a, -1, 0)
-            bits |= INFLIGHT_AT_EXIT
-        elif what != EXIT_CLEAN:
-            bits |= UNAWAITED_AT_EXIT  # its own copies or commits still in flight: a warning
-    return bits
+            return INFLIGHT_AT_EXIT
+        if what != EXIT_CLEAN:
+            return UNAWAITED_AT_EXIT  # its own copies or commits still in flight: a warning
+    return 0
 
 
 @jit
