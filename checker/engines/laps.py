@@ -171,6 +171,14 @@ class LapAbstraction:
         `strict_exit`: the model's strict reading of a CTA's exit (semantics, R2)."""
         coef = role_coefficients(spec)
         self.model = m = compile_model(scaled_spec(spec, max_n), strict_exit=strict_exit)
+        # What the shifts below were argued for is the backend record's signal_model: phase
+        # numbers of mbarriers, or monotone counters (no phase numbers; a lap moves a counter
+        # by its count); for a backend with neither, the abstraction says nothing.
+        if m.caps.signal_model not in ("mbarrier", "counter"):
+            raise CannotAbstract(f"the {m.caps.name} backend's signals: the lap abstraction "
+                                 "is argued for mbarriers and counters only (its record names "
+                                 "no signal_model)")
+        self.counter_signals = m.caps.signal_model == "counter"
         # The lap shifts below are computed from every agent, signal and barrier alike (per
         # CTA for barriers), so they commute with a CTA renaming: renaming after them gives a
         # canonical form of the orbit (checker/engines/symmetries.py).
@@ -219,7 +227,6 @@ class LapAbstraction:
             for op, _ in a.ops:
                 if OP_EFFECTS[op.name].observes >= 0:
                     self.observes[m.ring_names.index(op.ring), i] |= 1 << OP_EFFECTS[op.name].observes
-        self.counters = m.caps.counters  # amd: signals are counters, no phase numbers
         self.sig_live = self._touched_signals()
         self.has_body = [a.body_end > a.body_start for a in m.agents]
         self._tables = {}
@@ -398,7 +405,7 @@ class LapAbstraction:
         """With a reset of ring r ahead: move its phase numbers and the k' of its waiters'
         records by an even amount, when every waiter carries records (nvidia)."""
         waiters = [a for a in range(self.n_agents) if self.observes[r, a] and not done[a]]
-        if self.counters or not waiters or any(self.reset_until[r, a] < 0 for a in waiters):
+        if self.counter_signals or not waiters or any(self.reset_until[r, a] < 0 for a in waiters):
             return
         records = [w for a in waiters for w in self._records(r, a)]
         low = min([int(st[b]) - 1 for _, b in self._ring_signals(r)] + [int(st[w]) + 1 for w in records])
@@ -419,7 +426,7 @@ class LapAbstraction:
                 continue
             pos = [S.ring_pos(m.agf, a, r, S.RF_PHASE) for a in users]
             low = min(int(st[p]) for p in pos) - 2
-            if not self.counters:
+            if not self.counter_signals:  # phase numbers stay >= 1
                 low = min([low] + [int(st[b]) - 1 for _, b in self._ring_signals(r)])
             shift = low - low % 2 if low > 0 else 0
             if not shift:
@@ -428,10 +435,7 @@ class LapAbstraction:
                 st[p] -= shift
             ring = m.ring_specs[r]
             for kind, b in self._ring_signals(r):
-                if self.counters:
-                    st[b] -= shift * ring.expected(kind)
-                else:
-                    st[b] -= shift
+                st[b] -= shift * _lap_growth(self, ring, kind)
 
     def _shift_generations(self, st, done) -> None:
         m = self.model
@@ -447,6 +451,12 @@ class LapAbstraction:
                     st[pos + 1] -= shift
                     for f in fields:
                         st[f] -= shift
+
+
+def _lap_growth(lap: LapAbstraction, ring, kind: int) -> int:
+    """How much a signal's first word grows per lap of its ring: a counter by its count, an
+    mbarrier's phase number by one."""
+    return ring.expected(kind) if lap.counter_signals else 1
 
 
 # ---------------------------------------------------------------------- the compiled form
@@ -471,7 +481,7 @@ def lap_tables(lap: LapAbstraction) -> LapTables:
     kind_sh, kind_mask = m.entry_fields[S.E_KIND]
     val_sh, val_mask = m.entry_fields[S.E_VAL]
     misc = np.array([m.agf, lap.n_agents, m.off_slot, m.off_bar, m.off_inf, m.inflight,
-                     lap.tag_coef, lap.item_step, int(lap.counters), len(m.barrier_names), m.ctas,
+                     lap.tag_coef, lap.item_step, int(lap.counter_signals), len(m.barrier_names), m.ctas,
                      S.F_RING0 + S.RING_FIELDS * m.rings, kind_sh, kind_mask, val_sh, val_mask,
                      m.win, m.max_stages, m.max_parts, m.n_fields], dtype=np.int64)
     agent = np.array([[len(a.ops), lap.coef[i], int(lap.has_body[i]), int(i in lap.readers), a.cta]
@@ -487,7 +497,7 @@ def lap_tables(lap: LapAbstraction) -> LapTables:
         ring = m.ring_specs[r]
         for k, (kind, b) in enumerate(ss):
             sig[r, k] = b
-            mult[r, k] = 1 if not lap.counters else ring.expected(kind)
+            mult[r, k] = _lap_growth(lap, ring, kind)
     p0 = np.array([a.initial_phases for a in m.agents], dtype=np.int64).reshape(len(m.agents), m.rings)
     stages = np.array([r.stages for r in m.ring_specs], dtype=np.int64)
     # perm and rec: scratch of symmetries.canonicalise (one agent number per agent, one
@@ -571,16 +581,27 @@ def canonical_into(L, st, done):
     (bool, one per agent) is scratch: the search's hot loop runs without numba's reference
     counting, so it allocates nothing (checker/engines/explore.py ENGINE)."""
     agf = L.misc[M_AGF]
-    n = L.misc[M_AGENTS]
     done[:] = False
-    for a in range(n):
+    for a in range(L.misc[M_AGENTS]):
         b = a * agf
         if st[b + S.F_PC] >= L.agent[a, G_LEN]:
             done[a] = True
             st[b + S.F_ITEM] = 0
             for f in range(S.F_SYNC, agf):
                 st[b + f] = 0
-    # laps, per ring
+    _shift_laps_fast(L, st, done)
+    _shift_generations_fast(L, st, done)
+    d = _shift_items_fast(L, st, done)
+    SYM.canonicalise(L.tab, L.sym, st, L.perm, L.rec)  # agent classes, then CTA renamings
+    return d
+
+
+@njit(**ENGINE)
+def _shift_laps_fast(L, st, done):
+    """LapAbstraction._shift_laps, compiled: per ring, its phases (and signals) by an even
+    amount once no reset lies ahead, else its phase numbers alone."""
+    agf = L.misc[M_AGF]
+    n = L.misc[M_AGENTS]
     for r in range(L.ring_users.shape[0]):
         reset_ahead = False
         for a in range(n):
@@ -612,7 +633,13 @@ def canonical_into(L, st, done):
         for k in range(L.sig.shape[1]):
             if L.sig[r, k] >= 0:
                 st[L.sig[r, k]] -= shift * L.sig_mult[r, k]
-    # barrier generations, per (barrier, cta)
+
+
+@njit(**ENGINE)
+def _shift_generations_fast(L, st, done):
+    """LapAbstraction._shift_generations, compiled: per (barrier, cta)."""
+    agf = L.misc[M_AGF]
+    n = L.misc[M_AGENTS]
     ctas = L.misc[M_CTAS]
     first = L.misc[M_FIRST_ARRIVED]
     for bar in range(L.misc[M_NBAR]):
@@ -629,7 +656,13 @@ def canonical_into(L, st, done):
                     f = a * agf + first + bar
                     if L.agent[a, G_CTA] == cta and not done[a] and st[f] > 0:
                         st[f] -= shift
-    # items and tags
+
+
+@njit(**ENGINE)
+def _shift_items_fast(L, st, done):
+    """LapAbstraction._shift_items, compiled: items and tags; returns d."""
+    agf = L.misc[M_AGF]
+    n = L.misc[M_AGENTS]
     off_inf = L.misc[M_OFF_INF]
     m_inf = L.misc[M_INFLIGHT]
     kind_sh, kind_mask = L.misc[M_KIND_SH], L.misc[M_KIND_MASK]
@@ -687,5 +720,4 @@ def canonical_into(L, st, done):
         for a in range(n):
             if not done[a]:
                 st[a * agf + S.F_ITEM] -= d * L.agent[a, G_COEF]
-    SYM.canonicalise(L.tab, L.sym, st, L.perm, L.rec)  # agent classes, then CTA renamings
     return d
