@@ -91,9 +91,8 @@ class Encoding(_Program, _Frames, _Steps, _Reductions):
         # and which of them an update without tx bytes changes
         self.sig_words, self.sig_words_no_tx = signal_words(signals)
         self.signal_model = signals.signal_model  # what the partial-order reduction assumes
-        # wrap32: its wait thresholds wrap at 2^32 (the bit-vector width, _width); parity: the
-        # frame's signal fields bmc.py's frame check reads back
-        self.parity, self.wrap32 = signals.phase_parity, signals.wrap32
+        # (the frame's signal fields bmc.py's frame check reads back: ph, pend, tx, obs or cnt)
+        self.parity = signals.phase_parity
         self.ctas = model.ctas
         self.rings = model.rings
         self.stages = [r.stages for r in model.ring_specs]

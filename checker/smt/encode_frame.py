@@ -9,7 +9,7 @@ from __future__ import annotations
 import z3
 
 from pipeproof.backends.base import COMPLETED, EMPTY, FULL, RAN_AHEAD, TRAP_OVER_ARRIVAL, \
-    TRAP_TX_RANGE, U32
+    TRAP_TX_RANGE
 from pipeproof.checker.core import semantics as S
 from pipeproof.checker.smt.encode_program import Instr
 from pipeproof.checker.smt.encode_terms import Frame, _and, _b, _ite_of_constants, _or
@@ -47,15 +47,32 @@ class _Frames:
         """Bits for a signed bit-vector that holds every value a field or an intermediate
         result can take (so no bit-vector operation wraps): tx and a tx update (up to the
         trap limit plus the largest byte count), phase numbers and barrier generations (at
-        most one per step), amd counters and their wait thresholds, item tags, counts."""
+        most one per step), counters and the constants the wait rule compares them with
+        (`_wait_constants`), item tags, counts."""
         ops = [ins.op for prog in self.progs for ins in prog]
         biggest = max([op.n for op in ops] + [1])
         steps = self.longest_run_bound + 2
         values = [self.rules.TX_LIMIT + biggest, steps * biggest * self.ctas,
                   int(self.T.ring[:, 1:].max()), int(self.T.bar_count.max()) + steps]
-        if self.wrap32:  # a wait threshold is wrap32(phase +- 1) * count
-            values.append(U32 * int(self.T.ring[:, 1:].max()))
-        return max(values).bit_length() + 2
+        return max(values + self._wait_constants()).bit_length() + 2
+
+    def _wait_constants(self) -> list:
+        """The constants the backend's wait rule compares a signal with, at every wait and
+        try of the unrolled programs (their phases are static): a counter's threshold, up to
+        (2^32 - 1) times the count where thresholds wrap in UInt32 (docs/rules.md "AMD
+        counters"); small numbers for a parity wait."""
+        words = [z3.Int(f"word{i}") for i in range(3)]
+        waits = {(ins.phase, ins.eff.observes, self.expected(ins.ring, ins.eff.observes))
+                 for prog in self.progs for ins in prog if ins.eff.observes >= 0}
+        out = []
+        for phase, kind, expected in sorted(waits):
+            todo = [_b(self.rules.signal_ready(*words, expected, phase, kind))]
+            while todo:
+                t = todo.pop()
+                if z3.is_int_value(t):
+                    out.append(abs(t.as_long()))
+                todo.extend(t.children())
+        return out
 
     def num(self, x: int):
         return z3.BitVecVal(x, self.width) if self.width else z3.IntVal(x)

@@ -88,11 +88,11 @@ def _nary(xs, unit: bool, make):
 
 def _ite_of_constants(t, leaf):
     """The if-then-else of constants `t` (an update's outcome as the backends write it) with
-    each constant c replaced by the Bool leaf(c), built straight through the C API (z3py's If
-    re-checks its arguments' sorts: an update's outcome bits cost more than the update)."""
+    each constant c replaced by the Bool leaf(c), built through the C API (z3py's If re-checks
+    its arguments' sorts: an update's outcome bits cost more than the update). Each new term
+    is wrapped at once (a reference taken) before the next is made."""
     ref, ctx = t.ctx.ref(), t.ctx
-    consts = (_TRUE_TERM.as_ast(), _FALSE_TERM.as_ast()) if ctx is _TRUE_TERM.ctx else \
-        (z3.BoolVal(True, ctx).as_ast(), z3.BoolVal(False, ctx).as_ast())
+    consts = (z3.BoolVal(True, ctx), z3.BoolVal(False, ctx))
     core = z3.z3core
 
     def walk(a):
@@ -101,10 +101,10 @@ def _ite_of_constants(t, leaf):
         app = core.Z3_to_app(ref, a)
         if core.Z3_get_decl_kind(ref, core.Z3_get_app_decl(ref, app)) != z3.Z3_OP_ITE:
             raise ValueError(f"internal: not an if-then-else of constants: {t}")
-        return core.Z3_mk_ite(ref, core.Z3_get_app_arg(ref, app, 0),
-                              walk(core.Z3_get_app_arg(ref, app, 1)),
-                              walk(core.Z3_get_app_arg(ref, app, 2)))
-    return z3.BoolRef(walk(t.as_ast()), ctx)
+        then, other = walk(core.Z3_get_app_arg(ref, app, 1)), walk(core.Z3_get_app_arg(ref, app, 2))
+        return z3.BoolRef(core.Z3_mk_ite(ref, core.Z3_get_app_arg(ref, app, 0), then.as_ast(),
+                                         other.as_ast()), ctx)
+    return walk(t.as_ast())
 
 
 def _or(xs):
