@@ -1,5 +1,5 @@
 """A counterexample replayed by the independent replayer (tests/replay.py), for the tests that
-check traces (tests/test_expressiveness.py, test_slot_parts.py): `check_replay` requires that
+check traces (tests/test_examples.py, test_expressiveness.py, test_slot_parts.py): `check_replay` requires that
 the trace of `kind` ends in that kind and commits or shows nothing before its last step."""
 from __future__ import annotations
 

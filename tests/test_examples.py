@@ -34,6 +34,7 @@ from tests.pins import (PINNED_STATES, PINNED_STATES_NO_SYMMETRY, PINNED_STATES_
                         STATES_NO_CTA_SYMMETRY, STATES_POR_NO_CTA_SYMMETRY,
                         PINNED_TRACE_LENGTH, PINNED_TRANSITIONS, PINNED_TRANSITIONS_NO_SYMMETRY)
 from tests.replay import replay
+from tests.replay_support import check_replay
 
 
 def _violation_cases():
@@ -192,21 +193,7 @@ def test_counterexample_replays(name, kind):
     spec = spec_of(name)
     result = result_of(name)
     assert kind in result.traces, f"{name}: no {kind} trace (kinds {result.kinds})"
-    trace = result.traces[kind].to_json()
-    outcome = replay(spec, trace)  # raises ReplayError on a disabled step or a differing state
-    assert kind in outcome.kinds, f"{name}: replay ends with {outcome.kinds}, not {kind}"
-    n = len(trace["steps"])
-    assert len(outcome.step_kinds) == n and len(outcome.state_kinds) == n + 1
-    # BFS minimality: nothing before the end of the shortest trace violates anything.
-    for i, kinds in enumerate(outcome.step_kinds[:-1], start=1):
-        assert not kinds, f"{name} {kind} trace: step {i} already commits {kinds}"
-    for i, kinds in enumerate(outcome.state_kinds[:-1]):
-        assert not kinds, f"{name} {kind} trace: the state after step {i} already has {kinds}"
-    # The trace says which step itself violates: only ever the last one.
-    steps = result.traces[kind].steps
-    assert all(not s.violations for s in steps[:-1])
-    if kind in outcome.last_step_kinds:
-        assert kind in steps[-1].violations, f"{name}: the last step commits {kind}"
+    check_replay(spec, result, kind)  # BFS minimality: only the last step violates
 
 
 # ------------------------------------------------------------------------------------------
