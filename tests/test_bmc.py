@@ -93,6 +93,8 @@ def test_bmc_agrees_with_explicit_on_generated_specs(text):
     SEEN["core"].append((e.kind, e.depth) if e.verdict == "violation" else (e.verdict, e.max_depth))
 
 
+# slow: over 10 s on the 2-core machine (README: `pytest -q -m slow` runs it)
+@pytest.mark.slow
 @settings(max_examples=100, **SETTINGS)
 @given(expressive_texts)
 def test_bmc_agrees_with_explicit_on_expressive_specs(text):

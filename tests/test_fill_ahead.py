@@ -168,6 +168,8 @@ def test_actions_print_the_item_a_fill_is_for():
     assert compile_model(spec).tag_prologue == 5 + 1  # items + the largest ahead
 
 
+# slow: over 10 s on the 2-core machine (README: `pytest -q -m slow` runs it)
+@pytest.mark.slow
 @pytest.mark.parametrize("kw", [{}, {"pending": 2}, {"ahead": 1}])
 def test_bounded_model_checking_reads_the_same_tags(kw):
     """--engine bmc encodes the program through the same op_tag: same verdict, kinds, depth."""

@@ -51,6 +51,8 @@ def _run(args, **kw):
     return proc, time.monotonic() - started
 
 
+# slow: timed against the clock, so it runs in the serial `-m slow` stage, never beside another worker
+@pytest.mark.slow
 @pytest.mark.parametrize("por", [True, False], ids=["por", "no-por"])
 def test_timeout_on_many_agents(compiled, many, por):
     proc, took = _run(["verify", many, "--timeout", "3"] + ([] if por else ["--no-por"]))
@@ -69,6 +71,8 @@ def test_timeout_in_plain_python(many):
     assert took <= _allowed(2), took
 
 
+# slow: timed against the clock, so it runs in the serial `-m slow` stage, never beside another worker
+@pytest.mark.slow
 def test_sigint_on_many_agents(compiled, many):
     started = time.monotonic()
     child = subprocess.Popen(CLI + ["verify", many], stdout=subprocess.PIPE,
@@ -85,6 +89,8 @@ def test_sigint_on_many_agents(compiled, many):
     assert sent - started < 60
 
 
+# slow: timed against the clock, so it runs in the serial `-m slow` stage, never beside another worker
+@pytest.mark.slow
 def test_max_states_on_many_agents(compiled, many):
     # The unreduced search: the reduced one stores ~20 of these 256-agent states a second
     # (docs/reductions.md "What a merged step gives back"), the limit is what is tested here.
@@ -95,6 +101,8 @@ def test_max_states_on_many_agents(compiled, many):
     assert took <= 60, took
 
 
+# slow: timed against the clock, so it runs in the serial `-m slow` stage, never beside another worker
+@pytest.mark.slow
 def test_progress_line_when_stderr_is_not_a_terminal(compiled, many):
     proc, _ = _run(["verify", many, "--timeout", "5"])
     lines = [x for x in proc.stderr.splitlines() if "searching:" in x]
@@ -142,7 +150,9 @@ print("gave_up", gave_up[0], "compared", compared[0])
 '''
 
 
-@pytest.mark.parametrize("floor", [0, 300, pytest.param(3000, marks=pytest.mark.slow)])  # 3000: ~15 s
+# slow: over 10 s on the 2-core machine (README: `pytest -q -m slow` runs it)
+@pytest.mark.slow
+@pytest.mark.parametrize("floor", [0, 300, 3000])  # 3000: ~15 s
 def test_cost_bounded_por_gives_the_same_answers(floor):
     """With the reduction's work budget lowered until merges give up (0: every one), the
     reduced search still gives the unreduced search's verdicts and kinds on generated

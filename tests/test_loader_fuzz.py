@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import math
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -88,6 +89,8 @@ def loads_or_says_why(text):
         assert message.startswith("fuzz.toml") and "\n" not in message, message
 
 
+# slow: over 10 s on the 2-core machine (README: `pytest -q -m slow` runs it)
+@pytest.mark.slow
 @settings(max_examples=600, **SETTINGS)
 @given(documents())
 def test_any_structure_loads_or_gives_one_line(text):
@@ -107,6 +110,8 @@ def test_any_nesting_depth_gives_one_line(depth, opener):
     loads_or_says_why("[pipeline]\nstages = " + opener * depth + "1" + closer * depth + "\n")
 
 
+# slow: over 10 s on the 2-core machine (README: `pytest -q -m slow` runs it)
+@pytest.mark.slow
 def test_the_fuzzer_reaches_both_answers():
     """Not vacuous: some generated documents are specs, most are errors of many kinds."""
     outcomes = {"spec": 0, "error": 0}

@@ -176,6 +176,8 @@ def _sm100_mutant(tmp_path, mutant, fixture="sm100_bf16.ll.gz"):
     return f
 
 
+# slow: over 10 s on the 2-core machine (README: `pytest -q -m slow` runs it)
+@pytest.mark.slow
 def test_sm100_accumulator_commit_removed_is_deadlock(tmp_path):
     # release_from_mma's tcgen05.commit onto the accumulator's full: nothing else fills it
     code, out = run(_sm100_mutant(tmp_path, "sm100_drop_acc_commit"), *SM100)
@@ -400,6 +402,8 @@ def _cluster4_mutant(tmp_path, ir, name="c4.ll"):
     return run(f)
 
 
+# slow: over 10 s on the 2-core machine (README: `pytest -q -m slow` runs it)
+@pytest.mark.slow
 def test_sm90_cluster4_pre_arrival_removed_is_deadlock(tmp_path):
     # In a cluster the consumers' pre-arrival (consumer_arrive_empty_barriers, :571) is
     # arrive_cluster: inline asm `mapa` + `mbarrier.arrive.shared::cluster`, lane c to CTA c.
@@ -433,6 +437,8 @@ def test_sm90_cluster4_expected_bytes_halved_is_read_before_fill(tmp_path):
     assert "matmul_kernels.mojo:822" in out.split("in the kernel:")[1]
 
 
+# slow: over 10 s on the 2-core machine (README: `pytest -q -m slow` runs it)
+@pytest.mark.slow
 def test_sm90_cluster4_with_a_two_cta_empty_count_is_caught(tmp_path):
     # The empty count (num_consumer x cluster size = 8, computed in the kernel's init) -> 4, the
     # count of a 2-CTA cluster: the eight pre-arrivals complete empty twice before the producer's

@@ -101,6 +101,8 @@ def check_local_steps_commute(model, limit=3000):
     return checked
 
 
+# slow: over 10 s on the 2-core machine (README: `pytest -q -m slow` runs it)
+@pytest.mark.slow
 @settings(max_examples=60, **G.SETTINGS)
 @given(G.designs())
 def test_local_steps_commute_on_generated_specs(design):
@@ -172,6 +174,8 @@ def test_independent_step_beside_a_trapping_step():
     assert (reduced.kinds, reduced.depth) == (full.kinds, full.depth)
 
 
+# slow: over 10 s on the 2-core machine (README: `pytest -q -m slow` runs it)
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(THREE_CONSUMERS))
 def test_independent_steps_with_async_reads_barriers_and_writes(name):
     check_independent_steps(_model(THREE_CONSUMERS[name]))

@@ -194,6 +194,8 @@ def test_prove_with_and_without_the_reduction_on_generated_specs():
     assert compared >= 20 and violated >= 5
 
 
+# slow: over 10 s on the 2-core machine (README: `pytest -q -m slow` runs it)
+@pytest.mark.slow
 @pytest.mark.parametrize("family", ["", "user-shaped"])
 def test_prove_with_and_without_twin_steps_on_generated_specs(family, monkeypatch):
     """Leaving out the steps of an agent whose class-mate before it has the same key

@@ -436,6 +436,8 @@ def ring_designs(draw):
     return "\n".join(lines) + "\n"
 
 
+# slow: over 10 s on the 2-core machine (README: `pytest -q -m slow` runs it)
+@pytest.mark.slow
 @settings(max_examples=120, **SETTINGS)
 @given(ring_designs())
 def test_no_false_alarm_on_rings_aimed_at_the_precheck(text):

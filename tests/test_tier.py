@@ -50,6 +50,8 @@ def compiled_results(max_states: int, paths) -> dict:
             for p in paths}
 
 
+# slow: over 10 s on the 2-core machine (README: `pytest -q -m slow` runs it)
+@pytest.mark.slow
 def test_plain_python_finds_what_the_compiled_engine_finds_on_the_examples():
     paths = [p for p in EXAMPLE_PATHS if p.name not in PLAIN_TOO_SLOW]
     assert len(paths) >= 30
