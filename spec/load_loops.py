@@ -97,3 +97,28 @@ def check_loop_levels(spec) -> None:
                                                   f"items (tile * k_blocks + k), so they must "
                                                   f"agree, or the ring holds per-tile data: "
                                                   f"declare [ring.{ring.name}] level = \"tile\"")
+
+
+def with_k_blocks(spec, k_blocks: int):
+    """The spec at another k_blocks: every role that runs the pipeline's k_blocks runs
+    `k_blocks` instead (a role with its own, an epilogue at one per tile, keeps it), lowered
+    again from its sections (Op.loop_section). None when a body op's every= does not divide
+    the new count (its k-blocks are not said there)."""
+    from dataclasses import replace as _replace
+    tile_rings = {r.name for r in spec.rings if r.level == "tile"}
+    roles = []
+    for role in spec.roles:
+        if role.k_blocks != spec.k_blocks:
+            roles.append(role)
+            continue
+        plain = [_replace(op, every=1, at=0, tag_div=1) if op.loop_section else op
+                 for op in role.body]
+        programs = {name: tuple(op for op in plain if op.loop_section == name)
+                    for name in TILE_SECTIONS}
+        programs["body"] = tuple(_replace(op, tag_div=1) for op in plain if not op.loop_section)
+        if any(k_blocks % op.every for op in programs["body"]):
+            return None
+        roles.append(_replace(role, k_blocks=k_blocks, items=role.tiles * k_blocks,
+                              body=lower_body(programs, k_blocks, tile_rings)))
+    return _replace(spec, roles=tuple(roles), k_blocks=k_blocks,
+                    items=max([r.items for r in roles] + [0]))
