@@ -71,7 +71,9 @@ def lower_body(programs: dict, k_blocks: int, tile_rings: set) -> tuple[Op, ...]
             + list(programs["body"])
             + [replace(op, every=k, at=k - 1, loop_section="tile_epilogue") if k > 1
                else replace(op, loop_section="tile_epilogue") for op in programs["tile_epilogue"]])
-    return tuple(replace(op, tag_div=k) if op.ring in tile_rings and k > 1 else op for op in body)
+    return tuple(replace(op, tag_div=k)
+                 if op.ring in tile_rings and k > 1 and (op.name in FILL_OPS or op.name in READ_OPS)
+                 else op for op in body)
 
 
 def check_loop_levels(spec) -> None:

@@ -511,7 +511,7 @@ def _lap_growth(lap: LapAbstraction, ring, kind: int) -> int:
 
 LapTables = namedtuple("LapTables", ["misc", "agent", "ring_users", "reset_until", "sig", "sig_mult",
                                      "p0", "observes", "stages", "sym", "tab", "perm", "rec",
-                                     "twins", "tag_coef", "dead_div"])
+                                     "twins", "tag_coef", "dead_div", "dead_below", "have_live"])
 # misc columns
 (M_AGF, M_AGENTS, M_OFF_SLOT, M_OFF_BAR, M_OFF_INF, M_INFLIGHT, M_NESTED, M_ITEM_STEP, M_COUNTERS,
  M_NBAR, M_CTAS, M_FIRST_ARRIVED, M_KIND_SH, M_KIND_MASK, M_VAL_SH, M_VAL_MASK, M_WIN,
@@ -551,7 +551,9 @@ def lap_tables(lap: LapAbstraction) -> LapTables:
                      lap.sym, m.tables, np.empty(lap.n_agents, dtype=np.int64),
                      np.empty(lap.n_agents * m.agf, dtype=np.int64),
                      lap.sym.classes if lap.twin_steps else SYM.NO_CLASSES,
-                     lap.tag_coef, lap.dead_div)
+                     lap.tag_coef, lap.dead_div,
+                     # scratch of _shift_items_fast, per ring (the engines allocate nothing)
+                     np.empty(m.rings, dtype=np.int64), np.empty(m.rings, dtype=np.int64))
 
 
 @njit(**ENGINE)
@@ -715,15 +717,17 @@ def _shift_items_fast(L, st, done):
     rings = L.stages.shape[0]
     nested = L.misc[M_NESTED] != 0
     # per ring: the least tag an unfinished reader or an in-flight async read still needs
-    dead_below = np.full(rings, -1, dtype=np.int64)
-    have_live = np.zeros(rings, dtype=np.bool_)
+    dead_below, have_live = L.dead_below, L.have_live  # have_live 1: a reader still needs a tag
+    for r in range(rings):
+        dead_below[r] = -1
+        have_live[r] = 0
     for r in range(rings):
         for a in range(n):
             if L.dead_div[r, a] > 0 and not done[a]:
                 it = st[a * agf + S.F_ITEM] // L.dead_div[r, a]
                 if not have_live[r] or it < dead_below[r]:
                     dead_below[r] = it
-                have_live[r] = True
+                have_live[r] = 1
     for j in range(m_inf):
         e = st[off_inf + j]
         if e == 0:
@@ -735,7 +739,7 @@ def _shift_items_fast(L, st, done):
                     continue
                 if not have_live[r] or t < dead_below[r]:
                     dead_below[r] = t
-                have_live[r] = True
+                have_live[r] = 1
     d = -1
     for a in range(n):
         if not done[a] and L.agent[a, G_COEF] > 0 and L.agent[a, G_BODY]:

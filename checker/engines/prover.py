@@ -72,6 +72,8 @@ class ProofResult:
     result: Result | None = None   # the explicit engine's verdict at that n (with traces)
     warnings: tuple = ()           # result.WARNINGS met at some item count (no violations)
     own_states: int = 0            # states the quick look stored at the spec's own item count
+    concrete: Spec | None = None   # violated: the spec the trace runs (the count n; nested loops:
+                                   # at the k_blocks it was found at)
 
     def __post_init__(self):
         self.status = Verdict.of(self.status).proof_word  # one of the vocabulary's words
@@ -605,7 +607,7 @@ def prove_counts(spec: Spec, timeout: float | None = None, max_states: int = MAX
         own_states = own.states
         if own.verdict == "violation":
             n = own_parameter(spec) or spec.items  # (no role runs an item: the pipeline's)
-            return done(status="violated", items=n, result=own,
+            return done(status="violated", items=n, result=own, concrete=spec,
                         reason=f"violated at its own item count (n = {n})")
         if own.limit == INTERRUPTED:  # Ctrl-C in the quick look: the proof stops there
             return done(status="unknown", reason=INTERRUPTED)
@@ -643,4 +645,4 @@ def prove_counts(spec: Spec, timeout: float | None = None, max_states: int = MAX
                     reason=f"the abstraction reached {', '.join(kinds)} at n = {n}, but the "
                            f"explicit engine says {result.verdict} there")
     return done(status="violated", parameter=parameter, abstract_states=search.n_stored,
-                items=n, result=result, reason=f"violated at n = {n}")
+                items=n, result=result, concrete=concrete, reason=f"violated at n = {n}")
