@@ -189,6 +189,9 @@ class _Gen(Layout, OpEmitter):
                 if op.ahead is not None:  # the kernel's tags are the agent's item or a section's
                     raise self.fail(f"agent {a.name}: '{op.text}': fills for a later item (ahead=) "
                                     f"have no GPU implementation yet")
+                if op.tag_div > 1:  # nested loops: the tag is the tile, item / k_blocks
+                    raise self.fail(f"agent {a.name}: '{op.text}': a tile-level ring's tag "
+                                    f"(nested loops) has no GPU implementation yet")
                 eff = OP_EFFECTS[op.name]
                 if eff.tx and not self.caps.tx_bytes:  # TMA byte counts
                     raise self.fail(f"agent {a.name}: op {op.name!r} exists only on "

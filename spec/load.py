@@ -27,6 +27,7 @@ from pipeproof.spec.load_checks import (
     IDENTIFIER, MAX_AGENTS, MAX_BYTES, MAX_CLUSTER, MAX_ITEMS, MAX_PHASE, MAX_STAGES, _check_keys,
     _check_table, _error, _Invalid, _show,
 )
+from pipeproof.spec.load_loops import check_loop_levels
 from pipeproof.spec.load_pipeline import (
     EXPECT_VALUES, PIPELINE_INT_RANGES, PIPELINE_KEYS, PIPELINE_STR_KEYS,
     REQUIRED_AFTER_TEMPLATE, REQUIRED_BEFORE_TEMPLATE, TEMPLATE_ONLY_KEYS, VIOLATION_KINDS,
@@ -134,7 +135,10 @@ def _build_spec(document: dict, path: str) -> Spec:
         template=settings.template,
         description=settings.description,
         extra=settings.template_parameters,
+        tiles=settings.tiles,
+        k_blocks=settings.k_blocks,
     )
+    check_loop_levels(spec)
     _check_read_pairing(spec)
     return spec
 

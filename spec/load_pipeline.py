@@ -18,8 +18,8 @@ from pipeproof.spec.vocabulary import EXPECT_VALUES, KINDS as VIOLATION_KINDS  #
 
 PIPELINE_KEYS = (
     "backend", "cluster_size", "consumer_arrive_count", "consumers", "description", "expect",
-    "expect_any", "items", "k_group_size", "name", "producer_arrive_count", "stages",
-    "template", "tile_bytes",
+    "expect_any", "items", "k_blocks", "k_group_size", "name", "producer_arrive_count",
+    "stages", "template", "tile_bytes", "tiles",
 )
 PIPELINE_INT_RANGES = {
     "stages": (1, MAX_STAGES),
@@ -30,6 +30,8 @@ PIPELINE_INT_RANGES = {
     "cluster_size": (1, MAX_CLUSTER),
     "consumers": (1, MAX_AGENTS),
     "tile_bytes": (16, MAX_COUNT),
+    "tiles": (0, MAX_ITEMS),
+    "k_blocks": (1, MAX_ITEMS),
 }
 PIPELINE_STR_KEYS = ("name", "description", "template")
 TEMPLATE_ONLY_KEYS = ("consumers", "tile_bytes")
@@ -53,6 +55,8 @@ class _PipelineSettings:
     expect_any: tuple[str, ...]
     template: str | None
     template_parameters: dict
+    tiles: int | None = None   # nested loops (spec.load_loops): work tiles, k-blocks per tile
+    k_blocks: int = 1
 
 
 def _check_pipeline_before_template(pipeline: dict) -> None:
@@ -70,13 +74,26 @@ def _check_pipeline_before_template(pipeline: dict) -> None:
             _check_choice(value, EXPECT_VALUES, where, "verdict")
         elif key == "expect_any":
             _check_expect_any(value, where)
+    _check_loop_counts(pipeline)
     for key in REQUIRED_BEFORE_TEMPLATE:
-        _require(pipeline, key)
+        if key != "items" or "tiles" not in pipeline:
+            _require(pipeline, key)
     if "template" not in pipeline:
         for key in TEMPLATE_ONLY_KEYS:
             if key in pipeline:
                 raise _Invalid(f"[pipeline] {key}", "only allowed with a template (set "
                                f"[pipeline] template to one of: {', '.join(templates.TEMPLATES)})")
+
+
+def _check_loop_counts(pipeline: dict) -> None:
+    """Nested loops: `tiles` (and `k_blocks`, k-blocks per tile) replace `items`."""
+    if "tiles" in pipeline and "items" in pipeline:
+        raise _Invalid("[pipeline] items", "not allowed with tiles (with nested loops each role "
+                                           "runs tiles * k_blocks k-blocks; set tiles and "
+                                           "k_blocks, or items alone)")
+    if "k_blocks" in pipeline and "tiles" not in pipeline:
+        raise _Invalid("[pipeline] k_blocks", "only allowed with tiles (k-blocks per work tile; "
+                                              "set [pipeline] tiles too)")
 
 
 def _check_expect_any(value, where: str) -> tuple[str, ...]:
@@ -107,6 +124,7 @@ def _pipeline_settings(pipeline: dict, path: str) -> _PipelineSettings:
         raise _Invalid("[pipeline] cluster_size", f"must be 1 on backend {backend!r} (clusters are "
                                                   f"{able} only), got {cluster_size}")
     template = pipeline.get("template")
+    tiles, k_blocks = pipeline.get("tiles"), pipeline.get("k_blocks", 1)
     return _PipelineSettings(
         name=pipeline.get("name", Path(path).stem),
         description=pipeline.get("description", ""),
@@ -115,10 +133,12 @@ def _pipeline_settings(pipeline: dict, path: str) -> _PipelineSettings:
         k_group_size=pipeline.get("k_group_size", 1),
         producer_arrive_count=pipeline["producer_arrive_count"],
         consumer_arrive_count=pipeline["consumer_arrive_count"],
-        items=pipeline["items"],
+        items=pipeline["items"] if tiles is None else tiles * k_blocks,
         cluster_size=cluster_size,
         expect=pipeline.get("expect"),
         expect_any=tuple(pipeline.get("expect_any", ())),
         template=template,
         template_parameters=(templates.parameters(pipeline) if template else {}),
+        tiles=tiles,
+        k_blocks=k_blocks,
     )

@@ -11,19 +11,21 @@ from pipeproof.spec.load_checks import (
     IDENTIFIER, MAX_AGENTS, MAX_ITEMS, MAX_PHASE, MAX_STAGES, _check_choice, _check_int,
     _check_keys, _check_str, _did_you_mean, _Invalid, _show,
 )
+from pipeproof.spec.load_loops import LOOP_ROLE_KEYS, check_loop_op, loop_counts, lower_body
 from pipeproof.spec.load_pipeline import _PipelineSettings
 from pipeproof.spec.ops_syntax import (
     BARRIER_OPS, NVIDIA_ONLY_OPS, WAITS_ON_EMPTY, WAITS_ON_FULL, _has_item_keys, _parse_op,
 )
-from pipeproof.spec.schema import MAIN_RING, MAX_COUNT, SECTIONS, SIDES, Barrier, Op, Ring, Role
-
-
-ROLE_KEYS = (
-    "body", "count", "ctas", "epilogue", "initial_phase", "initial_stage", "items", "name",
-    "prologue", "side",
+from pipeproof.spec.schema import (
+    LEVELS, MAIN_RING, MAX_COUNT, SECTIONS, SIDES, TILE_SECTIONS, Barrier, Op, Ring, Role,
 )
+
+
+ROLE_KEYS = tuple(sorted((
+    "body", "count", "ctas", "epilogue", "initial_phase", "initial_stage", "items", "name",
+    "prologue", "side") + LOOP_ROLE_KEYS))
 BARRIER_KEYS = ("count", "roles")
-RING_KEYS = ("consumer_arrive_count", "producer_arrive_count", "stages")
+RING_KEYS = ("consumer_arrive_count", "level", "producer_arrive_count", "stages")
 RING_INT_RANGES = {
     "stages": (1, MAX_STAGES),
     "producer_arrive_count": (1, MAX_COUNT),
@@ -90,6 +92,8 @@ def _ring(name: str, table: dict) -> Ring:
             raise _Invalid(f"{where} {key}", f"missing required key (an integer from {low} "
                                              f"to {high})")
         values[key] = _check_int(table[key], low, high, f"{where} {key}")
+    if "level" in table:  # nested loops (spec.load_loops); checked against [pipeline] tiles later
+        values["level"] = _check_choice(table["level"], LEVELS, f"{where} level", "level")
     return Ring(name=name, **values)
 
 
@@ -136,15 +140,22 @@ def _role(raw: dict, name: str, context: _Context) -> Role:
         raise _Invalid(f"{label} count", f"missing required key (agents per CTA, an integer "
                                          f"from 1 to {MAX_AGENTS})")
     count = _check_int(raw["count"], 1, MAX_AGENTS, f"{label} count")
-    items = _check_int(raw.get("items", settings.items), 0, MAX_ITEMS, f"{label} items")
+    tiles, k_blocks, items = loop_counts(raw, settings, label)
+    if items is None:
+        items = _check_int(raw.get("items", settings.items), 0, MAX_ITEMS, f"{label} items")
     initial_stage = _check_int(raw.get("initial_stage", 0), 0, settings.stages - 1,
                                f"{label} initial_stage")
     ctas = _ctas(raw["ctas"], settings.cluster_size, f"{label} ctas") if "ctas" in raw else ()
     phases = _initial_phases(raw.get("initial_phase"), context, f"{label} initial_phase")
     programs = {
-        section: _program(raw.get(section, []), name, section, context)
-        for section in SECTIONS
+        section: _program(raw.get(section, []), name, section, context, tiles, k_blocks)
+        for section in SECTIONS + (TILE_SECTIONS if tiles is not None else ())
     }
+    if tiles is not None:
+        tile_rings = {r.name for r in context.rings.values() if r.level == "tile"}
+        programs["body"] = lower_body(programs, k_blocks, tile_rings)
+        for section in TILE_SECTIONS:
+            del programs[section]
     side_default = 1 if side == "producer" else 0
     initial_phase = phases.get(MAIN_RING, side_default)
     ring_phases = tuple(
@@ -152,7 +163,8 @@ def _role(raw: dict, name: str, context: _Context) -> Role:
          else _default_phase(ring, programs, side_default))
         for ring in sorted(context.rings))
     return Role(name=name, side=side, count=count, items=items, initial_stage=initial_stage,
-                initial_phase=initial_phase, ctas=ctas, ring_phases=ring_phases, **programs)
+                initial_phase=initial_phase, ctas=ctas, ring_phases=ring_phases, tiles=tiles,
+                k_blocks=k_blocks, **programs)
 
 
 def _ctas(value, cluster_size: int, where: str) -> tuple[int, ...]:
@@ -200,7 +212,8 @@ def _default_phase(ring: str, programs: dict[str, tuple[Op, ...]], side_default:
     return side_default  # waits on both signals of the ring, or on neither
 
 
-def _program(value, role: str, section: str, context: _Context) -> tuple[Op, ...]:
+def _program(value, role: str, section: str, context: _Context,
+             tiles: int | None = None, k_blocks: int = 1) -> tuple[Op, ...]:
     where = f"role {role!r} {section}"
     if not isinstance(value, list):
         raise _Invalid(where, f"must be a list of op strings (e.g. [\"wait_full\", \"read\"]), "
@@ -209,6 +222,7 @@ def _program(value, role: str, section: str, context: _Context) -> tuple[Op, ...
     for index, text in enumerate(value):
         op_where = f"{where}[{index}]"
         op = _parse_op(text, op_where)
+        check_loop_op(op, op_where, section, tiles, k_blocks)
         _check_op_in_context(op, op_where, role, section, context)
         ops.append(op)
     return tuple(ops)
@@ -224,8 +238,8 @@ def _check_op_in_context(op: Op, where: str, role: str, section: str,
     if section != "body" and _has_item_keys(op):
         raise _Invalid(where, f"op {op.text!r}: every=/at= are not allowed in {section} (they "
                               f"select items, so they are only allowed in body)")
-    if op.ahead is not None and section == "epilogue":
-        raise _Invalid(where, f"op {op.text!r}: ahead= is not allowed in epilogue (it names the "
+    if op.ahead is not None and section != "body" and section != "prologue":
+        raise _Invalid(where, f"op {op.text!r}: ahead= is not allowed in {section} (it names the "
                               f"item a fill is for: the item K after the agent's in body, item K "
                               f"in prologue)")
     if op.name in NVIDIA_ONLY_OPS and not BACKEND_RECORDS[settings.backend].tx_bytes:

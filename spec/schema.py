@@ -38,12 +38,19 @@ class Op:
     ahead: int | None = None  # ahead=K (fills): the fill is for the item K after the agent's
                               # (in the prologue: item K); None: the section's own tag
     text: str = ""            # the op as written, for messages
+    tag_div: int = 1          # nested loops: the body item divided by this is the tag (an op on
+                              # a tile-level ring in a role of k_blocks = K: tag = item // K)
+    loop_section: str = ""    # nested loops: tile_prologue / tile_epilogue when lowered from one
 
     def __str__(self) -> str:
         return self.text or self.name
 
 
 SECTIONS = ("prologue", "body", "epilogue")
+# Nested loops (docs/model.md "Nested loops"): per-tile sections, lowered into the body with
+# every=K at=0 / at=K-1 guards by spec.load_loops.
+TILE_SECTIONS = ("tile_prologue", "tile_epilogue")
+LEVELS = ("k_block", "tile")  # a ring's loop level: tags are k-block items or tile numbers
 FILL_OPS = tuple(n for n, e in OP_EFFECTS.items() if e.stores)       # store a tag into a slot
 READ_OPS = tuple(n for n, e in OP_EFFECTS.items() if e.checks_read)  # check a slot's tag
 
@@ -58,6 +65,7 @@ class Ring:
     stages: int
     producer_arrive_count: int
     consumer_arrive_count: int
+    level: str = "k_block"    # nested loops: "tile" rings hold per-tile data (tags are tiles)
 
     def expected(self, kind) -> int:
         """The arrival count a signal of this kind expects per phase (its mbarrier init count;
@@ -89,6 +97,8 @@ class Role:
     epilogue: tuple[Op, ...] = ()
     ctas: tuple[int, ...] = ()          # CTAs the role exists in; empty: every CTA
     ring_phases: tuple[tuple[str, int], ...] = ()  # initial phase per extra ring (loader fills all)
+    tiles: int | None = None            # nested loops: work tiles per agent (None: a flat spec)
+    k_blocks: int = 1                   # nested loops: k-blocks per tile (items = tiles * k_blocks)
 
     def initial_phase_of(self, ring: str) -> int:
         return dict(self.ring_phases).get(ring, self.initial_phase) if ring != MAIN_RING else self.initial_phase
@@ -124,6 +134,8 @@ class Spec:
     expect_any: tuple[str, ...] = ()
     template: str | None = None
     description: str = ""
+    tiles: int | None = None            # nested loops: [pipeline] tiles (None: a flat spec)
+    k_blocks: int = 1                   # nested loops: [pipeline] k_blocks
     extra: dict = field(default_factory=dict, compare=False, hash=False)
 
     @property

@@ -18,6 +18,8 @@ from __future__ import annotations
 # reduction (one state per orbit of interchangeable agents, checker/engines/symmetries.py) and without
 # partial-order reduction (`verify(spec, por=False)`, `--no-por`).
 PINNED_STATES = {
+    "x_fa3_persistent_ok.toml": 1660,  # nested loops (issue 47)
+    "x_tcgen05_gemm_acc_ring_ok.toml": 3531,
     "x_fa3_q_once_per_tile.toml": 187,
     "x_prologue_tile_ok.toml": 237,
     "x_async_read_ok.toml": 2551, # 2659 before R1
@@ -42,6 +44,8 @@ PINNED_STATES = {
 # The same with partial-order reduction as well (the default, checker/engines/por.py): the reduced
 # graph's states (issue 18: arrivals into other CTAs and copy landings are merged too). tests/test_por.py checks this graph against a plain Python search.
 PINNED_STATES_POR = {
+    "x_fa3_persistent_ok.toml": 2,
+    "x_tcgen05_gemm_acc_ring_ok.toml": 35,
     "x_fa3_q_once_per_tile.toml": 2,  # 5 before finishing steps
     "x_prologue_tile_ok.toml": 2,  # 5 before finishing steps; 14 before issue 35 (landings of different byte counts merged)
     "x_async_read_ok.toml": 11,  # 18 before finishing steps; 107 before issue 35 (async reads merged: issue, finish, read_wait)
@@ -66,6 +70,8 @@ PINNED_STATES_POR = {
 # The same without symmetry reduction (`verify(spec, symmetry=False)`, `--no-symmetry`): every
 # state of the concrete agents.
 PINNED_STATES_NO_SYMMETRY = {
+    "x_fa3_persistent_ok.toml": 2900,
+    "x_tcgen05_gemm_acc_ring_ok.toml": 3531,
     "x_fa3_q_once_per_tile.toml": 187,
     "x_prologue_tile_ok.toml": 237,
     "x_async_read_ok.toml": 2551,
@@ -103,6 +109,8 @@ PINNED_TRANSITIONS_NO_SYMMETRY = {
 
 # Steps in the shortest counterexample (the minimal violation depth) of each violating example.
 PINNED_TRACE_LENGTH = {
+    "x_fa3_persistent_q_released_early.toml": 34,  # nested loops (issue 47)
+    "x_tcgen05_gemm_acc_freed_early.toml": 111,
     "x_fa3_q_released_early.toml": 29,
     "bug_prologue_tile_released_early.toml": 15,
     "x_async_release_before_wait.toml": 16,
@@ -134,6 +142,7 @@ PINNED_TRACE_LENGTH = {
 # exact abstract state counts of the lap abstraction alone (deterministic; they change only when the
 # abstraction does).
 PROVED_NO_POR = {
+    "x_fa3_persistent_ok": 35140,  # nested loops: summed over k_blocks = 1..3 (issue 47)
     "mojo_pcp_nvidia": 8511, "mojo_pcp_amd": 8511, "mojo_input_tile_nvidia": 4599,
     "sm90_ring_nvidia": 13660, "named_barrier_release_ok": 14463, "x_cutlass_pingpong": 928,
     "x_named_split_ok": 19831, "x_persistent_tiles_ok": 17467, "try_full_prefetch_ok": 65912,
@@ -150,12 +159,14 @@ PROVED_NO_POR = {
 # tests), proved in about 10 s, 11 s and 51 s (2-core machine). The two cluster examples grew
 # with slot parts (was 706494 and 5346620): each CTA's multicast fills a part of its own, and
 # the two land in either order.
-LARGE_PROVED_NO_POR = {"cutlass_tma_async_cluster2": 1104994, "x_mojo_sm100_matmul": 1497602,
+LARGE_PROVED_NO_POR = {"x_tcgen05_gemm_acc_ring_ok": 693277, "cutlass_tma_async_cluster2": 1104994, "x_mojo_sm100_matmul": 1497602,
                        "mojo_input_tile_cluster2_k2": 6656556}  # R1 (2026-12-02): 1197054, 1592519, 7921750 before
 
 # `pipeproof prove` as shipped, with partial-order reduction in the abstract search (issue
 # 18): every correct example inside the abstraction, the three large ones included.
 PROVED = {
+    # nested loops (issue 47): for every tile count, summed over k_blocks = 1..3 and 1..4
+    "x_fa3_persistent_ok": 110, "x_tcgen05_gemm_acc_ring_ok": 2671,
     # The first lap bound is above 2 x stages with the reduction (prove.first_bound): more
     # exact item counts below it, fewer walks cut short above it. Issue 35 (2026-12-05): the
     # named-barrier, observation-beside-arrival and finishing-step merges in the abstract search

@@ -152,10 +152,11 @@ def _tag(spec: Spec, section: str, item: int, op: Op) -> int:
     prologue's if that is the latest earlier section filling the ring, else its own
     section's (nothing filled it yet)."""
     top = _top_tag(spec)
-    own = {"prologue": top, "body": item, "epilogue": top + 1}
+    # nested loops: an op on a tile-level ring carries the tile, item // k_blocks (tag_div)
+    own = {"prologue": top, "body": item // op.tag_div, "epilogue": top + 1}
     if op.name in ("copy", "write"):
         if op.ahead is not None:  # software pipelining: the fill is for a later item
-            return op.ahead + (item if section == "body" else 0)
+            return (op.ahead + (item if section == "body" else 0)) // op.tag_div
         return own[section]
     if op.name not in ("read", "read_async"):
         return -1

@@ -61,13 +61,14 @@ def _seconds(proof) -> str:
 def proof_text(proof) -> str:
     from pipeproof.checker.results import format_text
     path = proof.spec.path
+    count = "item count" if proof.spec.tiles is None else "tile count"  # nested loops: n = tiles
     if proof.verdict is Verdict.OK:
-        return "\n".join([f"{path}: proved for every item count ({proof.parameter}): "
+        return "\n".join([f"{path}: proved for every {count} ({proof.parameter}): "
                           f"{proof.abstract_states:,} abstract states, {_seconds(proof)}"]
                          + [f"{path}: warning: {name} at some item count: {WARNING_TEXT[name]}"
                             for name in proof.warnings])
     if proof.verdict is Verdict.VIOLATION:
-        return (f"{path}: violated at item count n = {proof.items} ({proof.reason})\n"
+        return (f"{path}: violated at {count} n = {proof.items} ({proof.reason})\n"
                 + format_text(proof.result).rstrip("\n"))
     # The counts so far (a limit or a Ctrl-C stops the run where it is): the abstract search's,
     # and the explicit engine's quick look at the spec's own item count.

@@ -161,7 +161,8 @@ class Model:
                                   TARGET_CODES[op.to], int(op.unless_ready),
                                   self.barrier_names.index(op.barrier) if op.name in BARRIER_OPS else -1,
                                   self.bytes_vals.index(op.n) if OP_EFFECTS[op.name].issues == "copy" else 0,
-                                  op.every, op.at, self.tag_of(a, pc), self._part_column(i, pc)]
+                                  op.every, op.at, self.tag_of(a, pc), self._part_column(i, pc),
+                                  op.tag_div]
                                  + list(effects[OP_CODES[op.name]]))  # at S.P_EFF
         bar_count = np.zeros((max(len(self.barrier_names), 1), self.ctas), dtype=np.int64)
         for b, bar in enumerate(spec.barriers):
@@ -210,10 +211,16 @@ class Model:
         """A tag in an action's arguments: an item number, `prologue` or `epilogue`."""
         return {self.tag_prologue: "prologue", self.tag_epilogue: "epilogue"}.get(tag, str(tag))
 
-    def tag_text(self, tag: int) -> str:
-        """A tag in a sentence: `item 3`, or `the prologue's tag`."""
+    def tag_word(self, ring) -> str:
+        """What a body tag of `ring` (a name or an index) counts: `tile` for a tile-level ring
+        of nested loops (spec.load_loops), else `item`."""
+        name = self.ring_names[ring] if isinstance(ring, int) else ring
+        return "tile" if self.ring_specs[self.ring_names.index(name)].level == "tile" else "item"
+
+    def tag_text(self, tag: int, ring=0) -> str:
+        """A tag in a sentence: `item 3` (`tile 1` on a tile-level ring), or `the prologue's tag`."""
         label = self.tag_label(tag)
-        return f"item {label}" if label == str(tag) else f"the {label}'s tag"
+        return f"{self.tag_word(ring)} {label}" if label == str(tag) else f"the {label}'s tag"
 
     @property
     def max_tag(self) -> int:
@@ -488,11 +495,12 @@ class Model:
         if action >= n_agents:
             e = self.decode_entry(state[self.off_inf + action - n_agents])
             where = f"{'' if e['ring'] == 'main' else 'ring=' + e['ring'] + ', '}stage={e['stage']}"
+            word = self.tag_word(e["ring"])
             if e["kind"] == "copy":
-                return (f"cta{e['cta']}.copy.land({where}, item={self.tag_label(e['tag'])}, "
+                return (f"cta{e['cta']}.copy.land({where}, {word}={self.tag_label(e['tag'])}, "
                         f"bytes={e['bytes']})")
             if e["kind"] == "read":
-                return f"{e['agent']}.read_async.finish({where}, item={self.tag_label(e['tag'])})"
+                return f"{e['agent']}.read_async.finish({where}, {word}={self.tag_label(e['tag'])})"
             return f"cta{e['cta']}.commit.fire({where}, n={e['n']})"
         a = self.agents[action]
         op = self.current_op(state, action)
@@ -509,7 +517,8 @@ class Model:
         if op.name in FILL_OPS + READ_OPS:
             tag = self.tag_of(a, self.agent_field(state, action, S.F_PC))
             args.insert(args.index(f"stage={stage}") + 1,
-                        f"item={item - 1 - tag if tag < 0 else self.tag_label(tag)}")
+                        f"{self.tag_word(op.ring)}="
+                        f"{(item - 1 - tag) // op.tag_div if tag < 0 else self.tag_label(tag)}")
         if op.to != "self" and self.ctas > 1:
             args.append(f"to={op.to}")
         if op.unless_ready:

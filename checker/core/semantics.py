@@ -31,7 +31,7 @@ from pipeproof.checker.core.state_layout import (C_SIGNAL_MODEL, SM_COUNTER, A_C
                                             C_CTAS, C_FIELDS, C_INFLIGHT, C_MAXS, C_OFF_INF,
                                             C_MAXP, C_RINGS, C_STRICT_EXIT, C_TAG_OUTSIDE,
                                             DET_W, E_AGENT, E_CSEQ, E_PEER,
-                                            E_BIDX, E_PART, P_AT, P_EVERY, P_PART, P_TAG,
+                                            E_BIDX, E_PART, P_AT, P_DIV, P_EVERY, P_PART, P_TAG,
                                             PT_CTAS, PT_FILL0, PT_NFILLS, R_PARTS, A_ITEMS,
                                             part_row, settle_pc, A_PROG, A_BODY_START,
                                             A_BODY_END, reset_until, window_field,
@@ -249,7 +249,11 @@ def reads_pending(T, st, a, t, r, s):
     # Body tags grow with the item, so past item t no read expects t; a tag of the prologue's
     # or the epilogue's (above every item) may be expected anywhere up to the end.
     outside = t >= T.cfg[C_TAG_OUTSIDE]
-    while pc < length and (item <= t or outside):
+    # (nested loops: a tag is item // div, so tags pass t only past item (t + 1) * div - 1)
+    div = 1
+    for p in range(length):
+        div = max(div, T.prog[op_row(T, a, p), P_DIV])
+    while pc < length and (item // div <= t or outside):
         row = op_row(T, a, pc)
         if T.prog[row, P_RING] == r:
             if T.prog[row, P_EFF + EF_READS] and op_tag(T, row, item) == t and stage == s:
@@ -310,13 +314,14 @@ def part_filled_for(T, r, p, s, tag):
         if T.prog[row, P_TAG] >= 0:  # a prologue's or an epilogue's fill
             if T.prog[row, P_TAG] == tag and fill_stage(T, a, r, row, 0) == s:
                 return True
-        else:
-            item = tag + 1 + T.prog[row, P_TAG]  # the item whose fill stores `tag`
-            if (tag < T.cfg[C_TAG_OUTSIDE] and 0 <= item
-                    and item < T.agent[a, A_ITEMS]
-                    and item % T.prog[row, P_EVERY] == T.prog[row, P_AT]
-                    and fill_stage(T, a, r, row, item) == s):
-                return True
+        elif tag < T.cfg[C_TAG_OUTSIDE]:
+            # the items whose fill stores `tag`: (item + ahead) // div == tag
+            div = T.prog[row, P_DIV]
+            first = tag * div + 1 + T.prog[row, P_TAG]
+            for item in range(max(first, 0), min(first + div, T.agent[a, A_ITEMS])):
+                if (item % T.prog[row, P_EVERY] == T.prog[row, P_AT]
+                        and fill_stage(T, a, r, row, item) == s):
+                    return True
     return False
 
 

@@ -36,7 +36,8 @@ A_RING0 = 6  # then (initial_stage, initial_phase) per ring, then reset_until pe
 # prog table columns
 P_CODE, P_RING, P_N, P_TARGET, P_UNLESS, P_BARRIER, P_BYTES_IDX, P_EVERY, P_AT, P_TAG = 0, 1, 2, 3, 4, 5, 6, 7, 8, 9
 P_PART = 10  # a fill's part of the slot (-1: every part, a consumer-side fill); else 0
-P_EFF = 11  # then the op's effects (semantics.effects_table's columns EF_*)
+P_DIV = 11  # nested loops: a body tag is (item + ahead) // P_DIV (an op on a tile-level ring)
+P_EFF = 12  # then the op's effects (semantics.effects_table's columns EF_*)
 
 # agent state fields
 F_PC, F_ITEM, F_SYNC, F_RING0 = 0, 1, 2, 3
@@ -193,9 +194,10 @@ def op_row(T, a, pc):
 def op_tag(T, row, item):
     """The tag a fill stores or a read expects: in the body the agent's item, plus K for a fill
     with ahead=K (P_TAG = -1 - K), else the prologue's or the epilogue's own tag, or a prologue
-    fill's item (the pairing rule: spec.schema `read_pairs_with`)."""
+    fill's item (the pairing rule: spec.schema `read_pairs_with`); nested loops: the tile,
+    (item + K) // k_blocks, for an op on a tile-level ring (P_DIV, spec.load_loops)."""
     tag = T.prog[row, P_TAG]
-    return item - 1 - tag if tag < 0 else tag
+    return (item - 1 - tag) // T.prog[row, P_DIV] if tag < 0 else tag
 
 
 @jit

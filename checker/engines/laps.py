@@ -92,10 +92,11 @@ def own_parameter(spec: Spec) -> int:
     """The parameter n at which the family (`scaled_spec`: each role runs its coefficient
     times n items) is the spec itself: the gcd of the roles' item counts (0: none runs any).
     Not the pipeline's `items` where roles set their own (roles of `items = 2` in a spec of
-    `items = 1`: n = 2)."""
+    `items = 1`: n = 2). With nested loops (spec.load_loops) n counts tiles: the gcd of the
+    roles' tile counts, so every n is a whole number of tiles in every role."""
     g = 0
     for role in spec.roles:
-        g = gcd(g, role.items)
+        g = gcd(g, role.items if spec.tiles is None else role.tiles)
     return g
 
 
@@ -104,13 +105,17 @@ def role_coefficients(spec: Spec) -> dict[str, int]:
     g = own_parameter(spec)
     if g == 0:
         raise CannotAbstract("no role runs any item")
-    return {role.name: role.items // g for role in spec.roles}
+    if spec.tiles is None:
+        return {role.name: role.items // g for role in spec.roles}
+    return {role.name: role.tiles // g * role.k_blocks for role in spec.roles}
 
 
 def scaled_spec(spec: Spec, n: int) -> Spec:
     """The spec with every role's item count set for parameter n."""
     coef = role_coefficients(spec)
-    roles = tuple(replace(r, items=coef[r.name] * n) for r in spec.roles)
+    roles = tuple(replace(r, items=coef[r.name] * n) if spec.tiles is None
+                  else replace(r, items=coef[r.name] * n, tiles=coef[r.name] // r.k_blocks * n)
+                  for r in spec.roles)
     return replace(spec, roles=roles, items=max(r.items for r in roles))
 
 
@@ -200,19 +205,14 @@ class LapAbstraction:
             # absolute. Not abstracted: --engine laps answers with the explicit engine.
             raise CannotAbstract("a fill or read outside the body (its tag is the prologue's "
                                  "or the epilogue's, not an item)")
-        taggers = {i for i, a in enumerate(m.agents)
-                   if any(OP_EFFECTS[op.name].stores or OP_EFFECTS[op.name].checks_read for op, _ in a.ops)}
-        coefs = {int(self.coef[i]) for i in taggers}
-        if len(coefs) > 1:
-            raise CannotAbstract("roles that write and read tags run different item counts "
-                                 f"(ratios {sorted(coefs)})")
-        self.tag_coef = coefs.pop() if coefs else 0
+        self.tag_coef, self.dead_div = self._tag_units(spec)
         # Slot parts are per slot (R3): a read checks the parts filled for its item in its
         # slot, which semantics.fill_stage finds from the filler's stage at that item, an
         # absolute item. Items and tags move by multiples of its period (_fill_stage_period).
         period = _fill_stage_period(m)
-        if period > 1 and self.tag_coef:
-            self.item_step = _lcm(self.item_step, period // gcd(period, self.tag_coef))
+        for c in self.tag_coef:
+            if period > 1 and c:
+                self.item_step = _lcm(self.item_step, period // gcd(period, int(c)))
         self.readers = [i for i, a in enumerate(m.agents)
                         if any(OP_EFFECTS[op.name].checks_read for op, _ in a.ops)]
         self.ring_users = [[i for i, a in enumerate(m.agents)
@@ -232,6 +232,42 @@ class LapAbstraction:
         self._tables = {}
         # Interchangeable agents: sorted with the entries that name them (module docstring).
         self.classes = [list(range(lo, hi)) for lo, hi in self.sym.classes]
+
+    def _tag_units(self, spec):
+        """Per ring r: tag_coef[r], how far its tags move when n moves by one (a tag is an
+        item, or with nested loops a tile: item // tag_div, so coef / tag_div), and
+        dead_div[r, a], which readers bound its dead tags and how: a tag below
+        item_a // dead_div[r, a] of every unfinished agent with dead_div > 0 is never read
+        again (tags only grow with the item: item // div is the least tag a is still to read).
+        A flat spec keeps one rule for every ring, every reader of any ring counting (all
+        taggers run the same count), as before nested loops."""
+        m = self.model
+        nested = spec.tiles is not None
+        coef_of = {}
+        dead_div = np.zeros((m.rings, self.n_agents), dtype=np.int64)
+        for i, a in enumerate(m.agents):
+            for op, _ in a.ops:
+                e = OP_EFFECTS[op.name]
+                if not (e.stores or e.checks_read):
+                    continue
+                r = m.ring_names.index(op.ring)
+                coef_of.setdefault(r if nested else 0, set()).add(
+                    int(self.coef[i]) // op.tag_div if nested else int(self.coef[i]))
+                if e.checks_read:
+                    if nested:
+                        dead_div[r, i] = max(dead_div[r, i], op.tag_div)
+                    else:
+                        dead_div[:, i] = 1
+        for key, coefs in coef_of.items():
+            if len(coefs) > 1:
+                what = f" on ring {m.ring_names[key]}" if nested else ""
+                raise CannotAbstract(f"roles that write and read tags{what} run different item "
+                                     f"counts (ratios {sorted(coefs)})")
+        if not nested:
+            one = coef_of[0].pop() if coef_of else 0
+            return np.full(m.rings, one, dtype=np.int64), dead_div
+        return (np.array([coef_of[r].pop() if r in coef_of else 0 for r in range(m.rings)],
+                         dtype=np.int64), dead_div)
 
     # ------------------------------------------------------------------ item counts
 
@@ -309,33 +345,41 @@ class LapAbstraction:
         m = self.model
         agf, off_inf = m.agf, m.off_inf
         entries = [int(e) for e in st[off_inf:off_inf + m.inflight] if e]
-        # Tags below every unfinished reader's item and every in-flight async read are dead.
-        live = [int(st[a * agf + S.F_ITEM]) for a in self.readers if not done[a]]
-        live += [self._entry(e, S.E_VAL) - 1 for e in entries
-                 if self._entry(e, S.E_KIND) == S.ENTRY_READ]
-        dead_below = min(live) if live else None
+        # Per ring, tags below every unfinished reader's least tag still to read (its item, or
+        # its tile: _tag_units) and every in-flight async read (of the ring, with nested loops)
+        # are dead.
+        nested = m.spec.tiles is not None
+        dead_below = []
+        for r in range(m.rings):
+            live = [int(st[a * agf + S.F_ITEM]) // int(self.dead_div[r, a])
+                    for a in range(self.n_agents) if self.dead_div[r, a] and not done[a]]
+            live += [self._entry(e, S.E_VAL) - 1 for e in entries
+                     if self._entry(e, S.E_KIND) == S.ENTRY_READ
+                     and (not nested or self._entry(e, S.E_RING) == r)]
+            dead_below.append(min(live) if live else None)
         d = None
         for a in range(self.n_agents):
             if not done[a] and self.coef[a] and self.has_body[a]:
                 q = int(st[a * agf + S.F_ITEM]) // int(self.coef[a])
                 d = q if d is None else min(d, q)
-        if self.tag_coef and dead_below is not None:
-            q = dead_below // self.tag_coef
-            d = q if d is None else min(d, q)
+        for r in range(m.rings):
+            if self.tag_coef[r] and dead_below[r] is not None:
+                q = dead_below[r] // int(self.tag_coef[r])
+                d = q if d is None else min(d, q)
         d = 0 if d is None else d - d % self.item_step
-        tag_shift = d * self.tag_coef
 
-        def moved(tag):
-            if tag < 0 or dead_below is None or tag < dead_below:
+        def moved(tag, r):
+            if tag < 0 or dead_below[r] is None or tag < dead_below[r]:
                 return -1
-            return tag - tag_shift
+            return tag - d * int(self.tag_coef[r])
         for p in range(m.off_slot, m.off_bar):
-            st[p] = moved(int(st[p]))
+            st[p] = moved(int(st[p]), m.slot_of(p)[1])
         if entries:
             new = []
             for e in entries:
                 if self._entry(e, S.E_KIND) in (S.ENTRY_COPY, S.ENTRY_READ):
-                    e = self._with(e, S.E_VAL, moved(self._entry(e, S.E_VAL) - 1) + 1)
+                    e = self._with(e, S.E_VAL, moved(self._entry(e, S.E_VAL) - 1,
+                                                     self._entry(e, S.E_RING)) + 1)
                 new.append(e)
             new.sort(reverse=True)
             st[off_inf:off_inf + m.inflight] = 0
@@ -467,9 +511,9 @@ def _lap_growth(lap: LapAbstraction, ring, kind: int) -> int:
 
 LapTables = namedtuple("LapTables", ["misc", "agent", "ring_users", "reset_until", "sig", "sig_mult",
                                      "p0", "observes", "stages", "sym", "tab", "perm", "rec",
-                                     "twins"])
+                                     "twins", "tag_coef", "dead_div", "dead_below", "have_live"])
 # misc columns
-(M_AGF, M_AGENTS, M_OFF_SLOT, M_OFF_BAR, M_OFF_INF, M_INFLIGHT, M_TAG_COEF, M_ITEM_STEP, M_COUNTERS,
+(M_AGF, M_AGENTS, M_OFF_SLOT, M_OFF_BAR, M_OFF_INF, M_INFLIGHT, M_NESTED, M_ITEM_STEP, M_COUNTERS,
  M_NBAR, M_CTAS, M_FIRST_ARRIVED, M_KIND_SH, M_KIND_MASK, M_VAL_SH, M_VAL_MASK, M_WIN,
  M_MAXS, M_MAXP, M_FIELDS) = range(20)
 # agent columns
@@ -481,7 +525,7 @@ def lap_tables(lap: LapAbstraction) -> LapTables:
     kind_sh, kind_mask = m.entry_fields[S.E_KIND]
     val_sh, val_mask = m.entry_fields[S.E_VAL]
     misc = np.array([m.agf, lap.n_agents, m.off_slot, m.off_bar, m.off_inf, m.inflight,
-                     lap.tag_coef, lap.item_step, int(lap.counter_signals), len(m.barrier_names), m.ctas,
+                     int(lap.model.spec.tiles is not None), lap.item_step, int(lap.counter_signals), len(m.barrier_names), m.ctas,
                      S.F_RING0 + S.RING_FIELDS * m.rings, kind_sh, kind_mask, val_sh, val_mask,
                      m.win, m.max_stages, m.max_parts, m.n_fields], dtype=np.int64)
     agent = np.array([[len(a.ops), lap.coef[i], int(lap.has_body[i]), int(i in lap.readers), a.cta]
@@ -506,7 +550,10 @@ def lap_tables(lap: LapAbstraction) -> LapTables:
     return LapTables(misc, agent, users, lap.reset_until, sig, mult, p0, lap.observes, stages,
                      lap.sym, m.tables, np.empty(lap.n_agents, dtype=np.int64),
                      np.empty(lap.n_agents * m.agf, dtype=np.int64),
-                     lap.sym.classes if lap.twin_steps else SYM.NO_CLASSES)
+                     lap.sym.classes if lap.twin_steps else SYM.NO_CLASSES,
+                     lap.tag_coef, lap.dead_div,
+                     # scratch of _shift_items_fast, per ring (the engines allocate nothing)
+                     np.empty(m.rings, dtype=np.int64), np.empty(m.rings, dtype=np.int64))
 
 
 @njit(**ENGINE)
@@ -667,41 +714,52 @@ def _shift_items_fast(L, st, done):
     m_inf = L.misc[M_INFLIGHT]
     kind_sh, kind_mask = L.misc[M_KIND_SH], L.misc[M_KIND_MASK]
     val_sh, val_mask = L.misc[M_VAL_SH], L.misc[M_VAL_MASK]
-    dead_below = -1
-    have_live = False
-    for a in range(n):
-        if L.agent[a, G_READER] and not done[a]:
-            it = st[a * agf + S.F_ITEM]
-            if not have_live or it < dead_below:
-                dead_below = it
-            have_live = True
+    rings = L.stages.shape[0]
+    nested = L.misc[M_NESTED] != 0
+    # per ring: the least tag an unfinished reader or an in-flight async read still needs
+    dead_below, have_live = L.dead_below, L.have_live  # have_live 1: a reader still needs a tag
+    for r in range(rings):
+        dead_below[r] = -1
+        have_live[r] = 0
+    for r in range(rings):
+        for a in range(n):
+            if L.dead_div[r, a] > 0 and not done[a]:
+                it = st[a * agf + S.F_ITEM] // L.dead_div[r, a]
+                if not have_live[r] or it < dead_below[r]:
+                    dead_below[r] = it
+                have_live[r] = 1
     for j in range(m_inf):
         e = st[off_inf + j]
         if e == 0:
             break
         if (e >> kind_sh) & kind_mask == S.ENTRY_READ:
             t = ((e >> val_sh) & val_mask) - 1
-            if not have_live or t < dead_below:
-                dead_below = t
-            have_live = True
+            for r in range(rings):
+                if nested and r != S.entry_field(L.tab, e, S.E_RING):
+                    continue
+                if not have_live[r] or t < dead_below[r]:
+                    dead_below[r] = t
+                have_live[r] = 1
     d = -1
     for a in range(n):
         if not done[a] and L.agent[a, G_COEF] > 0 and L.agent[a, G_BODY]:
             q = st[a * agf + S.F_ITEM] // L.agent[a, G_COEF]
             if d < 0 or q < d:
                 d = q
-    tag_coef = L.misc[M_TAG_COEF]
-    if tag_coef > 0 and have_live:
-        q = dead_below // tag_coef
-        if d < 0 or q < d:
-            d = q
+    for r in range(rings):
+        if L.tag_coef[r] > 0 and have_live[r]:
+            q = dead_below[r] // L.tag_coef[r]
+            if d < 0 or q < d:
+                d = q
     if d < 0:
         d = 0
     d -= d % L.misc[M_ITEM_STEP]
-    tag_shift = d * tag_coef
-    for p in range(L.misc[M_OFF_SLOT], L.misc[M_OFF_BAR]):
+    maxs, maxp = L.misc[M_MAXS], L.misc[M_MAXP]
+    off_slot = L.misc[M_OFF_SLOT]
+    for p in range(off_slot, L.misc[M_OFF_BAR]):
         t = st[p]
-        st[p] = -1 if (t < 0 or not have_live or t < dead_below) else t - tag_shift
+        r = ((p - off_slot) // maxp // maxs) % rings
+        st[p] = -1 if (t < 0 or not have_live[r] or t < dead_below[r]) else t - d * L.tag_coef[r]
     changed = False
     for j in range(m_inf):
         e = st[off_inf + j]
@@ -709,8 +767,9 @@ def _shift_items_fast(L, st, done):
             break
         kind = (e >> kind_sh) & kind_mask
         if kind == S.ENTRY_COPY or kind == S.ENTRY_READ:
+            r = S.entry_field(L.tab, e, S.E_RING)
             t = ((e >> val_sh) & val_mask) - 1
-            t2 = -1 if (t < 0 or not have_live or t < dead_below) else t - tag_shift
+            t2 = -1 if (t < 0 or not have_live[r] or t < dead_below[r]) else t - d * L.tag_coef[r]
             if t2 != t:
                 st[off_inf + j] = (e & ~(val_mask << val_sh)) | ((t2 + 1) << val_sh)
                 changed = True

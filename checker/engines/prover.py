@@ -72,6 +72,8 @@ class ProofResult:
     result: Result | None = None   # the explicit engine's verdict at that n (with traces)
     warnings: tuple = ()           # result.WARNINGS met at some item count (no violations)
     own_states: int = 0            # states the quick look stored at the spec's own item count
+    concrete: Spec | None = None   # violated: the spec the trace runs (the count n; nested loops:
+                                   # at the k_blocks it was found at)
 
     def __post_init__(self):
         self.status = Verdict.of(self.status).proof_word  # one of the vocabulary's words
@@ -456,6 +458,11 @@ def _item_count_of(search, i: int) -> int:
 
 def describe_parameter(spec: Spec, lap: LapAbstraction) -> str:
     coefs = {a.role: int(c) for a, c in zip(lap.model.agents, lap.coef)}
+    if spec.tiles is not None:  # nested loops: n counts tiles (laps.own_parameter)
+        tiles = {r.name: coefs.get(r.name, 0) // r.k_blocks for r in spec.roles}
+        if set(tiles.values()) == {1}:
+            return "n = tiles"
+        return "tiles = " + ", ".join(f"{role} {c}·n" for role, c in tiles.items())
     if set(coefs.values()) == {1}:
         return "n = items"
     return "items = " + ", ".join(f"{role} {c}·n" for role, c in coefs.items())
@@ -532,6 +539,47 @@ def search_laps(lap: LapAbstraction, max_states: int, deadline: float | None,
 def prove(spec: Spec, timeout: float | None = None, max_states: int = MAX_ABSTRACT_STATES,
           searcher=None, por: bool = True, cta_symmetry: bool = True,
           strict_exit: bool = False) -> ProofResult:
+    """`prove_counts`; with nested loops (spec.load_loops), for every tile count at each
+    k_blocks from 1 to the spec's. The tile count is the abstracted parameter n; k_blocks is
+    not (the per-tile guards at=K-1 and the tile tags item // K are not shifts of it), so it is
+    checked at each of those values, and the answer says so."""
+    kw = dict(max_states=max_states, searcher=searcher, por=por, cta_symmetry=cta_symmetry,
+              strict_exit=strict_exit)
+    if spec.tiles is None:
+        return prove_counts(spec, timeout=timeout, **kw)
+    from pipeproof.spec.load_loops import with_k_blocks
+    started = time.monotonic()
+    checked, skipped, states, warnings = [], [], 0, set()
+    for k in range(1, spec.k_blocks + 1):
+        at_k = spec if k == spec.k_blocks else with_k_blocks(spec, k)
+        if at_k is None:
+            skipped.append(k)
+            continue
+        left = None if timeout is None else max(timeout - (time.monotonic() - started), 0.001)
+        proof = prove_counts(at_k, timeout=left, **kw)
+        states += proof.abstract_states
+        warnings.update(proof.warnings)
+        if proof.status != "proved":
+            proof.reason = f"at k_blocks = {k}: {proof.reason}"
+            proof.parameter = f"{proof.parameter}, k_blocks = {k}".lstrip(", ")
+            proof.abstract_states = states
+            proof.seconds = time.monotonic() - started
+            return proof
+        checked.append(k)
+    values = (f"{checked[0]}..{checked[-1]}" if checked == list(range(checked[0], checked[-1] + 1))
+              and len(checked) > 2 else ", ".join(map(str, checked)))
+    note = f"; k_blocks = {', '.join(map(str, skipped))} not checked (an every= guard needs a multiple)" if skipped else ""
+    return ProofResult(spec=spec, status="proved", abstract_states=states,
+                       seconds=time.monotonic() - started, own_states=proof.own_states,
+                       parameter=f"n = tiles, at k_blocks = {values}{note}",
+                       reason="no violation in any abstract state, for every tile count at "
+                              f"k_blocks = {values}",
+                       warnings=tuple(sorted(warnings)))
+
+
+def prove_counts(spec: Spec, timeout: float | None = None, max_states: int = MAX_ABSTRACT_STATES,
+                 searcher=None, por: bool = True, cta_symmetry: bool = True,
+                 strict_exit: bool = False) -> ProofResult:
     """Prove `spec` safe and deadlock-free for every item count, refute it, or say unknown.
     With `por` the abstract search takes the partial-order reduction's merged steps, as
     `verify` does (docs/reductions.md says why that keeps every violation); with
@@ -559,7 +607,7 @@ def prove(spec: Spec, timeout: float | None = None, max_states: int = MAX_ABSTRA
         own_states = own.states
         if own.verdict == "violation":
             n = own_parameter(spec) or spec.items  # (no role runs an item: the pipeline's)
-            return done(status="violated", items=n, result=own,
+            return done(status="violated", items=n, result=own, concrete=spec,
                         reason=f"violated at its own item count (n = {n})")
         if own.limit == INTERRUPTED:  # Ctrl-C in the quick look: the proof stops there
             return done(status="unknown", reason=INTERRUPTED)
@@ -597,4 +645,4 @@ def prove(spec: Spec, timeout: float | None = None, max_states: int = MAX_ABSTRA
                     reason=f"the abstraction reached {', '.join(kinds)} at n = {n}, but the "
                            f"explicit engine says {result.verdict} there")
     return done(status="violated", parameter=parameter, abstract_states=search.n_stored,
-                items=n, result=result, reason=f"violated at n = {n}")
+                items=n, result=result, concrete=concrete, reason=f"violated at n = {n}")

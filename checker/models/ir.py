@@ -102,6 +102,9 @@ def check_exportable(spec: Spec, fmt: str = "promela or murphi") -> None:
                     refuse(where, f"op '{op.text or op.name}': {UNSUPPORTED_OPS[op.name]}")
                 if op.ahead is not None:
                     refuse(where, f"op '{op.text or op.name}': a fill for a later item (ahead=)")
+                if op.tag_div > 1:
+                    refuse(where, f"op '{op.text or op.name}': a tile-level ring's tag (nested "
+                                  f"loops: the tile, item / k_blocks)")
 
 
 # ---------------------------------------------------------------------------------- the IR

@@ -200,10 +200,10 @@ def describe_changes(model: Model, before, after) -> list[str]:
 def entry_text(model: Model, e: dict) -> str:
     ring = "" if e["ring"] == "main" else f"{e['ring']}."
     if e["kind"] == "copy":
-        return (f"copy {model.tag_text(e['tag'])} -> cta{e['cta']}.{ring}slot[{e['stage']}] "
+        return (f"copy {model.tag_text(e['tag'], e['ring'])} -> cta{e['cta']}.{ring}slot[{e['stage']}] "
                 f"({e['bytes']} B)")
     if e["kind"] == "read":
-        return (f"async read of {model.tag_text(e['tag'])} by {e['agent']} from "
+        return (f"async read of {model.tag_text(e['tag'], e['ring'])} by {e['agent']} from "
                 f"cta{e['cta']}.{ring}slot[{e['stage']}]")
     waits = [f"{e['after']} more read(s)"] if e["after"] else []
     waits += [f"{e['after_commits']} earlier commit(s)"] if e.get("after_commits") else []
@@ -222,15 +222,17 @@ def explain_step(model: Model, k: int, det, state, code) -> str:
     actor = model.actor(state, code)
     kind = KINDS[k]
     if kind == "read_before_fill":
-        slot = model.slot_name(x)
+        slot, ring = model.slot_name(x), model.slot_of(x)[1]
         if z != w:
-            held = "nothing" if z < 0 else model.tag_text(z)
-            return f"{agent_name(model, y)} reads {model.tag_text(w)} from {slot}, which holds {held}"
-        return (f"{agent_name(model, y)} reads {model.tag_text(w)} from {slot} while a copy into "
-                f"it is still in flight")
+            held = "nothing" if z < 0 else model.tag_text(z, ring)
+            return (f"{agent_name(model, y)} reads {model.tag_text(w, ring)} from {slot}, which "
+                    f"holds {held}")
+        return (f"{agent_name(model, y)} reads {model.tag_text(w, ring)} from {slot} while a "
+                f"copy into it is still in flight")
     if kind == "overwrite_before_drain":
-        return (f"{actor} stores {model.tag_text(z)} into {model.slot_name(x)} while "
-                f"{agent_name(model, w)} has not yet read {model.tag_text(y)} there")
+        ring = model.slot_of(x)[1]
+        return (f"{actor} stores {model.tag_text(z, ring)} into {model.slot_name(x)} while "
+                f"{agent_name(model, w)} has not yet read {model.tag_text(y, ring)} there")
     if kind == "phase_alias":
         return _alias_text(model, x, y, z, w, "tries")
     if kind == "over_arrival":
