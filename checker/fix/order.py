@@ -64,10 +64,16 @@ def _trace_ranks(result) -> tuple[dict, set]:
 def _candidates(spec: Spec, result) -> list[_Edit]:
     kind = result.kind or "deadlock"
     order = CATEGORY_ORDER.get(kind, CATEGORY_ORDER["deadlock"])
-    edits = (_count_candidates(spec) + _phase_candidates(spec) + _stage_candidates(spec) +
-             _items_candidates(spec) + _bytes_candidates(spec) + _opcount_candidates(spec) +
-             _guard_candidates(spec) + _barrier_candidates(spec) +
-             _template_candidates(spec, kind))
+    if spec.tiles is not None:
+        # Nested loops: the loaded body is the lowered one (spec.load_loops), whose op
+        # positions are not the file's sections; only the edits of counts, phases and stages
+        # are written back for now.
+        edits = _count_candidates(spec) + _phase_candidates(spec) + _stage_candidates(spec)
+    else:
+        edits = (_count_candidates(spec) + _phase_candidates(spec) + _stage_candidates(spec) +
+                 _items_candidates(spec) + _bytes_candidates(spec) + _opcount_candidates(spec) +
+                 _guard_candidates(spec) + _barrier_candidates(spec) +
+                 _template_candidates(spec, kind))
     role_rank, rings = _trace_ranks(result)
     far = len(spec.roles) + 1
 
