@@ -167,3 +167,15 @@ def test_every_must_divide_k_blocks_and_level_needs_tiles(tmp_path):
     run = subprocess.run([*CLI, "verify", str(path)], capture_output=True, text=True)
     assert run.returncode == 2 and "Traceback" not in run.stderr
     assert "[ring.q] level: only allowed with nested loops" in run.stderr
+
+
+def test_loop_counts_are_sweep_parameters(tmp_path):
+    """`pipeproof sweep` takes tiles and k_blocks like any [pipeline] key: the early release of
+    Q needs a next tile to overwrite it."""
+    path = tmp_path / "sweep.toml"
+    path.write_text(FA3_BUG.read_text() + "\n[sweep]\ntiles = [1, 2]\nk_blocks = [3]\n")
+    run = subprocess.run([*CLI, "sweep", str(path)], capture_output=True, text=True)
+    rows = [line.split() for line in run.stdout.splitlines() + run.stderr.splitlines()
+            if line.split()[:2] in (["1", "3"], ["2", "3"])]
+    assert run.returncode == 1, run.stderr
+    assert [row[2] for row in rows] == ["ok", "violation"], rows
