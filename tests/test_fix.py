@@ -129,6 +129,9 @@ NO_SMALL_FIX = [
     "bug_release_before_read.toml", "bug_lapped_observer.toml", "bug_persistent_reset.toml",
     "bug_stale_try_full.toml", "bug_input_tile_cluster2_no_drain.toml",
     "x_async_release_before_wait.toml",
+    # nested loops: op order on a tile-level ring; the fix search keeps to counts, phases and
+    # stages there (checker/fix/order.py), none of which fixes it
+    "x_fa3_persistent_q_released_early.toml", "x_tcgen05_gemm_acc_freed_early.toml",
     "x_named_arrive_mix_bug.toml", "x_fa3_q_released_early.toml",
     "bug_prologue_tile_released_early.toml",
 ]

@@ -22,7 +22,7 @@ from pipeproof.cuda_ref import codegen as G
 from pipeproof.cuda_ref import log as L
 from pipeproof.cuda_ref.commands import _ModelFacts, check_rules
 from pipeproof.spec.load import load_spec
-from tests.paths import EXAMPLE_NAMES, GPU_FIXTURES, ROOT
+from tests.paths import EXAMPLE_NAMES, GPU_FIXTURES, ROOT, load_example
 
 PAIRS = sorted(p.with_suffix("").with_suffix("") for p in GPU_FIXTURES.glob("*.log.json"))
 HAVE_CONFORM = importlib.util.find_spec("pipeproof.cuda_ref.conform") is not None
@@ -273,11 +273,16 @@ def test_crosscheck_table_was_saved():
     """The latest H200 crosscheck (issue 31: 10 runs of every example) covers every example."""
     text = (GPU_FIXTURES / "crosscheck_issue31.txt").read_text()
     assert "crosscheck on NVIDIA H200" in text
-    for name in EXAMPLE_NAMES:
+    # every example the GPU generator takes: a tile-level ring's tag (nested loops, issue 47)
+    # has no GPU implementation yet, and those examples came after the run
+    on_gpu = [n for n in EXAMPLE_NAMES
+              if not any(op.tag_div > 1 for r in load_example(n).roles for op in r.body)]
+    assert len(on_gpu) >= len(EXAMPLE_NAMES) - 4
+    for name in on_gpu:
         assert f"| {name}" in text, name
     doc = json.loads((GPU_FIXTURES / "crosscheck_issue31.json").read_text())
     assert doc["schema"] == "pipeproof-crosscheck/1" and doc["runs"] == 10
-    assert {os.path.basename(r["spec"]) for r in doc["rows"]} >= set(EXAMPLE_NAMES)
+    assert {os.path.basename(r["spec"]) for r in doc["rows"]} >= set(on_gpu)
 
 
 # ---------------------------------------------------------------- a spec the GPU does not run
