@@ -296,7 +296,7 @@ CASES = [
      ["[ring.main]", "ring name 'main' is reserved", "[pipeline]"]),
     ("ring_key_typo", RINGS + "stagse = 3\n",
      ["[ring.acc]", "unknown key 'stagse'",
-      "allowed: consumer_arrive_count, producer_arrive_count, stages", "did you mean 'stages'"]),
+      "allowed: consumer_arrive_count, level, producer_arrive_count, stages", "did you mean 'stages'"]),
     ("ring_zero_stages", ring_acc("stages = 2", "stages = 0"),
      ["[ring.acc] stages", "integer from 1 to 64, got 0"]),
     ("ring_huge_stages", ring_acc("stages = 2", "stages = 65"),
