@@ -65,12 +65,12 @@ def check_loop_op(op: Op, where: str, section: str, tiles: int | None, k_blocks:
 def lower_body(programs: dict, k_blocks: int, tile_rings: set) -> tuple[Op, ...]:
     """The flat body: the tile prologue in the first k-block of each tile, the k-block body,
     the tile epilogue in the last; ops on tile-level rings carry the tile (tag_div)."""
-    k = k_blocks
-    body = ([replace(op, every=k, at=0, loop_section="tile_prologue") if k > 1
-             else replace(op, loop_section="tile_prologue") for op in programs["tile_prologue"]]
+    k = k_blocks  # (k = 1: every=1 at=0, no guard)
+    body = ([replace(op, every=k, at=0, loop_section="tile_prologue")
+             for op in programs["tile_prologue"]]
             + list(programs["body"])
-            + [replace(op, every=k, at=k - 1, loop_section="tile_epilogue") if k > 1
-               else replace(op, loop_section="tile_epilogue") for op in programs["tile_epilogue"]])
+            + [replace(op, every=k, at=k - 1, loop_section="tile_epilogue")
+               for op in programs["tile_epilogue"]])
     return tuple(replace(op, tag_div=k)
                  if op.ring in tile_rings and k > 1 and (op.name in FILL_OPS or op.name in READ_OPS)
                  else op for op in body)

@@ -151,7 +151,8 @@ class Model:
         effects = S.effects_table()
         starts = []
         for i, a in enumerate(self.agents):
-            row = [a.cta, a.body_start, a.body_end, len(a.ops), a.items, len(prog_rows)]
+            row = [a.cta, a.body_start, a.body_end, len(a.ops), a.items, len(prog_rows),
+                   max([op.tag_div for op, _ in a.ops] + [1])]
             starts.append(len(prog_rows))
             for r in range(self.rings):
                 row += [a.initial_stages[r], a.initial_phases[r]]
@@ -214,8 +215,8 @@ class Model:
     def tag_word(self, ring) -> str:
         """What a body tag of `ring` (a name or an index) counts: `tile` for a tile-level ring
         of nested loops (spec.load_loops), else `item`."""
-        name = self.ring_names[ring] if isinstance(ring, int) else ring
-        return "tile" if self.ring_specs[self.ring_names.index(name)].level == "tile" else "item"
+        r = ring if isinstance(ring, int) else self.ring_names.index(ring)
+        return "tile" if self.ring_specs[r].level == "tile" else "item"
 
     def tag_text(self, tag: int, ring=0) -> str:
         """A tag in a sentence: `item 3` (`tile 1` on a tile-level ring), or `the prologue's tag`."""

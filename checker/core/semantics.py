@@ -27,7 +27,7 @@ from pipeproof.checker.core.inflight import (EXIT_CLEAN, EXIT_FOREIGN, add_entry
                                         entry_into, exit_inflight, finish_read, make_entry,
                                         reads_in_flight, remove_entry, with_field)
 from pipeproof.checker.core.state_layout import *  # noqa: F401,F403  (re-exported: S.F_PC ...)
-from pipeproof.checker.core.state_layout import (C_SIGNAL_MODEL, SM_COUNTER, A_CTA, A_LEN, A_RING0, C_AGENTS, C_AGF, C_BACKEND,
+from pipeproof.checker.core.state_layout import (C_SIGNAL_MODEL, SM_COUNTER, A_CTA, A_DIV, A_LEN, A_RING0, C_AGENTS, C_AGF, C_BACKEND,
                                             C_CTAS, C_FIELDS, C_INFLIGHT, C_MAXS, C_OFF_INF,
                                             C_MAXP, C_RINGS, C_STRICT_EXIT, C_TAG_OUTSIDE,
                                             DET_W, E_AGENT, E_CSEQ, E_PEER,
@@ -250,9 +250,7 @@ def reads_pending(T, st, a, t, r, s):
     # or the epilogue's (above every item) may be expected anywhere up to the end.
     outside = t >= T.cfg[C_TAG_OUTSIDE]
     # (nested loops: a tag is item // div, so tags pass t only past item (t + 1) * div - 1)
-    div = 1
-    for p in range(length):
-        div = max(div, T.prog[op_row(T, a, p), P_DIV])
+    div = T.agent[a, A_DIV]
     while pc < length and (item // div <= t or outside):
         row = op_row(T, a, pc)
         if T.prog[row, P_RING] == r:

@@ -31,7 +31,8 @@ SIGNAL_MODELS = {"": SM_OTHER, "mbarrier": SM_MBARRIER, "counter": SM_COUNTER}
 
 # agent table columns
 A_CTA, A_BODY_START, A_BODY_END, A_LEN, A_ITEMS, A_PROG = 0, 1, 2, 3, 4, 5
-A_RING0 = 6  # then (initial_stage, initial_phase) per ring, then reset_until per ring (reset_until)
+A_DIV = 6  # the largest P_DIV of the agent's ops (nested loops; 1 without): semantics.reads_pending
+A_RING0 = 7  # then (initial_stage, initial_phase) per ring, then reset_until per ring (reset_until)
 
 # prog table columns
 P_CODE, P_RING, P_N, P_TARGET, P_UNLESS, P_BARRIER, P_BYTES_IDX, P_EVERY, P_AT, P_TAG = 0, 1, 2, 3, 4, 5, 6, 7, 8, 9
