@@ -112,7 +112,10 @@ def test_the_new_examples_export():
             "x_rings_acquire_order_deadlock.toml", "x_fa3_q_once_per_tile.toml"} <= set(EXPORTABLE)
     assert {"x_async_read_ok.toml", "x_async_release_before_wait.toml",
             "x_mojo_sm100_matmul.toml"} <= set(EXPORTABLE)
-    assert all(load_spec(EXAMPLES_DIR / n).backend == "amd" for n in NOT_EXPORTABLE), NOT_EXPORTABLE
+    # what is left out: AMD's counters, and nested loops' tile tags (issue 47), which the exports refuse
+    nested = lambda s: any(op.tag_div > 1 for r in s.roles for op in r.body)
+    assert all(load_spec(EXAMPLES_DIR / n).backend == "amd" or nested(load_spec(EXAMPLES_DIR / n))
+               for n in NOT_EXPORTABLE), NOT_EXPORTABLE
 
 
 @pytest.mark.parametrize("name, text, expected", PART_AND_RESET_SPECS, ids=[n for n, _, _ in PART_AND_RESET_SPECS])

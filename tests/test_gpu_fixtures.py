@@ -27,6 +27,9 @@ from tests.paths import EXAMPLE_NAMES, GPU_FIXTURES, ROOT, load_example
 PAIRS = sorted(p.with_suffix("").with_suffix("") for p in GPU_FIXTURES.glob("*.log.json"))
 HAVE_CONFORM = importlib.util.find_spec("pipeproof.cuda_ref.conform") is not None
 
+# examples with a tile-level ring (issue 47): the GPU generator refuses them, so no crosscheck ran them
+_NESTED = [n for n in EXAMPLE_NAMES if any(op.tag_div > 1 for r in load_example(n).roles for op in r.body)]
+
 
 def load_pair(stem: Path):
     spec = load_spec(str(stem) + ".toml")
@@ -275,9 +278,8 @@ def test_crosscheck_table_was_saved():
     assert "crosscheck on NVIDIA H200" in text
     # every example the GPU generator takes: a tile-level ring's tag (nested loops, issue 47)
     # has no GPU implementation yet, and those examples came after the run
-    on_gpu = [n for n in EXAMPLE_NAMES
-              if not any(op.tag_div > 1 for r in load_example(n).roles for op in r.body)]
-    assert len(on_gpu) >= len(EXAMPLE_NAMES) - 4
+    on_gpu = [n for n in EXAMPLE_NAMES if n not in _NESTED]
+    assert len(_NESTED) == 4
     for name in on_gpu:
         assert f"| {name}" in text, name
     doc = json.loads((GPU_FIXTURES / "crosscheck_issue31.json").read_text())
@@ -373,8 +375,8 @@ def test_the_h200_crosscheck_under_the_current_rules(name, runs, covers, extra):
     assert [os.path.basename(r["spec"]) for r in doc["rows"] if "not_run" in r] == \
         ["bug_expect_tx_over_limit.toml"]
     names = {os.path.basename(r["spec"]) for r in doc["rows"]}
-    if covers == "every example":
-        assert names >= set(EXAMPLE_NAMES)
+    if covers == "every example":   # of its day: the nested-loop examples (issue 47) came later
+        assert names >= set(EXAMPLE_NAMES) - set(_NESTED)
     else:   # examples added since are in the later crosscheck
         assert len(names & set(EXAMPLE_NAMES)) >= 40
     assert extra is None or extra in names
