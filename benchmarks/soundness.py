@@ -16,7 +16,9 @@ as they were: one spec in 8 starts from a COMMIT_FULL_BASES design (the full sig
 on only by commits), and one in 6 has an arrive_full turned into a commit_full (seed 41:
 3,574 of 20,000 specs have a commit_full). `--user-shaped` makes the specs from issue 35's
 user-shaped GEMM instead, `--warps-shaped` from per-warp models of the Triton kernels
-(benchmarks/warps_bases/: `pipeproof triton --warps`).
+(benchmarks/warps_bases/: `pipeproof triton --warps`), `--nested` from the nested-loop examples
+(issue 47: tiles 1..3 of k_blocks 1..3; one in two also gets a k_blocks, level or loop-section
+change from a stream of its own).
 
 For each spec that loads, compared on verdict, the set of kinds and the minimal depth:
 - `verify` as shipped (partial-order and symmetry reduction) against `verify(por=False,
@@ -35,6 +37,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import multiprocessing
 import random
 import sys
@@ -176,7 +179,7 @@ def to_toml(design: dict, order=None) -> str:
 
 # ------------------------------------------------------------------------------ mutations
 
-SECTIONS = ("prologue", "body", "epilogue")
+SECTIONS = ("prologue", "body", "epilogue", "tile_prologue", "tile_epilogue")
 WAITS = {"wait_full": "try_full", "wait_empty": "try_empty"}
 TARGETABLE = ("arrive_full", "arrive_empty", "expect_tx", "copy", "commit_empty", "commit_full")
 
@@ -185,16 +188,31 @@ def _sections(design):
     return [(r, s) for r in design["roles"] for s in SECTIONS if r.get(s)]
 
 
+def _nested(d) -> bool:
+    return "tiles" in d["pipeline"]
+
+
 def _shrink_sizes(rng, d):
-    """Items 1..3, at most 3 stages per ring: small enough for the unreduced search."""
+    """Items 1..3 (nested loops: tiles 1..3 of k_blocks 1..3), at most 3 stages per ring:
+    small enough for the unreduced search."""
     p = d["pipeline"]
-    p["items"] = rng.choice([1, 1, 2, 2, 3])
+    if _nested(d):
+        p["tiles"] = rng.choice([1, 1, 2, 2, 3])
+        p["k_blocks"] = rng.choice([1, 2, 2, 3])
+        # a body op's every=K must divide k_blocks (spec/load_loops.py): keep the examples' K then
+        every = [int(w[6:]) for r in d["roles"] for op in r.get("body", ()) for w in op.split()
+                 if w.startswith("every=")]
+        if every:
+            p["k_blocks"] = math.lcm(*every)
+    else:
+        p["items"] = rng.choice([1, 1, 2, 2, 3])
     p["stages"] = min(p.get("stages", 1), rng.choice([1, 2, 2, 3]))
     for ring in d["rings"].values():
         ring["stages"] = min(ring.get("stages", 1), 2)
     for role in d["roles"]:
-        if "items" in role:
-            role["items"] = min(role["items"], rng.choice([1, 2, 3]))
+        for key in ("items", "tiles"):
+            if key in role:
+                role[key] = min(role[key], rng.choice([1, 2, 3]))
         if role.get("count", 1) > 2:
             role["count"] = 2
     if p.get("cluster_size", 1) > 2:
@@ -308,7 +326,38 @@ def mutate(rng, d):
             p["backend"] = "nvidia"
     elif kind == "items":
         role = rng.choice(d["roles"])
-        role["items"] = max(0, role.get("items", p["items"]) + rng.choice([-1, 1]))
+        key = "tiles" if _nested(d) else "items"   # a nested role's count of loops is its tiles
+        role[key] = max(0, role.get(key, p[key]) + rng.choice([-1, 1]))
+    return kind
+
+
+def nested_mutation(rng, d) -> str:
+    """One change only nested loops have (issue 47): a role's k_blocks off by one (a role at its
+    own rate), a ring moved to the other loop level, or an op moved between a tile section and
+    the body (a per-tile acquire or release done per k-block, or the reverse)."""
+    kind = rng.choice(["k_blocks", "level", "section"])
+    if kind == "k_blocks":
+        role = rng.choice(d["roles"])
+        role["k_blocks"] = max(1, role.get("k_blocks", d["pipeline"]["k_blocks"]) + rng.choice([-1, 1]))
+    elif kind == "level" and d["rings"]:
+        ring = d["rings"][rng.choice(sorted(d["rings"]))]
+        ring["level"] = "k_block" if ring.get("level", "k_block") == "tile" else "tile"
+    else:
+        at = [(role, sec) for role in d["roles"] for sec in ("tile_prologue", "tile_epilogue", "body")
+              if role.get(sec)]
+        if not at:
+            return kind
+        role, sec = rng.choice(at)
+        ops = list(role[sec])
+        op = ops.pop(rng.randrange(len(ops)))
+        to = rng.choice([x for x in ("tile_prologue", "tile_epilogue", "body") if x != sec])
+        role[to] = list(role.get(to, [])) + [op] if to != "tile_prologue" else [op] + list(role.get(to, []))
+        if ops:
+            role[sec] = ops
+        elif sec == "body":
+            role[sec] = ["advance"]
+        else:
+            del role[sec]
     return kind
 
 
@@ -342,6 +391,10 @@ def generate(seed: int, i: int, base_list=None) -> tuple[str, str, str]:
     kinds = [mutate(rng, d) for _ in range(1 if rng.random() < 0.7 else 2)]
     if extra.random() < 1 / 6 and commit_full_mutation(extra, d):
         kinds.append("commit_full")
+    if _nested(d):   # a stream of its own too (issue 47): flat specs stay what they were
+        more = random.Random(f"nested {seed} {i}")
+        if more.random() < 1 / 2:
+            kinds.append(nested_mutation(more, d))
     return name, "+".join(kinds), to_toml(d)
 
 
@@ -391,7 +444,10 @@ COMMIT_FULL_BASES = [
 ]
 USER_SHAPED_BASES = user_shaped_bases()
 WARPS_BASES = warps_bases()
-FAMILIES = {"": None, "user-shaped": USER_SHAPED_BASES, "warps": WARPS_BASES}
+# Nested loops (issue 47): the examples with tiles and k_blocks, made small (tiles and k_blocks
+# 1..3), one spec in two also changed by a nested_mutation. They are among BASES too.
+NESTED_BASES = [(name, d) for name, d in BASES if _nested(d)]
+FAMILIES = {"": None, "user-shaped": USER_SHAPED_BASES, "warps": WARPS_BASES, "nested": NESTED_BASES}
 
 # ------------------------------------------------------------------------------ comparison
 
@@ -474,6 +530,13 @@ def _compare_prove(spec, out, max_states):
     bad = [n for n, v in verdicts.items() if v == "violation"]
     if proof.status == "proved" and bad:
         out["disagree"]["prove"] = (f"violation at n = {bad[0]}", "proved")
+    if proof.status == "violated" and proof.concrete is not None and proof.concrete.k_blocks != spec.k_blocks:
+        # nested loops: the refutation ran at another k_blocks than the spec's (prove checks 1..K)
+        r = verify(proof.concrete, max_states=max_states, por=False, symmetry=False)
+        if not r.limit and r.verdict != "violation":
+            out["disagree"]["prove"] = (f"{r.verdict} at n = {proof.items}, k_blocks = "
+                                        f"{proof.concrete.k_blocks}", f"violated at n = {proof.items}")
+        return
     if proof.status == "violated" and proof.items in verdicts and verdicts[proof.items] != "violation":
         out["disagree"]["prove"] = (f"{verdicts[proof.items]} at n = {proof.items}",
                                     f"violated at n = {proof.items}")
@@ -600,7 +663,8 @@ def run(specs: int, seed: int, jobs: int, bmc_every: int, prove_every: int, laps
         if rec.get("filtered"):
             continue
         tally["generated"] += 1
-        mutations[rec["mutation"].split("+")[0]] += 1
+        for mutation in rec["mutation"].split("+"):   # each of a spec's mutations
+            mutations[mutation] += 1
         if rec.get("invalid"):
             tally["invalid"] += 1
             continue
@@ -645,6 +709,8 @@ def main():
                     help="compare only the generated specs of more than one CTA")
     ap.add_argument("--user-shaped", action="store_true",
                     help="make the specs from issue 35's user-shaped GEMM (benchmarks/user_shaped.py)")
+    ap.add_argument("--nested", action="store_true",
+                    help="make the specs from the nested-loop examples (issue 47: tiles of k-blocks)")
     ap.add_argument("--warps-shaped", action="store_true",
                     help="make the specs from per-warp models of the Triton kernels "
                          "(benchmarks/warps_bases/, `pipeproof triton --warps`)")
@@ -655,12 +721,14 @@ def main():
     warm_up_prove()
     out = run(args.specs, args.seed, args.jobs, args.bmc_every, args.prove_every,
               args.laps_every, args.max_states, args.shrink_dir, clusters=args.clusters,
-              family="user-shaped" if args.user_shaped else "warps" if args.warps_shaped else "")
+              family="user-shaped" if args.user_shaped else "warps" if args.warps_shaped
+              else "nested" if args.nested else "")
     t = out["tally"]
     print(f"\ncommand: python benchmarks/soundness.py --specs {args.specs} --seed {args.seed} "
           f"--jobs {args.jobs} --bmc-every {args.bmc_every} --prove-every {args.prove_every} "
           f"--laps-every {args.laps_every} --max-states {args.max_states}"
           + (" --clusters" if args.clusters else "") + (" --user-shaped" if args.user_shaped else "")
+          + (" --nested" if args.nested else "")
           + (" --warps-shaped" if args.warps_shaped else ""))
     print(f"specs generated {t.get('generated', 0)}, loaded {t.get('loaded', 0)}, "
           f"invalid (spec errors) {t.get('invalid', 0)}, over the state limit {t.get('limit', 0)}")
