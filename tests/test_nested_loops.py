@@ -94,6 +94,14 @@ def test_q_released_after_the_first_block_is_found_and_prove_refutes_it():
     assert "k_blocks = 3" in proof.reason
 
 
+def test_the_trace_counts_tiles_on_a_tile_level_ring():
+    """The trace's slot changes say what the slot's tag counts: tiles on ring q, items on the
+    main ring (k-blocks)."""
+    out = subprocess.run([*CLI, "verify", str(FA3_BUG)], capture_output=True, text=True).stdout
+    assert "cta0.q.slot[0]: tile 0->1" in out and "cta0.slot[0]: item -1->0" in out
+    assert "cta0.q.slot[0]: item" not in out
+
+
 def test_the_accumulator_ring_gemm_is_proved_for_every_tile_count_and_each_k():
     """Issue 47's false alarm: refuted at n = 1 when n counted items; n counts tiles now."""
     proof = prove(load_spec(GEMM_OK))

@@ -164,6 +164,13 @@ def _event_args(ev: dict) -> dict:
     return {"kind": ev["kind"], "entry": ev["entry"]}
 
 
+def _slot_ring(name: str):
+    """The ring of a slot named like Model.view's (`cta0.slot[1]`: the main ring, index 0;
+    `cta0.acc.slot[1]`: ring `acc`)."""
+    words = name.split(".")
+    return words[1] if len(words) > 2 else 0
+
+
 def describe_changes(model: Model, before, after) -> list[str]:
     """What the step changed in signals, slots, barriers and the in-flight set."""
     va, vb = model.view(before), model.view(after)
@@ -175,11 +182,12 @@ def describe_changes(model: Model, before, after) -> list[str]:
             lines.append(f"{name}: {', '.join(diffs)}")
     for name, old in va["slots"].items():
         new = vb["slots"][name]
+        word = model.tag_word(_slot_ring(name))   # `tile` on a tile-level ring (nested loops)
         if old != new and isinstance(old, list):  # a slot of several parts
-            lines += [f"{name}.part[{p}]: item {model.tag_label(x)}->{model.tag_label(y)}"
+            lines += [f"{name}.part[{p}]: {word} {model.tag_label(x)}->{model.tag_label(y)}"
                       for p, (x, y) in enumerate(zip(old, new)) if x != y]
         elif old != new:
-            lines.append(f"{name}: item {model.tag_label(old)}->{model.tag_label(new)}")
+            lines.append(f"{name}: {word} {model.tag_label(old)}->{model.tag_label(new)}")
     for name, old in va["barriers"].items():
         new = vb["barriers"][name]
         diffs = [f"{f} {old[f]}->{new[f]}" for f in old if old[f] != new[f]]
