@@ -18,7 +18,9 @@ on only by commits), and one in 6 has an arrive_full turned into a commit_full (
 user-shaped GEMM instead, `--warps-shaped` from per-warp models of the Triton kernels
 (benchmarks/warps_bases/: `pipeproof triton --warps`), `--nested` from the nested-loop examples
 (issue 47: tiles 1..3 of k_blocks 1..3; one in two also gets a k_blocks, level or loop-section
-change from a stream of its own).
+change from a stream of its own). One spec in 4 that has a `write` gets one turned into a
+`write_async` (issue 47's async accumulator write; a stream of its own); `--only write_async`
+compares just those.
 
 For each spec that loads, compared on verdict, the set of kinds and the minimal depth:
 - `verify` as shipped (partial-order and symmetry reduction) against `verify(por=False,
@@ -375,6 +377,21 @@ def commit_full_mutation(rng, d) -> bool:
     return True
 
 
+def write_async_mutation(rng, d) -> bool:
+    """Turn one `write` into a `write_async` (issue 47: the MMA's accumulator write, in flight
+    until it finishes, a commit waiting for it, a read meanwhile read_before_fill): True when
+    one was. Its own stream (`generate`), so the other specs of a seed stay what they were."""
+    at = [(role, sec, j) for role in d["roles"] for sec in SECTIONS
+          for j, op in enumerate(role.get(sec, ())) if _words(op)[0] == "write"]
+    if not at:
+        return False
+    role, sec, j = rng.choice(at)
+    ops = list(role[sec])
+    ops[j] = "write_async" + ops[j][len("write"):]
+    role[sec] = ops
+    return True
+
+
 def generate(seed: int, i: int, base_list=None) -> tuple[str, str, str]:
     """(base name, mutations, spec text) of spec i of a run. commit_full (issue 34) comes from
     a stream of its own, so the other specs of a seed stay what they were: one spec in 8 is
@@ -391,6 +408,9 @@ def generate(seed: int, i: int, base_list=None) -> tuple[str, str, str]:
     kinds = [mutate(rng, d) for _ in range(1 if rng.random() < 0.7 else 2)]
     if extra.random() < 1 / 6 and commit_full_mutation(extra, d):
         kinds.append("commit_full")
+    writes = random.Random(f"write_async {seed} {i}")
+    if writes.random() < 1 / 4 and write_async_mutation(writes, d):
+        kinds.append("write_async")
     if _nested(d):   # a stream of its own too (issue 47): flat specs stay what they were
         more = random.Random(f"nested {seed} {i}")
         if more.random() < 1 / 2:
@@ -709,6 +729,9 @@ def main():
                     help="compare only the generated specs of more than one CTA")
     ap.add_argument("--user-shaped", action="store_true",
                     help="make the specs from issue 35's user-shaped GEMM (benchmarks/user_shaped.py)")
+    ap.add_argument("--only", default="",
+                    help="compare only the specs with one of these mutations (comma-separated, "
+                         "e.g. write_async)")
     ap.add_argument("--nested", action="store_true",
                     help="make the specs from the nested-loop examples (issue 47: tiles of k-blocks)")
     ap.add_argument("--warps-shaped", action="store_true",
@@ -721,14 +744,14 @@ def main():
     warm_up_prove()
     out = run(args.specs, args.seed, args.jobs, args.bmc_every, args.prove_every,
               args.laps_every, args.max_states, args.shrink_dir, clusters=args.clusters,
-              family="user-shaped" if args.user_shaped else "warps" if args.warps_shaped
+              only=tuple(m for m in args.only.split(",") if m), family="user-shaped" if args.user_shaped else "warps" if args.warps_shaped
               else "nested" if args.nested else "")
     t = out["tally"]
     print(f"\ncommand: python benchmarks/soundness.py --specs {args.specs} --seed {args.seed} "
           f"--jobs {args.jobs} --bmc-every {args.bmc_every} --prove-every {args.prove_every} "
           f"--laps-every {args.laps_every} --max-states {args.max_states}"
           + (" --clusters" if args.clusters else "") + (" --user-shaped" if args.user_shaped else "")
-          + (" --nested" if args.nested else "")
+          + (" --nested" if args.nested else "") + (f" --only {args.only}" if args.only else "")
           + (" --warps-shaped" if args.warps_shaped else ""))
     print(f"specs generated {t.get('generated', 0)}, loaded {t.get('loaded', 0)}, "
           f"invalid (spec errors) {t.get('invalid', 0)}, over the state limit {t.get('limit', 0)}")

@@ -183,6 +183,8 @@ class _Gen(Layout, OpEmitter):
             raise self.fail(str(err)) from None
         for a in self.model.agents:
             for op, _ in a.ops:
+                if op.name in NO_GPU_YET:
+                    raise self.fail(f"agent {a.name}: op {op.name!r}: {NO_GPU_YET[op.name]}")
                 if op.name not in OP_EMITTERS:
                     raise self.fail(f"agent {a.name}: op {op.name!r} has no GPU implementation "
                                     f"(cuda_ref/emit_ops.py emitter_for has none for its effects)")
@@ -347,8 +349,11 @@ def generate(spec_or_model, replay: bool = False) -> Generated:
 # Each op's emitter, chosen by its effects (cuda_ref/emit_ops.py emitter_for); an op whose
 # effects have no realisation is missing here, and the check below names it.
 OP_EMITTERS = {name: fn for name, eff in OP_EFFECTS.items() if (fn := emitter_for(eff))}
-# Every op of the language must have an emitter (a new op fails here, at import, in CI).
-_missing = [op for op in OPS if op not in OP_EMITTERS]
+# Ops the generator refuses by name, with why (`Generator.check` says it in one line).
+NO_GPU_YET = {"write_async": "an async write (the slot busy until it finishes) has no GPU "
+                             "implementation yet (issue 47)"}
+# Every other op of the language must have an emitter (a new op fails here, at import, in CI).
+_missing = [op for op in OPS if op not in OP_EMITTERS and op not in NO_GPU_YET]
 if _missing:  # pragma: no cover - guarded by tests/test_codegen.py
     raise GenerationError(f"cuda_ref/codegen.py: ops without a GPU emitter: {', '.join(_missing)}")
 assert set(OP_CODES) == set(OPS)

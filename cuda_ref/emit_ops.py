@@ -270,6 +270,8 @@ def emitter_for(eff):
     that shape: cuda_ref.codegen refuses the spec with a clear message)."""
     if eff.observes >= 0:  # a drain is a wait_empty per stage with its advance
         return OpEmitter.e_drain if eff.move else OpEmitter.e_wait if eff.blocks else OpEmitter.e_try
+    if eff.async_write:  # no GPU implementation yet (issue 47): the generator refuses it
+        return None
     if eff.issues == "copy":
         return OpEmitter.e_copy
     if eff.issues == "commit":

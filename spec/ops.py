@@ -29,6 +29,7 @@ class Effects:
     stores: bool = False     # stores a tag into the slot (at its targets)
     checks_read: bool = False  # checks the slot holds the tag it expects
     issues: str = ""         # "copy" | "commit" | "read": leaves an in-flight entry that acts later
+                             # ("read" with `stores`: an async write, the slot busy until it ends)
     move: str = ""           # "advance" | "reset": its effect on the agent's own stage
     barrier: str = ""        # "sync" | "arrive" | "wait": on a named barrier
     waits_reads: bool = False  # blocks until at most n of the agent's async reads are in flight
@@ -44,6 +45,12 @@ class Effects:
         the rest of its work for an op that does not: a wait, a read_wait, a sync_wait)."""
         return (self.updates >= 0 or self.tx != 0 or self.stores or self.checks_read
                 or bool(self.issues) or bool(self.move) or self.barrier in ("sync", "arrive"))
+
+    @property
+    def async_write(self) -> bool:
+        """An async write (write_async): stores now, and its async entry keeps the slot being
+        written until it finishes."""
+        return self.stores and self.issues == "read"
 
     @property
     def local(self) -> bool:
@@ -77,6 +84,11 @@ OP_EFFECTS = {
     "sync_arrive": Effects(barrier="arrive"),
     "sync_wait": Effects(blocks=True, barrier="wait"),
     "commit_full": Effects(updates=FULL, units=-1, issues="commit"),  # fires later, on full
+    # an MMA's asynchronous write of its accumulator (tcgen05.mma into tensor memory, wgmma
+    # into registers): stores the tag at issue, and the slot is being written until the entry
+    # finishes, oldest first among the agent's async ops (a commit waits for it); a read of the
+    # slot meanwhile is read_before_fill (issue 47; docs/rules.md "Async writes")
+    "write_async": Effects(stores=True, issues="read"),
 }
 
 OPS = tuple(OP_EFFECTS)

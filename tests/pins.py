@@ -20,6 +20,7 @@ from __future__ import annotations
 PINNED_STATES = {
     "x_fa3_persistent_ok.toml": 1660,  # nested loops (issue 47)
     "x_tcgen05_gemm_acc_ring_ok.toml": 3531,
+    "x_tcgen05_gemm_acc_async_ok.toml": 4482,  # write_async (issue 47)
     "x_fa3_q_once_per_tile.toml": 187,
     "x_prologue_tile_ok.toml": 237,
     "x_async_read_ok.toml": 2551, # 2659 before R1
@@ -46,6 +47,7 @@ PINNED_STATES = {
 PINNED_STATES_POR = {
     "x_fa3_persistent_ok.toml": 2,
     "x_tcgen05_gemm_acc_ring_ok.toml": 35,
+    "x_tcgen05_gemm_acc_async_ok.toml": 52,  # an async write's finishing is never merged
     "x_fa3_q_once_per_tile.toml": 2,  # 5 before finishing steps
     "x_prologue_tile_ok.toml": 2,  # 5 before finishing steps; 14 before issue 35 (landings of different byte counts merged)
     "x_async_read_ok.toml": 11,  # 18 before finishing steps; 107 before issue 35 (async reads merged: issue, finish, read_wait)
@@ -72,6 +74,7 @@ PINNED_STATES_POR = {
 PINNED_STATES_NO_SYMMETRY = {
     "x_fa3_persistent_ok.toml": 2900,
     "x_tcgen05_gemm_acc_ring_ok.toml": 3531,
+    "x_tcgen05_gemm_acc_async_ok.toml": 4482,
     "x_fa3_q_once_per_tile.toml": 187,
     "x_prologue_tile_ok.toml": 237,
     "x_async_read_ok.toml": 2551,
@@ -111,6 +114,7 @@ PINNED_TRANSITIONS_NO_SYMMETRY = {
 PINNED_TRACE_LENGTH = {
     "x_fa3_persistent_q_released_early.toml": 34,  # nested loops (issue 47)
     "x_tcgen05_gemm_acc_freed_early.toml": 111,
+    "x_tcgen05_gemm_acc_arrive_not_commit.toml": 49,  # write_async handed over by an arrive
     "x_fa3_q_released_early.toml": 29,
     "bug_prologue_tile_released_early.toml": 15,
     "x_async_release_before_wait.toml": 16,
@@ -159,7 +163,7 @@ PROVED_NO_POR = {
 # tests), proved in about 10 s, 11 s and 51 s (2-core machine). The two cluster examples grew
 # with slot parts (was 706494 and 5346620): each CTA's multicast fills a part of its own, and
 # the two land in either order.
-LARGE_PROVED_NO_POR = {"x_tcgen05_gemm_acc_ring_ok": 693277, "cutlass_tma_async_cluster2": 1104994, "x_mojo_sm100_matmul": 1497602,
+LARGE_PROVED_NO_POR = {"x_tcgen05_gemm_acc_ring_ok": 693277, "x_tcgen05_gemm_acc_async_ok": 860077, "cutlass_tma_async_cluster2": 1104994, "x_mojo_sm100_matmul": 1497602,
                        "mojo_input_tile_cluster2_k2": 6656556}  # R1 (2026-12-02): 1197054, 1592519, 7921750 before
 
 # `pipeproof prove` as shipped, with partial-order reduction in the abstract search (issue
@@ -167,6 +171,7 @@ LARGE_PROVED_NO_POR = {"x_tcgen05_gemm_acc_ring_ok": 693277, "cutlass_tma_async_
 PROVED = {
     # nested loops (issue 47): for every tile count, summed over k_blocks = 1..3 and 1..4
     "x_fa3_persistent_ok": 110, "x_tcgen05_gemm_acc_ring_ok": 2671,
+    "x_tcgen05_gemm_acc_async_ok": 3970,  # write_async
     # The first lap bound is above 2 x stages with the reduction (prove.first_bound): more
     # exact item counts below it, fewer walks cut short above it. Issue 35 (2026-12-05): the
     # named-barrier, observation-beside-arrival and finishing-step merges in the abstract search

@@ -81,7 +81,9 @@ State view (checker/results/trace.py format, extended by [expressiveness]; the c
     flight (R1; it fires when both are 0).
   - read: an async read (read_async) of slot (cta, ring, stage) of the agent's own CTA,
     carrying item `tag`; "seq" = position in the agent's FIFO of in-flight reads (0 =
-    oldest; when the oldest finishes every other seq of that agent drops by 1).
+    oldest; when the oldest finishes every other seq of that agent drops by 1). With
+    "writes": True it is an async write (write_async): it stored its tag when issued, sits in
+    the same FIFO, and while it is in flight a read of its slot is read_before_fill.
   - barriers: per (CTA, barrier): arrivals in the current generation, and the number of
     generations completed.
 
@@ -154,7 +156,7 @@ def _tag(spec: Spec, section: str, item: int, op: Op) -> int:
     top = _top_tag(spec)
     # nested loops: an op on a tile-level ring carries the tile, item // k_blocks (tag_div)
     own = {"prologue": top, "body": item // op.tag_div, "epilogue": top + 1}
-    if op.name in ("copy", "write"):
+    if op.name in FILLS:
         if op.ahead is not None:  # software pipelining: the fill is for a later item
             return (op.ahead + (item if section == "body" else 0)) // op.tag_div
         return own[section]
@@ -162,7 +164,7 @@ def _tag(spec: Spec, section: str, item: int, op: Op) -> int:
         return -1
     # a prologue fill with ahead= fills a body item: it counts as the body's
     filled = {"body" if o.ahead is not None else s for r in spec.roles for s in SECTIONS
-              for o in getattr(r, s) if o.name in ("copy", "write") and o.ring == op.ring}
+              for o in getattr(r, s) if o.name in FILLS and o.ring == op.ring}
     fills = [sec for sec in SECTIONS if sec in filled]
     earlier = [sec for sec in SECTIONS[:SECTIONS.index(section)] if sec in fills]
     if section in fills or not fills or not earlier:
@@ -365,7 +367,7 @@ def _role_ctas(spec: Spec, role) -> list:
 # Slot parts (docs/rules.md "Slot parts")
 # --------------------------------------------------------------------------------------------
 
-FILLS = ("copy", "write")
+FILLS = ("copy", "write", "write_async")
 MOVES = ("advance", "reset", "drain")   # each drain step moves the stage
 
 
@@ -775,7 +777,7 @@ def _store(world: World, cta: int, ring: str, stage: int, tag: int, part: int) -
 
 
 def _still_read(world: World, cta: int, ring: str, stage: int, tag: int) -> bool:
-    if any(e["kind"] == "read" and e["cta"] == cta and e["ring"] == ring
+    if any(e["kind"] == "read" and not e.get("writes") and e["cta"] == cta and e["ring"] == ring
            and e["stage"] == stage and e["tag"] == tag for e in world.inflight):
         return True
     return any(a.cta == cta and _will_read(a, ring, tag, stage) for a in world.agents)
@@ -795,7 +797,8 @@ def _read_before_fill(world: World, cta: int, ring: str, stage: int, item: int) 
     tags = world.slots[(cta, ring, stage)]
     if any(tags[p] != item for p in _checked_parts(world, cta, ring, stage, item)):
         return True
-    return any(e["kind"] == "copy" and e["cta"] == cta and e["ring"] == ring
+    # a copy into the slot, or an async write of it (write_async), not yet landed or finished
+    return any((e["kind"] == "copy" or e.get("writes")) and e["cta"] == cta and e["ring"] == ring
                and e["stage"] == stage for e in world.inflight)
 
 
@@ -921,6 +924,11 @@ def _apply_agent_op(world: World, a: Agent) -> set:
             world.inflight.append(entry)
     elif name == "write":
         kinds |= _store(world, a.cta, ring, stage, ins.tag, ins.part)
+    elif name == "write_async":        # stores now; the slot is busy until it finishes
+        kinds |= _store(world, a.cta, ring, stage, ins.tag, ins.part)
+        world.inflight.append({"kind": "read", "cta": a.cta, "ring": ring, "stage": stage,
+                               "tag": ins.tag, "agent": a.name,
+                               "seq": len(_reads_in_flight(world, a)), "writes": True})
     elif name == "read":
         if _read_before_fill(world, a.cta, ring, stage, ins.tag):
             kinds.add("read_before_fill")

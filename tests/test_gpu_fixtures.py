@@ -27,8 +27,10 @@ from tests.paths import EXAMPLE_NAMES, GPU_FIXTURES, ROOT, load_example
 PAIRS = sorted(p.with_suffix("").with_suffix("") for p in GPU_FIXTURES.glob("*.log.json"))
 HAVE_CONFORM = importlib.util.find_spec("pipeproof.cuda_ref.conform") is not None
 
-# examples with a tile-level ring (issue 47): the GPU generator refuses them, so no crosscheck ran them
-_NESTED = [n for n in EXAMPLE_NAMES if any(op.tag_div > 1 for r in load_example(n).roles for op in r.body)]
+# examples with a tile-level ring or an async write (issue 47): the GPU generator refuses them,
+# so no crosscheck ran them
+_NESTED = [n for n in EXAMPLE_NAMES if any(op.tag_div > 1 or op.name in G.NO_GPU_YET
+                                           for r in load_example(n).roles for op in r.body)]
 
 
 def load_pair(stem: Path):
@@ -279,7 +281,7 @@ def test_crosscheck_table_was_saved():
     # every example the GPU generator takes: a tile-level ring's tag (nested loops, issue 47)
     # has no GPU implementation yet, and those examples came after the run
     on_gpu = [n for n in EXAMPLE_NAMES if n not in _NESTED]
-    assert len(_NESTED) == 4
+    assert len(_NESTED) == 6
     for name in on_gpu:
         assert f"| {name}" in text, name
     doc = json.loads((GPU_FIXTURES / "crosscheck_issue31.json").read_text())

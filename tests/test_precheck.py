@@ -44,6 +44,7 @@ EXPECTED = {
     # bugs are op order on them
     "x_fa3_persistent_ok.toml": [], "x_fa3_persistent_q_released_early.toml": [],
     "x_tcgen05_gemm_acc_ring_ok.toml": [], "x_tcgen05_gemm_acc_freed_early.toml": [],
+    "x_tcgen05_gemm_acc_async_ok.toml": [], "x_tcgen05_gemm_acc_arrive_not_commit.toml": [],
     # count, byte and lap mismatches
     "bug_amd_arrive_count_off_by_one.toml": [("full[s]", "deadlock")],
     "bug_amd_producer_phase0.toml": [E_DEAD],

@@ -20,7 +20,7 @@ from tests.specs import standard_toml
 
 # Correct examples whose abstract state space without partial-order reduction is large.
 LARGE_OK = ["cutlass_tma_async_cluster2", "x_mojo_sm100_matmul", "mojo_input_tile_cluster2_k2",
-            "x_tcgen05_gemm_acc_ring_ok"]
+            "x_tcgen05_gemm_acc_ring_ok", "x_tcgen05_gemm_acc_async_ok"]
 # Correct examples with fills outside the body: the lap abstraction does not take them, so
 # prove says unknown (tests/test_prologue_fills.py pins the reason).
 OUTSIDE_ABSTRACTION = {"x_fa3_q_once_per_tile", "x_prologue_tile_ok"}

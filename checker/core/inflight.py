@@ -7,7 +7,8 @@ agent, seq = how many of its agent's earlier async reads are still in flight, cs
 its agent's earlier commit entries are still in flight, peer, and in the copy's bytes-index
 field the signal it fires on: COMMIT_ON_FULL for a commit_full, 0 for a commit_empty,
 state_layout.entry_signal); an async read (cta, ring, stage,
-tag + 1, agent, seq = its place in the agent's FIFO, 0 = oldest). `peer` is 1 when the issuing
+tag + 1, agent, seq = its place in the agent's FIFO, 0 = oldest; in the bytes-index field
+READ_WRITES for an async write, write_async: the same FIFO, a commit waits for it). `peer` is 1 when the issuing
 agent's CTA is not the target (a cluster's remote copy or commit).
 
 A commit fires only when seq and cseq are 0: after its agent's earlier async reads have finished
@@ -19,7 +20,7 @@ from pipeproof.backends.base import jit
 from pipeproof.checker.core.state_layout import (C_INFLIGHT, C_OFF_INF, E_AGENT, E_BIDX, E_CSEQ,
                                             E_CTA, E_KIND, E_PART, E_PEER, E_RING, E_SEQ,
                                             E_STAGE, E_VAL,
-                                            ENTRY_COMMIT, ENTRY_COPY, ENTRY_READ)
+                                            ENTRY_COMMIT, ENTRY_COPY, ENTRY_READ, entry_writes)
 
 
 @jit
@@ -151,13 +152,17 @@ def entry_into(T, e, kind, cta, r, s):
 
 
 @jit
-def copy_in_flight_to(T, st, cta, r, s):
+def fill_in_flight_to(T, st, cta, r, s):
+    """Is slot (cta, r, s) still being filled: a copy into it not landed, or an async write
+    (write_async) of it not finished? A read then is read_before_fill."""
     off = T.cfg[C_OFF_INF]
     for j in range(T.cfg[C_INFLIGHT]):
         e = st[off + j]
         if e == 0:
             break
         if entry_into(T, e, ENTRY_COPY, cta, r, s):
+            return True
+        if entry_into(T, e, ENTRY_READ, cta, r, s) and entry_writes(T, e):
             return True
     return False
 

@@ -240,6 +240,9 @@ class Model:
         # empty: one bit more only for a spec with a commit on full
         full_commits = any(OP_EFFECTS[op.name].issues == "commit" and OP_EFFECTS[op.name].updates == FULL
                            for a in self.agents for op, _ in a.ops)
+        # an async op's E_BIDX is READ_WRITES for an async write (write_async): the same one bit
+        full_commits = full_commits or any(OP_EFFECTS[op.name].async_write
+                                           for a in self.agents for op, _ in a.ops)
         widths = [2, bits_for(self.ctas - 1), bits_for(self.rings - 1), bits_for(self.max_stages - 1),
                   bits_for(max(self.max_tag + 2, max_n)),
                   max(bits_for(len(self.bytes_vals) - 1), int(full_commits)),
@@ -420,8 +423,9 @@ class Model:
             return {"kind": "copy", **where, "tag": f[S.E_VAL] - 1, "bytes": self.bytes_vals[f[S.E_BIDX]],
                     **part}
         if f[S.E_KIND] == S.ENTRY_READ:
+            writes = {"writes": True} if f[S.E_BIDX] == S.READ_WRITES else {}  # write_async's
             return {"kind": "read", **where, "tag": f[S.E_VAL] - 1,
-                    "agent": self.agents[f[S.E_AGENT]].name, "seq": f[S.E_SEQ]}
+                    "agent": self.agents[f[S.E_AGENT]].name, "seq": f[S.E_SEQ], **writes}
         on = {"signal": "full"} if f[S.E_BIDX] == S.COMMIT_ON_FULL else {}  # commit_full's
         return {"kind": "commit", **where, "n": f[S.E_VAL], "agent": self.agents[f[S.E_AGENT]].name,
                 "after": f[S.E_SEQ], "after_commits": f[S.E_CSEQ], **on}
@@ -501,7 +505,8 @@ class Model:
                 return (f"cta{e['cta']}.copy.land({where}, {word}={self.tag_label(e['tag'])}, "
                         f"bytes={e['bytes']})")
             if e["kind"] == "read":
-                return f"{e['agent']}.read_async.finish({where}, {word}={self.tag_label(e['tag'])})"
+                op = "write_async" if e.get("writes") else "read_async"
+                return f"{e['agent']}.{op}.finish({where}, {word}={self.tag_label(e['tag'])})"
             return f"cta{e['cta']}.commit.fire({where}, n={e['n']})"
         a = self.agents[action]
         op = self.current_op(state, action)

@@ -23,7 +23,7 @@ from pipeproof.backends.base import (COMPLETED, EMPTY, FULL, RAN_AHEAD, TRAP_OVE
 from pipeproof.spec.ops import OP_EFFECTS
 from pipeproof.checker.core.inflight import *  # noqa: F401,F403  (re-exported: S.add_entry ...)
 from pipeproof.checker.core.inflight import (EXIT_CLEAN, EXIT_FOREIGN, add_entry, commit_fired,
-                                        commits_in_flight, copy_in_flight_to, entry_field,
+                                        commits_in_flight, entry_field, fill_in_flight_to,
                                         entry_into, exit_inflight, finish_read, make_entry,
                                         reads_in_flight, remove_entry, with_field)
 from pipeproof.checker.core.state_layout import *  # noqa: F401,F403  (re-exported: S.F_PC ...)
@@ -36,7 +36,7 @@ from pipeproof.checker.core.state_layout import (C_SIGNAL_MODEL, SM_COUNTER, A_C
                                             part_row, settle_pc, A_PROG, A_BODY_START,
                                             A_BODY_END, reset_until, window_field,
                                             E_CTA, E_KIND, E_RING, E_SEQ, E_STAGE, E_VAL,
-                                            COMMIT_ON_FULL, entry_signal,
+                                            COMMIT_ON_FULL, READ_WRITES, entry_signal, entry_writes,
                                             ENTRY_COMMIT, ENTRY_COPY, ENTRY_READ, F_ITEM, F_PC,
                                             F_SYNC, P_BARRIER, P_BYTES_IDX, P_EFF, P_N,
                                             P_RING, P_TARGET, P_UNLESS, R_EMPTY_COUNT,
@@ -237,7 +237,7 @@ def reads_pending(T, st, a, t, r, s):
         e = st[off + j]
         if e == 0:
             break
-        if (entry_into(T, e, ENTRY_READ, T.agent[a, A_CTA], r, s)
+        if (entry_into(T, e, ENTRY_READ, T.agent[a, A_CTA], r, s) and not entry_writes(T, e)
                 and entry_field(T, e, E_AGENT) == a and entry_field(T, e, E_VAL) - 1 == t):
             return True
     base = agent_base(T, a)
@@ -516,23 +516,24 @@ def act_step(T, st, out, det, a, row):
                     bits |= INFLIGHT_AT_EXIT
                 if not add_entry(T, out, issued_entry(T, st, a, row, issued, dst, r, stage, count)):
                     return INFLIGHT_FULL
-    # -- the slot: a store now (a copy's lands with it), a read's check
-    if T.prog[row, P_EFF + EF_WRITES] and issued == 0:
-        bits |= store_tag(T, out, cta, r, stage, T.prog[row, P_PART],
-                          op_tag(T, row, st[base + F_ITEM]), det)
+    # -- the slot: a store now (a copy's lands with it; an async write's is busy until its
+    # entry finishes), a read's check (a slot still being filled is not filled)
+    tag = op_tag(T, row, st[base + F_ITEM])
+    writes = T.prog[row, P_EFF + EF_WRITES]
+    if writes and issued != ENTRY_COPY:
+        bits |= store_tag(T, out, cta, r, stage, T.prog[row, P_PART], tag, det)
     if T.prog[row, P_EFF + EF_READS]:
-        want = op_tag(T, row, st[base + F_ITEM])
-        pos = read_miss(T, st, cta, r, stage, want)
-        if pos >= 0 or copy_in_flight_to(T, st, cta, r, stage):
+        pos = read_miss(T, st, cta, r, stage, tag)
+        if pos >= 0 or fill_in_flight_to(T, st, cta, r, stage):
             if pos < 0:
                 pos = slot_pos(T, cta, r, stage)
-            note(det, READ_BEFORE_FILL, pos, a, st[pos], want)
+            note(det, READ_BEFORE_FILL, pos, a, st[pos], tag)
             bits |= READ_BEFORE_FILL
-        if issued == ENTRY_READ:
-            e = make_entry(T, ENTRY_READ, cta, r, stage, want + 1, 0, a,
-                           reads_in_flight(T, st, a), 0)
-            if not add_entry(T, out, e):
-                return INFLIGHT_FULL
+    if issued == ENTRY_READ:   # an async read, or an async write (READ_WRITES)
+        e = make_entry(T, ENTRY_READ, cta, r, stage, tag + 1, READ_WRITES if writes else 0, a,
+                       reads_in_flight(T, st, a), 0)
+        if not add_entry(T, out, e):
+            return INFLIGHT_FULL
     return bits
 
 

@@ -60,6 +60,9 @@ ENTRY_COPY, ENTRY_COMMIT, ENTRY_READ = 1, 2, 3
 # A commit entry's E_BIDX (a copy's bytes index; commits have no bytes): COMMIT_ON_FULL when it
 # fires on the full signal (commit_full), 0 on empty (commit_empty). entry_signal reads it.
 COMMIT_ON_FULL = 1
+# An async op's entry (ENTRY_READ) has E_BIDX == READ_WRITES when it is an async write
+# (write_async: the slot is being written until it finishes), 0 when an async read.
+READ_WRITES = 1
 
 # detail record (det): per violation kind 4 ints, filled by the first detection in a step
 DET_W = 4
@@ -247,3 +250,10 @@ def entry_signal(T, e):
             return FULL
         return EMPTY
     return -1
+
+
+@jit
+def entry_writes(T, e):
+    """Is in-flight entry e an async write (an ENTRY_READ whose E_BIDX is READ_WRITES)?"""
+    return (((e >> T.ent[E_KIND, 0]) & T.ent[E_KIND, 1]) == ENTRY_READ
+            and ((e >> T.ent[E_BIDX, 0]) & T.ent[E_BIDX, 1]) == READ_WRITES)

@@ -136,7 +136,7 @@ def others_touch(T, F, st, a, r, classes, bits):
 def entries_conflict(T, F, st, r, bits, t_kind, t_sig_acc, t_slot_acc, t_part, skip):
     """Does an in-flight entry (but entry `skip`) conflict with the access? A copy lands
     (writes its slot part and updates its full signal's tx), a commit arrives on its
-    signal (`S.entry_signal`: empty or full), an async read reads. `t_part` >= -1: the access is a landing into that part (-1
+    signal (`S.entry_signal`: empty or full), an async read reads, an async write writes. `t_part` >= -1: the access is a landing into that part (-1
     every part), which commutes with another landing of the ring's one byte count into
     another part (`landings_commute`)."""
     off = T.cfg[S.C_OFF_INF]
@@ -166,7 +166,9 @@ def entries_conflict(T, F, st, r, bits, t_kind, t_sig_acc, t_slot_acc, t_part, s
             if t_kind == on and signal_conflict(t_sig_acc, ACC_UPD,
                                                 commuting_arrivals(T, F, r, on)):
                 return True
-        elif slot_conflict(t_slot_acc, ACC_READ):
+        elif slot_conflict(t_slot_acc, ACC_WRITE if S.entry_writes(T, e) else ACC_READ):
+            # an async read reads its slot; an async write's finishing changes what a read
+            # of the slot finds (still being written), so it conflicts as a write
             return True
     return False
 

@@ -48,6 +48,8 @@ def independent_read_finish(T, F, st, j):
     e = st[T.cfg[S.C_OFF_INF] + j]
     if S.entry_field(T, e, S.E_SEQ) != 0:
         return False
+    if S.entry_writes(T, e):
+        return False  # an async write's finishing ends the slot's busy time, which reads observe
     r = S.entry_field(T, e, S.E_RING)
     cta = S.entry_field(T, e, S.E_CTA)
     bits = 1 << (cta * T.cfg[S.C_MAXS] + S.entry_field(T, e, S.E_STAGE))

@@ -61,9 +61,9 @@ FORMATS = ("promela", "murphi")
 SUBSET = ("nvidia backend, clusters (to=, ctas) and several rings (ring=), ops wait/try/arrive/"
           "expect_tx/copy/write/read/read_async/read_wait/commit_empty/advance/reset/drain/sync/"
           "sync_arrive/sync_wait with @leader, unless=ready and every=/at=")
-# Ops the exports cannot express, with the feature's name for the refusal (none since async
-# reads are exported; kept so that a new op can be refused in one line).
-UNSUPPORTED_OPS: dict[str, str] = {}
+# Ops the exports cannot express, with the feature's name for the refusal.
+UNSUPPORTED_OPS: dict[str, str] = {
+    "write_async": "an async write (the slot busy until the write finishes; issue 47)"}
 KIND_MESSAGES = {
     "deadlock": "deadlock",
     "read_before_fill": "read_before_fill: a read finds another item, or a copy into the slot still in flight",

@@ -211,7 +211,8 @@ def entry_text(model: Model, e: dict) -> str:
         return (f"copy {model.tag_text(e['tag'], e['ring'])} -> cta{e['cta']}.{ring}slot[{e['stage']}] "
                 f"({e['bytes']} B)")
     if e["kind"] == "read":
-        return (f"async read of {model.tag_text(e['tag'], e['ring'])} by {e['agent']} from "
+        how = "write of {} by {} into" if e.get("writes") else "read of {} by {} from"
+        return (f"async {how.format(model.tag_text(e['tag'], e['ring']), e['agent'])} "
                 f"cta{e['cta']}.{ring}slot[{e['stage']}]")
     waits = [f"{e['after']} more read(s)"] if e["after"] else []
     waits += [f"{e['after_commits']} earlier commit(s)"] if e.get("after_commits") else []
@@ -225,6 +226,13 @@ def agent_name(model, a):
     return model.agents[a].name if 0 <= a < len(model.agents) else "a copy"
 
 
+def _writes_to(model: Model, state, pos) -> bool:
+    """Is an async write (write_async) into the slot at `pos` in flight in `state`?"""
+    cta, r, stage, _ = model.slot_of(pos)
+    return any(e.get("writes") and (e["cta"], e["ring"], e["stage"]) == (cta, model.ring_names[r], stage)
+               for e in map(model.decode_entry, model.inflight_entries(state)))
+
+
 def explain_step(model: Model, k: int, det, state, code) -> str:
     x, y, z, w = (int(v) for v in det)
     actor = model.actor(state, code)
@@ -235,8 +243,9 @@ def explain_step(model: Model, k: int, det, state, code) -> str:
             held = "nothing" if z < 0 else model.tag_text(z, ring)
             return (f"{agent_name(model, y)} reads {model.tag_text(w, ring)} from {slot}, which "
                     f"holds {held}")
-        return (f"{agent_name(model, y)} reads {model.tag_text(w, ring)} from {slot} while a "
-                f"copy into it is still in flight")
+        busy = "an async write of it (write_async) has not finished" if _writes_to(model, state, x) \
+            else "a copy into it is still in flight"
+        return f"{agent_name(model, y)} reads {model.tag_text(w, ring)} from {slot} while {busy}"
     if kind == "overwrite_before_drain":
         ring = model.slot_of(x)[1]
         return (f"{actor} stores {model.tag_text(z, ring)} into {model.slot_name(x)} while "

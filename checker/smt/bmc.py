@@ -273,6 +273,8 @@ def _entry_key(model: Model, e: int) -> tuple:
     name = ENTRY_NAMES[kind]
     if kind == S.ENTRY_COMMIT and f[S.E_BIDX] == S.COMMIT_ON_FULL:
         name += ":full"  # commit_full's entry: fires on full
+    if read and f[S.E_BIDX] == S.READ_WRITES:
+        name += ":write"  # write_async's entry
     return (name, int(f[S.E_CTA]), int(f[S.E_RING]), int(f[S.E_STAGE]),
             int(f[S.E_VAL]) - 1 if copy or read else int(f[S.E_VAL]),
             int(f[S.E_PART]) - 1 if several else None,
@@ -302,7 +304,7 @@ def _instance_key(model: Model, enc: Encoding, vals: dict, i: int) -> tuple:
 def _instance_name(inst) -> str:
     """`_entry_key`'s name of an instance's entry: its kind, ":full" for a commit on full."""
     full = inst.kind == S.ENTRY_COMMIT and inst.signal == S.FULL
-    return ENTRY_NAMES[inst.kind] + (":full" if full else "")
+    return ENTRY_NAMES[inst.kind] + (":full" if full else "") + (":write" if inst.writes else "")
 
 
 def _entry_matches(model: Model, inst, e: int) -> bool:

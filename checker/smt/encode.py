@@ -113,7 +113,8 @@ class Encoding(_Program, _Frames, _Steps, _Reductions):
                     nbytes = ins.op.n if ins.eff.tx else 0              # a copy's bytes
                     part = ins.part if ins.eff.issues == "copy" else 0  # where a copy lands
                     self.instances.append(Instance(kind, a, k, dst, ins.ring, ins.stage, value,
-                                                   nbytes, part, ins.eff.updates))
+                                                   nbytes, part, ins.eff.updates,
+                                                   ins.eff.async_write))
         self.I = len(self.instances)
         # Every step moves some agent's position (a blocked sync is moved on later by its
         # releaser, without a step of its own) or retires an instance: no run is longer.

@@ -158,7 +158,7 @@ class _Frames:
                 if e.updates >= 0 and not e.issues:  # an update now (an issued one: below)
                     for d in self._targets(a, ins):
                         ch |= self._sig_fields((d, r, s, e.updates), e.tx > 0)
-                if e.stores and not e.issues:
+                if e.stores and e.issues != "copy":  # a write, an async write (at issue)
                     ch |= {("slot", c, r, s, p) for p in self.stored_parts(c, r, ins.part)}
         for i, inst in enumerate(self.instances):
             ch.add(("inf", i))

@@ -43,6 +43,7 @@ class Instance:
     part: int = 0       # copy only: the slot part it stores into when it lands (-1: every part)
     signal: int = -1    # the signal kind it updates when it lands or fires (a copy: full; a
                         # commit: its op's, empty for commit_empty, full for commit_full)
+    writes: bool = False  # an async write (write_async): its slot is being written until it ends
 
 
 
@@ -99,7 +100,7 @@ class _Program:
                 if ins.eff.checks_read:
                     self.readers.setdefault((cta, ins.ring, ins.stage), []).append(
                         (a, k, ins.tag, ins.eff.issues == "read"))
-        self.copies_into = {}
+        self.copies_into = {}   # instances that keep a slot being filled: copies, async writes
         self.inst_to_cta = [[] for _ in range(self.ctas)]
         self.reads_of = [[] for _ in range(self.A)]  # (k, instance) of the agent's async reads
         self.commits_of = [[] for _ in range(self.A)]  # (k, instance) of the agent's commits
@@ -110,7 +111,7 @@ class _Program:
         self.foreign_into = [[] for _ in range(self.ctas)]
         for i, inst in enumerate(self.instances):
             self.inst_to_cta[inst.cta].append(i)
-            if inst.kind == S.ENTRY_COPY:
+            if inst.kind == S.ENTRY_COPY or inst.writes:  # a read meanwhile is read_before_fill
                 self.copies_into.setdefault((inst.cta, inst.ring, inst.stage), []).append(i)
             if inst.kind == S.ENTRY_READ:
                 self.reads_of[inst.agent].append((inst.k, i))
