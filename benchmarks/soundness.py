@@ -363,33 +363,31 @@ def nested_mutation(rng, d) -> str:
     return kind
 
 
-def commit_full_mutation(rng, d) -> bool:
-    """Turn one arrive_full into a commit_full (issue 34: the arrival is issued, in flight,
-    and fires after the agent's earlier async reads and commits): True when one was."""
+def _turn_one_op(rng, d, old: str, new: str) -> bool:
+    """Turn one `old` op (any section, any role) into `new`, keeping its operands: True when
+    there was one."""
     at = [(role, sec, j) for role in d["roles"] for sec in SECTIONS
-          for j, op in enumerate(role.get(sec, ())) if _words(op)[0] == "arrive_full"]
+          for j, op in enumerate(role.get(sec, ())) if _words(op)[0] == old]
     if not at:
         return False
     role, sec, j = rng.choice(at)
     ops = list(role[sec])
-    ops[j] = "commit_full" + ops[j][len("arrive_full"):]
+    ops[j] = new + ops[j][len(old):]
     role[sec] = ops
     return True
+
+
+def commit_full_mutation(rng, d) -> bool:
+    """Turn one arrive_full into a commit_full (issue 34: the arrival is issued, in flight,
+    and fires after the agent's earlier async reads and commits): True when one was."""
+    return _turn_one_op(rng, d, "arrive_full", "commit_full")
 
 
 def write_async_mutation(rng, d) -> bool:
     """Turn one `write` into a `write_async` (issue 47: the MMA's accumulator write, in flight
     until it finishes, a commit waiting for it, a read meanwhile read_before_fill): True when
     one was. Its own stream (`generate`), so the other specs of a seed stay what they were."""
-    at = [(role, sec, j) for role in d["roles"] for sec in SECTIONS
-          for j, op in enumerate(role.get(sec, ())) if _words(op)[0] == "write"]
-    if not at:
-        return False
-    role, sec, j = rng.choice(at)
-    ops = list(role[sec])
-    ops[j] = "write_async" + ops[j][len("write"):]
-    role[sec] = ops
-    return True
+    return _turn_one_op(rng, d, "write", "write_async")
 
 
 def generate(seed: int, i: int, base_list=None) -> tuple[str, str, str]:

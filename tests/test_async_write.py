@@ -10,8 +10,6 @@ accumulator before it is written, at the read (docs/rules.md "Async writes").
 """
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from pipeproof.checker.engines.lap_verify import verify_laps
@@ -24,34 +22,16 @@ from pipeproof.spec.load import load_spec, load_spec_text
 from pipeproof.spec.schema import SpecError
 from tests.paths import EXAMPLES_DIR
 from tests.replay_support import check_replay
+from tests.specs import standard_toml
 
 ASYNC_OK = EXAMPLES_DIR / "x_tcgen05_gemm_acc_async_ok.toml"
 ARRIVE_NOT_COMMIT = EXAMPLES_DIR / "x_tcgen05_gemm_acc_arrive_not_commit.toml"
 
 
-def handover(mma: tuple, items: int = 2) -> str:
-    """An MMA agent writes each accumulator slot asynchronously and hands it to an epilogue,
-    which reads it and frees it."""
-    return f"""
-[pipeline]
-backend = "nvidia"
-stages = 2
-producer_arrive_count = 1
-consumer_arrive_count = 1
-items = {items}
-
-[[role]]
-name = "mma"
-side = "producer"
-count = 1
-body = {json.dumps(list(mma))}
-
-[[role]]
-name = "epilogue"
-side = "consumer"
-count = 1
-body = ["wait_full", "read", "arrive_empty", "advance"]
-"""
+def handover(mma: tuple) -> str:
+    """The "producer" (an MMA) writes each accumulator slot asynchronously and hands it to the
+    "consumer" (an epilogue), which reads it and frees it."""
+    return standard_toml(items=2, producer_body=list(mma))
 
 
 BY_COMMIT = handover(("wait_empty", "write_async", "commit_full", "advance"))
@@ -76,10 +56,10 @@ def test_an_arrive_hands_over_a_write_still_in_flight():
     assert _answer(result) == ("violation", ("read_before_fill",), 5)
     assert _answer(verify(spec, por=False, symmetry=False)) == _answer(result)
     trace = check_replay(spec, result, "read_before_fill")
-    assert [s["action"] for s in trace["steps"]][-2:] == ["epilogue[0].wait_full(stage=0, phase=0)",
-                                                         "epilogue[0].read(stage=0, item=0, phase=0)"]
+    assert [s["action"] for s in trace["steps"]][-2:] == ["consumer[0].wait_full(stage=0, phase=0)",
+                                                         "consumer[0].read(stage=0, item=0, phase=0)"]
     assert result.traces["read_before_fill"].reason == (
-        "epilogue[0] reads item 0 from cta0.slot[0] while an async write of it (write_async) "
+        "consumer[0] reads item 0 from cta0.slot[0] while an async write of it (write_async) "
         "has not finished")
 
 
