@@ -135,7 +135,8 @@ def warps_bases() -> list[tuple[str, dict]]:
                 continue
             role["count"] = 2
             for section in SECTIONS:
-                role[section] = [_scaled_expect(op, 2, count) for op in role.get(section, [])]
+                if section in role:  # (a flat spec has no tile sections: none are added)
+                    role[section] = [_scaled_expect(op, 2, count) for op in role[section]]
         out.append((f"warps_{path.stem}", d))
     return out
 
