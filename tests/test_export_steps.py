@@ -143,8 +143,9 @@ def test_every_exported_op_has_a_step(name):
 
 
 def test_the_exported_ops_are_all_ops():
-    # async reads were the last refused ops (tests/test_export_async.py): every op has a step
-    assert not UNSUPPORTED_OPS
+    # async reads were refused until tests/test_export_async.py; the one op refused now is the
+    # async write (issue 47), refused by name in one line (tests/test_async_write.py)
+    assert set(UNSUPPORTED_OPS) == {"write_async"}
     assert set(OPS) <= set(OP_EFFECTS)
 
 

@@ -53,7 +53,7 @@ def _check_step(model, state, a, nxt):
     else:
         assert kinds <= {eff.updates}, (op.name, kinds)
     slots = slice(model.off_slot, model.off_slot + model.ctas * model.rings * model.max_stages)
-    if not eff.stores or eff.issues:
+    if not eff.stores or eff.issues == "copy":
         assert state[slots] == nxt[slots], (op.name, "stores")  # an issued copy stores on landing
     stage = S.ring_pos(model.agf, a, r, S.RF_STAGE)
     if eff.move == "":
