@@ -238,6 +238,16 @@ def _set_count(op, delta):
     return " ".join(w)
 
 
+def _set_section(role, sec, ops):
+    """A section's new ops; an emptied body keeps one `advance`, another emptied section goes."""
+    if ops:
+        role[sec] = ops
+    elif sec == "body":
+        role[sec] = ["advance"]
+    else:
+        del role[sec]
+
+
 def mutate(rng, d):
     """Apply one mutation in place; returns its name."""
     p = d["pipeline"]
@@ -303,12 +313,7 @@ def mutate(rng, d):
             lead = "@leader" in w
             w = [x for x in w if x != "@leader"] + [f"to={rng.choice(['self', 'leader', 'peer', 'all'])}"]
             ops[i] = " ".join(w + (["@leader"] if lead else []))
-        if ops:
-            role[sec] = ops
-        elif sec == "body":
-            role[sec] = ["advance"]
-        else:
-            del role[sec]
+        _set_section(role, sec, ops)
     elif kind == "role_count":
         role = rng.choice(d["roles"])
         role["count"] = max(1, role.get("count", 1) + rng.choice([-1, 1]))
@@ -355,12 +360,7 @@ def nested_mutation(rng, d) -> str:
         op = ops.pop(rng.randrange(len(ops)))
         to = rng.choice([x for x in ("tile_prologue", "tile_epilogue", "body") if x != sec])
         role[to] = list(role.get(to, [])) + [op] if to != "tile_prologue" else [op] + list(role.get(to, []))
-        if ops:
-            role[sec] = ops
-        elif sec == "body":
-            role[sec] = ["advance"]
-        else:
-            del role[sec]
+        _set_section(role, sec, ops)
     return kind
 
 
