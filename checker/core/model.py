@@ -236,16 +236,14 @@ class Model:
                      if OP_EFFECTS[op.name].issues == "commit"] + [1])
         issued = {OP_EFFECTS[op.name].issues for a in self.agents for op, _ in a.ops}
         has_reads, has_commits = "read" in issued, "commit" in issued
-        # a commit's E_BIDX (a copy's field) is 1 when it fires on full (commit_full), 0 on
-        # empty: one bit more only for a spec with a commit on full
-        full_commits = any(OP_EFFECTS[op.name].issues == "commit" and OP_EFFECTS[op.name].updates == FULL
-                           for a in self.agents for op, _ in a.ops)
-        # an async op's E_BIDX is READ_WRITES for an async write (write_async): the same one bit
-        full_commits = full_commits or any(OP_EFFECTS[op.name].async_write
-                                           for a in self.agents for op, _ in a.ops)
+        # E_BIDX (a copy's field) is a flag for the other kinds: COMMIT_ON_FULL on a commit that
+        # fires on full (commit_full), READ_WRITES on an async write (write_async); one bit
+        # more only for a spec with either
+        flagged = any((e.issues == "commit" and e.updates == FULL) or e.async_write
+                      for e in (OP_EFFECTS[op.name] for a in self.agents for op, _ in a.ops))
         widths = [2, bits_for(self.ctas - 1), bits_for(self.rings - 1), bits_for(self.max_stages - 1),
                   bits_for(max(self.max_tag + 2, max_n)),
-                  max(bits_for(len(self.bytes_vals) - 1), int(full_commits)),
+                  max(bits_for(len(self.bytes_vals) - 1), int(flagged)),
                   bits_for(len(self.agents) - 1) if has_reads or has_commits else 0,
                   bits_for(self.inflight) if has_reads else 0,
                   bits_for(self.max_parts) if self.max_parts > 1 else 0,  # part + 1 (0: every part)

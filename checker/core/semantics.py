@@ -518,8 +518,10 @@ def act_step(T, st, out, det, a, row):
                     return INFLIGHT_FULL
     # -- the slot: a store now (a copy's lands with it; an async write's is busy until its
     # entry finishes), a read's check (a slot still being filled is not filled)
-    tag = op_tag(T, row, st[base + F_ITEM])
     writes = T.prog[row, P_EFF + EF_WRITES]
+    if not writes and not T.prog[row, P_EFF + EF_READS]:
+        return bits  # (an async read or write stores or reads: nothing else issues ENTRY_READ)
+    tag = op_tag(T, row, st[base + F_ITEM])
     if writes and issued != ENTRY_COPY:
         bits |= store_tag(T, out, cta, r, stage, T.prog[row, P_PART], tag, det)
     if T.prog[row, P_EFF + EF_READS]:

@@ -100,7 +100,7 @@ class _Program:
                 if ins.eff.checks_read:
                     self.readers.setdefault((cta, ins.ring, ins.stage), []).append(
                         (a, k, ins.tag, ins.eff.issues == "read"))
-        self.copies_into = {}   # instances that keep a slot being filled: copies, async writes
+        self.fills_into = {}   # instances that keep a slot being filled: copies, async writes
         self.inst_to_cta = [[] for _ in range(self.ctas)]
         self.reads_of = [[] for _ in range(self.A)]  # (k, instance) of the agent's async reads
         self.commits_of = [[] for _ in range(self.A)]  # (k, instance) of the agent's commits
@@ -112,7 +112,7 @@ class _Program:
         for i, inst in enumerate(self.instances):
             self.inst_to_cta[inst.cta].append(i)
             if inst.kind == S.ENTRY_COPY or inst.writes:  # a read meanwhile is read_before_fill
-                self.copies_into.setdefault((inst.cta, inst.ring, inst.stage), []).append(i)
+                self.fills_into.setdefault((inst.cta, inst.ring, inst.stage), []).append(i)
             if inst.kind == S.ENTRY_READ:
                 self.reads_of[inst.agent].append((inst.k, i))
             if inst.kind == S.ENTRY_COMMIT:

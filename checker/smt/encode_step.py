@@ -154,7 +154,7 @@ class _Steps:
             # it is in flight (semantics.read_miss, fill_in_flight_to)
             miss = [f.v[("slot", cta, r, s, p)] != ins.tag
                     for p in self.checked_parts(cta, r, s, ins.tag)]
-            landing = [f.v[("inf", i)] for i in self.copies_into.get((cta, r, s), [])]
+            landing = [f.v[("inf", i)] for i in self.fills_into.get((cta, r, s), [])]
             P.bit(S.READ_BEFORE_FILL, cond, _or(miss + landing))
         if e.issues == "read":   # an async read's or async write's instance
             P.put(("inf", self.inst_of[(a, k, cta)]), cond, z3.BoolVal(True))
