@@ -359,6 +359,7 @@ def test_no_progress_when_stderr_is_not_a_terminal(tmp_path):
 
 
 @pytest.mark.slow  # pytest -m slow; CI runs it (.ci/run)
+@pytest.mark.clock  # timed against the wall clock: CI runs it serially
 def test_progress_when_stderr_is_a_terminal(tmp_path):
     """The contrast to the test above: a run on a terminal reports progress."""
     name = write(tmp_path, "slow.toml", SLOWER_SPEC)

@@ -42,6 +42,7 @@ def wait_for_build(cache: Path, limit: float = 600):
 
 
 @pytest.mark.slow  # pytest -m slow; CI runs it (.ci/run)
+@pytest.mark.clock  # timed against the wall clock: CI runs it serially
 def test_a_fresh_install_answers_at_once_bounds_the_wait_and_builds_once(tmp_path):
     cache = tmp_path / "cache"
     (tmp_path / "big.toml").write_text(BIG)
@@ -83,6 +84,7 @@ def test_a_fresh_install_answers_at_once_bounds_the_wait_and_builds_once(tmp_pat
 
 
 @pytest.mark.slow  # pytest -m slow; CI runs it (.ci/run)
+@pytest.mark.clock  # timed against the wall clock: CI runs it serially
 def test_a_read_only_install_with_a_read_only_home_still_checks(tmp_path):
     site = tmp_path / "site"
     for package in ("checker", "backends", "spec", "cuda_ref"):  # laid out as a wheel installs

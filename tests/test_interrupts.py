@@ -241,6 +241,7 @@ def test_prove_ctrl_c_in_the_quick_look(compiled, command, tmp_path):
 
 # slow: timed against the clock, so it runs in the serial `-m slow` stage, never beside another worker
 @pytest.mark.slow
+@pytest.mark.clock  # timed against the wall clock: CI runs it serially
 @pytest.mark.parametrize("spec", ["long", "many"])
 def test_prove_timeout_is_honoured(compiled, tmp_path, spec):
     """--timeout 4: the abstract search (long) or the quick look and the abstraction's

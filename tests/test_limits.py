@@ -53,6 +53,7 @@ def _run(args, **kw):
 
 # slow: timed against the clock, so it runs in the serial `-m slow` stage, never beside another worker
 @pytest.mark.slow
+@pytest.mark.clock  # timed against the wall clock: CI runs it serially
 @pytest.mark.parametrize("por", [True, False], ids=["por", "no-por"])
 def test_timeout_on_many_agents(compiled, many, por):
     proc, took = _run(["verify", many, "--timeout", "3"] + ([] if por else ["--no-por"]))
@@ -73,6 +74,7 @@ def test_timeout_in_plain_python(many):
 
 # slow: timed against the clock, so it runs in the serial `-m slow` stage, never beside another worker
 @pytest.mark.slow
+@pytest.mark.clock  # timed against the wall clock: CI runs it serially
 def test_sigint_on_many_agents(compiled, many):
     started = time.monotonic()
     child = subprocess.Popen(CLI + ["verify", many], stdout=subprocess.PIPE,
@@ -91,6 +93,7 @@ def test_sigint_on_many_agents(compiled, many):
 
 # slow: timed against the clock, so it runs in the serial `-m slow` stage, never beside another worker
 @pytest.mark.slow
+@pytest.mark.clock  # timed against the wall clock: CI runs it serially
 def test_max_states_on_many_agents(compiled, many):
     # The unreduced search: the reduced one stores ~20 of these 256-agent states a second
     # (docs/reductions.md "What a merged step gives back"), the limit is what is tested here.
@@ -103,6 +106,7 @@ def test_max_states_on_many_agents(compiled, many):
 
 # slow: timed against the clock, so it runs in the serial `-m slow` stage, never beside another worker
 @pytest.mark.slow
+@pytest.mark.clock  # timed against the wall clock: CI runs it serially
 def test_progress_line_when_stderr_is_not_a_terminal(compiled, many):
     proc, _ = _run(["verify", many, "--timeout", "5"])
     lines = [x for x in proc.stderr.splitlines() if "searching:" in x]
