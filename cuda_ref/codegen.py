@@ -132,15 +132,21 @@ class Generated:
     hw_barriers: dict                # barrier name -> bar.sync id (hardware-backed ones)
     op_names: dict = field(default_factory=dict)   # event op code -> name
     agent_tags: list = field(default_factory=list)  # per agent, per pc: model.tag_of (-1: item)
+    agent_divs: list = field(default_factory=list)  # per agent, per pc: op.tag_div (nested
+                                                    # loops: a body tag is item / tag_div)
     tag_prologue: int | None = None                 # the prologue's and epilogue's own tags,
     tag_epilogue: int | None = None                 # when some fill or read uses them
     replay: bool = False             # a replay kernel (cuda_ref/replay.py): its schedule, the
                                      # step counter and one replay warp per CTA
 
     def expected_tag(self, agent: int, pc: int, item: int) -> int:
-        """The tag a read at `pc` expects (the item, or a prologue's or epilogue's tag)."""
+        """The tag a read at `pc` expects (the item, the tile item / tag_div of a tile-level
+        ring, or a prologue's or epilogue's tag)."""
         tags = self.agent_tags[agent] if agent < len(self.agent_tags) else []
-        return tags[pc] if 0 <= pc < len(tags) and tags[pc] >= 0 else item
+        if 0 <= pc < len(tags) and tags[pc] >= 0:
+            return tags[pc]
+        divs = self.agent_divs[agent] if agent < len(self.agent_divs) else []
+        return item // divs[pc] if 0 <= pc < len(divs) else item
 
     def tag_order(self, tag: int) -> float:
         """Where a fill of `tag` comes in program order: prologue, items, epilogue."""
@@ -191,9 +197,6 @@ class _Gen(Layout, OpEmitter):
                 if op.ahead is not None:  # the kernel's tags are the agent's item or a section's
                     raise self.fail(f"agent {a.name}: '{op.text}': fills for a later item (ahead=) "
                                     f"have no GPU implementation yet")
-                if op.tag_div > 1:  # nested loops: the tag is the tile, item / k_blocks
-                    raise self.fail(f"agent {a.name}: '{op.text}': a tile-level ring's tag "
-                                    f"(nested loops) has no GPU implementation yet")
                 eff = OP_EFFECTS[op.name]
                 if eff.tx and not self.caps.tx_bytes:  # TMA byte counts
                     raise self.fail(f"agent {a.name}: op {op.name!r} exists only on "
@@ -342,7 +345,8 @@ def generate(spec_or_model, replay: bool = False) -> Generated:
         ring_names=list(model.ring_names), rings=g.rings, src_words=g.src_words,
         src_fill=g.src_fill, max_events=max_events, max_records=max_records,
         hw_barriers=dict(g.hw), op_names=op_names,
-        agent_tags=tags, tag_prologue=model.tag_prologue if outside else None,
+        agent_tags=tags, agent_divs=[[op.tag_div for op, _ in a.ops] for a in model.agents],
+        tag_prologue=model.tag_prologue if outside else None,
         tag_epilogue=model.tag_epilogue if outside else None, replay=replay)
 
 

@@ -373,6 +373,14 @@ __device__ void observe_lands(const Ctx& c, Ev e, u32 ring, u32 stage, i32 item,
 }
 
 // ---- slot checks (whole warp)
+// Does a body fill stored as the tile (item / div: a tile-level ring of nested loops) store
+// `tile`: one of the tile's k-blocks (items tile*div .. tile*div+div-1 below `items`) that its
+// every=/at= guard selects (semantics.part_filled_for)?
+__device__ __forceinline__ bool fills_tile(i32 tile, i32 div, i32 every, i32 at, i32 items) {
+  if (tile < 0 || tile >= TAG_OUT) return false;
+  for (i32 i = tile * div; i < tile * div + div && i < items; ++i) if (i % every == at) return true;
+  return false;
+}
 __device__ __forceinline__ void check_words(const i32* p, u32 words, i32 item, u32 lane, u32& bad, i32& val) {
   for (u32 i = lane; i < words; i += 32) {
     i32 v = ((const volatile i32*)p)[i];

@@ -37,7 +37,7 @@ class Layout:
                     a = m.agents[i]
                     op = a.ops[pc][0]
                     tag = m.tag_of(a, pc)
-                    fills.append((i, pc, tag, op.every, op.at, a.items))
+                    fills.append((i, pc, tag, op.every, op.at, a.items, op.tag_div))
                     size = max(size, op.n if _copies(op) else WRITE_REGION)
                 size = round_up(max(size, WRITE_REGION), BULK_ALIGN)
                 parts.append(PartLayout(p, offset, size, tuple(part.ctas), fills))
@@ -55,9 +55,11 @@ class Layout:
                                             f"the reference kernel lands a copy in one part only")
                         p = 0
                     tag = m.tag_of(a, pc)
+                    # its tags: the items, or the tiles (item / tag_div: a tile-level ring
+                    # of nested loops), or the one of a prologue's or epilogue's copy
                     copies.append(Region(i, pc, parts[p].offset, op.n,
                                          targets(self.k, a.cta, op.to), op.every, op.at,
-                                         a.items if tag < 0 else 1, tag=tag))
+                                         -(-a.items // op.tag_div) if tag < 0 else 1, tag=tag))
             kind = "copy" if copies else "write"
             slot = round_up(offset, SLOT_ALIGN)
             rings.append(RingLayout(r, ring.name, ring.stages, ring.expected(FULL),
@@ -128,9 +130,11 @@ class Layout:
                     # each fill of the part is checked over the bytes it stores (a prologue's
                     # 4 KiB tile in the part of the body's 8 KiB one: its 4 KiB)
                     by_size: dict[int, list] = {}
-                    for i, pc, tag, every, at, items in pt.fills:
+                    for i, pc, tag, every, at, items, div in pt.fills:
                         if tag >= 0:
                             cond = f"item == {tag}"
+                        elif div > 1:  # a tile's tag (nested loops): some k-block of it fills
+                            cond = f"fills_tile(item, {div}, {every}, {at}, {items})"
                         else:
                             cond = f"(item < TAG_OUT && item < {items}"
                             if every != 1 or at != 0:

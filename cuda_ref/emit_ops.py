@@ -69,7 +69,11 @@ class OpEmitter:
         m = self.model
         section = m.agents[a].section_of(pc)
         pairs = m.spec.read_pairs_with(section, m.ring_names[r]) or section
-        tag = {"prologue": str(m.tag_prologue), "epilogue": str(m.tag_epilogue)}.get(pairs, "item")
+        # a body read of a tile-level ring (nested loops) expects the tile, item / tag_div
+        div = max([op.tag_div for op, _ in m.agents[a].ops
+                   if op.ring == m.ring_names[r] and OP_EFFECTS[op.name].checks_read] + [1])
+        body = "item" if div == 1 else f"(item / {div})"
+        tag = {"prologue": str(m.tag_prologue), "epilogue": str(m.tag_epilogue)}.get(pairs, body)
         return f" if ({cond}) observe_lands(c, e, {r}, (u32){st}, {tag}, {how});"
 
     def e_wait(self, a, pc, op, step, r):
@@ -123,16 +127,23 @@ class OpEmitter:
                            x0=str(op.n))
 
     def tag(self, a: int, pc: int) -> str:
-        """The tag the fill or read at `pc` stores or expects (semantics.op_tag)."""
-        t = self.model.tag_of(self.model.agents[a], pc)
-        return "item" if t < 0 else str(t)
+        """The tag the fill or read at `pc` stores or expects (semantics.op_tag): a prologue's
+        or epilogue's own, else the item, or on a tile-level ring of nested loops the tile,
+        item / tag_div (spec/load_loops.py). Everything that stores, checks, logs or looks for
+        a tag takes it from here."""
+        ag = self.model.agents[a]
+        t = self.model.tag_of(ag, pc)
+        if t >= 0:
+            return str(t)
+        div = ag.ops[pc][0].tag_div
+        return "item" if div == 1 else f"(item / {div})"
 
     def e_copy(self, a, pc, op, step, r):
         st, _, _ = self.ring_vars(r)
         reg = self.region_of[(a, pc)]
         mask = self.dest_mask(a, op.to)
         rl = self.rings[r]
-        src = "" if reg.tag >= 0 else f" + (u64)item * {op.n // 4}ull"
+        src = "" if reg.tag >= 0 else f" + (u64){self.tag(a, pc)} * {op.n // 4}ull"
         # in a replay a scheduled copy is issued by its destination's replay warp at the step
         # where the trace lands it (cuda_ref/replay.py)
         defer = "(c.sched_op ? c.turn : -1)" if self.replay else "-1"
