@@ -354,8 +354,7 @@ def generate(spec_or_model, replay: bool = False) -> Generated:
 # effects have no realisation is missing here, and the check below names it.
 OP_EMITTERS = {name: fn for name, eff in OP_EFFECTS.items() if (fn := emitter_for(eff))}
 # Ops the generator refuses by name, with why (`Generator.check` says it in one line).
-NO_GPU_YET = {"write_async": "an async write (the slot busy until it finishes) has no GPU "
-                             "implementation yet (issue 47)"}
+NO_GPU_YET: dict[str, str] = {}
 # Every other op of the language must have an emitter (a new op fails here, at import, in CI).
 _missing = [op for op in OPS if op not in OP_EMITTERS and op not in NO_GPU_YET]
 if _missing:  # pragma: no cover - guarded by tests/test_codegen.py

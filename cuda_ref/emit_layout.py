@@ -80,6 +80,20 @@ class Layout:
                 reg.src_word = word
                 self.src_fill.append((word, reg.nbytes // 4, reg.items, max(reg.tag, 0)))
                 word += reg.items * reg.nbytes // 4
+        # Source data of every async write (write_async): per tag, the bytes it stores in a
+        # part (a consumer-side one: its largest part's), every word the tag; the cp.async
+        # copies them into the slot (cuda_ref/emit_ops.py e_write_async)
+        self.wsrc = {}
+        for i, a in enumerate(m.agents):
+            for pc, (op, _) in enumerate(a.ops):
+                if not OP_EFFECTS[op.name].async_write:
+                    continue
+                words = max(n for _, n in self.store_spans(i, pc)) // 4
+                tag = m.tag_of(a, pc)
+                tags = -(-a.items // op.tag_div) if tag < 0 else 1
+                self.wsrc[(i, pc)] = (word, words)
+                self.src_fill.append((word, words, tags, max(tag, 0)))
+                word += tags * words
         self.src_words = max(word, 4)
         self.region_of = {(reg.agent, reg.pc): reg for rl in rings for reg in rl.regions}
 
@@ -87,6 +101,15 @@ class Layout:
         """The bytes a producer-side fill stores in its part: a copy's, a write's tag words."""
         op = self.model.agents[a].ops[pc][0]
         return op.n if _copies(op) else WRITE_REGION
+
+    def store_spans(self, a: int, pc: int) -> list:
+        """(offset in the slot, bytes) of each part a write or an async write at `pc` stores
+        its tag into: the tag words at the start of its part's region (producer side), or
+        every word of every part (consumer side: it reuses the whole buffer)."""
+        r = self.model.ring_names.index(self.model.agents[a].ops[pc][0].ring)
+        every = part_of(self.model.parts[r], a, pc) < 0
+        return [(pt.offset, pt.nbytes if every else WRITE_REGION)
+                for pt in self.fill_parts(a, pc, r)]
 
     def fill_parts(self, a: int, pc: int, r: int) -> list:
         """The parts (PartLayout) the fill op at `pc` of agent `a` stores into, in its CTA."""

@@ -6,8 +6,7 @@ from __future__ import annotations
 
 from pipeproof.backends.base import EMPTY, FULL
 from pipeproof.checker.core import OP_CODES
-from pipeproof.checker.core import OP_EFFECTS, part_of
-from pipeproof.cuda_ref.emit_common import WRITE_REGION
+from pipeproof.checker.core import OP_EFFECTS
 from pipeproof.spec.schema import targets
 
 
@@ -161,12 +160,35 @@ class OpEmitter:
         reuses)."""
         st, _, _ = self.ring_vars(r)
         rl = self.rings[r]
-        every = part_of(self.model.parts[r], a, pc) < 0
         stores = " ".join(
             f"store_fill((volatile i32*)(c.smem + {rl.base}u + (u32){st} * {rl.slot_bytes}u + "
-            f"{pt.offset}u), {(pt.nbytes if every else WRITE_REGION) // 4}u, {self.tag(a, pc)});"
-            for pt in self.fill_parts(a, pc, r))
+            f"{off}u), {nbytes // 4}u, {self.tag(a, pc)});"
+            for off, nbytes in self.store_spans(a, pc))
         return self.locked(a, pc, op.name, r, stores)
+
+    def e_write_async(self, a, pc, op, step, r):
+        """An async write (write_async): the same bytes as a write, stored by cp.async from
+        source words that hold its tag (emit_device.py async_store), issued under the log lock
+        as its step; then the agent's FIFO holds it beside its async reads until its finish
+        (finish_one: cp.async.wait_group), which a read_wait or a commit waits for."""
+        st, _, _ = self.ring_vars(r)
+        rl = self.rings[r]
+        tag = self.tag(a, pc)
+        word, words = self.wsrc[(a, pc)]
+        src = f"c.src + {word}ull" + ("" if self.model.tag_of(self.model.agents[a], pc) >= 0
+                                       else f" + (u64){tag} * {words}ull")
+        stores = " ".join(f"async_store(c, {rl.base}u + (u32){st} * {rl.slot_bytes}u + {off}u, "
+                          f"{src}, {nbytes}u);" for off, nbytes in self.store_spans(a, pc))
+        return [
+            "{ Ev e;",
+            f"  if (c.lane == 0) {{ glock(c); e = ev_begin(c); {self.ev(a, pc, op.name, r)} }}",
+            "  __syncwarp();",
+            f"  {stores} async_commit();",
+            "  __syncwarp();",
+            "  if (c.lane == 0) gunlock(c);",
+            f"  push_read(c, {a}, q, {pc}, {r}, (u32){st}, {tag}, 1u);",
+            "  __syncwarp(); }",
+        ]
 
     def check_call(self, a: int, r: int, stage: str, item: str) -> str:
         cta = self.model.agents[a].cta
@@ -281,8 +303,8 @@ def emitter_for(eff):
     that shape: cuda_ref.codegen refuses the spec with a clear message)."""
     if eff.observes >= 0:  # a drain is a wait_empty per stage with its advance
         return OpEmitter.e_drain if eff.move else OpEmitter.e_wait if eff.blocks else OpEmitter.e_try
-    if eff.async_write:  # no GPU implementation yet (issue 47): the generator refuses it
-        return None
+    if eff.async_write:  # a cp.async store, in flight until its finish (issue 47)
+        return OpEmitter.e_write_async
     if eff.issues == "copy":
         return OpEmitter.e_copy
     if eff.issues == "commit":
