@@ -18,9 +18,15 @@ stage/phase per ring), so a log of the kernel names the model's own agents and p
 * amd: a monotone u32 counter per signal in shared memory (`red.release.cta.add`,
   `ld.acquire.cta`), ready against the thresholds of backends.amd (the helpers and the test
   printed from backends/amd.py by cuda_ref/emit_backend.py; tests/test_printed_backends.py);
-* `commit_empty [n]`, `commit_full [n]`: the agent first finishes its outstanding async reads,
-  then arrives on empty (full) (tcgen05.commit fires after the MMAs that read the slot); `read_async` checks the slot when
-  it starts and again when it finishes (at `read_wait`, at a `commit_empty`, or at the end);
+* `commit_empty [n]`, `commit_full [n]`: the agent first finishes its outstanding async reads
+  and writes, then arrives on empty (full) (tcgen05.commit fires after the MMAs that read the
+  slot); `read_async` checks the slot when it starts and again when it finishes (at
+  `read_wait`, at a commit, or at the end); `write_async` stores its tag words with a real
+  `cp.async` from global memory (one cp.async group per op) and finishes, in the same FIFO,
+  with `cp.async.wait_group` (docs/rules.md "Async writes");
+* tags: a fill stores, and a read expects, the item, or the tile `item / tag_div` on a
+  tile-level ring of nested loops (spec/load_loops.py), or a prologue's or epilogue's own tag
+  (emit_ops.OpEmitter.tag);
 * named barriers: a bounded software generation counter in shared memory with exactly the
   model's semantics (arrivals, generations, `sync_arrive`/`sync_wait`), followed by a real
   `bar.sync id, 32*count` of the whole warps when the barrier is used only through `sync` and

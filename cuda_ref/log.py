@@ -53,6 +53,8 @@ In-flight entries of the model (not agent steps):
      "stage": s, "cta": c, "result": "ok"}               an async read finished; when the
                                                           slot no longer held the item then, it
                                                           adds "overwritten": true, "found": tag
+                                                          (the pc of a write_async: its
+                                                          cp.async write finished; item: its tag)
 
 (`"ring": NAME` again when not on the main ring.) A landing is recorded at the first logged
 step of its CTA that sees the copy's bytes in shared memory (every step under the log lock
