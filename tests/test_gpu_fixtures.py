@@ -291,6 +291,26 @@ def test_crosscheck_table_was_saved():
     assert {os.path.basename(r["spec"]) for r in doc["rows"]} >= set(on_gpu)
 
 
+ISSUE47_CROSSCHECK = GPU_FIXTURES / "crosscheck_issue47.json"
+
+
+@pytest.mark.skipif(not ISSUE47_CROSSCHECK.exists(),
+                    reason="the GPU crosscheck of the issue-47 examples has not run yet")
+def test_the_issue47_crosscheck_covers_the_nested_and_async_write_examples():
+    """The crosscheck of the examples the generator took in issue 47 (tile-level rings,
+    write_async; tests/fixtures/gpu/README.md says the command): 10 runs of each on an H100 or
+    H200, every one run, no rule broken, and each run judged again by today's model."""
+    doc = json.loads(ISSUE47_CROSSCHECK.read_text())
+    assert doc["schema"] == "pipeproof-crosscheck/1" and doc["runs"] == 10
+    assert doc["device"].startswith(("NVIDIA H100", "NVIDIA H200"))
+    assert {os.path.basename(r["spec"]) for r in doc["rows"]} >= set(_NESTED)
+    assert [r["spec"] for r in doc["rows"] if "not_run" in r or r["broken"]] == []
+    for row in doc["rows"]:
+        reports = [report(x["outcome"], x["kinds"], run=x["run"]) for x in row["runs"]]
+        broken, _ = check_rules(_ModelFacts(load_spec(row["spec"])), reports, None)
+        assert broken == [], row["spec"]
+
+
 # ---------------------------------------------------------------- a spec the GPU does not run
 
 class _NotRunSession:
