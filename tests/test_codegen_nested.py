@@ -13,9 +13,13 @@ import textwrap
 
 import pytest
 
+from pipeproof.checker.core import OP_EFFECTS
+from pipeproof.checker.core.model import compile_model
 from pipeproof.cuda_ref import codegen as G
 from pipeproof.cuda_ref.codegen import generate
+from pipeproof.cuda_ref.conform import conform
 from pipeproof.spec.load import load_spec, load_spec_text
+from tests.conform_support import enabled, event_of
 
 NVCC = shutil.which("nvcc") or shutil.which("/usr/local/cuda/bin/nvcc")
 
@@ -164,6 +168,48 @@ def test_read_wait_finishes_a_producer_side_async_write():
     word = next(w for w, words, tags, first in g.src_fill if (words, tags, first) == (4, 3, 0))
     assert f"c.src + {word}ull + (u64)item * 4ull, 16u); async_commit();" in code
     assert word % 4 == 0   # 16-byte aligned, as cp.async of 16 bytes needs
+
+
+def kernel_order_log(m) -> dict:
+    """A log in the order the reference kernel takes its steps (tests/conform_support.py writes
+    the events): agents round-robin; a commit or read_wait first finishes its agent's async
+    reads and writes, oldest first (finish_reads); a commit fires, and a copy lands, at once."""
+    st, evs, n, turn = m.initial_state(), [], len(m.agents), 0
+    while True:
+        acts = {a: nxt for a, nxt, _ in enabled(m, st)}
+        if not acts:
+            break
+        entries = [(a, m.decode_entry(st[m.off_inf + a - n])) for a in acts if a >= n]
+        pick = next((a for a, e in entries if e["kind"] in ("commit", "copy")), None)
+        for k in range(n if pick is None else 0):
+            a = (turn + k) % n
+            op = m.current_op(st, a)
+            mine = [x for x, e in entries if e["kind"] == "read" and e["agent"] == m.agents[a].name]
+            if op is not None and mine and (OP_EFFECTS[op.name].issues == "commit"
+                                            or OP_EFFECTS[op.name].waits_reads):
+                pick = mine[0]
+                break
+            if a in acts:
+                pick, turn = a, a + 1
+                break
+        pick = next(iter(acts)) if pick is None else pick   # the end: finish what is left
+        evs.append({"t": 1000 + 32 * len(evs), **event_of(m, st, pick, acts[pick])})
+        st = acts[pick]
+    bad = any(e.get("result") == "tag_mismatch" for e in evs)
+    return {"spec": m.spec.path, "device": "kernel order", "command": "-", "seed": 0, "run": 0,
+            "outcome": "read_before_fill" if bad else "ok", "events": evs}
+
+
+@pytest.mark.parametrize("name", ["x_tcgen05_gemm_acc_async_ok", "x_fa3_persistent_ok"])
+def test_a_log_in_the_kernels_order_conforms(name):
+    """The kernel's order (every write_async finished before its agent's commit step, the
+    commit fired at once; tile tags on the copies and reads) is a path of the model."""
+    m = compile_model(load_spec(f"spec/examples/{name}.toml"))
+    log = kernel_order_log(m)
+    finishes = [e for e in log["events"] if e["op"] == "finish"]
+    assert log["outcome"] == "ok" and (finishes or name == "x_fa3_persistent_ok")
+    r = conform(m, log)
+    assert r.ok and r.steps == len(log["events"]), r.message
 
 
 @pytest.mark.skipif(not NVCC, reason="nvcc is not installed")
