@@ -229,7 +229,9 @@ def classify(gen: "G.Generated", events: list[dict], trapped: bool, status=None,
                 f"issues an update at cta{late}, whose agents have all finished")
                 + " (inflight_at_exit)")
         if e["result"] == "tag_mismatch" or e.get("overwritten"):
-            want = gen.expected_tag(gen.agents.index(e["agent"]), e["pc"], e["item"])
+            # a finish records the tag its read expects; a step, the agent's item
+            want = e["item"] if e["op"] == "finish" else \
+                gen.expected_tag(gen.agents.index(e["agent"]), e["pc"], e["item"])
             later = e["found"] != -1 and gen.tag_order(e["found"]) > gen.tag_order(want)
             kind = "overwrite_before_drain" if later or shows_overwrite(e, replay) \
                 else "read_before_fill"

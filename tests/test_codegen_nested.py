@@ -225,3 +225,22 @@ def test_the_async_write_kernel_compiles_for_sm90a(tmp_path):
     ptx = (tmp_path / "k.ptx").read_text()
     for form in ("cp.async.cg.shared.global", "cp.async.commit_group", "cp.async.wait_group 0"):
         assert form in ptx, form
+
+
+def test_a_run_log_judges_a_tile_level_read_by_its_tile():
+    """cuda_ref/log.py: a read step of a tile-level ring records the agent's item and expects
+    its tile; an async read's finish records the tag itself. A later tile found is the
+    overwrite, an earlier one (or nothing) a read before the fill."""
+    from pipeproof.cuda_ref import log as L
+    g = example("x_fa3_persistent_ok")
+    a = agent_index(g, "consumer[0]")
+    pc = next(pc for pc, (_n, t) in enumerate(g.agent_ops[a]) if t == "read ring=q")
+    step = {"t": 1, "agent": g.agents[a], "op": "read", "pc": pc, "item": 4, "ring": "q",
+            "stage": 1, "phase": 0, "result": "tag_mismatch"}
+    later = L.classify(g, [dict(step, found=2)], False)
+    assert later[1] == ["overwrite_before_drain"] and "of item 1 from" in later[3][0]
+    assert L.classify(g, [dict(step, found=0)], False)[1] == ["read_before_fill"]
+    finish = {"t": 1, "agent": g.agents[a], "op": "finish", "pc": pc, "item": 1, "ring": "q",
+              "stage": 1, "cta": 0, "result": "ok", "overwritten": True, "found": 0}
+    early = L.classify(g, [finish], False)
+    assert early[1] == ["read_before_fill"] and "(finish) of item 1 from" in early[3][0]
