@@ -1,6 +1,6 @@
 """The CUDA text of every op, chosen by the op's effects (checker/core/program.py OP_EFFECTS), not
 its name: `emitter_for` maps an effect shape (a wait, a try, an arrival, an issued copy or
-commit, a read, a fill, a move, a barrier step) to the method of this mixin of
+commit, an async write, a read, a fill, a move, a barrier step) to the method of this mixin of
 cuda_ref.codegen's _Gen that realises it; ops with the same effects share one emitter."""
 from __future__ import annotations
 
@@ -220,6 +220,10 @@ class OpEmitter:
         st, _, _ = self.ring_vars(r)
         mask = self.dest_mask(a, op.to)
         kind = OP_EFFECTS[op.name].updates  # empty (commit_empty) or full (commit_full)
+        # The model's commit fires only after the agent's earlier async reads and writes have
+        # finished: finish_reads first waits for each (a write_async: cp.async.wait_group) and
+        # logs its finish, then the commit fires. Not cp.async.mbarrier.arrive.noinc: the
+        # hardware would arrive at a moment the log cannot record, after finishes it never saw.
         fire = f"commit_fire(c, {a}, {mask}u, {r}, (u32){st}, {op.n}u, {kind}u);"
         if not self.replay:
             return [self.finish_call(a, pc, op.name, r, 0)] + self.locked(
