@@ -603,6 +603,8 @@ pipeproof_kernel(i32* ev, u32* ctl, u64* rec, const u32* src, i32* status,
 @DISPATCH@
       default: break;
     }
+    // an agent that timed out may leave write_async copies pending: none outlives its thread
+    asm volatile("cp.async.wait_all;" ::: "memory");
   }
   __syncthreads();
   // copies still landing in this CTA: wait for them (bounded), note when they were seen
