@@ -18,9 +18,15 @@ stage/phase per ring), so a log of the kernel names the model's own agents and p
 * amd: a monotone u32 counter per signal in shared memory (`red.release.cta.add`,
   `ld.acquire.cta`), ready against the thresholds of backends.amd (the helpers and the test
   printed from backends/amd.py by cuda_ref/emit_backend.py; tests/test_printed_backends.py);
-* `commit_empty [n]`, `commit_full [n]`: the agent first finishes its outstanding async reads,
-  then arrives on empty (full) (tcgen05.commit fires after the MMAs that read the slot); `read_async` checks the slot when
-  it starts and again when it finishes (at `read_wait`, at a `commit_empty`, or at the end);
+* `commit_empty [n]`, `commit_full [n]`: the agent first finishes its outstanding async reads
+  and writes, then arrives on empty (full) (tcgen05.commit fires after the MMAs that read the
+  slot); `read_async` checks the slot when it starts and again when it finishes (at
+  `read_wait`, at a commit, or at the end); `write_async` stores its tag words with a real
+  `cp.async` from global memory (one cp.async group per op) and finishes, in the same FIFO,
+  with `cp.async.wait_group` (docs/rules.md "Async writes");
+* tags: a fill stores, and a read expects, the item, or the tile `item / tag_div` on a
+  tile-level ring of nested loops (spec/load_loops.py), or a prologue's or epilogue's own tag
+  (emit_ops.OpEmitter.tag);
 * named barriers: a bounded software generation counter in shared memory with exactly the
   model's semantics (arrivals, generations, `sync_arrive`/`sync_wait`), followed by a real
   `bar.sync id, 32*count` of the whole warps when the barrier is used only through `sync` and
@@ -132,15 +138,21 @@ class Generated:
     hw_barriers: dict                # barrier name -> bar.sync id (hardware-backed ones)
     op_names: dict = field(default_factory=dict)   # event op code -> name
     agent_tags: list = field(default_factory=list)  # per agent, per pc: model.tag_of (-1: item)
+    agent_divs: list = field(default_factory=list)  # per agent, per pc: op.tag_div (nested
+                                                    # loops: a body tag is item / tag_div)
     tag_prologue: int | None = None                 # the prologue's and epilogue's own tags,
     tag_epilogue: int | None = None                 # when some fill or read uses them
     replay: bool = False             # a replay kernel (cuda_ref/replay.py): its schedule, the
                                      # step counter and one replay warp per CTA
 
     def expected_tag(self, agent: int, pc: int, item: int) -> int:
-        """The tag a read at `pc` expects (the item, or a prologue's or epilogue's tag)."""
+        """The tag a read at `pc` expects (the item, the tile item / tag_div of a tile-level
+        ring, or a prologue's or epilogue's tag)."""
         tags = self.agent_tags[agent] if agent < len(self.agent_tags) else []
-        return tags[pc] if 0 <= pc < len(tags) and tags[pc] >= 0 else item
+        if 0 <= pc < len(tags) and tags[pc] >= 0:
+            return tags[pc]
+        divs = self.agent_divs[agent] if agent < len(self.agent_divs) else []
+        return item // divs[pc] if 0 <= pc < len(divs) else item
 
     def tag_order(self, tag: int) -> float:
         """Where a fill of `tag` comes in program order: prologue, items, epilogue."""
@@ -191,9 +203,6 @@ class _Gen(Layout, OpEmitter):
                 if op.ahead is not None:  # the kernel's tags are the agent's item or a section's
                     raise self.fail(f"agent {a.name}: '{op.text}': fills for a later item (ahead=) "
                                     f"have no GPU implementation yet")
-                if op.tag_div > 1:  # nested loops: the tag is the tile, item / k_blocks
-                    raise self.fail(f"agent {a.name}: '{op.text}': a tile-level ring's tag "
-                                    f"(nested loops) has no GPU implementation yet")
                 eff = OP_EFFECTS[op.name]
                 if eff.tx and not self.caps.tx_bytes:  # TMA byte counts
                     raise self.fail(f"agent {a.name}: op {op.name!r} exists only on "
@@ -342,7 +351,8 @@ def generate(spec_or_model, replay: bool = False) -> Generated:
         ring_names=list(model.ring_names), rings=g.rings, src_words=g.src_words,
         src_fill=g.src_fill, max_events=max_events, max_records=max_records,
         hw_barriers=dict(g.hw), op_names=op_names,
-        agent_tags=tags, tag_prologue=model.tag_prologue if outside else None,
+        agent_tags=tags, agent_divs=[[op.tag_div for op, _ in a.ops] for a in model.agents],
+        tag_prologue=model.tag_prologue if outside else None,
         tag_epilogue=model.tag_epilogue if outside else None, replay=replay)
 
 
@@ -350,8 +360,7 @@ def generate(spec_or_model, replay: bool = False) -> Generated:
 # effects have no realisation is missing here, and the check below names it.
 OP_EMITTERS = {name: fn for name, eff in OP_EFFECTS.items() if (fn := emitter_for(eff))}
 # Ops the generator refuses by name, with why (`Generator.check` says it in one line).
-NO_GPU_YET = {"write_async": "an async write (the slot busy until it finishes) has no GPU "
-                             "implementation yet (issue 47)"}
+NO_GPU_YET: dict[str, str] = {}
 # Every other op of the language must have an emitter (a new op fails here, at import, in CI).
 _missing = [op for op in OPS if op not in OP_EMITTERS and op not in NO_GPU_YET]
 if _missing:  # pragma: no cover - guarded by tests/test_codegen.py

@@ -20,7 +20,8 @@ EVENT is one of:
   stuck at that op when the run ended.
 - a copy landing `{"t", "agent": "cta<c>.copy", "op": "land", "cta": c, "stage", "item": tag,
   "bytes"}`, a commit firing `{"t", "agent": "cta<c>.commit", "op": "fire", "cta": c, "stage",
-  "n"}`, an async read finishing `{"t", "agent": NAME, "op": "finish", "stage", "item"}`.
+  "n"}`, an async read or write (write_async) finishing `{"t", "agent": NAME, "op": "finish",
+  "stage", "item": tag}`.
   Any event may add `"ring": NAME` (default: any ring for these three, the op's ring for steps).
 
 Unknown keys are ignored; known keys are type-checked. `validate_log` checks the schema only

@@ -68,7 +68,8 @@ class Region:
     dests: tuple          # destination CTAs
     every: int
     at: int
-    items: int            # the issuing agent's items (its tags are 0 .. items-1)
+    items: int            # its tags 0 .. items-1: the issuing agent's items, or its tiles
+                          # (a tile-level ring of nested loops: tag = item / tag_div)
     src_word: int = 0     # start of its source data in the source buffer (u32 words)
     tag: int = -1         # a prologue's or epilogue's copy: its one tag (model.tag_of)
 
@@ -82,7 +83,8 @@ class PartLayout:
     nbytes: int
     ctas: tuple           # the CTAs whose slots have it
     fills: list           # per producer-side fill op storing into it: (agent, pc, tag, every,
-                          # at, items), tag = model.tag_of (-1: a body fill, of the item)
+                          # at, items, tag_div), tag = model.tag_of (-1: a body fill, of the
+                          # item / tag_div: the tile of a tile-level ring, the item otherwise)
 
 
 @dataclass

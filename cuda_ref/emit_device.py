@@ -73,9 +73,10 @@ struct Ctx {
 
 struct Ev { u64 t; u32 seq; };
 
-struct Reads {          // the agent's async reads in flight, oldest first
+struct Reads {          // the agent's async reads and writes in flight, oldest first
   u32 n;
   i32 pc[MAX_READS], ring[MAX_READS], stage[MAX_READS], item[MAX_READS];
+  u32 wr[MAX_READS];    // 1: a write_async (its cp.async group), 0: a read_async
 };
 
 __shared__ __align__(8) u64 s_sig[RINGS * MAXS * 2];   // mbarriers (nvidia) / counters (amd)
@@ -373,6 +374,14 @@ __device__ void observe_lands(const Ctx& c, Ev e, u32 ring, u32 stage, i32 item,
 }
 
 // ---- slot checks (whole warp)
+// Does a body fill stored as the tile (item / div: a tile-level ring of nested loops) store
+// `tile`: one of the tile's k-blocks (items tile*div .. tile*div+div-1 below `items`) that its
+// every=/at= guard selects (semantics.part_filled_for)?
+__device__ __forceinline__ bool fills_tile(i32 tile, i32 div, i32 every, i32 at, i32 items) {
+  if (tile < 0 || tile >= TAG_OUT) return false;
+  for (i32 i = tile * div; i < tile * div + div && i < items; ++i) if (i % every == at) return true;
+  return false;
+}
 __device__ __forceinline__ void check_words(const i32* p, u32 words, i32 item, u32 lane, u32& bad, i32& val) {
   for (u32 i = lane; i < words; i += 32) {
     i32 v = ((const volatile i32*)p)[i];
@@ -413,7 +422,8 @@ __device__ u32 gate_wait(const Ctx& c, u32* w, u32 target) {   // whole warp; 1 
   }
 }
 
-// ---- async reads: checked when they start and again when they finish
+// ---- async reads: checked when they start and again when they finish (an async write's
+// finish completes its cp.async group and checks nothing)
 // (0: a replay's turn did not come before the deadline)
 __device__ u32 finish_one(Ctx& c, i32 agent, Reads& q);
 __device__ u32 check_slot(const Ctx& c, i32 agent, u32 ring, u32 stage, i32 item, i32* found);
@@ -421,9 +431,39 @@ __device__ u32 finish_reads(Ctx& c, i32 agent, Reads& q, u32 keep) {
   while (q.n > keep) if (!finish_one(c, agent, q)) return 0u;
   return 1u;
 }
-__device__ void push_read(Ctx& c, i32 agent, Reads& q, i32 pc, i32 ring, u32 stage, i32 item) {
+__device__ void push_read(Ctx& c, i32 agent, Reads& q, i32 pc, i32 ring, u32 stage, i32 item,
+                          u32 wr = 0u) {
   if (q.n == MAX_READS) finish_one(c, agent, q);
-  q.pc[q.n] = pc; q.ring[q.n] = ring; q.stage[q.n] = (i32)stage; q.item[q.n] = item; q.n += 1;
+  q.pc[q.n] = pc; q.ring[q.n] = ring; q.stage[q.n] = (i32)stage; q.item[q.n] = item;
+  q.wr[q.n] = wr; q.n += 1;
+}
+
+// ---- async writes (write_async, docs/rules.md "Async writes"): a real asynchronous store.
+// The slot's tag words are copied from global memory (every source word the tag) by
+// `cp.async.cg.shared.global`, 16 bytes per instruction, spread over the warp's lanes; each
+// lane closes the op's copies as one cp.async group (`cp.async.commit_group`, every lane, so
+// every lane has one group per write_async, empty or not). The hardware decides when the
+// bytes arrive; until the agent's finish of the entry (`finish_one`: at a read_wait, before a
+// commit, at the end) the slot is being written, and a read of it then may see the old tag.
+__device__ __forceinline__ void async_store(const Ctx& c, u32 off, const u32* src, u32 bytes) {
+  const u32 dst = smem_u32(c.smem + off);
+  for (u32 i = c.lane * 16u; i < bytes; i += 32u * 16u)
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;"
+                 :: "r"(dst + i), "l"((const unsigned char*)src + i) : "memory");
+}
+__device__ __forceinline__ void async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+#define CP_WAIT(n) case n: asm volatile("cp.async.wait_group " #n ";" ::: "memory"); break;
+// Whole warp: wait until at most `keep` of this thread's cp.async groups are pending (the
+// groups complete in order, so the oldest write_async's group is complete when no more than
+// the writes issued after it are pending); then its bytes are visible to the whole CTA.
+__device__ void async_writes_wait(u32 keep) {
+  switch (keep) {
+    CP_WAIT(0) CP_WAIT(1) CP_WAIT(2) CP_WAIT(3) CP_WAIT(4) CP_WAIT(5) CP_WAIT(6) CP_WAIT(7)
+    CP_WAIT(8) CP_WAIT(9) CP_WAIT(10) CP_WAIT(11) CP_WAIT(12) CP_WAIT(13) CP_WAIT(14)
+    default: asm volatile("cp.async.wait_group 15;" ::: "memory"); break;
+  }
+  __threadfence_block();
+  __syncwarp();
 }
 
 // ---- commits fire at once, after the agent's reads (lane 0): the commit_empty step issues
@@ -491,10 +531,15 @@ __device__ u32 finish_one(Ctx& c, i32 agent, Reads& q) {
     c.turn = step;
   }
 #endif
-  i32 found = 0; Ev e;
+  i32 found = 0; Ev e; u32 bad = 0;
+  if (q.wr[0]) {  // a write_async: its cp.async group completes (the writes after it may not)
+    u32 later = 0;
+    for (u32 i = 1; i < q.n; ++i) later += q.wr[i];
+    async_writes_wait(later);
+  }
   if (c.lane == 0) { glock(c); e = ev_begin(c); }
   __syncwarp();
-  u32 bad = check_slot(c, agent, (u32)q.ring[0], (u32)q.stage[0], q.item[0], &found);
+  if (!q.wr[0]) bad = check_slot(c, agent, (u32)q.ring[0], (u32)q.stage[0], q.item[0], &found);
   if (c.lane == 0) {
     ev_put(c, e, agent, OP_FINISH, q.pc[0], q.item[0], q.ring[0], q.stage[0], 0,
            bad ? RES_MISMATCH : RES_OK, found, 0);
@@ -505,6 +550,7 @@ __device__ u32 finish_one(Ctx& c, i32 agent, Reads& q) {
   }
   for (u32 i = 1; i < q.n; ++i) {
     q.pc[i - 1] = q.pc[i]; q.ring[i - 1] = q.ring[i]; q.stage[i - 1] = q.stage[i]; q.item[i - 1] = q.item[i];
+    q.wr[i - 1] = q.wr[i];
   }
   q.n -= 1;
   __syncwarp();
@@ -557,6 +603,8 @@ pipeproof_kernel(i32* ev, u32* ctl, u64* rec, const u32* src, i32* status,
 @DISPATCH@
       default: break;
     }
+    // an agent that timed out may leave write_async copies pending: none outlives its thread
+    asm volatile("cp.async.wait_all;" ::: "memory");
   }
   __syncthreads();
   // copies still landing in this CTA: wait for them (bounded), note when they were seen

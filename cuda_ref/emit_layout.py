@@ -37,7 +37,7 @@ class Layout:
                     a = m.agents[i]
                     op = a.ops[pc][0]
                     tag = m.tag_of(a, pc)
-                    fills.append((i, pc, tag, op.every, op.at, a.items))
+                    fills.append((i, pc, tag, op.every, op.at, a.items, op.tag_div))
                     size = max(size, op.n if _copies(op) else WRITE_REGION)
                 size = round_up(max(size, WRITE_REGION), BULK_ALIGN)
                 parts.append(PartLayout(p, offset, size, tuple(part.ctas), fills))
@@ -55,9 +55,11 @@ class Layout:
                                             f"the reference kernel lands a copy in one part only")
                         p = 0
                     tag = m.tag_of(a, pc)
+                    # its tags: the items, or the tiles (item / tag_div: a tile-level ring
+                    # of nested loops), or the one of a prologue's or epilogue's copy
                     copies.append(Region(i, pc, parts[p].offset, op.n,
                                          targets(self.k, a.cta, op.to), op.every, op.at,
-                                         a.items if tag < 0 else 1, tag=tag))
+                                         -(-a.items // op.tag_div) if tag < 0 else 1, tag=tag))
             kind = "copy" if copies else "write"
             slot = round_up(offset, SLOT_ALIGN)
             rings.append(RingLayout(r, ring.name, ring.stages, ring.expected(FULL),
@@ -78,6 +80,20 @@ class Layout:
                 reg.src_word = word
                 self.src_fill.append((word, reg.nbytes // 4, reg.items, max(reg.tag, 0)))
                 word += reg.items * reg.nbytes // 4
+        # Source data of every async write (write_async): per tag, the bytes it stores in a
+        # part (a consumer-side one: its largest part's), every word the tag; the cp.async
+        # copies them into the slot (cuda_ref/emit_ops.py e_write_async)
+        self.wsrc = {}
+        for i, a in enumerate(m.agents):
+            for pc, (op, _) in enumerate(a.ops):
+                if not OP_EFFECTS[op.name].async_write:
+                    continue
+                words = max(n for _, n in self.store_spans(i, pc)) // 4
+                tag = m.tag_of(a, pc)
+                tags = -(-a.items // op.tag_div) if tag < 0 else 1
+                self.wsrc[(i, pc)] = (word, words)
+                self.src_fill.append((word, words, tags, max(tag, 0)))
+                word += tags * words
         self.src_words = max(word, 4)
         self.region_of = {(reg.agent, reg.pc): reg for rl in rings for reg in rl.regions}
 
@@ -85,6 +101,15 @@ class Layout:
         """The bytes a producer-side fill stores in its part: a copy's, a write's tag words."""
         op = self.model.agents[a].ops[pc][0]
         return op.n if _copies(op) else WRITE_REGION
+
+    def store_spans(self, a: int, pc: int) -> list:
+        """(offset in the slot, bytes) of each part a write or an async write at `pc` stores
+        its tag into: the tag words at the start of its part's region (producer side), or
+        every word of every part (consumer side: it reuses the whole buffer)."""
+        r = self.model.ring_names.index(self.model.agents[a].ops[pc][0].ring)
+        every = part_of(self.model.parts[r], a, pc) < 0
+        return [(pt.offset, pt.nbytes if every else WRITE_REGION)
+                for pt in self.fill_parts(a, pc, r)]
 
     def fill_parts(self, a: int, pc: int, r: int) -> list:
         """The parts (PartLayout) the fill op at `pc` of agent `a` stores into, in its CTA."""
@@ -128,9 +153,11 @@ class Layout:
                     # each fill of the part is checked over the bytes it stores (a prologue's
                     # 4 KiB tile in the part of the body's 8 KiB one: its 4 KiB)
                     by_size: dict[int, list] = {}
-                    for i, pc, tag, every, at, items in pt.fills:
+                    for i, pc, tag, every, at, items, div in pt.fills:
                         if tag >= 0:
                             cond = f"item == {tag}"
+                        elif div > 1:  # a tile's tag (nested loops): some k-block of it fills
+                            cond = f"fills_tile(item, {div}, {every}, {at}, {items})"
                         else:
                             cond = f"(item < TAG_OUT && item < {items}"
                             if every != 1 or at != 0:

@@ -1,13 +1,12 @@
 """The CUDA text of every op, chosen by the op's effects (checker/core/program.py OP_EFFECTS), not
 its name: `emitter_for` maps an effect shape (a wait, a try, an arrival, an issued copy or
-commit, a read, a fill, a move, a barrier step) to the method of this mixin of
+commit, an async write, a read, a fill, a move, a barrier step) to the method of this mixin of
 cuda_ref.codegen's _Gen that realises it; ops with the same effects share one emitter."""
 from __future__ import annotations
 
 from pipeproof.backends.base import EMPTY, FULL
 from pipeproof.checker.core import OP_CODES
-from pipeproof.checker.core import OP_EFFECTS, part_of
-from pipeproof.cuda_ref.emit_common import WRITE_REGION
+from pipeproof.checker.core import OP_EFFECTS
 from pipeproof.spec.schema import targets
 
 
@@ -69,7 +68,11 @@ class OpEmitter:
         m = self.model
         section = m.agents[a].section_of(pc)
         pairs = m.spec.read_pairs_with(section, m.ring_names[r]) or section
-        tag = {"prologue": str(m.tag_prologue), "epilogue": str(m.tag_epilogue)}.get(pairs, "item")
+        # a body read of a tile-level ring (nested loops) expects the tile, item / tag_div
+        div = max([op.tag_div for op, _ in m.agents[a].ops
+                   if op.ring == m.ring_names[r] and OP_EFFECTS[op.name].checks_read] + [1])
+        body = "item" if div == 1 else f"(item / {div})"
+        tag = {"prologue": str(m.tag_prologue), "epilogue": str(m.tag_epilogue)}.get(pairs, body)
         return f" if ({cond}) observe_lands(c, e, {r}, (u32){st}, {tag}, {how});"
 
     def e_wait(self, a, pc, op, step, r):
@@ -123,16 +126,23 @@ class OpEmitter:
                            x0=str(op.n))
 
     def tag(self, a: int, pc: int) -> str:
-        """The tag the fill or read at `pc` stores or expects (semantics.op_tag)."""
-        t = self.model.tag_of(self.model.agents[a], pc)
-        return "item" if t < 0 else str(t)
+        """The tag the fill or read at `pc` stores or expects (semantics.op_tag): a prologue's
+        or epilogue's own, else the item, or on a tile-level ring of nested loops the tile,
+        item / tag_div (spec/load_loops.py). Everything that stores, checks, logs or looks for
+        a tag takes it from here."""
+        ag = self.model.agents[a]
+        t = self.model.tag_of(ag, pc)
+        if t >= 0:
+            return str(t)
+        div = ag.ops[pc][0].tag_div
+        return "item" if div == 1 else f"(item / {div})"
 
     def e_copy(self, a, pc, op, step, r):
         st, _, _ = self.ring_vars(r)
         reg = self.region_of[(a, pc)]
         mask = self.dest_mask(a, op.to)
         rl = self.rings[r]
-        src = "" if reg.tag >= 0 else f" + (u64)item * {op.n // 4}ull"
+        src = "" if reg.tag >= 0 else f" + (u64){self.tag(a, pc)} * {op.n // 4}ull"
         # in a replay a scheduled copy is issued by its destination's replay warp at the step
         # where the trace lands it (cuda_ref/replay.py)
         defer = "(c.sched_op ? c.turn : -1)" if self.replay else "-1"
@@ -150,12 +160,35 @@ class OpEmitter:
         reuses)."""
         st, _, _ = self.ring_vars(r)
         rl = self.rings[r]
-        every = part_of(self.model.parts[r], a, pc) < 0
         stores = " ".join(
             f"store_fill((volatile i32*)(c.smem + {rl.base}u + (u32){st} * {rl.slot_bytes}u + "
-            f"{pt.offset}u), {(pt.nbytes if every else WRITE_REGION) // 4}u, {self.tag(a, pc)});"
-            for pt in self.fill_parts(a, pc, r))
+            f"{off}u), {nbytes // 4}u, {self.tag(a, pc)});"
+            for off, nbytes in self.store_spans(a, pc))
         return self.locked(a, pc, op.name, r, stores)
+
+    def e_write_async(self, a, pc, op, step, r):
+        """An async write (write_async): the same bytes as a write, stored by cp.async from
+        source words that hold its tag (emit_device.py async_store), issued under the log lock
+        as its step; then the agent's FIFO holds it beside its async reads until its finish
+        (finish_one: cp.async.wait_group), which a read_wait or a commit waits for."""
+        st, _, _ = self.ring_vars(r)
+        rl = self.rings[r]
+        tag = self.tag(a, pc)
+        word, words = self.wsrc[(a, pc)]
+        src = f"c.src + {word}ull" + ("" if self.model.tag_of(self.model.agents[a], pc) >= 0
+                                       else f" + (u64){tag} * {words}ull")
+        stores = " ".join(f"async_store(c, {rl.base}u + (u32){st} * {rl.slot_bytes}u + {off}u, "
+                          f"{src}, {nbytes}u);" for off, nbytes in self.store_spans(a, pc))
+        return [
+            "{ Ev e;",
+            f"  if (c.lane == 0) {{ glock(c); e = ev_begin(c); {self.ev(a, pc, op.name, r)} }}",
+            "  __syncwarp();",
+            f"  {stores} async_commit();",
+            "  __syncwarp();",
+            "  if (c.lane == 0) gunlock(c);",
+            f"  push_read(c, {a}, q, {pc}, {r}, (u32){st}, {tag}, 1u);",
+            "  __syncwarp(); }",
+        ]
 
     def check_call(self, a: int, r: int, stage: str, item: str) -> str:
         cta = self.model.agents[a].cta
@@ -187,6 +220,10 @@ class OpEmitter:
         st, _, _ = self.ring_vars(r)
         mask = self.dest_mask(a, op.to)
         kind = OP_EFFECTS[op.name].updates  # empty (commit_empty) or full (commit_full)
+        # The model's commit fires only after the agent's earlier async reads and writes have
+        # finished: finish_reads first waits for each (a write_async: cp.async.wait_group) and
+        # logs its finish, then the commit fires. Not cp.async.mbarrier.arrive.noinc: the
+        # hardware would arrive at a moment the log cannot record, after finishes it never saw.
         fire = f"commit_fire(c, {a}, {mask}u, {r}, (u32){st}, {op.n}u, {kind}u);"
         if not self.replay:
             return [self.finish_call(a, pc, op.name, r, 0)] + self.locked(
@@ -270,8 +307,8 @@ def emitter_for(eff):
     that shape: cuda_ref.codegen refuses the spec with a clear message)."""
     if eff.observes >= 0:  # a drain is a wait_empty per stage with its advance
         return OpEmitter.e_drain if eff.move else OpEmitter.e_wait if eff.blocks else OpEmitter.e_try
-    if eff.async_write:  # no GPU implementation yet (issue 47): the generator refuses it
-        return None
+    if eff.async_write:  # a cp.async store, in flight until its finish (issue 47)
+        return OpEmitter.e_write_async
     if eff.issues == "copy":
         return OpEmitter.e_copy
     if eff.issues == "commit":

@@ -53,6 +53,8 @@ In-flight entries of the model (not agent steps):
      "stage": s, "cta": c, "result": "ok"}               an async read finished; when the
                                                           slot no longer held the item then, it
                                                           adds "overwritten": true, "found": tag
+                                                          (the pc of a write_async: its
+                                                          cp.async write finished; item: its tag)
 
 (`"ring": NAME` again when not on the main ring.) A landing is recorded at the first logged
 step of its CTA that sees the copy's bytes in shared memory (every step under the log lock
@@ -227,7 +229,9 @@ def classify(gen: "G.Generated", events: list[dict], trapped: bool, status=None,
                 f"issues an update at cta{late}, whose agents have all finished")
                 + " (inflight_at_exit)")
         if e["result"] == "tag_mismatch" or e.get("overwritten"):
-            want = gen.expected_tag(gen.agents.index(e["agent"]), e["pc"], e["item"])
+            # a finish records the tag its read expects; a step, the agent's item
+            want = e["item"] if e["op"] == "finish" else \
+                gen.expected_tag(gen.agents.index(e["agent"]), e["pc"], e["item"])
             later = e["found"] != -1 and gen.tag_order(e["found"]) > gen.tag_order(want)
             kind = "overwrite_before_drain" if later or shows_overwrite(e, replay) \
                 else "read_before_fill"
