@@ -35,7 +35,15 @@ commit's count of its agent's earlier reads in flight) and cseq (ECS, with commi
 count of its agent's earlier commit entries in flight). An entry acts when seq and cseq are 0
 (`IR.ready_unit`): so an agent's commits fire in the order it issued them (rule R1), the
 entries of one `to=all` commit in any order. `Group.reads_async` and `Group.commits` mark the
-groups whose agents issue them.
+groups whose agents issue them. An async write (write_async, docs/rules.md "Async writes") is
+an async read's entry with the bytes digit READ_WRITES (`IR.has_writes`): in its agent's FIFO
+(commits, read_wait and the exit count it), a fill still in flight for a read of its slot,
+and no read for reads_pending.
+
+Nested loops (spec/load_loops.py): a body fill or read of a tile-level ring stores or expects
+the tile, item / Op.tag_div (`Group.divs`, `item_tag`; semantics.op_tag); reads_pending's walk
+stops past item (t + 1) * div - 1 (`Group.div`, the engine's A_DIV) and the parts a read checks
+are those filled for the read's tile (`IR.read_classes`).
 
 Exit (rule R2): the step that makes a CTA gone is inflight_at_exit when an async read of it or
 a peer's copy or commit into it is in flight; its own copies and commits then are the

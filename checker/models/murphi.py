@@ -23,8 +23,10 @@ overwrite_before_drain. A commit names its agent and counts its agent's commit e
 flight before it (commits_in_flight, cseq): it fires at cseq 0, and its firing counts the
 agent's later commits down (commit_fired; rule R1). An entry names an agent by number, so
 with symmetry a group that issues async reads or commits is not a scalarset (its agents keep
-their numbers). The exit check (rule R2) is foreign_in_flight(c), or with the strict reading
-targets_cta(c) and a check in the landing rule.
+their numbers). An async write (write_async) is an async read's entry with the bytes digit
+READ_WRITES: copy_in_flight counts it (the slot is being written), read_in_flight does not. The
+exit check (rule R2) is foreign_in_flight(c), or with the strict reading targets_cta(c) and a
+check in the landing rule.
 """
 from __future__ import annotations
 

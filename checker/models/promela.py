@@ -20,6 +20,8 @@ landings process (finish_read moves the others up and lets the commits that wait
 fire), and reads_pending counts one in flight as an unfinished read. A commit names its agent
 and counts its agent's commit entries in flight before it (COMMITS_IN_FLIGHT, cseq): it fires
 at cseq 0, and its firing counts the agent's later commits down (commit_fired; rule R1).
+An async write (write_async) is an async read's entry with the bytes digit READ_WRITES:
+copy_in_flight counts it (the slot is being written), reads_pending does not.
 The exit check (rule R2) is foreign_in_flight(C), or with the strict reading targets_cta(C)
 and a check in every landing.
 """

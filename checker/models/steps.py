@@ -30,7 +30,9 @@ condition, the rest its body):
   names its agent and its place in the agent's FIFO (the agent's reads in flight before it),
   and finishes later, oldest first (checker/core/inflight.py finish_read); until then it is an
   unfinished read of `tag` for overwrite_before_drain, and something in flight for
-  inflight_at_exit. A commit names its agent and how many of the agent's earlier commit
+  inflight_at_exit. An async write (write_async, `writes`) is such an entry too, after its
+  Store: the slot is being written until it finishes (a read of it is read_before_fill), and
+  it is no read for overwrite_before_drain. A commit names its agent and how many of the agent's earlier commit
   entries are in flight, and (`after_reads`, an agent that issues async reads) how many of
   its async reads: it fires only after those fired and finished (tcgen05.commit; rule R1,
   an agent's commits fire in the order it issued them; the entries of one `to=all` commit
@@ -38,7 +40,8 @@ condition, the rest its body):
 - `AwaitReads(n)` guard: at most n of my async reads are in flight (read_wait n).
 - `Store(tag, part)`: part `part` of the slot at my stage takes `tag` (-1: every part, a
   consumer-side fill). `CheckRead(tag)`: read_before_fill when a part the program fills for
-  `tag` holds another (ir.read_miss_text) or a copy into the slot is in flight.
+  `tag` holds another (ir.read_miss_text) or a copy into the slot, or an async write of it, is
+  in flight. A tag -1 is the item, divided by `div` on a tile-level ring (nested loops).
 - `Advance()`, `Reset()`: the agent's own stage (and phase).
 - `RecordArrival(barrier)`: a sync_arrive notes the generation it arrived in.
   `BarrierArrive(barrier, count, release, blocking, on_complete)`: one arrival on the named
