@@ -16,7 +16,8 @@ passes at 2 tiles of 2 k-blocks, and one-ring handovers of an async write), pinn
 explicit engine's verdict and kinds: SPIN and Rumur reach it (Rumur, breadth first, a kind the
 engine reports at the minimal depth; SPIN, depth first, a kind some path reaches:
 checker/engines/reachable.py), and on the ok ones Rumur stores exactly the engine's unreduced
-state count. The nested examples themselves run in tests/test_export_models.py.
+state count. The nested examples themselves run in tests/test_export_models.py; under
+`-m slow`, a few specs of the soundness harness's nested and write_async mutations too.
 
 Needs `spin`, `rumur` and a C compiler, like tests/test_export_models.py.
 """
@@ -27,12 +28,15 @@ import json
 
 import pytest
 
+from benchmarks import soundness as H
 from pipeproof.checker.engines.reachable import reach
 from pipeproof.checker.engines.verifier import verify
 from pipeproof.checker.models.exporter import to_murphi, to_promela
 from pipeproof.checker.models.ir import IR
 from pipeproof.checker.models.steps import Issue, Store, step_actions
+from pipeproof.checker.results.result import KINDS
 from pipeproof.spec.load import load_spec, load_spec_text
+from pipeproof.spec.schema import SpecError
 from tests.export_support import agree, both_tools, check_printed_read_miss
 from tests.paths import EXAMPLES_DIR
 from tests.specs import standard_toml
@@ -238,3 +242,35 @@ def test_an_async_write_stores_its_tile_then_issues_a_write_entry():
 def test_the_printed_read_check_is_semantics_read_miss_for_tiles(name):
     spec = load_spec(EXAMPLES_DIR / f"{name}.toml") if name.startswith("x_") else _spec(name)
     assert check_printed_read_miss(IR(spec, "promela"))
+
+
+# ------------------------------------------------------------------ generated specs
+# The soundness harness's mutations (benchmarks/soundness.py: the nested-loop examples made
+# small and changed: counts, guards, sections, a role's k_blocks or a ring's level off, a write
+# turned into a write_async), the first specs of seed 5 that export and hold few states.
+
+def _generated(family, count, seed=5, max_states=3000):
+    out = []
+    for i in range(400):
+        _, kinds, text = H.generate(seed, i, H.NESTED_BASES if family == "nested" else None)
+        if family == "write_async" and "write_async" not in kinds:
+            continue
+        try:
+            spec = load_spec_text(text, f"{family}_{i}.toml")
+            IR(spec, "promela")
+        except SpecError:
+            continue
+        ours = verify(spec, symmetry=False, por=False, max_states=max_states)
+        if ours.verdict in ("ok", "violation") and ours.states <= max_states:
+            out.append((spec, ours))
+            if len(out) == count:
+                return out
+    raise AssertionError(f"only {len(out)} {family} specs")  # pragma: no cover
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("family, count", [("nested", 4), ("write_async", 4)])
+def test_generated_nested_and_async_write_specs_agree(family, count, tmp_path):
+    for k, (spec, ours) in enumerate(_generated(family, count)):
+        (tmp_path / str(k)).mkdir()
+        agree(ours, *both_tools(spec, tmp_path / str(k)), KINDS)
