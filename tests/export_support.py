@@ -168,7 +168,7 @@ def check_printed_read_miss(ir) -> int:
                 for (q, item), stage in visits.items():
                     if q != p:
                         continue
-                    want = g.tags[p] if g.tags[p] >= 0 else item
+                    want = g.tags[p] if g.tags[p] >= 0 else item // g.divs[p]  # a tile-level ring: the tile
                     values = sorted({-1, want, (want + 1) % (ir.max_tag + 1)})
                     for slot in itertools.product(values, repeat=n):
                         st = np.array(m.initial_vector(), dtype=np.int64)

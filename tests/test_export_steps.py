@@ -143,9 +143,9 @@ def test_every_exported_op_has_a_step(name):
 
 
 def test_the_exported_ops_are_all_ops():
-    # async reads were refused until tests/test_export_async.py; the one op refused now is the
-    # async write (issue 47), refused by name in one line (tests/test_async_write.py)
-    assert set(UNSUPPORTED_OPS) == {"write_async"}
+    # async reads were refused until tests/test_export_async.py, the async write until issue 47
+    # (tests/test_export_nested.py): no op is refused now
+    assert set(UNSUPPORTED_OPS) == set()
     assert set(OPS) <= set(OP_EFFECTS)
 
 

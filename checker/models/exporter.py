@@ -15,10 +15,14 @@ from its record; clusters (`cluster_size = K`, roles limited to some CTAs with `
 ring op, `initial_phase` per ring); roles with counts, `items`, `initial_stage`,
 `initial_phase`, prologue/body/epilogue and `@leader`; the ops wait_full, wait_empty
 (`unless=ready`), try_full, try_empty, arrive_full, arrive_empty (with a count), expect_tx,
-copy (lands later, stores its item and completes its bytes), write, read, read_async (checks
-the slot when issued, then stays in flight until it finishes), read_wait, commit_empty (fires
-later), advance, reset, drain, and the named barriers of `[barrier.NAME]` with sync,
-sync_arrive and sync_wait; `every=` / `at=` on body ops. Not exported: the amd backend (counters).
+copy (lands later, stores its item and completes its bytes), write, write_async (stores at
+issue, then the slot is being written until it finishes), read, read_async (checks the slot
+when issued, then stays in flight until it finishes), read_wait, commit_empty and commit_full
+(fire later), advance, reset, drain, and the named barriers of `[barrier.NAME]` with sync,
+sync_arrive and sync_wait; `every=` / `at=` on body ops; nested loops (`tiles`, `k_blocks`,
+lowered by spec/load_loops.py into guarded body ops), a tile-level ring's fills and reads
+storing and expecting the tile, item / k_blocks. Not exported: the amd backend (counters) and
+fills for a later item (`ahead=`).
 
 Async reads are the explicit engine's (checker/core/semantics.py step, fire_entry, reads_pending;
 checker/core/inflight.py): a read_async is an in-flight entry naming its agent and its place in the
@@ -28,7 +32,10 @@ in flight (always, for an agent that issues none); a commit_empty names its agen
 of the agent's async reads and how many of its commit entries are in flight, and fires only
 after those finished and fired (an agent's commits fire in the order it issued them, the
 entries of one `to=all` commit in any order: rule R1); an async read still in flight is an unfinished read of its item for
-overwrite_before_drain, and something in flight for inflight_at_exit and for deadlock.
+overwrite_before_drain, and something in flight for inflight_at_exit and for deadlock. An
+async write (write_async) is an entry of the same FIFO (commits, read_wait and the exit count
+it): while it is in flight a read of its slot is read_before_fill, and it is no unfinished read
+(docs/rules.md "Async writes").
 
 Clusters and rings (issue 18) are the explicit engine's: each CTA has its own signals, slots
 (with their slot parts, only the parts its CTA has) and named barriers, per ring; an agent

@@ -35,7 +35,15 @@ commit's count of its agent's earlier reads in flight) and cseq (ECS, with commi
 count of its agent's earlier commit entries in flight). An entry acts when seq and cseq are 0
 (`IR.ready_unit`): so an agent's commits fire in the order it issued them (rule R1), the
 entries of one `to=all` commit in any order. `Group.reads_async` and `Group.commits` mark the
-groups whose agents issue them.
+groups whose agents issue them. An async write (write_async, docs/rules.md "Async writes") is
+an async read's entry with the bytes digit READ_WRITES (`IR.has_writes`): in its agent's FIFO
+(commits, read_wait and the exit count it), a fill still in flight for a read of its slot,
+and no read for reads_pending.
+
+Nested loops (spec/load_loops.py): a body fill or read of a tile-level ring stores or expects
+the tile, item / Op.tag_div (`Group.divs`, `item_tag`; semantics.op_tag); reads_pending's walk
+stops past item (t + 1) * div - 1 (`Group.div`, the engine's A_DIV) and the parts a read checks
+are those filled for the read's tile (`IR.read_classes`).
 
 Exit (rule R2): the step that makes a CTA gone is inflight_at_exit when an async read of it or
 a peer's copy or commit into it is in flight; its own copies and commits then are the
@@ -58,12 +66,13 @@ from pipeproof.checker.core import EMPTY, OP_EFFECTS, part_of
 from pipeproof.spec.schema import Spec, SpecError, targets
 
 FORMATS = ("promela", "murphi")
-SUBSET = ("nvidia backend, clusters (to=, ctas) and several rings (ring=), ops wait/try/arrive/"
-          "expect_tx/copy/write/read/read_async/read_wait/commit_empty/advance/reset/drain/sync/"
-          "sync_arrive/sync_wait with @leader, unless=ready and every=/at=")
-# Ops the exports cannot express, with the feature's name for the refusal.
-UNSUPPORTED_OPS: dict[str, str] = {
-    "write_async": "an async write (the slot busy until the write finishes; issue 47)"}
+SUBSET = ("nvidia backend, clusters (to=, ctas) and several rings (ring=), nested loops (tiles, "
+          "k_blocks), ops wait/try/arrive/expect_tx/copy/write/write_async/read/read_async/read_wait/"
+          "commit_empty/commit_full/advance/reset/drain/sync/sync_arrive/sync_wait with @leader, "
+          "unless=ready and every=/at=")
+# Ops the exports cannot express, with the feature's name for the refusal (none now: the async
+# write, write_async, is exported since issue 47).
+UNSUPPORTED_OPS: dict[str, str] = {}
 KIND_MESSAGES = {
     "deadlock": "deadlock",
     "read_before_fill": "read_before_fill: a read finds another item, or a copy into the slot still in flight",
@@ -77,6 +86,7 @@ KIND_MESSAGES = {
 }
 ENTRY_COPY, ENTRY_COMMIT, ENTRY_READ = 1, 2, 3  # checker/core/state_layout.py's entry kinds
 COMMIT_ON_FULL = 1  # a commit entry's bytes digit when it fires on full (state_layout's)
+READ_WRITES = 1  # an async op entry's bytes digit when it is an async write (state_layout's)
 # signal kind -> (the name of its array, the constant of the count it expects), in both languages
 SIGNALS = {FULL: ("full", "PAC"), EMPTY: ("empty", "CAC")}
 
@@ -102,9 +112,6 @@ def check_exportable(spec: Spec, fmt: str = "promela or murphi") -> None:
                     refuse(where, f"op '{op.text or op.name}': {UNSUPPORTED_OPS[op.name]}")
                 if op.ahead is not None:
                     refuse(where, f"op '{op.text or op.name}': a fill for a later item (ahead=)")
-                if op.tag_div > 1:
-                    refuse(where, f"op '{op.text or op.name}': a tile-level ring's tag (nested "
-                                  f"loops: the tile, item / k_blocks)")
 
 
 # ---------------------------------------------------------------------------------- the IR
@@ -175,6 +182,8 @@ class Group:
     syncs: dict           # barrier index -> pcs of its `sync` ops
     arrives: tuple        # barrier indices this group sync_arrive's on
     tags: tuple = ()      # per pc: the prologue's or epilogue's tag of a fill or read, else -1
+    divs: tuple = ()      # per pc: a body tag's divisor (nested loops: a tile-level ring's tag is
+                          # item / k_blocks, Op.tag_div), else 1
     parts: tuple = ()     # per pc: the slot part a fill stores into (-1: every part), else 0
     reset_until: int = -1  # the last pc at which a `reset` may lie ahead (model.reset_until), or -1
     window: tuple = ()    # (k' lowest, k' highest, ph' lowest, ph' highest) of the agents' records
@@ -195,14 +204,21 @@ class Group:
 
     def tag(self, p: int, item: str) -> str:
         """The tag the fill or read at `p` stores or expects (semantics.op_tag)."""
-        return str(self.tags[p]) if self.tags[p] >= 0 else item
+        return str(self.tags[p]) if self.tags[p] >= 0 else item_tag(item, self.divs[p])
+
+    @property
+    def div(self) -> int:
+        """The largest divisor of its body tags (the engine's A_DIV): past item (t + 1) * div - 1
+        no body read of its program expects tag t (semantics.reads_pending stops there)."""
+        return max(self.divs + (1,))
 
     def reads_by_tag(self, r: int | None = None) -> dict:
-        """{tag (-1: the item): pcs of the reads expecting it} (on ring r; None: any ring)"""
+        """{(tag (-1: the item's), its divisor): pcs of the reads expecting it} (on ring r;
+        None: any ring); a body read of item i expects i / divisor (a tile-level ring's tile)."""
         out = {}
         for p, (op, _) in enumerate(self.ops):
             if OP_EFFECTS[op.name].checks_read and (r is None or self.rings[p] == r):
-                out.setdefault(self.tags[p], []).append(p)
+                out.setdefault((self.tags[p], self.divs[p] if self.tags[p] < 0 else 1), []).append(p)
         return out
 
     def moving(self, move: str, r: int = 0) -> list[int]:
@@ -370,6 +386,7 @@ class IR:
             arrives=tuple(b for b, name in enumerate(self.barrier_names)
                           if any(_on_barrier(op, "arrive", name) for op, _ in a.ops)),
             tags=tuple(m.tag_of(a, p) for p in range(len(a.ops))),
+            divs=tuple(op.tag_div for op, _ in a.ops),
             parts=_parts_of(m, start), reset_until=info[0].reset_until, window=info[0].window,
             cta=a.cta, rings=tuple(ring_of(op) for op, _ in a.ops),
             targets=tuple(targets(self.ctas, a.cta, op.to) for op, _ in a.ops),
@@ -420,6 +437,9 @@ class IR:
         read or commit acts only when seq and cseq are 0 (rule R1: an agent's commits fire in
         the order it issued them)."""
         self.has_reads = any(g.reads_async for g in self.groups)
+        # an async write's entry (write_async) is an async read's with the bytes digit
+        # READ_WRITES: the slot is being written until it finishes (state_layout.entry_writes)
+        self.has_writes = any(OP_EFFECTS[op.name].async_write for op in self.ops_all)
         self.has_commits = any(g.commits for g in self.groups)
         self.names_agents = self.has_reads or self.has_commits
         self.has_peer = self.ctas > 1
@@ -428,7 +448,7 @@ class IR:
         # 0 on empty (checker/core/state_layout.py); so at least 2 where a commit fires on full
         self.full_commits = any(OP_EFFECTS[op.name].issues == "commit" and OP_EFFECTS[op.name].updates == FULL
                                 for op in self.ops_all)
-        self.enb = max(len(self.bytes_vals), 2 if self.full_commits else 1)
+        self.enb = max(len(self.bytes_vals), 2 if self.full_commits or self.has_writes else 1)
         self.ep = self.n_parts + 1 if self.n_parts > 1 else 1
         self.epr = 2 if self.has_peer else 1
         self.eag = self.n_agents if self.names_agents else 1
@@ -501,7 +521,7 @@ class IR:
         in_body = g.body_start <= p < g.body_end
         classes: dict = {}
         for item, s in visits if in_body else visits[:1]:
-            want = tag if tag >= 0 else item
+            want = tag if tag >= 0 else item // g.divs[p]
             filled = here if len(self.rings[r].parts) == 1 else tuple(
                 q for q in here if S.part_filled_for(self.model.tables, r, q, s, want))
             classes.setdefault(filled or here, []).append(item if in_body else None)
@@ -681,6 +701,13 @@ def item_in(items: list, runs: list, n: int, item: str, lang: str) -> str:
     if len(other) < len(residues):
         return f"!({or_.join(at(j) for j in other)})"
     return "(" + or_.join(at(j) for j in sorted(residues)) + ")"
+
+
+def item_tag(item: str, div: int) -> str:
+    """The tag of a body fill or read of item `item` (an expression) as text: the item, or with
+    nested loops on a tile-level ring the tile, item / div (semantics.op_tag; the same integer
+    division in both languages, on items >= 0)."""
+    return item if div == 1 else f"({item} / {div})"
 
 
 def _moves(op, move: str) -> bool:

@@ -23,15 +23,17 @@ overwrite_before_drain. A commit names its agent and counts its agent's commit e
 flight before it (commits_in_flight, cseq): it fires at cseq 0, and its firing counts the
 agent's later commits down (commit_fired; rule R1). An entry names an agent by number, so
 with symmetry a group that issues async reads or commits is not a scalarset (its agents keep
-their numbers). The exit check (rule R2) is foreign_in_flight(c), or with the strict reading
-targets_cta(c) and a check in the landing rule.
+their numbers). An async write (write_async) is an async read's entry with the bytes digit
+READ_WRITES: copy_in_flight counts it (the slot is being written), read_in_flight does not. The
+exit check (rule R2) is foreign_in_flight(c), or with the strict reading targets_cta(c) and a
+check in the landing rule.
 """
 from __future__ import annotations
 
 from pipeproof.backends.printed import statements, sym
 from pipeproof.checker.models.ir import (
-    COMMIT_ON_FULL, ENTRY_COMMIT, ENTRY_COPY, ENTRY_READ, IR, KIND_MESSAGES, SIGNALS, Group, any_pc_guarded, comment_lines,
-    read_miss_text,
+    COMMIT_ON_FULL, ENTRY_COMMIT, ENTRY_COPY, ENTRY_READ, IR, KIND_MESSAGES, READ_WRITES, SIGNALS, Group,
+    any_pc_guarded, comment_lines, item_tag, read_miss_text,
 )
 from pipeproof.checker.models.signals import murphi_signals
 from pipeproof.checker.models.steps import (
@@ -276,10 +278,15 @@ class _Murphi:
         if ir.inflight > 1:
             self.w("  for k: 0..INF-2 do", "    if k >= j then inflight[k] := inflight[k+1]; endif;",
                    "  end;")
-        head = ir.entry_expr({"kind": ENTRY_COPY, "cta": "c", "ring": "r", "stage": "s"}, upto="stage")
+        head = lambda kind: ir.entry_expr({"kind": kind, "cta": "c", "ring": "r", "stage": "s"}, upto="stage")
+        at = f"inflight[j] / ({ir.entry_unit('stage')})"
+        filling = f"{at} = {head(ENTRY_COPY)}" + (  # or an async write of it (write_async)
+            f" | {at} = {head(ENTRY_READ)} & {ir.entry_field('inflight[j]', 'bytes')} = {READ_WRITES}"
+            if ir.has_writes else "")
         self.w("  inflight[INF-1] := 0;", "end;", "",
+               "-- Slot s is still being filled: a copy into it, or an async write of it, is in flight.",
                f"function copy_in_flight({self._params()}): boolean;", "begin",
-               f"  return exists j: 0..INF-1 do inflight[j] != 0 & inflight[j] / ({ir.entry_unit('stage')}) = {head} end;",
+               f"  return exists j: 0..INF-1 do inflight[j] != 0 & ({filling}) end;",
                "end;", "")
         if ir.names_agents:
             self.agent_entry_functions()
@@ -338,21 +345,21 @@ class _Murphi:
                 by_tag = g.reads_by_tag(ring.index)
                 if not by_tag:
                     continue
-                self.w(f"-- Will this {g.label} agent still read item t at stage s"
+                self.w(f"-- Will this {g.label} agent still read tag t at stage s"
                        + (f" of ring {ring.name}" if ring.index else "") + "? (its program run forward,",
                        "-- waits ignored, as pipeproof's reads_pending)",
                        f"function reads_pending_{g.ident}{ring.suffix}(pc0: 0..{g.length}; item0: 0..{g.items}; "
                        f"st0: stage_t; t: tag_t; s: stage_t): boolean;",
                        f"var pc: 0..{g.length}; item: 0..{g.items}; st: stage_t;", "begin",
                        "  pc := pc0; item := item0; st := st0;",
-                       f"  while pc < {g.length} & (item <= t"
-                       + (f" | t >= {ir.tag_outside}" if set(by_tag) != {-1} else "") + ") do")
+                       f"  while pc < {g.length} & ({item_tag('item', g.div)} <= t"
+                       + (f" | t >= {ir.tag_outside}" if any(t >= 0 for t, _ in by_tag) else "") + ") do")
                 adv = g.moving("advance", ring.index)
                 rst = g.moving("reset", ring.index)
                 at = lambda pcs: any_pc_guarded("pc", "item", pcs, g.guards, " | ", "=", "&")
-                for i, (tag, pcs) in enumerate(sorted(by_tag.items())):
+                for i, ((tag, div), pcs) in enumerate(sorted(by_tag.items())):
                     self.w(f"    {'if' if i == 0 else 'elsif'} {at(pcs)} then",
-                           f"      if {'item' if tag < 0 else tag} = t & st = s then return true; endif;")
+                           f"      if {tag_text(tag, 'item', div)} = t & st = s then return true; endif;")
                 if adv:
                     self.w(f"    elsif {at(adv)} then",
                            f"      if st = {ring.const}-1 then st := 0; else st := st + 1; endif;")
@@ -587,7 +594,7 @@ class _Murphi:
         r = getattr(act, "ring", 0)
         stage, phase, ready = (self._f(A, f, r) for f in ("stage", "phase", "ready"))
         sig = lambda kind, cta=g.cta: self._sig(kind, cta, r, stage)
-        tag = lambda t: tag_text(t, A + ".item")
+        tag = lambda act: tag_text(act.tag, A + ".item", act.div)
         gone = lambda dst: [f"if cta_done({dst}) then error \"{KIND_MESSAGES['inflight_at_exit']}\"; endif;"]
         if isinstance(act, AwaitSignal):
             ok = f"parity_ready({sig(act.kind)}.phase_no, {phase})"
@@ -634,9 +641,9 @@ class _Murphi:
                 body.append(f"inf_add({act.expr(ir, dst, stage, A + '.item', peer=int(dst != g.cta), **who)});")
         elif isinstance(act, Store):
             part = f"{act.part}, " if ir.n_parts > 1 else ""
-            body.append(f"store_tag({self._args(g.cta, r, stage)}, {part}{tag(act.tag)});")
+            body.append(f"store_tag({self._args(g.cta, r, stage)}, {part}{tag(act)});")
         elif isinstance(act, CheckRead):
-            cond = read_miss_text(ir, g, p, A + ".item", tag(act.tag),
+            cond = read_miss_text(ir, g, p, A + ".item", tag(act),
                                   lambda q: self._slot_at(g.cta, r, stage, q), "murphi")
             if ir.inflight:
                 cond = f"({cond}) | copy_in_flight({self._args(g.cta, r, stage)})"

@@ -20,6 +20,8 @@ landings process (finish_read moves the others up and lets the commits that wait
 fire), and reads_pending counts one in flight as an unfinished read. A commit names its agent
 and counts its agent's commit entries in flight before it (COMMITS_IN_FLIGHT, cseq): it fires
 at cseq 0, and its firing counts the agent's later commits down (commit_fired; rule R1).
+An async write (write_async) is an async read's entry with the bytes digit READ_WRITES:
+copy_in_flight counts it (the slot is being written), reads_pending does not.
 The exit check (rule R2) is foreign_in_flight(C), or with the strict reading targets_cta(C)
 and a check in every landing.
 """
@@ -27,8 +29,8 @@ from __future__ import annotations
 
 from pipeproof.backends.printed import render, sym
 from pipeproof.checker.models.ir import (
-    COMMIT_ON_FULL, ENTRY_COMMIT, ENTRY_COPY, ENTRY_READ, IR, SIGNALS, Group, any_pc_guarded, comment_lines,
-    read_miss_text,
+    COMMIT_ON_FULL, ENTRY_COMMIT, ENTRY_COPY, ENTRY_READ, IR, READ_WRITES, SIGNALS, Group, any_pc_guarded, comment_lines,
+    item_tag, read_miss_text,
 )
 from pipeproof.checker.models.signals import promela_sig_update, promela_signals
 from pipeproof.checker.models.steps import (
@@ -125,6 +127,17 @@ class _Promela:
             return None
         into = f"{ir.entry_field(e, 'cta')} == {cta} && " if ir.ctas > 1 else ""
         return into + "(" + " || ".join(kinds) + ")"
+
+    def _filling(self, e: str) -> str:
+        """Entry `e` (not 0) fills slot ((C), (R), (S)): a copy into it, or an async write of it
+        (an async op entry with the bytes digit READ_WRITES; inflight.fill_in_flight_to)."""
+        ir = self.ir
+        head = lambda kind: ir.entry_expr({"kind": kind, "cta": "(C)", "ring": "(R)", "stage": "(S)"}, upto="stage")
+        out = f"{e} / ({ir.entry_unit('stage')}) == {head(ENTRY_COPY)}"
+        if ir.has_writes:
+            out += (f" || {e} / ({ir.entry_unit('stage')}) == {head(ENTRY_READ)}"
+                    f" && {ir.entry_field(e, 'bytes')} == {READ_WRITES}")
+        return out
 
     def _count(self, kind: int, ring) -> str:
         if isinstance(ring, int):
@@ -301,11 +314,11 @@ class _Promela:
                    "inline inf_remove(J) {", "  k_ = (J);", "  do",
                    "  :: k_ < INF - 1 -> inflight[k_] = inflight[k_+1]; k_++", "  :: else -> break", "  od;",
                    "  inflight[INF-1] = 0", "}", "",
-                   "/* rp_ := some copy into slot S is in flight */",
+                   "/* rp_ := slot S is still being filled: some copy into it is in flight"
+                   + (", or an async write of it (write_async)" if ir.has_writes else "") + " */",
                    f"inline copy_in_flight({self._params()}) {{", "  rp_ = 0; k_ = 0;", "  do",
-                   f"  :: k_ < INF -> if :: inflight[k_] != 0 && inflight[k_] / ({ir.entry_unit('stage')}) == "
-                   + ir.entry_expr({"kind": ENTRY_COPY, "cta": "(C)", "ring": "(R)", "stage": "(S)"}, upto="stage")
-                   + " -> rp_ = 1 :: else -> skip fi; k_++",
+                   f"  :: k_ < INF -> if :: inflight[k_] != 0 && ({self._filling('inflight[k_]')})"
+                   " -> rp_ = 1 :: else -> skip fi; k_++",
                    "  :: else -> break", "  od", "}", "")
             if ir.ctas > 1 and ir.strict_exit:
                 self.w("/* rp_ := something in flight (a copy, a commit or an async read) targets CTA C */",
@@ -389,7 +402,7 @@ class _Promela:
                 adv = g.moving("advance", ring.index)
                 rst = g.moving("reset", ring.index)
                 at = lambda pcs: "(" + any_pc_guarded("rp_pc", "rp_item", pcs, g.guards, " || ", "==", "&&") + ")"
-                self.w(f"/* rp_ := agent B ({g.label}) will still read item T at stage S"
+                self.w(f"/* rp_ := agent B ({g.label}) will still read tag T at stage S"
                        + (f" of ring {ring.name}" if ring.index else "") + " (its program run",
                        " * forward, waits ignored, as pipeproof's reads_pending) */",
                        f"inline reads_pending_{g.ident}{ring.suffix}(B, T, S) {{",
@@ -401,10 +414,10 @@ class _Promela:
                            f"  :: k_ < INF -> if :: inflight[k_] != 0 && inflight[k_] / ({ir.entry_unit('agent')}) == {entry} -> rp_ = 1 "
                            ":: else -> skip fi; k_++", "  :: else -> break", "  od;")
                 self.w("  do",
-                       f"  :: rp_ == 0 && rp_pc < {g.length} && (rp_item <= (T)"
-                       + (f" || (T) >= {ir.tag_outside}" if set(by_tag) != {-1} else "") + ") ->", "    if")
-                for tag, pcs in sorted(by_tag.items()):
-                    self.w(f"    :: {at(pcs)} -> if :: {'rp_item' if tag < 0 else tag} == (T) && rp_st == (S) "
+                       f"  :: rp_ == 0 && rp_pc < {g.length} && ({item_tag('rp_item', g.div)} <= (T)"
+                       + (f" || (T) >= {ir.tag_outside}" if any(t >= 0 for t, _ in by_tag) else "") + ") ->", "    if")
+                for (tag, div), pcs in sorted(by_tag.items()):
+                    self.w(f"    :: {at(pcs)} -> if :: {tag_text(tag, 'rp_item', div)} == (T) && rp_st == (S) "
                            "-> rp_ = 1 :: else -> skip fi")
                 if adv:
                     self.w(f"    :: {at(adv)} -> if :: rp_st == {ring.const}-1 -> rp_st = 0 :: else -> rp_st++ fi")
@@ -606,7 +619,7 @@ class _Promela:
         r = getattr(act, "ring", 0)
         stage, phase, ready = (self._f(f, r, "ME") for f in ("stage", "phase", "ready"))
         sig = lambda kind, cta=g.cta: self._sig(kind, cta, r, stage)
-        tag = lambda t: tag_text(t, "item[ME]")
+        tag = lambda act: tag_text(act.tag, "item[ME]", act.div)
         gone = lambda dst: f"if :: CTA_DONE_{dst} -> assert(inflight_at_exit) :: else -> skip fi"
         if isinstance(act, AwaitSignal):
             ok = f"PARITY_READY({sig(act.kind)}.phase_no, {phase})"
@@ -651,9 +664,9 @@ class _Promela:
                 body.append(f"inf_add({act.expr(ir, dst, stage, 'item[ME]', peer=int(dst != g.cta), **who)})")
         elif isinstance(act, Store):
             part = f"{act.part}, " if ir.n_parts > 1 else ""
-            body.append(f"store_tag({self._args(g.cta, r, stage)}, {part}{tag(act.tag)})")
+            body.append(f"store_tag({self._args(g.cta, r, stage)}, {part}{tag(act)})")
         elif isinstance(act, CheckRead):
-            miss = read_miss_text(ir, g, p, "item[ME]", tag(act.tag),
+            miss = read_miss_text(ir, g, p, "item[ME]", tag(act),
                                   lambda q: self._slot_at(g.cta, r, stage, q), "promela")
             if ir.inflight:
                 body += [f"copy_in_flight({self._args(g.cta, r, stage)})",

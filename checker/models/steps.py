@@ -30,7 +30,9 @@ condition, the rest its body):
   names its agent and its place in the agent's FIFO (the agent's reads in flight before it),
   and finishes later, oldest first (checker/core/inflight.py finish_read); until then it is an
   unfinished read of `tag` for overwrite_before_drain, and something in flight for
-  inflight_at_exit. A commit names its agent and how many of the agent's earlier commit
+  inflight_at_exit. An async write (write_async, `writes`) is such an entry too, after its
+  Store: the slot is being written until it finishes (a read of it is read_before_fill), and
+  it is no read for overwrite_before_drain. A commit names its agent and how many of the agent's earlier commit
   entries are in flight, and (`after_reads`, an agent that issues async reads) how many of
   its async reads: it fires only after those fired and finished (tcgen05.commit; rule R1,
   an agent's commits fire in the order it issued them; the entries of one `to=all` commit
@@ -38,7 +40,8 @@ condition, the rest its body):
 - `AwaitReads(n)` guard: at most n of my async reads are in flight (read_wait n).
 - `Store(tag, part)`: part `part` of the slot at my stage takes `tag` (-1: every part, a
   consumer-side fill). `CheckRead(tag)`: read_before_fill when a part the program fills for
-  `tag` holds another (ir.read_miss_text) or a copy into the slot is in flight.
+  `tag` holds another (ir.read_miss_text) or a copy into the slot, or an async write of it, is
+  in flight. A tag -1 is the item, divided by `div` on a tile-level ring (nested loops).
 - `Advance()`, `Reset()`: the agent's own stage (and phase).
 - `RecordArrival(barrier)`: a sync_arrive notes the generation it arrived in.
   `BarrierArrive(barrier, count, release, blocking, on_complete)`: one arrival on the named
@@ -55,7 +58,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pipeproof.backends.base import FULL
-from pipeproof.checker.models.ir import COMMIT_ON_FULL, ENTRY_COMMIT, ENTRY_COPY, ENTRY_READ
+from pipeproof.checker.models.ir import (COMMIT_ON_FULL, ENTRY_COMMIT, ENTRY_COPY, ENTRY_READ,
+                                          READ_WRITES, item_tag)
 from pipeproof.checker.core import OP_EFFECTS
 
 ENTRIES = {"copy": ENTRY_COPY, "commit": ENTRY_COMMIT, "read": ENTRY_READ}  # Effects.issues -> entry kind
@@ -120,6 +124,8 @@ class Issue:
     ring: int = 0
     to: tuple = ()          # the CTAs it lands on, one entry each, where not only the agent's own
     after_reads: bool = False  # a commit of an agent that issues async reads: counts them (seq)
+    div: int = 1          # the divisor of an item tag (a tile-level ring's: item / k_blocks)
+    writes: bool = False  # an async write's entry (write_async): the slot is being written
 
     @property
     def names_agent(self) -> bool:
@@ -135,13 +141,15 @@ class Issue:
         digits that exist (IR.entry_digits): a copy's part + 1 (0: every part); `peer` (1: a
         copy or commit into another CTA than its agent's); `agent`, `seq` and `cseq` where
         `names_agent` (the printer's expressions)."""
-        value = f"{tag_text(self.tag, item)} + 1" if self.tag is not None else f"{self.arrivals}"
+        value = f"{tag_text(self.tag, item, self.div)} + 1" if self.tag is not None else f"{self.arrivals}"
         fields = {"kind": self.entry, "cta": cta, "ring": self.ring, "stage": stage,
                   "value": value, "bytes": self.bytes_index or 0,
                   "part": self.part + 1 if self.entry == ENTRY_COPY else 0,
                   "peer": peer if self.entry != ENTRY_READ else 0}
         if self.entry == ENTRY_COMMIT and self.kind == FULL:
             fields["bytes"] = COMMIT_ON_FULL  # a commit's bytes digit: the signal it fires on
+        if self.writes:
+            fields["bytes"] = READ_WRITES  # an async write's: the slot is being written
         if self.names_agent:
             fields.update(agent=agent, seq=seq if self.entry == ENTRY_READ or self.after_reads else "0",
                           cseq=cseq if self.entry == ENTRY_COMMIT else "0")
@@ -158,12 +166,14 @@ class Store:
     tag: int              # -1: the agent's item
     part: int = 0         # -1: every part (a consumer-side fill)
     ring: int = 0          # the ring's index (Spec.all_rings order)
+    div: int = 1          # the divisor of an item tag (a tile-level ring's: item / k_blocks)
 
 
 @dataclass(frozen=True)
 class CheckRead:
     tag: int              # -1: the agent's item
     ring: int = 0          # the ring's index (Spec.all_rings order)
+    div: int = 1          # the divisor of an item tag (a tile-level ring's: item / k_blocks)
 
 
 @dataclass(frozen=True)
@@ -209,9 +219,10 @@ class ExitCheck:
 MOVES = {"advance": Advance, "reset": Reset}  # Effects.move -> its action
 
 
-def tag_text(tag: int, item: str) -> str:
-    """A tag as text: a prologue's or epilogue's tag, or (-1) the agent's item."""
-    return str(tag) if tag >= 0 else item
+def tag_text(tag: int, item: str, div: int = 1) -> str:
+    """A tag as text: a prologue's or epilogue's tag, or (-1) the agent's item (divided by
+    `div`: nested loops' tile on a tile-level ring, ir.item_tag)."""
+    return str(tag) if tag >= 0 else item_tag(item, div)
 
 
 def step_actions(ir, g, p: int) -> list:
@@ -225,7 +236,7 @@ def step_actions(ir, g, p: int) -> list:
     if e.issues not in ("", *ENTRIES) or (e.blocks and e.observes < 0 and not e.barrier
                                           and not e.waits_reads):
         raise AssertionError(f"{op.name}: refused by check_exportable")  # pragma: no cover
-    r = g.rings[p]
+    r, div = g.rings[p], g.divs[p]
     to = g.targets[p] if g.targets and g.targets[p] != (g.cta,) else ()
     acts: list = []
     if e.observes >= 0:
@@ -247,16 +258,16 @@ def step_actions(ir, g, p: int) -> list:
                           op.n if e.units == -1 else e.units,
                           ir.bytes_vals.index(op.n) if e.tx else None,
                           g.parts[p] if e.stores else 0, r, to,
-                          after_reads=ENTRIES[e.issues] == ENTRY_COMMIT and g.reads_async))
+                          after_reads=ENTRIES[e.issues] == ENTRY_COMMIT and g.reads_async, div=div))
     elif not e.issues:
         if e.updates >= 0:
             acts.append(Update(e.updates, op.n if e.units == -1 else e.units, e.tx * op.n, r, to))
-        if e.stores:
-            acts.append(Store(g.tags[p], g.parts[p], r))
+    if e.stores and (not e.issues or e.async_write):  # an async write stores at issue
+        acts.append(Store(g.tags[p], g.parts[p], r, div))
     if e.checks_read:
-        acts.append(CheckRead(g.tags[p], r))
+        acts.append(CheckRead(g.tags[p], r, div))
     if e.issues and ENTRIES[e.issues] == ENTRY_READ:  # in the agent's own CTA
-        acts.append(Issue(ENTRY_READ, -1, g.tags[p], 0, None, 0, r))
+        acts.append(Issue(ENTRY_READ, -1, g.tags[p], 0, None, 0, r, div=div, writes=e.async_write))
     if e.move:
         acts.append(MOVES[e.move](r))
     moved = False
