@@ -277,6 +277,50 @@ def test_mutations_of_the_software_pipelined_kernel(ttgir, tmp_path, name):
         assert steps[-1]["line"] in lines
 
 
+# ------------------------------------------------------------------ tiles of k-blocks (issue 47)
+
+PERSISTENT_ARGS = list(MUT.PERSISTENT_ARGS)
+
+
+def test_a_persistent_kernel_reads_as_tiles_of_k_blocks(ttgir, tmp_path):
+    """Loader and MMA loop over tiles and k-blocks, the epilogue over tiles: the spec says
+    tiles x k_blocks, the epilogue runs k_blocks = 1, the per-tile ops stand in tile sections,
+    and the bias tile the loader fills once per tile is a tile-level ring (read flat, its first
+    load was the prologue's and the epilogue's read of tile 0 a false read_before_fill)."""
+    target = tmp_path / "persistent.toml"
+    doc = check(ttgir["ws_persistent_sm100"], *PERSISTENT_ARGS, "--emit-spec", str(target))
+    assert (kind(doc), doc["exit"]) == ("ok", 0)
+    text = target.read_text()
+    assert re.search(r"^tiles = 3\nk_blocks = 2$", text, re.M)
+    assert re.search(r'\[ring\.bias_ready\][^\[]*level = "tile"', text)
+    assert text.count("k_blocks = 1") == 1 and "tile_prologue = [" in text
+    assert "tile_epilogue = [" in text and "every=" not in text
+
+
+def test_the_tutorial_accumulator_release_is_phase_alias_at_its_arrive(ttgir):
+    """The Gluon tutorial's epilogue steps to the next accumulator before it arrives on
+    acc_empty: that arrive completes the barrier the MMA's first wait on it expects free, a
+    phase early (docs/triton.md). The counterexample ends at the epilogue's arrive."""
+    doc = check(ttgir["ws_persistent_tutorial_order_sm100"], *PERSISTENT_ARGS)
+    assert (kind(doc), doc["exit"]) == ("phase_alias", 1)
+    steps = [s for s in doc["source"] if s["step"] != "end"]
+    text = ttgir["ws_persistent_tutorial_order_sm100"].read_text()
+    arrive = _line_of(text, r"ttng\.arrive_barrier %24, 1")
+    assert (steps[-1]["partition"], steps[-1]["op"], steps[-1]["line"]) == \
+        ("default", "ttng.arrive_barrier", arrive)
+
+
+def test_mutation_of_the_persistent_kernel_is_caught_at_the_refill(ttgir, tmp_path):
+    """The epilogue releases the bias slot before it reads it: the loader's load of tile 2
+    lands on tile 0 unread, overwrite_before_drain at that load's line (tiles pair by tile)."""
+    m = BY_NAME["persistent_bias_released_before_read"]
+    doc, copy_line = run_mutation(ttgir, tmp_path, m.name)
+    assert (kind(doc), doc["exit"]) == ("overwrite_before_drain", 1)
+    steps = [s for s in doc["source"] if s["step"] != "end"]
+    assert (steps[-1]["partition"], steps[-1]["line"]) == ("partition0", copy_line)
+    assert "tile 2" in json.dumps(doc["violation"]["trace"]["steps"][-1])
+
+
 # ------------------------------------------------------------------ bad input
 
 def test_a_file_that_is_not_ttgir_is_one_line_and_exit_2(tmp_path):
