@@ -30,6 +30,7 @@ import re
 from dataclasses import dataclass, field
 
 from pipeproof.backends.capabilities import backend
+from pipeproof.spec.frontend_reads import sections_by_reads
 from pipeproof.spec.frontend_nested import nested_sections, nested_shapes, place_nested, tile_rings
 from pipeproof.spec.schema import SpecError
 
@@ -237,7 +238,7 @@ class Builder:
             items.append([ev for ev in events if st < ev.seq < nxt])
         return pro, items, epi
 
-    def _fill_ahead(self, p, pro, items, epi) -> dict:
+    def _fill_ahead(self, p, pro, items, epi, strict=True) -> dict | None:
         """id(copy event) -> K for the fills of a partition that loads ahead of its own reads
         (software pipelining in one partition: the loads of num_stages - 1 items in the prologue,
         then in item k the load of item k + num_stages - 1): `copy ... ahead=K`, the fill is for
@@ -266,6 +267,8 @@ class Builder:
                 continue
             per_item = [where.get(id(ev)) for ev in got]
             if per_item != [("item", k) for k in range(len(items))]:
+                if not strict:
+                    return None  # the caller may count items by the reads (spec/frontend_reads.py)
                 ev = got[0]
                 self.fail(ev, f"partition {p.name} both fills ring {name} (copy at "
                               f"{self.where(made[0].op)}) and reads it ahead of the item that reads "
@@ -285,7 +288,11 @@ class Builder:
 
     def _role(self, p):
         pro, items, epi = self._sections(p)
-        self.ahead = self._fill_ahead(p, pro, items, epi)
+        ahead = self._fill_ahead(p, pro, items, epi, strict=False)
+        if ahead is None:  # loads ahead, reads not once per iteration: an item per read
+            pro, items, epi = sections_by_reads(self, p) or (pro, items, epi)
+            ahead = self._fill_ahead(p, pro, items, epi)
+        self.ahead = ahead
         phases = self._first_phases(p)
         state = {ring.name: [0, ph, ph] for ring, ph in phases.items()}  # stage, phase, initial
         last = {}  # ring name -> the entry after which its next advances go
