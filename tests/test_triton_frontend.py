@@ -321,6 +321,32 @@ def test_mutation_of_the_persistent_kernel_is_caught_at_the_refill(ttgir, tmp_pa
     assert "tile 2" in json.dumps(doc["violation"]["trace"]["steps"][-1])
 
 
+def test_a_persistent_pipeline_that_drains_after_its_loop_counts_items_by_reads(ttgir, tmp_path):
+    """Per tile: a prefetch before the k loop, a load and an MMA per iteration, the drain's MMA
+    after it. Its loop iterations hold one read or none (refused before: "does not read it once
+    in every item"); items are the reads, the loads say which read they are for (ahead=)."""
+    target = tmp_path / "swp.toml"
+    doc = check(ttgir["persistent_swp_sm100"], *MUT.PERSISTENT_SWP_ARGS, "--emit-spec", str(target))
+    assert (kind(doc), doc["exit"]) == ("ok", 0)
+    text = target.read_text()
+    assert re.search(r"^items = 8$", text, re.M)
+    assert '"copy 16384 ahead=0"' in text and "ahead=1 every=8 at=3" in text
+
+
+def test_mutation_of_the_drained_pipeline_is_caught_at_the_refill(ttgir, tmp_path):
+    """Without the wait for the previous MMA, the load of k-block 3 lands on slot 0 while the
+    MMA of k-block 0 may still read it: overwrite_before_drain at a load's line."""
+    m = BY_NAME["persistent_swp_mma_wait_removed"]
+    doc, _ = run_mutation(ttgir, tmp_path, m.name)
+    assert (kind(doc), doc["exit"]) == ("overwrite_before_drain", 1)
+    text = _mutate(ttgir[m.kernel], tmp_path, m.transform).read_text()
+    module = parse_ttgir(text)
+    loads = {module.locs.get(re.search(r"loc\((#loc\d+)\)\s*$", line).group(1))
+             for line in text.splitlines() if re.search(m.line_of, line)}
+    steps = [s for s in doc["source"] if s["step"] != "end"]
+    assert steps[-1]["line"] in loads and steps[-1]["op"] == "ttng.async_tma_copy_global_to_local"
+
+
 # ------------------------------------------------------------------ bad input
 
 def test_a_file_that_is_not_ttgir_is_one_line_and_exit_2(tmp_path):

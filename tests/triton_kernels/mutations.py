@@ -61,6 +61,8 @@ def _bias_released_before_read(text):
 
 PERSISTENT = "ws_persistent_sm100"   # tiles of k-blocks (docs/triton.md)
 PERSISTENT_ARGS = ("--arg", "n_tiles=3", "--arg", "K=128")
+PERSISTENT_SWP = "persistent_swp_sm100"   # items counted by reads (docs/triton.md)
+PERSISTENT_SWP_ARGS = ("--arg", "n_tiles=2", "--arg", "K=256")
 ROWSUM = "gluon_ring_rowsum_sm100"
 ROWSUM_ARGS = ("--arg", "n_tiles=5")
 GENERIC = (("ws_matmul_sm100", ("--arg", "M=128", "--arg", "N=128", "--arg", "K=256")),
@@ -117,6 +119,10 @@ MUTATIONS = [
     # the bias tile the loader refills (tile t + 2) lands before the epilogue read tile t
     Mutation("persistent_bias_released_before_read", PERSISTENT, PERSISTENT_ARGS,
              _bias_released_before_read, r"ttng\.async_tma_copy_global_to_local %arg20\["),
+    # the loop's wait for the previous MMA removed: a refill may land on a slot an MMA still reads
+    Mutation("persistent_swp_mma_wait_removed", PERSISTENT_SWP, PERSISTENT_SWP_ARGS,
+             lambda t: re.sub(r"\n\s*ttng\.wait_barrier %38, %40, %true[^\n]*", "", t, count=1),
+             r"ttng\.async_tma_copy_global_to_local"),
 ] + [
     Mutation(f"every_init_count_plus_one:{k}", k, a,
              lambda t: re.sub(r"(ttng\.init_barrier %\S+), 1 ", r"\1, 2 ", t)) for k, a in GENERIC
