@@ -151,11 +151,16 @@ def data_rings(texts, main: str) -> set:
 
 def tile_rings(roles, main: str) -> set | None:
     """The rings that hold per-tile data: filled or read in a tile section, or by roles of
-    different k_blocks. None when that is the main ring (its level is k_block)."""
-    out, users = set(), {}
+    different k_blocks. None (read flat) when that is the main ring (its level is k_block) or
+    a ring some role fills in every k-block."""
+    out, users, k_fills = set(), {}, set()
     for r in roles:
         out |= data_rings(r.get("tile_prologue", []) + r.get("tile_epilogue", []), main)
         for name in data_rings(r["body"], main):
             users.setdefault(name, set()).add(r["k_blocks"])
+        if r["k_blocks"] > 1:  # fills once per k-block
+            k_fills |= data_rings([t for t in r["body"] if t.split()[0] in ("copy", "write")], main)
     out |= {name for name, ks in users.items() if len(ks) > 1}
-    return None if main in out else out
+    # A ring filled in every k-block holds per-k-block data: tile tags would let a read take
+    # another k-block's fill of the same tile. Such a kernel is read flat.
+    return None if main in out or out & k_fills else out

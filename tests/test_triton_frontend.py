@@ -347,6 +347,22 @@ def test_mutation_of_the_drained_pipeline_is_caught_at_the_refill(ttgir, tmp_pat
     assert steps[-1]["line"] in loads and steps[-1]["op"] == "ttng.async_tma_copy_global_to_local"
 
 
+def test_which_rings_hold_per_tile_data():
+    """A ring read or filled in a tile section, or by roles of different k_blocks, is per-tile;
+    the nested reading gives up (None: read flat) where the main ring would be, or where some
+    role fills such a ring in every k-block (tile tags would not tell its k-blocks apart)."""
+    from pipeproof.spec.frontend_nested import tile_rings
+
+    def role(k, body=(), tile_prologue=()):
+        return {"k_blocks": k, "body": list(body), "tile_prologue": list(tile_prologue)}
+    loader = role(4, ["copy 8"], ["copy 4 ring=q"])
+    mma = role(4, ["read_async", "read_async ring=q"])
+    assert tile_rings([loader, mma], "main") == {"q"}
+    assert tile_rings([role(4, ["copy 4 ring=o"]), role(1, ["read ring=o"])], "main") is None
+    assert tile_rings([role(4, ["copy 4"]), role(1, ["read"])], "main") is None
+    assert tile_rings([role(4, ["copy 4"]), role(4, ["read"])], "main") == set()
+
+
 # ------------------------------------------------------------------ bad input
 
 def test_a_file_that_is_not_ttgir_is_one_line_and_exit_2(tmp_path):
