@@ -15,8 +15,8 @@ Why the same program: prologue, items and epilogue still list every op of the pa
 the order it ran, and the body keeps each item's own op list (`every=P at=j` where items
 differ, as for any reading); only where an item starts moves, and with it the item a load is
 issued in, which is what `ahead=` measures. Used only where the loop reading is refused, for a
-ring that this partition alone fills and reads (another role's items would no longer pair
-with this one's).
+partition whose ring data no other role fills or reads (another role's items would no longer
+pair with this one's) and one ring it both fills and reads.
 """
 from __future__ import annotations
 
@@ -39,8 +39,8 @@ def sections_by_reads(builder, p):
                 else:
                     reads.setdefault(ring.name, []).append(ev)
     both = [name for name in reads if name in fills]
-    if len(both) != 1 or both[0] in others:
-        return None
+    if len(both) != 1 or (set(fills) | set(reads)) & others:
+        return None  # another role's items would no longer pair with this one's
     got = reads[both[0]]
     marks = [ev.seq for ev in got]
     events = [ev for ev in p.events if ev.kind != "init"]
