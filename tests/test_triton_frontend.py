@@ -363,6 +363,20 @@ def test_which_rings_hold_per_tile_data():
     assert tile_rings([role(4, ["copy 4"]), role(4, ["read"])], "main") == set()
 
 
+def test_nested_and_flat_readings_agree_without_per_tile_data(ttgir, tmp_path, monkeypatch):
+    """Triton's own warp specialisation of a persistent matmul with its tile loop kept: read as
+    2 tiles of 4 k-blocks (the epilogue per tile); without per-tile ring data the flat reading
+    gives each agent the same program, so the same verdict and the same states."""
+    from pipeproof.spec.ttgir.build import Builder
+    args = ["--arg", "M=256", "--arg", "N=128", "--arg", "K=256"]
+    target = tmp_path / "nested.toml"
+    nested = check(ttgir["ws_matmul_nested_sm100"], *args, "--emit-spec", str(target))
+    assert re.search(r"^tiles = 2\nk_blocks = 4$", target.read_text(), re.M)
+    monkeypatch.setattr(Builder, "NESTED", False)
+    flat = check(ttgir["ws_matmul_nested_sm100"], *args)
+    assert (kind(nested), nested["states"]) == (kind(flat), flat["states"]) == ("ok", 25)
+
+
 # ------------------------------------------------------------------ bad input
 
 def test_a_file_that_is_not_ttgir_is_one_line_and_exit_2(tmp_path):

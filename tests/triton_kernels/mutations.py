@@ -67,7 +67,8 @@ ROWSUM = "gluon_ring_rowsum_sm100"
 ROWSUM_ARGS = ("--arg", "n_tiles=5")
 GENERIC = (("ws_matmul_sm100", ("--arg", "M=128", "--arg", "N=128", "--arg", "K=256")),
            ("gluon_ring_matmul_sm90", ("--arg", "K=512")),
-           ("gluon_ring_matmul_drained_sm100", ("--arg", "K=512")))
+           ("gluon_ring_matmul_drained_sm100", ("--arg", "K=512")),
+           ("ws_matmul_nested_sm100", ("--arg", "M=256", "--arg", "N=128", "--arg", "K=256")))
 
 SWP = "sm90_pipelined"
 SWP_ARGS = ("--arg", "K=512")

@@ -16,8 +16,13 @@ data handed between roles of different rates.
 index to the next buffer and then arrives on acc_empty at that index (the buffer after the one
 it read), which pipeproof reports as phase_alias (docs/triton.md gives the reading).
 
+``ws_matmul_nested_sm100`` is Triton's own warp specialisation of a persistent matmul whose
+tile loop is not flattened: every partition it makes keeps the k loop inside the tile loop.
+
 Plain module, no tests: ``dump_ttgir.py`` imports it by path and compiles ``KERNELS``.
 """
+import triton
+import triton.language as tl
 import triton.experimental.gluon.language as gl
 from triton.experimental import gluon
 from triton.experimental.gluon.language.nvidia.hopper import mbarrier, tma
@@ -116,6 +121,23 @@ def ws_persistent_matmul(a_desc, b_desc, bias_desc, out_ptr, n_tiles, K, NUM_BUF
     ], [1, 1], [24, 24])
 
 
+@triton.jit
+def ws_matmul_nested_kernel(a_desc, b_desc, c_desc, M, N, K, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                            BLOCK_K: tl.constexpr, NUM_SMS: tl.constexpr):
+    """tests/triton_kernels/ws_matmul.py's persistent matmul, its tile loop not flattened: Triton's
+    automatic warp specialisation keeps the k loop inside the tile loop in each partition."""
+    num_tiles = tl.cdiv(M, BLOCK_M) * tl.cdiv(N, BLOCK_N)
+    for tile_id in tl.range(tl.program_id(0), num_tiles, NUM_SMS, flatten=False, warp_specialize=True):
+        off_m = (tile_id % tl.cdiv(M, BLOCK_M)) * BLOCK_M
+        off_n = (tile_id // tl.cdiv(M, BLOCK_M)) * BLOCK_N
+        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+        for kk in range(tl.cdiv(K, BLOCK_K)):
+            a = a_desc.load([off_m, kk * BLOCK_K])
+            b = b_desc.load([off_n, kk * BLOCK_K])
+            acc = tl.dot(a, b.T, acc)
+        c_desc.store([off_m, off_n], acc.to(tl.float16))
+
+
 def _desc(dtype, shape, bits=16):
     sw = 128 if shape[-1] * bits // 8 >= 128 else 64
     layout = (f"NVMMASharedLayout(swizzle_byte_width={sw}, element_bitwidth={bits}, rank=2, "
@@ -136,4 +158,11 @@ def _entry(tutorial_order):
 KERNELS = {
     "ws_persistent_sm100": _entry(False),
     "ws_persistent_tutorial_order_sm100": _entry(True),
+    "ws_matmul_nested_sm100": dict(  # NUM_SMS = 1: the one CTA modelled runs every tile
+        fn=ws_matmul_nested_kernel,
+        signature={"a_desc": "tensordesc<fp16[128, 64]>", "b_desc": "tensordesc<fp16[128, 64]>",
+                   "c_desc": "tensordesc<fp16[128, 128]>", "M": "i32", "N": "i32", "K": "i32",
+                   "BLOCK_M": "constexpr", "BLOCK_N": "constexpr", "BLOCK_K": "constexpr", "NUM_SMS": "constexpr"},
+        constexprs={"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "NUM_SMS": 1},
+        target=("cuda", 100), options={"num_warps": 4, "num_stages": 3}),
 }
