@@ -30,12 +30,16 @@ import re
 from dataclasses import dataclass, field
 
 from pipeproof.backends.capabilities import backend
+from pipeproof.spec.frontend_reads import sections_by_reads
+from pipeproof.spec.frontend_nested import nested_sections, nested_shapes, place_nested, tile_rings
 from pipeproof.spec.schema import SpecError
 
 FULL, EMPTY = "full", "empty"
 WS_START = "ws_start"  # the named barrier standing for the workers' start
 WS_END = "ws_end"      # and the one for the join at the op's end
 DATA_KINDS = ("copy", "read", "read_async")
+SECTIONS = ("prologue", "tile_prologue", "body", "tile_epilogue", "epilogue")
+BODY_PARTS = ("tile_prologue", "body", "tile_epilogue")
 
 
 @dataclass(eq=False)
@@ -234,7 +238,7 @@ class Builder:
             items.append([ev for ev in events if st < ev.seq < nxt])
         return pro, items, epi
 
-    def _fill_ahead(self, p, pro, items, epi) -> dict:
+    def _fill_ahead(self, p, pro, items, epi, strict=True) -> dict | None:
         """id(copy event) -> K for the fills of a partition that loads ahead of its own reads
         (software pipelining in one partition: the loads of num_stages - 1 items in the prologue,
         then in item k the load of item k + num_stages - 1): `copy ... ahead=K`, the fill is for
@@ -263,6 +267,8 @@ class Builder:
                 continue
             per_item = [where.get(id(ev)) for ev in got]
             if per_item != [("item", k) for k in range(len(items))]:
+                if not strict:
+                    return None  # the caller may count items by the reads (spec/frontend_reads.py)
                 ev = got[0]
                 self.fail(ev, f"partition {p.name} both fills ring {name} (copy at "
                               f"{self.where(made[0].op)}) and reads it ahead of the item that reads "
@@ -282,7 +288,11 @@ class Builder:
 
     def _role(self, p):
         pro, items, epi = self._sections(p)
-        self.ahead = self._fill_ahead(p, pro, items, epi)
+        ahead = self._fill_ahead(p, pro, items, epi, strict=False)
+        if ahead is None:  # loads ahead, reads not once per iteration: an item per read
+            pro, items, epi = sections_by_reads(self, p) or (pro, items, epi)
+            ahead = self._fill_ahead(p, pro, items, epi)
+        self.ahead = ahead
         phases = self._first_phases(p)
         state = {ring.name: [0, ph, ph] for ring, ph in phases.items()}  # stage, phase, initial
         last = {}  # ring name -> the entry after which its next advances go
@@ -295,6 +305,20 @@ class Builder:
                 self._complete(item_e[-1], tail, state)
         last.clear()  # the epilogue's advances go before its own ops, never into the body
         epi_e = self._place_all(epi, state, last, p)
+        texts, srcs = self._ends(p, pro, pro_e, epi, epi_e)
+        body, body_src = [], []
+        for j in range(min(period, len(item_e))):
+            t, s_ = self._render(item_e[j], period if period > 1 else None, j)
+            body += t
+            body_src += s_
+        return {"name": ident(p.name), "count": self._warps(p), "items": len(item_e),
+                "prologue": texts["prologue"],
+                "body": body, "epilogue": texts["epilogue"], "srcs": {
+                    "prologue": srcs["prologue"], "body": body_src, "epilogue": srcs["epilogue"]},
+                "initial_phase": {r.name: ph for r, ph in phases.items()}, "period": period}
+
+    def _ends(self, p, pro, pro_e, epi, epi_e):
+        """Texts and sources of the prologue and epilogue, with the start and join syncs."""
         texts, srcs = {}, {}
         for section, entries in (("prologue", pro_e), ("epilogue", epi_e)):
             texts[section], srcs[section] = self._render(entries, None, None)
@@ -306,15 +330,38 @@ class Builder:
         if self.end_sync:
             self._insert_sync(texts["epilogue"], srcs["epilogue"], epi, epi_e, p.ws_end, WS_END,
                               (p.name, f"{self.START_OP} (end)", self.end_where), at_end=True)
-        body, body_src = [], []
-        for j in range(min(period, len(item_e))):
-            t, s_ = self._render(item_e[j], period if period > 1 else None, j)
-            body += t
-            body_src += s_
-        return {"name": ident(p.name), "count": self._warps(p), "items": len(item_e),
-                "prologue": texts["prologue"],
-                "body": body, "epilogue": texts["epilogue"], "srcs": {
-                    "prologue": srcs["prologue"], "body": body_src, "epilogue": srcs["epilogue"]},
+        return texts, srcs
+
+    def _role_nested(self, p, shape):
+        """A role of tiles x k_blocks (spec/frontend_nested.py), or None where the nested
+        reading cannot say what the IR does (the flat reading is used then)."""
+        self.ahead = {}
+        phases = self._first_phases(p)
+        state = {ring.name: [0, ph, ph] for ring, ph in phases.items()}
+        last = {}
+        if shape is None:  # no loop: prologue and epilogue only
+            pro = [ev for ev in p.events if ev.kind != "init"]
+            placed = (self._place_all(pro, state, last, p), [], [], [], 1)
+            epi = []
+        else:
+            pro, _, epi = nested_sections(p, shape)
+            placed = place_nested(self, p, shape, state, last)
+            if placed is None:
+                return None
+        pro_e, tp_e, body_e, te_e, period = placed
+        last.clear()
+        epi_e = self._place_all(epi, state, last, p)
+        texts, srcs = self._ends(p, pro, pro_e, epi, epi_e)
+        texts["tile_prologue"], srcs["tile_prologue"] = self._render(tp_e, None, None)
+        texts["tile_epilogue"], srcs["tile_epilogue"] = self._render(te_e, None, None)
+        texts["body"], srcs["body"] = [], []
+        for j, entries in enumerate(body_e):
+            t, s_ = self._render(entries, period if period > 1 else None, j)
+            texts["body"] += t
+            srcs["body"] += s_
+        tiles, k_blocks = (shape[2], shape[3]) if shape else (0, 1)
+        return {"name": ident(p.name), "count": self._warps(p), "items": tiles * k_blocks,
+                "tiles": tiles, "k_blocks": k_blocks, **texts, "srcs": srcs,
                 "initial_phase": {r.name: ph for r, ph in phases.items()}, "period": period}
 
     def _first_phases(self, p) -> dict:
@@ -478,6 +525,21 @@ class Builder:
         return texts, srcs
 
     # ---------------------------------------------------------------- the spec
+    NESTED = False  # may the front end read nested loops as tiles of k-blocks
+
+    def _nested_roles(self):
+        """Every partition as a role of tiles x k_blocks, or None (read flat)."""
+        shapes = nested_shapes(self) if self.NESTED else None
+        if shapes is None:
+            return None
+        self.part_barriers = {}
+        roles = [self._role_nested(p, shapes[p.name]) for p in self.parts]
+        return None if any(r is None for r in roles) else roles
+
+    @staticmethod
+    def _body_offset(role, section) -> int:
+        return sum(len(role.get(s, [])) for s in BODY_PARTS[:BODY_PARTS.index(section)])
+
     def toml(self) -> tuple[str, SourceMap]:
         self._rings()
         default = self.parts[0]
@@ -493,16 +555,22 @@ class Builder:
         self.end_sync = bool(post) and len(self.parts) > 1
         self.end_where = self.where(post[0].op) if post else ""
         self.final = self._completions()
-        self.part_barriers = {}
-        roles = [self._role(p) for p in self.parts]
-        roles = [r for r in roles if r["prologue"] or r["body"] or r["epilogue"]]
+        roles, levels = self._nested_roles(), None
+        if roles is not None:
+            levels = tile_rings(roles, self.main.name)
+        if levels is None:  # read flat: items counted over every loop
+            self.part_barriers = {}
+            roles = [self._role(p) for p in self.parts]
+        roles = [r for r in roles if any(r.get(s) for s in SECTIONS)]
         main = self.main
         pac, cac = self.ring_counts(main)
+        count = (f"items = {max((r['items'] for r in roles), default=0)}" if levels is None else
+                 f"tiles = {max(r['tiles'] for r in roles)}\n"
+                 f"k_blocks = {max(r['k_blocks'] for r in roles)}")
         lines = [f"# Extracted by `{self.TOOL}` from {self.path}", *self.HEADER,
                  "[pipeline]", f'name = "{self.name}"', *self.pipeline_lines(),
                  f"stages = {main.stages}", f"producer_arrive_count = {pac}",
-                 f"consumer_arrive_count = {cac}",
-                 f"items = {max((r['items'] for r in roles), default=0)}", ""]
+                 f"consumer_arrive_count = {cac}", count, ""]
         done = {id(main)}
         for ring in self.rings.values():
             if id(ring) in done:
@@ -511,7 +579,10 @@ class Builder:
             pac, cac = self.ring_counts(ring)
             lines += [f"[ring.{ring.name}]", f"stages = {ring.stages}",
                       f"producer_arrive_count = {pac}",
-                      f"consumer_arrive_count = {cac}", ""]
+                      f"consumer_arrive_count = {cac}"]
+            if levels and ring.name in levels:
+                lines.append('level = "tile"  # per-tile data: its fills and reads pair by tile')
+            lines.append("")
         names = ", ".join(f'"{r["name"]}"' for r in roles)
         for flag, barrier in ((self.start_sync, WS_START), (self.end_sync, WS_END)):
             if flag:
@@ -521,21 +592,24 @@ class Builder:
         for r in roles:
             phases = ", ".join(f"{'main' if n == main.name else n} = {ph}"
                                for n, ph in r["initial_phase"].items())
-            side = "producer" if any(t.startswith(("copy", "write")) for t in r["body"] + r["prologue"]) \
-                else "consumer"
+            fills = r["body"] + r["prologue"] + r.get("tile_prologue", []) + r.get("tile_epilogue", [])
+            side = "producer" if any(t.startswith(("copy", "write")) for t in fills) else "consumer"
             lines += ["[[role]]", f'name = "{r["name"]}"', f'side = "{side}"', f"count = {r['count']}",
-                      f"items = {r['items']}"]
+                      f"items = {r['items']}" if levels is None else f"k_blocks = {r['k_blocks']}"]
             if r.get("ctas"):
                 lines.append(f"ctas = {list(r['ctas'])}")
             if phases:
                 lines.append(f"initial_phase = {{ {phases} }}")
-            for section in ("prologue", "body", "epilogue"):
-                ops = r[section]
+            for section in SECTIONS:
+                ops = r.get(section)
                 if not ops:
                     continue
                 lines.append(f"{section} = [")
+                # the lowered body is tile_prologue + body + tile_epilogue (spec/load_loops.py)
+                where, first = ("body", self._body_offset(r, section)) if section in BODY_PARTS \
+                    else (section, 0)
                 for i, (op, src) in enumerate(zip(ops, r["srcs"][section])):
-                    self.source.entries[(r["name"], section, i)] = src
+                    self.source.entries[(r["name"], where, first + i)] = src
                     note = ("to the stage/phase the IR uses" if src[1] in ("advance", "reset")
                             else src[1])
                     lines.append(f'  "{op}",  # {note} {src[2]}')

@@ -277,6 +277,106 @@ def test_mutations_of_the_software_pipelined_kernel(ttgir, tmp_path, name):
         assert steps[-1]["line"] in lines
 
 
+# ------------------------------------------------------------------ tiles of k-blocks (issue 47)
+
+PERSISTENT_ARGS = list(MUT.PERSISTENT_ARGS)
+
+
+def test_a_persistent_kernel_reads_as_tiles_of_k_blocks(ttgir, tmp_path):
+    """Loader and MMA loop over tiles and k-blocks, the epilogue over tiles: the spec says
+    tiles x k_blocks, the epilogue runs k_blocks = 1, the per-tile ops stand in tile sections,
+    and the bias tile the loader fills once per tile is a tile-level ring (read flat, its first
+    load was the prologue's and the epilogue's read of tile 0 a false read_before_fill)."""
+    target = tmp_path / "persistent.toml"
+    doc = check(ttgir["ws_persistent_sm100"], *PERSISTENT_ARGS, "--emit-spec", str(target))
+    assert (kind(doc), doc["exit"]) == ("ok", 0)
+    text = target.read_text()
+    assert re.search(r"^tiles = 3\nk_blocks = 2$", text, re.M)
+    assert re.search(r'\[ring\.bias_ready\][^\[]*level = "tile"', text)
+    assert text.count("k_blocks = 1") == 1 and "tile_prologue = [" in text
+    assert "tile_epilogue = [" in text and "every=" not in text
+
+
+def test_the_tutorial_accumulator_release_is_phase_alias_at_its_arrive(ttgir):
+    """The Gluon tutorial's epilogue steps to the next accumulator before it arrives on
+    acc_empty: that arrive completes the barrier the MMA's first wait on it expects free, a
+    phase early (docs/triton.md). The counterexample ends at the epilogue's arrive."""
+    doc = check(ttgir["ws_persistent_tutorial_order_sm100"], *PERSISTENT_ARGS)
+    assert (kind(doc), doc["exit"]) == ("phase_alias", 1)
+    steps = [s for s in doc["source"] if s["step"] != "end"]
+    text = ttgir["ws_persistent_tutorial_order_sm100"].read_text()
+    arrive = _line_of(text, r"ttng\.arrive_barrier %24, 1")
+    assert (steps[-1]["partition"], steps[-1]["op"], steps[-1]["line"]) == \
+        ("default", "ttng.arrive_barrier", arrive)
+
+
+def test_mutation_of_the_persistent_kernel_is_caught_at_the_refill(ttgir, tmp_path):
+    """The epilogue releases the bias slot before it reads it: the loader's load of tile 2
+    lands on tile 0 unread, overwrite_before_drain at that load's line (tiles pair by tile)."""
+    m = BY_NAME["persistent_bias_released_before_read"]
+    doc, copy_line = run_mutation(ttgir, tmp_path, m.name)
+    assert (kind(doc), doc["exit"]) == ("overwrite_before_drain", 1)
+    steps = [s for s in doc["source"] if s["step"] != "end"]
+    assert (steps[-1]["partition"], steps[-1]["line"]) == ("partition0", copy_line)
+    assert "tile 2" in json.dumps(doc["violation"]["trace"]["steps"][-1])
+
+
+def test_a_persistent_pipeline_that_drains_after_its_loop_counts_items_by_reads(ttgir, tmp_path):
+    """Per tile: a prefetch before the k loop, a load and an MMA per iteration, the drain's MMA
+    after it. Its loop iterations hold one read or none (refused before: "does not read it once
+    in every item"); items are the reads, the loads say which read they are for (ahead=)."""
+    target = tmp_path / "swp.toml"
+    doc = check(ttgir["persistent_swp_sm100"], *MUT.PERSISTENT_SWP_ARGS, "--emit-spec", str(target))
+    assert (kind(doc), doc["exit"]) == ("ok", 0)
+    text = target.read_text()
+    assert re.search(r"^items = 8$", text, re.M)
+    assert '"copy 16384 ahead=0"' in text and "ahead=1 every=8 at=3" in text
+
+
+def test_mutation_of_the_drained_pipeline_is_caught_at_the_refill(ttgir, tmp_path):
+    """Without the wait for the previous MMA, the load of k-block 3 lands on slot 0 while the
+    MMA of k-block 0 may still read it: overwrite_before_drain at a load's line."""
+    m = BY_NAME["persistent_swp_mma_wait_removed"]
+    doc, _ = run_mutation(ttgir, tmp_path, m.name)
+    assert (kind(doc), doc["exit"]) == ("overwrite_before_drain", 1)
+    text = _mutate(ttgir[m.kernel], tmp_path, m.transform).read_text()
+    module = parse_ttgir(text)
+    loads = {module.locs.get(re.search(r"loc\((#loc\d+)\)\s*$", line).group(1))
+             for line in text.splitlines() if re.search(m.line_of, line)}
+    steps = [s for s in doc["source"] if s["step"] != "end"]
+    assert steps[-1]["line"] in loads and steps[-1]["op"] == "ttng.async_tma_copy_global_to_local"
+
+
+def test_which_rings_hold_per_tile_data():
+    """A ring read or filled in a tile section, or by roles of different k_blocks, is per-tile;
+    the nested reading gives up (None: read flat) where the main ring would be, or where some
+    role fills such a ring in every k-block (tile tags would not tell its k-blocks apart)."""
+    from pipeproof.spec.frontend_nested import tile_rings
+
+    def role(k, body=(), tile_prologue=()):
+        return {"k_blocks": k, "body": list(body), "tile_prologue": list(tile_prologue)}
+    loader = role(4, ["copy 8"], ["copy 4 ring=q"])
+    mma = role(4, ["read_async", "read_async ring=q"])
+    assert tile_rings([loader, mma], "main") == {"q"}
+    assert tile_rings([role(4, ["copy 4 ring=o"]), role(1, ["read ring=o"])], "main") is None
+    assert tile_rings([role(4, ["copy 4"]), role(1, ["read"])], "main") is None
+    assert tile_rings([role(4, ["copy 4"]), role(4, ["read"])], "main") == set()
+
+
+def test_nested_and_flat_readings_agree_without_per_tile_data(ttgir, tmp_path, monkeypatch):
+    """Triton's own warp specialisation of a persistent matmul with its tile loop kept: read as
+    2 tiles of 4 k-blocks (the epilogue per tile); without per-tile ring data the flat reading
+    gives each agent the same program, so the same verdict and the same states."""
+    from pipeproof.spec.ttgir.build import Builder
+    args = ["--arg", "M=256", "--arg", "N=128", "--arg", "K=256"]
+    target = tmp_path / "nested.toml"
+    nested = check(ttgir["ws_matmul_nested_sm100"], *args, "--emit-spec", str(target))
+    assert re.search(r"^tiles = 2\nk_blocks = 4$", target.read_text(), re.M)
+    monkeypatch.setattr(Builder, "NESTED", False)
+    flat = check(ttgir["ws_matmul_nested_sm100"], *args)
+    assert (kind(nested), nested["states"]) == (kind(flat), flat["states"]) == ("ok", 25)
+
+
 # ------------------------------------------------------------------ bad input
 
 def test_a_file_that_is_not_ttgir_is_one_line_and_exit_2(tmp_path):

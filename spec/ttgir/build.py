@@ -66,6 +66,7 @@ class Builder(CoreBuilder):
     HEADER = ("# Rings are the kernel's mbarrier arrays; roles its warp_specialize partitions,",
               "# one agent each. Each op's kernel line is in the comment after it.")
     START_OP = "ttg.warp_specialize"
+    NESTED = True  # nested scf.for loops read as tiles of k-blocks (spec/frontend_nested.py)
 
     def __init__(self, module, partitions: list[Partition], name: str, where, lowering=None):
         super().__init__(module.path, partitions, name, where, lowering)

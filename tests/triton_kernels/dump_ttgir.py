@@ -2,7 +2,8 @@
 
     python tests/triton_kernels/dump_ttgir.py OUT_DIR [--only NAME ...] [--ptx] [--llir]
 
-Each kernel module here (ws_matmul, ws_attention, gluon_mbarrier, sm90_pipelined) exports
+Each kernel module here (ws_matmul, ws_attention, gluon_mbarrier, sm90_pipelined,
+ws_persistent, persistent_swp) exports
 ``KERNELS = {name: dict(fn=..., signature=..., constexprs=..., target=(backend, arch),
 options=..., gluon=bool, attrs=optional)}``. For every entry this script runs
 
@@ -22,7 +23,8 @@ import pathlib
 import sys
 import traceback
 
-MODULES = ("ws_matmul", "ws_attention", "gluon_mbarrier", "sm90_pipelined")
+MODULES = ("ws_matmul", "ws_attention", "gluon_mbarrier", "sm90_pipelined", "ws_persistent",
+           "persistent_swp")
 HERE = pathlib.Path(__file__).resolve().parent
 
 

@@ -49,11 +49,26 @@ def _swp_wait_index_off(text):
                         "%acc_25 = ttg.memdesc_index %acc[%acc_22q]", 1)
 
 
+def _bias_released_before_read(text):
+    """ws_persistent: the epilogue arrives on bias_empty before it loads the bias tile."""
+    a, b = _consumer_block(text)
+    block = text[a:b]
+    load = re.search(r"\n\s*%bias_1 = ttg\.local_load[^\n]*", block).group(0)
+    arrive = re.search(r"\n\s*ttng\.arrive_barrier %20, 1, %true[^\n]*", block).group(0)
+    block = block.replace(load, "", 1).replace(arrive, arrive + load, 1)
+    return text[:a] + block + text[b:]
+
+
+PERSISTENT = "ws_persistent_sm100"   # tiles of k-blocks (docs/triton.md)
+PERSISTENT_ARGS = ("--arg", "n_tiles=3", "--arg", "K=128")
+PERSISTENT_SWP = "persistent_swp_sm100"   # items counted by reads (docs/triton.md)
+PERSISTENT_SWP_ARGS = ("--arg", "n_tiles=2", "--arg", "K=256")
 ROWSUM = "gluon_ring_rowsum_sm100"
 ROWSUM_ARGS = ("--arg", "n_tiles=5")
 GENERIC = (("ws_matmul_sm100", ("--arg", "M=128", "--arg", "N=128", "--arg", "K=256")),
            ("gluon_ring_matmul_sm90", ("--arg", "K=512")),
-           ("gluon_ring_matmul_drained_sm100", ("--arg", "K=512")))
+           ("gluon_ring_matmul_drained_sm100", ("--arg", "K=512")),
+           ("ws_matmul_nested_sm100", ("--arg", "M=256", "--arg", "N=128", "--arg", "K=256")))
 
 SWP = "sm90_pipelined"
 SWP_ARGS = ("--arg", "K=512")
@@ -101,6 +116,14 @@ MUTATIONS = [
              r"ttng\.wait_barrier %acc_25, %acc_24"),
     Mutation("swp_expect_bytes_halved", SWP, SWP_ARGS,
              lambda t: t.replace("ttng.barrier_expect %acc_35, 32768", "ttng.barrier_expect %acc_35, 16384", 1)),
+] + [
+    # the bias tile the loader refills (tile t + 2) lands before the epilogue read tile t
+    Mutation("persistent_bias_released_before_read", PERSISTENT, PERSISTENT_ARGS,
+             _bias_released_before_read, r"ttng\.async_tma_copy_global_to_local %arg20\["),
+    # the loop's wait for the previous MMA removed: a refill may land on a slot an MMA still reads
+    Mutation("persistent_swp_mma_wait_removed", PERSISTENT_SWP, PERSISTENT_SWP_ARGS,
+             lambda t: re.sub(r"\n\s*ttng\.wait_barrier %38, %40, %true[^\n]*", "", t, count=1),
+             r"ttng\.async_tma_copy_global_to_local"),
 ] + [
     Mutation(f"every_init_count_plus_one:{k}", k, a,
              lambda t: re.sub(r"(ttng\.init_barrier %\S+), 1 ", r"\1, 2 ", t)) for k, a in GENERIC
