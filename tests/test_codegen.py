@@ -11,27 +11,16 @@ from __future__ import annotations
 import glob
 import shutil
 import subprocess
-import textwrap
 
 import pytest
 
 from pipeproof.backends import amd as amd_backend
 from pipeproof.cuda_ref import codegen as G
 from pipeproof.cuda_ref.codegen import GenerationError, generate
-from pipeproof.spec.load import load_spec, load_spec_text
+from pipeproof.spec.load import load_spec
 from pipeproof.spec.schema import OPS
+from tests.codegen_support import NVCC, agent_code, gen_text
 
-NVCC = shutil.which("nvcc") or (shutil.which("/usr/local/cuda/bin/nvcc"))
-
-
-def gen_text(text: str, path: str = "t.toml"):
-    return generate(load_spec_text(textwrap.dedent(text), path))
-
-
-def agent_code(g, index: int) -> str:
-    src = g.source
-    start = src.index(f"__device__ __noinline__ void agent_{index}(")
-    return src[start:src.index("\n}\n", start)]
 
 
 NV_RING = """

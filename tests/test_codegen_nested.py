@@ -7,9 +7,7 @@ the kernel of an example with both compiles for sm_90a.
 from __future__ import annotations
 
 import re
-import shutil
 import subprocess
-import textwrap
 
 import pytest
 
@@ -18,24 +16,14 @@ from pipeproof.checker.core.model import compile_model
 from pipeproof.cuda_ref import codegen as G
 from pipeproof.cuda_ref.codegen import generate
 from pipeproof.cuda_ref.conform import conform
-from pipeproof.spec.load import load_spec, load_spec_text
+from pipeproof.spec.load import load_spec
 from tests.conform_support import enabled, event_of
+from tests.codegen_support import NVCC, agent_code, gen_text
 
-NVCC = shutil.which("nvcc") or shutil.which("/usr/local/cuda/bin/nvcc")
 
 ISSUE47 = ["x_fa3_persistent_ok", "x_fa3_persistent_q_released_early", "x_persistent_tiles_ok",
            "x_tcgen05_gemm_acc_ring_ok", "x_tcgen05_gemm_acc_freed_early",
            "x_tcgen05_gemm_acc_async_ok", "x_tcgen05_gemm_acc_arrive_not_commit"]
-
-
-def gen_text(text: str, path: str = "t.toml"):
-    return generate(load_spec_text(textwrap.dedent(text), path))
-
-
-def agent_code(g, index: int) -> str:
-    src = g.source
-    start = src.index(f"__device__ __noinline__ void agent_{index}(")
-    return src[start:src.index("\n}\n", start)]
 
 
 def example(name: str, replay: bool = False):
