@@ -70,6 +70,12 @@ def sm100_drop_acc_commit(ir):  # release_from_mma's tcgen05.commit onto the acc
                   ir, flags=re.M)
 
 
+def sm100_dup_acc_commit(ir):  # release_from_mma's tcgen05.commit onto the accumulator's full made twice
+    at1464 = _inlined_at(ir, 1464)
+    return re.sub(COMMIT_ASM, lambda m: m.group(0) * 2 if at1464(m.group(1)) else m.group(0),
+                  ir, flags=re.M)
+
+
 def sm100_epilogue_no_wait(ir):  # the epilogue's wait on the accumulator's full (acquire_for_epilogue, :2302) removed
     at2302 = _inlined_at(ir, 2302)
     return re.sub(WAIT_ASM, lambda m: "" if at2302(m.group(1)) else m.group(0), ir, flags=re.M)
@@ -84,7 +90,7 @@ def two_cta_empty_count(ir):  # the empty count num_consumer x cluster size (8) 
 MUTANTS = {"halve_bytes": halve_bytes, "drop_pre_arrival": drop_pre_arrival,
            "drop_cluster_pre_arrival": drop_cluster_pre_arrival, "two_cta_empty_count": two_cta_empty_count,
            "sm100_drop_drain": sm100_drop_drain, "sm100_drop_acc_commit": sm100_drop_acc_commit,
-           "sm100_epilogue_no_wait": sm100_epilogue_no_wait}
+           "sm100_epilogue_no_wait": sm100_epilogue_no_wait, "sm100_dup_acc_commit": sm100_dup_acc_commit}
 SM100 = {"6": [1024, 1024, 256], "--tiles": 2}       # K = 256: 4 k-blocks per tile, 2 tiles per CTA
 SM100_B = {"6": [1024, 1024, 512], "--tiles": 3}     # the second trip count: 8 k-blocks, 3 tiles
 PROVE_TIMEOUT = 300  # s: the cluster-4 proofs (docs/mojo.md)

@@ -289,10 +289,7 @@ class Builder:
         pro_e = self._place_all(pro, state, last, p)
         item_e = [self._place_all(evs, state, last, p) for evs in items]
         period = self._period(item_e)
-        if item_e:  # the last item gets the trailing advances of its period: executed, so the
-            tail = item_e[len(item_e) - 1 - period] if len(item_e) > period else None
-            if tail is not None:  # state after the body is what the model has
-                self._complete(item_e[-1], tail, state)
+        self._complete_tail(item_e, period, state)
         last.clear()  # the epilogue's advances go before its own ops, never into the body
         epi_e = self._place_all(epi, state, last, p)
         texts, srcs = {}, {}
@@ -433,6 +430,12 @@ class Builder:
                    for k in range(n - period)):
                 return period
         return max(n, 1)
+
+    def _complete_tail(self, item_e, period, state):
+        """The last item gets the trailing advances of its period: executed, so the state
+        after the body is what the model has."""
+        if item_e and len(item_e) > period:
+            self._complete(item_e[-1], item_e[len(item_e) - 1 - period], state)
 
     def _complete(self, entries, model, state):
         """Give the last item the advances its period has after each op (and apply them)."""

@@ -11,6 +11,7 @@ from math import gcd
 
 from pipeproof.backends.capabilities import backend
 from pipeproof.spec.frontend_core import EMPTY, FULL, Builder, Ring, ident
+from pipeproof.spec.mojo.nest import nest_items, nest_main, nest_text
 from pipeproof.spec.mojo.parse import Data, Event, Kernel, Partition, Ref
 from pipeproof.spec.schema import SpecError
 
@@ -35,6 +36,8 @@ class MojoBuilder(Builder):
         self.data = {}
         self.barrier_counts = {}
         self.cluster_agents = 0
+        self.nest = None   # a Nest (spec/mojo/nest.py) when roles run as tiles of k-blocks
+        self.role_k = None  # the k_blocks of the role being built (nested loops)
 
     # ------------------------------------------------------------ rings
     def _rings(self):
@@ -115,9 +118,28 @@ class MojoBuilder(Builder):
         return out
 
     def _role(self, p):
+        self.role_k = self.nest.role_k.get(p.name) if self.nest is not None else None
         r = super()._role(p)
         r["ctas"] = p.ctas
         return r
+
+    def _period(self, item_e) -> int:
+        """Nested loops: period K_r where every tile reads alike, the last tile's items
+        lacking only the advances toward a next use that never comes (spec/mojo/nest.py)."""
+        k = self.role_k
+        if k is None or len(item_e) <= k:
+            return super()._period(item_e)
+        n = len(item_e)
+        if all(self._same(item_e[i], item_e[i + k], i + k >= n - k) for i in range(n - k)):
+            return k
+        return super()._period(item_e)
+
+    def _complete_tail(self, item_e, period, state):
+        k = self.role_k
+        if k is None or period != k or len(item_e) <= k:
+            return super()._complete_tail(item_e, period, state)
+        for i in range(len(item_e) - k, len(item_e)):   # the last tile's items
+            self._complete(item_e[i], item_e[i - k], state)
 
 
 def prepare(kernel: Kernel) -> None:
@@ -406,11 +428,15 @@ def build(kernel: Kernel, name: str):
 
     def rings():
         orig()
+        if b.nest is not None:
+            b.main = nest_main(b, b.nest)
         to_core(kernel, b)
         if backend(kernel.backend).counters:
             amd_phases(kernel, b)
     b._rings = rings
     text, source = b.toml()
+    if b.nest is not None:
+        text = nest_text(text, b, b.nest)
     if b.barrier_counts:
         extra = []
         for bar, n in b.barrier_counts.items():
@@ -589,6 +615,9 @@ def align_items(kernel: Kernel, b: MojoBuilder) -> None:
             return
     for p in coarse:
         p.starts, p.ends = saved[p.name]
+    b.nest = nest_items(kernel, b, loops, counts)   # tiles of k-blocks (spec/mojo/nest.py)
+    if b.nest is not None:
+        return
     names = ", ".join(p.name for p in coarse)
     raise NotExpressible(
         f"{kernel.path}: roles {names} loop once per {n_fine // counts[coarse[0].name]} items of "
@@ -631,6 +660,12 @@ def _pairs_ok(kernel: Kernel, b: MojoBuilder) -> bool:
     """Does each reader's n-th read of every data slot carry the item of the n-th fill of it?
     (Fills and reads outside the item loop carry the prologue's / epilogue's tag: the core
     pairs those, so they are not compared here.)"""
+    return _sections_tags_ok(kernel, b, lambda p, ev, item: item)
+
+
+def _sections_tags_ok(kernel: Kernel, b: MojoBuilder, tag_of) -> bool:
+    """_pairs_ok with the tag of a body op given by tag_of(partition, event, item) (nested
+    loops: a tile-level ring's tag is the tile, spec/mojo/nest.py)."""
     fills, reads = {}, {}
     for p in kernel.partitions:
         pro, items, epi = b._sections(p)
@@ -640,6 +675,7 @@ def _pairs_ok(kernel: Kernel, b: MojoBuilder) -> bool:
             if data is None or ev.kind not in ("copy", "write", "read", "read_async"):
                 continue
             tag = item_of.get(id(ev))
+            tag = None if tag is None else tag_of(p, ev, tag)
             key = (data.array, data.index)
             if ev.kind in ("copy", "write"):
                 fills.setdefault(key, {}).setdefault(p.name, []).append(tag)
