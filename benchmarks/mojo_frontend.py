@@ -76,6 +76,18 @@ def sm100_dup_acc_commit(ir):  # release_from_mma's tcgen05.commit onto the accu
                   ir, flags=re.M)
 
 
+def conv_drop_load_order(ir):  # conv2d's LoadOrderBarrier (main load :985 arrives, epilogue load :1026 waits) removed
+    at985, at1026 = _inlined_at(ir, 985), _inlined_at(ir, 1026)
+    ir = re.sub(r"^  (%\d+) = call i64 @llvm\.nvvm\.mbarrier\.arrive\.shared\([^\n]*!dbg (!\d+)$",
+                lambda m: f"  {m.group(1)} = add i64 0, 0, !dbg {m.group(2)}" if at985(m.group(2))
+                else m.group(0), ir, flags=re.M)
+    return re.sub(WAIT_ASM, lambda m: "" if at1026(m.group(1)) else m.group(0), ir, flags=re.M)
+
+
+def conv_acc_empty_count(ir):  # conv2d's accumulator empty barriers (+180272, +180280) initialised with 64, not 128
+    return re.sub(r"(@extern_ptr_syml, i32 1802(?:72|80)\), )i32 128,", r"\1i32 64,", ir)
+
+
 def sm100_epilogue_no_wait(ir):  # the epilogue's wait on the accumulator's full (acquire_for_epilogue, :2302) removed
     at2302 = _inlined_at(ir, 2302)
     return re.sub(WAIT_ASM, lambda m: "" if at2302(m.group(1)) else m.group(0), ir, flags=re.M)
@@ -90,7 +102,8 @@ def two_cta_empty_count(ir):  # the empty count num_consumer x cluster size (8) 
 MUTANTS = {"halve_bytes": halve_bytes, "drop_pre_arrival": drop_pre_arrival,
            "drop_cluster_pre_arrival": drop_cluster_pre_arrival, "two_cta_empty_count": two_cta_empty_count,
            "sm100_drop_drain": sm100_drop_drain, "sm100_drop_acc_commit": sm100_drop_acc_commit,
-           "sm100_epilogue_no_wait": sm100_epilogue_no_wait, "sm100_dup_acc_commit": sm100_dup_acc_commit}
+           "sm100_epilogue_no_wait": sm100_epilogue_no_wait, "sm100_dup_acc_commit": sm100_dup_acc_commit,
+           "conv_drop_load_order": conv_drop_load_order, "conv_acc_empty_count": conv_acc_empty_count}
 SM100 = {"6": [1024, 1024, 256], "--tiles": 2}       # K = 256: 4 k-blocks per tile, 2 tiles per CTA
 SM100_B = {"6": [1024, 1024, 512], "--tiles": 3}     # the second trip count: 8 k-blocks, 3 tiles
 PROVE_TIMEOUT = 300  # s: the cluster-4 proofs (docs/mojo.md)
