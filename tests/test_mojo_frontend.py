@@ -590,3 +590,33 @@ def test_sm100_reads_as_tiles_of_k_blocks_too(monkeypatch):
         code, out = run(FIX / "sm100_bf16.ll.gz", *SM100)
     assert code == 0, out
     assert "ok (23 states" in out and "tiles = 2" in out and 'level = "tile"' in out
+
+
+# block-scaled NVFP4 matmul 1-SM (sm100_structured/block_scaled, 128x128x32, 5 stages; the
+# harness block_scaled_nvfp4.mojo; the IR's mojo_source_name strings cut to 200 characters):
+# 2 tiles x 4 k-blocks (K = 512 fp4: 4 x 128 bytes). Its load warp's k-loop is rotated (the
+# first wait + expect_tx before the loop, the last tile's CLC fetch after it): before issue 47
+# the stretched reading put that fetch's read in the epilogue, which the loader refuses ("an
+# epilogue read of a ring filled only in the loop body").
+BLOCK_SCALED = ("--block-dim", "224", "--tiles", "2", "--arg", "6=1,1,1", "--arg", "7=1024,1024,512")
+
+
+def test_block_scaled_nvfp4_reads_as_tiles_of_k_blocks_and_is_ok():
+    code, out = run(FIX / "block_scaled_nvfp4.ll.gz", *BLOCK_SCALED)
+    assert code == 0, out
+    assert "ok (22 states" in out and "tiles = 2\nk_blocks = 4" in out
+    load = out.split('name = "warp5"')[1].split("epilogue = [")[0]
+    assert '"wait_full ring=ring217200 every=4 at=3"' in load   # the CLC fetch ends every tile
+    assert "wait_empty ring=ring217232 every=4 at=0" in load      # the CLC throttle starts it
+
+
+def test_block_scaled_nvfp4_accumulator_commit_removed_is_deadlock(tmp_path):
+    ir = gzip.open(FIX / "block_scaled_nvfp4.ll.gz", "rt").read()
+    from benchmarks.mojo_frontend import MUTANTS
+    f = tmp_path / "bs.ll"
+    f.write_text(MUTANTS["sm100_drop_acc_commit"](ir))
+    code, out = run(f, *BLOCK_SCALED, "--max-states", "50000")
+    assert code == 1, out
+    head = out.split("step  agent")[0]
+    assert "deadlock" in head and "warp0_x4[0..3] wait on ring217168.full[0]" in head
+    assert "warp0_x4   block_scaled_matmul_kernel.mojo:1150  (where it stands at the end)" in out

@@ -615,7 +615,8 @@ def align_items(kernel: Kernel, b: MojoBuilder) -> None:
             return
     for p in coarse:
         p.starts, p.ends = saved[p.name]
-    b.nest = nest_items(kernel, b, loops, counts)   # tiles of k-blocks (spec/mojo/nest.py)
+    # tiles of k-blocks (spec/mojo/nest.py), the reads paired by the same FIFO check
+    b.nest = nest_items(kernel, b, loops, counts, lambda k, bb, tag_of: _sections_tags_ok(k, bb, tag_of))
     if b.nest is not None:
         return
     names = ", ".join(p.name for p in coarse)
@@ -681,7 +682,12 @@ def _sections_tags_ok(kernel: Kernel, b: MojoBuilder, tag_of) -> bool:
                 fills.setdefault(key, {}).setdefault(p.name, []).append(tag)
             else:
                 reads.setdefault(key, {}).setdefault(p.name, []).append(tag)
+    # a read outside the item loop of a ring only bodies fill pairs with no fill (the loader
+    # refuses it): that numbering is no pairing either
+    outside = {k[0] for k, per in fills.items() for tags in per.values() if None in tags}
     for key, per_reader in reads.items():
+        if key[0] not in outside and any(None in got for got in per_reader.values()):
+            return False
         filled = fills.get(key, {})
         for role_fills in filled.values():
             tags = []   # the copies of one item into one slot (A and B tiles) are one fill

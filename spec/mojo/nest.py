@@ -31,11 +31,11 @@ class Nest:
     tile_data: set        # data arrays (("data", base)) whose tags are tiles
 
 
-def nest_items(kernel, b, loops: dict, counts: dict):
+def nest_items(kernel, b, loops: dict, counts: dict, tags_ok):
     """Cut every role's items into T tiles of K k-blocks (or T tiles of one item) so that
-    reads pair with fills at each ring's level; a Nest, with the partitions' starts/ends set,
-    or None (starts/ends unchanged) where no choice pairs every read."""
-    from pipeproof.spec.mojo.build import _sections_tags_ok
+    reads pair with fills at each ring's level (`tags_ok(kernel, b, tag_of)`: build.py's
+    FIFO check); a Nest, with the partitions' starts/ends set, or None (starts/ends
+    unchanged) where no choice pairs every read."""
     n_fine = max(counts.values(), default=0)
     positive = [c for c in counts.values() if c > 0]
     tiles = kernel.tiles or min(positive, default=0)
@@ -45,11 +45,10 @@ def nest_items(kernel, b, loops: dict, counts: dict):
     parts = [p for p in kernel.partitions if counts[p.name] > 0]
     options = []
     for p in parts:
-        if counts[p.name] == n_fine:
-            options.append([(k, p.starts, p.ends)])
-            continue
-        opts = [(kk, st, en) for kk, want in ((k, n_fine), (1, tiles))
-                for st, en in _recuts(p, loops[p.name], want)]
+        opts = [(k, p.starts, p.ends)] if counts[p.name] == n_fine else []
+        opts += [(kk, st, en) for kk, want in ((k, n_fine), (1, tiles))
+                 for st, en in _recuts(p, loops[p.name], want)
+                 if (kk, st, en) not in opts]
         if not opts:
             return None
         options.append(opts)
@@ -57,9 +56,10 @@ def nest_items(kernel, b, loops: dict, counts: dict):
     for combo in product(*options):
         role_k = {p.name: kk for p, (kk, _, _) in zip(parts, combo)}
         for p, (kk, st, en) in zip(parts, combo):
-            p.starts, p.ends = _tile_heads(p, b, loops[p.name], kk, st), en
+            st = _tile_heads(p, b, loops[p.name], kk, st)
+            p.starts, p.ends = st, _last_tail(p, b, loops[p.name], kk, st, en)
         tile_data = _tile_data(kernel, role_k)
-        if _sections_tags_ok(kernel, b, lambda p, ev, item: (
+        if tags_ok(kernel, b, lambda p, ev, item: (
                 item // role_k[p.name] if _data(ev) in tile_data else item)):
             return Nest(tiles, k, role_k, tile_data)
     for p in parts:
@@ -68,8 +68,8 @@ def nest_items(kernel, b, loops: dict, counts: dict):
 
 
 def _data(ev):
-    from pipeproof.spec.mojo.build import data_ref
-    d = data_ref(ev)
+    """The data array a fill or read touches (a read_async names its slot in `extra`)."""
+    d = (ev.extra[0] if ev.extra else None) if ev.kind == "read_async" else ev.buffer
     return d.array if d is not None else None
 
 
@@ -91,7 +91,8 @@ def _recuts(p, loop, want: int):
     starts, end = p.starts[loop], p.ends[loop][-1]
     events = [ev for ev in p.events if ev.kind != "init"]
     in_loop = [ev for ev in events if starts[0] < ev.seq <= end]
-    waits = [ev for ev in in_loop if ev.kind == "wait" and ev.barrier is not None]
+    # (a wait before the loop may start its first item: a loop the compiler rotated)
+    waits = [ev for ev in events if ev.seq <= end and ev.kind == "wait" and ev.barrier is not None]
     keys = []
     for ev in waits:
         for key in ((ev.op.where, ev.op.name, ev.barrier.array.name), (ev.barrier.array.name,)):
@@ -191,3 +192,20 @@ def _tile_heads(p, b, loop, k: int, starts: dict) -> dict:
     for t, it in enumerate(lasts, start=1):
         cut[t * k] = it[-n].seq - 0.25
     return {**starts, loop: cut}
+
+
+def _last_tail(p, b, loop, k: int, starts: dict, ends: dict) -> dict:
+    """The last tile's trailing ops into its last item: where the persistent loop exits after
+    its last CLC fetch, the ops after the k-loop's last run are the epilogue's; those that
+    complete the last item to read as the first tile's last item are moved into it."""
+    saved = p.starts, p.ends
+    p.starts, p.ends = starts, ends
+    _, items, epi = b._sections(p)
+    p.starts, p.ends = saved
+    if len(items) < 2 * k or not epi:
+        return ends
+    model, last = items[k - 1], items[-1]
+    j = len(model) - len(last)
+    if 0 < j <= len(epi) and [_sig(e) for e in last + epi[:j]] == [_sig(e) for e in model]:
+        return {**ends, loop: ends[loop][:-1] + [epi[j - 1].seq + 0.45]}
+    return ends
