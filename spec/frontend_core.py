@@ -84,6 +84,7 @@ class Builder:
     HEADER = ()
     START_OP = "start"  # the op where workers start (its name in a trace's source column)
     COMMIT_FULL = False  # may a commit arrive on a full signal (a front end whose IR says so)
+    ONE_STAGE_LAP = False  # a one-stage ring waited on the other parity: advance a lap (else reset)
 
     def __init__(self, path: str, partitions: list, name: str, where, lowering=None):
         self.lowering = lowering  # front-end specific: how one partition becomes agents
@@ -367,6 +368,9 @@ class Builder:
                             adv = [("reset" + self._ring_arg(ring), (p.name, "reset", where[2]))]
                             move_stage(cur, "reset", ring.stages)
                             d = target * ring.stages + s - cur[1] * ring.stages
+                    elif ph is not None and (cur[1] + (cur[0] + d) // ring.stages) % 2 != ph \
+                            and self.ONE_STAGE_LAP and ring.stages == 1 and d == 0:
+                        d = 1   # a one-stage ring's next wait is the next lap (the ring idiom)
                     elif ph is not None and (cur[1] + (cur[0] + d) // ring.stages) % 2 != ph:
                         # The parity the IR waits for is a lap further than the index: the IR
                         # does not follow the ring here. Back to stage 0 and the initial phase

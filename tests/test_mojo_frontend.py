@@ -565,12 +565,19 @@ def test_conv2d_reads_as_tiles_of_k_blocks(tmp_path):
     head = out.split("step  agent")[0]
     assert "phase_alias" in head and "warp7[0] waits on ring180464.full[0]" in head
     assert "warp7      conv2d_fprop_kernel.mojo:1026  (where it stands at the end)" in out
+    # warp 7 toggles its parity on the one-stage barrier: one advance per tile (a lap), no
+    # reset, so its tiles read alike (`k_blocks = 1` needs period 1) at any tile count
+    warp7 = spec.read_text().split('name = "warp7"')[1]
+    assert '"advance ring=ring180464"' in warp7 and "reset" not in warp7
 
 
 def test_conv2d_without_its_load_order_barrier_is_ok_and_a_wrong_count_is_caught(tmp_path):
     code, out = run(_conv(tmp_path, "conv_drop_load_order"), *CONV)
     assert code == 0, out
     assert "ok (30 states" in out and "k_blocks = 4" in out
+    code, out = run(_conv(tmp_path, "conv_drop_load_order"), *CONV[:2], "--tiles", "3", *CONV[4:])
+    assert code == 0, out
+    assert "ok (37 states" in out and "tiles = 3" in out
     # the accumulator's empty initialised with 64 arrivals (of 128 epilogue threads): the
     # epilogue's release at :1158 runs the barrier two phases ahead
     code, out = run(_conv(tmp_path, "conv_drop_load_order", "conv_acc_empty_count"), *CONV,

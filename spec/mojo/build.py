@@ -26,6 +26,7 @@ class NotExpressible(SpecError):
 class MojoBuilder(Builder):
     TOOL = "pipeproof mojo"
     COMMIT_FULL = True   # tcgen05.commit onto full: sm100's accumulator ring (release_from_mma)
+    ONE_STAGE_LAP = True  # conv2d's LoadOrderBarrier: one barrier, a parity toggled per tile
     HEADER = ("# Rings are the kernel's PipelineBackend barrier pairs (full, empty); roles its",
               "# warp (or warpgroup) programs. Each op's Mojo line is in the comment after it.")
     START_OP = "start"
