@@ -553,9 +553,15 @@ def test_conv2d_reads_as_tiles_of_k_blocks(tmp_path):
     assert {n for n, r in roles.items() if r.get("k_blocks") == 1} == {"warp0_x4", "warp4", "warp7"}
     # the accumulator (MMA -> epilogue) and the CLC response (scheduler -> all) hold per-tile data
     assert {n for n, r in got["ring"].items() if r.get("level") == "tile"} == {"ring180256", "ring180288"}
-    mma = roles["warp6"]["body"]
-    assert mma[0] == "wait_empty ring=ring180256 every=4 at=0"   # the tile's accumulator first
-    assert "write ring=ring180256 every=4 at=3" in mma and "commit_full ring=ring180256 every=4 at=3" in mma
+    # the MMA warp: the tile's accumulator first, K alike k-blocks, then its commit and the
+    # CLC fetch (the rotated loop's per-tile ops, now tile sections)
+    mma = roles["warp6"]
+    assert mma["tile_prologue"] == ["wait_empty ring=ring180256"]
+    assert mma["body"] == ["wait_full", "read_async", "commit_empty", "advance"]
+    assert mma["tile_epilogue"][:2] == ["write ring=ring180256", "commit_full ring=ring180256"]
+    # the load warp's k-blocks differ (two k-loops, the load-order arrive after the second
+    # k-block): every=4 at=j variants
+    assert "arrive_full ring=ring180464 every=4 at=1" in roles["warp5"]["body"]
     assert roles["warp0_x4"]["body"][:2] == ["wait_full ring=ring180256", "read ring=ring180256"]
     # The kernel's LoadOrderBarrier (one arrival per tile by the main load warp at :985, a
     # parity wait per tile by the epilogue-load warp at :1026, nothing back): the load warp
@@ -586,6 +592,10 @@ def test_conv2d_without_its_load_order_barrier_is_ok_and_a_wrong_count_is_caught
     head = out.split("step  agent")[0]
     assert "over_arrival" in head and "ring180256.empty[0]" in head
     assert re.search(r"step +\d+  warp0_x4   conv2d_fprop_kernel\.mojo:1158\n  step end", out)
+    # steps of the MMA warp's tile sections name their lines (the accumulator wait and commit
+    # at :1085, the CLC fetch at :1083)
+    assert re.search(r"step +8  warp6      conv2d_fprop_kernel\.mojo:1085\n", out)
+    assert "warp6      conv2d_fprop_kernel.mojo:1083" in out
 
 
 def test_sm100_reads_as_tiles_of_k_blocks_too(monkeypatch):

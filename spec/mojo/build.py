@@ -11,7 +11,7 @@ from math import gcd
 
 from pipeproof.backends.capabilities import backend
 from pipeproof.spec.frontend_core import EMPTY, FULL, Builder, Ring, ident
-from pipeproof.spec.mojo.nest import nest_items, nest_main, nest_text
+from pipeproof.spec.mojo.nest import nest_items, nest_main, nest_text, tile_sections
 from pipeproof.spec.mojo.parse import Data, Event, Kernel, Partition, Ref
 from pipeproof.spec.schema import SpecError
 
@@ -437,7 +437,7 @@ def build(kernel: Kernel, name: str):
     b._rings = rings
     text, source = b.toml()
     if b.nest is not None:
-        text = nest_text(text, b, b.nest)
+        text = tile_sections(nest_text(text, b, b.nest), source, b.nest)
     if b.barrier_counts:
         extra = []
         for bar, n in b.barrier_counts.items():

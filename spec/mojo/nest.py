@@ -209,3 +209,58 @@ def _last_tail(p, b, loop, k: int, starts: dict, ends: dict) -> dict:
     if 0 < j <= len(epi) and [_sig(e) for e in last + epi[:j]] == [_sig(e) for e in model]:
         return {**ends, loop: ends[loop][:-1] + [epi[j - 1].seq + 0.45]}
     return ends
+
+
+_GUARDED = re.compile(r'  "(.*) every=(\d+) at=(\d+)",(  # .*)$')
+
+
+def tile_sections(text: str, source, nest: Nest) -> str:
+    """A k-block role whose every tile reads `tile_prologue`, then K alike k-blocks, then
+    `tile_epilogue` (the MMA warp: the accumulator's wait first, its commit and the CLC
+    fetch last) is written so; the loader lowers it to the same guarded body (every=K at=0
+    before the body, at=K-1 after it), in that order, which is how the source map keeps its
+    lines. A role whose k-blocks differ otherwise keeps its every=K at=j body."""
+    lines = text.split("\n")
+    out, i, role = [], 0, None
+    while i < len(lines):
+        line = lines[i]
+        got = re.match(r'name = "(\w+)"$', line)
+        role = got.group(1) if got else role
+        if line != "body = [":
+            out.append(line)
+            i += 1
+            continue
+        end = lines.index("]", i)
+        split = _split_tile(lines[i + 1:end], nest.k_blocks)
+        if split is None:
+            out += lines[i:end + 1]
+        else:
+            order = []
+            for name, part in zip(("tile_prologue", "body", "tile_epilogue"), split):
+                if part:
+                    out += [f"{name} = ["] + [f'  "{op}",{note}' for op, note, _ in part] + ["]"]
+                order += [old for _, _, old in part]
+            old = {j: source.entries.get((role, "body", j)) for j in order}
+            for new, j in enumerate(order):
+                source.entries[(role, "body", new)] = old[j]
+        i = end + 1
+    return "\n".join(out)
+
+
+def _split_tile(body: list, k: int):
+    """(tile prologue, body, tile epilogue) of a body of every=k variants, each a list of
+    (op, comment, index in the old body), or None where the variants are not P + core,
+    core ..., core + E."""
+    variants = [[] for _ in range(k)]
+    for n, line in enumerate(body):
+        got = _GUARDED.match(line)
+        if got is None or int(got.group(2)) != k:
+            return None
+        variants[int(got.group(3))].append((got.group(1), got.group(4), n))
+    key = lambda v: [(op, note) for op, note, _ in v]
+    first, last = variants[0], variants[-1]
+    for size in range(min(len(first), len(last)), 0, -1):
+        core = key(last[:size])
+        if key(first[len(first) - size:]) == core and all(key(v) == core for v in variants[1:-1]):
+            return first[:len(first) - size], first[len(first) - size:], last[size:]
+    return None
