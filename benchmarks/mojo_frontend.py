@@ -106,6 +106,8 @@ MUTANTS = {"halve_bytes": halve_bytes, "drop_pre_arrival": drop_pre_arrival,
            "conv_drop_load_order": conv_drop_load_order, "conv_acc_empty_count": conv_acc_empty_count}
 SM100 = {"6": [1024, 1024, 256], "--tiles": 2}       # K = 256: 4 k-blocks per tile, 2 tiles per CTA
 SM100_B = {"6": [1024, 1024, 512], "--tiles": 3}     # the second trip count: 8 k-blocks, 3 tiles
+CONV = {"4": [256, 128, 512], "--tiles": 2}           # conv2d 1-SM: 2 tiles x 4 k-blocks (BK = 128)
+BLOCK_SCALED = {"6": [1, 1, 1], "7": [1024, 1024, 512], "--tiles": 2}   # NVFP4: 2 tiles x 4 k-blocks
 PROVE_TIMEOUT = 300  # s: the cluster-4 proofs (docs/mojo.md)
 VERIFY_TIMEOUT = 120  # s: a search that does not finish is inconclusive
 TARGETS = [
@@ -136,6 +138,11 @@ TARGETS = [
     ("sm100 2-SM K=512 tiles=3", "sm100_bf16_2sm.ll.gz", SM100_B, 224),
     ("sm100 2-SM drain removed", "sm100_bf16_2sm.ll.gz:sm100_drop_drain", SM100, 224),
     ("sm100 2-SM acc commit removed", "sm100_bf16_2sm.ll.gz:sm100_drop_acc_commit", SM100, 224),
+    # issue 47: read as tiles of k-blocks (refused before)
+    ("conv2d 1-SM tiles=2", "conv2d_1sm.ll.gz", CONV, 256),
+    ("conv2d no load-order", "conv2d_1sm.ll.gz:conv_drop_load_order", CONV, 256),
+    ("block-scaled NVFP4 tiles=2", "block_scaled_nvfp4.ll.gz", BLOCK_SCALED, 224),
+    ("block-scaled acc commit removed", "block_scaled_nvfp4.ll.gz:sm100_drop_acc_commit", BLOCK_SCALED, 224),
 ]
 
 def main(prefixes):
