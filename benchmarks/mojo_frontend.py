@@ -70,6 +70,24 @@ def sm100_drop_acc_commit(ir):  # release_from_mma's tcgen05.commit onto the acc
                   ir, flags=re.M)
 
 
+def sm100_dup_acc_commit(ir):  # release_from_mma's tcgen05.commit onto the accumulator's full made twice
+    at1464 = _inlined_at(ir, 1464)
+    return re.sub(COMMIT_ASM, lambda m: m.group(0) * 2 if at1464(m.group(1)) else m.group(0),
+                  ir, flags=re.M)
+
+
+def conv_drop_load_order(ir):  # conv2d's LoadOrderBarrier (main load :985 arrives, epilogue load :1026 waits) removed
+    at985, at1026 = _inlined_at(ir, 985), _inlined_at(ir, 1026)
+    ir = re.sub(r"^  (%\d+) = call i64 @llvm\.nvvm\.mbarrier\.arrive\.shared\([^\n]*!dbg (!\d+)$",
+                lambda m: f"  {m.group(1)} = add i64 0, 0, !dbg {m.group(2)}" if at985(m.group(2))
+                else m.group(0), ir, flags=re.M)
+    return re.sub(WAIT_ASM, lambda m: "" if at1026(m.group(1)) else m.group(0), ir, flags=re.M)
+
+
+def conv_acc_empty_count(ir):  # conv2d's accumulator empty barriers (+180272, +180280) initialised with 64, not 128
+    return re.sub(r"(@extern_ptr_syml, i32 1802(?:72|80)\), )i32 128,", r"\1i32 64,", ir)
+
+
 def sm100_epilogue_no_wait(ir):  # the epilogue's wait on the accumulator's full (acquire_for_epilogue, :2302) removed
     at2302 = _inlined_at(ir, 2302)
     return re.sub(WAIT_ASM, lambda m: "" if at2302(m.group(1)) else m.group(0), ir, flags=re.M)
@@ -84,9 +102,12 @@ def two_cta_empty_count(ir):  # the empty count num_consumer x cluster size (8) 
 MUTANTS = {"halve_bytes": halve_bytes, "drop_pre_arrival": drop_pre_arrival,
            "drop_cluster_pre_arrival": drop_cluster_pre_arrival, "two_cta_empty_count": two_cta_empty_count,
            "sm100_drop_drain": sm100_drop_drain, "sm100_drop_acc_commit": sm100_drop_acc_commit,
-           "sm100_epilogue_no_wait": sm100_epilogue_no_wait}
+           "sm100_epilogue_no_wait": sm100_epilogue_no_wait, "sm100_dup_acc_commit": sm100_dup_acc_commit,
+           "conv_drop_load_order": conv_drop_load_order, "conv_acc_empty_count": conv_acc_empty_count}
 SM100 = {"6": [1024, 1024, 256], "--tiles": 2}       # K = 256: 4 k-blocks per tile, 2 tiles per CTA
 SM100_B = {"6": [1024, 1024, 512], "--tiles": 3}     # the second trip count: 8 k-blocks, 3 tiles
+CONV = {"4": [256, 128, 512], "--tiles": 2}           # conv2d 1-SM: 2 tiles x 4 k-blocks (BK = 128)
+BLOCK_SCALED = {"6": [1, 1, 1], "7": [1024, 1024, 512], "--tiles": 2}   # NVFP4: 2 tiles x 4 k-blocks
 PROVE_TIMEOUT = 300  # s: the cluster-4 proofs (docs/mojo.md)
 VERIFY_TIMEOUT = 120  # s: a search that does not finish is inconclusive
 TARGETS = [
@@ -117,6 +138,11 @@ TARGETS = [
     ("sm100 2-SM K=512 tiles=3", "sm100_bf16_2sm.ll.gz", SM100_B, 224),
     ("sm100 2-SM drain removed", "sm100_bf16_2sm.ll.gz:sm100_drop_drain", SM100, 224),
     ("sm100 2-SM acc commit removed", "sm100_bf16_2sm.ll.gz:sm100_drop_acc_commit", SM100, 224),
+    # issue 47: read as tiles of k-blocks (refused before)
+    ("conv2d 1-SM tiles=2", "conv2d_1sm.ll.gz", CONV, 256),
+    ("conv2d no load-order", "conv2d_1sm.ll.gz:conv_drop_load_order", CONV, 256),
+    ("block-scaled NVFP4 tiles=2", "block_scaled_nvfp4.ll.gz", BLOCK_SCALED, 224),
+    ("block-scaled acc commit removed", "block_scaled_nvfp4.ll.gz:sm100_drop_acc_commit", BLOCK_SCALED, 224),
 ]
 
 def main(prefixes):

@@ -88,6 +88,7 @@ class Builder:
     HEADER = ()
     START_OP = "start"  # the op where workers start (its name in a trace's source column)
     COMMIT_FULL = False  # may a commit arrive on a full signal (a front end whose IR says so)
+    ONE_STAGE_LAP = False  # a one-stage ring waited on the other parity: advance a lap (else reset)
 
     def __init__(self, path: str, partitions: list, name: str, where, lowering=None):
         self.lowering = lowering  # front-end specific: how one partition becomes agents
@@ -299,10 +300,7 @@ class Builder:
         pro_e = self._place_all(pro, state, last, p)
         item_e = [self._place_all(evs, state, last, p) for evs in items]
         period = self._period(item_e)
-        if item_e:  # the last item gets the trailing advances of its period: executed, so the
-            tail = item_e[len(item_e) - 1 - period] if len(item_e) > period else None
-            if tail is not None:  # state after the body is what the model has
-                self._complete(item_e[-1], tail, state)
+        self._complete_tail(item_e, period, state)
         last.clear()  # the epilogue's advances go before its own ops, never into the body
         epi_e = self._place_all(epi, state, last, p)
         texts, srcs = self._ends(p, pro, pro_e, epi, epi_e)
@@ -417,6 +415,9 @@ class Builder:
                             adv = [("reset" + self._ring_arg(ring), (p.name, "reset", where[2]))]
                             move_stage(cur, "reset", ring.stages)
                             d = target * ring.stages + s - cur[1] * ring.stages
+                    elif ph is not None and (cur[1] + (cur[0] + d) // ring.stages) % 2 != ph \
+                            and self.ONE_STAGE_LAP and ring.stages == 1 and d == 0:
+                        d = 1   # a one-stage ring's next wait is the next lap (the ring idiom)
                     elif ph is not None and (cur[1] + (cur[0] + d) // ring.stages) % 2 != ph:
                         # The parity the IR waits for is a lap further than the index: the IR
                         # does not follow the ring here. Back to stage 0 and the initial phase
@@ -480,6 +481,12 @@ class Builder:
                    for k in range(n - period)):
                 return period
         return max(n, 1)
+
+    def _complete_tail(self, item_e, period, state):
+        """The last item gets the trailing advances of its period: executed, so the state
+        after the body is what the model has."""
+        if item_e and len(item_e) > period:
+            self._complete(item_e[-1], item_e[len(item_e) - 1 - period], state)
 
     def _complete(self, entries, model, state):
         """Give the last item the advances its period has after each op (and apply them)."""

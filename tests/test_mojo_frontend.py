@@ -493,6 +493,7 @@ def test_roles_whose_reads_no_numbering_pairs_are_refused_in_one_line(monkeypatc
     # none is, one line (exit 2), never a guessed pairing
     import pipeproof.spec.mojo.build as build
     monkeypatch.setattr(build, "_pairs_ok", lambda kernel, b: False)
+    monkeypatch.setattr(build, "_sections_tags_ok", lambda kernel, b, tag_of: False)  # nest.py's
     with shared_readings():  # a reading of its own: the kernel is built again with the patch
         code, out = run(FIX / "sm100_bf16.ll.gz", *SM100)
     assert code == 2, out
@@ -517,3 +518,122 @@ def test_stretched_roles_pair_each_read_with_its_fill():
     assert seen and seen[-1] is True
     assert seen.count(True) == 1   # the first pairing that holds is kept
     assert seen[0] is False        # the IR's own iterations do not pair (the epilogue's CLC fetch)
+
+
+# ---------------------------------------------------------------- nested loops (issue 47)
+# conv2d fprop 1-SM (nn/conv/gpu/nvidia/sm100, default_bf16_1sm): M = 256, N = 128, K = 512,
+# BK = 128: 4 k-blocks per tile, 2 tiles per CTA. Its load warp runs two k-loops per tile (the
+# prologue loads, the load-order barrier's arrive, the rest) and its epilogue's iterations start
+# mid-tile: before issue 47 no stretching of the per-tile roles paired every read (exit 2).
+CONV = ("--block-dim", "256", "--tiles", "2", "--arg", "4=256,128,512")
+
+
+def _conv(tmp_path, *mutants):
+    from benchmarks.mojo_frontend import MUTANTS
+    ir = gzip.open(FIX / "conv2d_1sm.ll.gz", "rt").read()
+    for mutant in mutants:
+        new = MUTANTS[mutant](ir)
+        assert new != ir, mutant
+        ir = new
+    f = tmp_path / ("_".join(mutants) + ".ll")
+    f.write_text(ir)
+    return f
+
+
+def test_conv2d_reads_as_tiles_of_k_blocks(tmp_path):
+    import tomllib
+    spec = tmp_path / "conv.toml"
+    # --max-states: the reduced search's trace, not the (1M-state) search for the shortest one
+    code, out = run(FIX / "conv2d_1sm.ll.gz", *CONV, "--emit-spec", spec, "--max-states", "50000")
+    got = tomllib.loads(spec.read_text())
+    assert got["pipeline"]["tiles"] == 2 and got["pipeline"]["k_blocks"] == 4
+    assert "items" not in got["pipeline"]
+    roles = {r["name"]: r for r in got["role"]}
+    # per-tile roles: the epilogue warps, the CLC scheduler, the epilogue-load warp
+    assert {n for n, r in roles.items() if r.get("k_blocks") == 1} == {"warp0_x4", "warp4", "warp7"}
+    # the accumulator (MMA -> epilogue) and the CLC response (scheduler -> all) hold per-tile data
+    assert {n for n, r in got["ring"].items() if r.get("level") == "tile"} == {"ring180256", "ring180288"}
+    # the MMA warp: the tile's accumulator first, K alike k-blocks, then its commit and the
+    # CLC fetch (the rotated loop's per-tile ops, now tile sections)
+    mma = roles["warp6"]
+    assert mma["tile_prologue"] == ["wait_empty ring=ring180256"]
+    assert mma["body"] == ["wait_full", "read_async", "commit_empty", "advance"]
+    assert mma["tile_epilogue"][:2] == ["write ring=ring180256", "commit_full ring=ring180256"]
+    # the load warp's k-blocks differ (two k-loops, the load-order arrive after the second
+    # k-block): every=4 at=j variants
+    assert "arrive_full ring=ring180464 every=4 at=1" in roles["warp5"]["body"]
+    assert roles["warp0_x4"]["body"][:2] == ["wait_full ring=ring180256", "read ring=ring180256"]
+    # The kernel's LoadOrderBarrier (one arrival per tile by the main load warp at :985, a
+    # parity wait per tile by the epilogue-load warp at :1026, nothing back): the load warp
+    # can arrive for tile 1 before warp 7 has waited for tile 0 (the barrier runs two phases
+    # ahead; on hardware warp 7 then waits for a phase that never comes).
+    assert code == 1, out
+    head = out.split("step  agent")[0]
+    assert "phase_alias" in head and "warp7[0] waits on ring180464.full[0]" in head
+    assert "warp7      conv2d_fprop_kernel.mojo:1026  (where it stands at the end)" in out
+    # warp 7 toggles its parity on the one-stage barrier: one advance per tile (a lap), no
+    # reset, so its tiles read alike (`k_blocks = 1` needs period 1) at any tile count
+    warp7 = spec.read_text().split('name = "warp7"')[1]
+    assert '"advance ring=ring180464"' in warp7 and "reset" not in warp7
+
+
+def test_conv2d_without_its_load_order_barrier_is_ok_and_a_wrong_count_is_caught(tmp_path):
+    code, out = run(_conv(tmp_path, "conv_drop_load_order"), *CONV)
+    assert code == 0, out
+    assert "ok (30 states" in out and "k_blocks = 4" in out
+    code, out = run(_conv(tmp_path, "conv_drop_load_order"), *CONV[:2], "--tiles", "3", *CONV[4:])
+    assert code == 0, out
+    assert "ok (37 states" in out and "tiles = 3" in out
+    # the accumulator's empty initialised with 64 arrivals (of 128 epilogue threads): the
+    # epilogue's release at :1158 runs the barrier two phases ahead
+    code, out = run(_conv(tmp_path, "conv_drop_load_order", "conv_acc_empty_count"), *CONV,
+                    "--max-states", "200000")
+    assert code == 1, out
+    head = out.split("step  agent")[0]
+    assert "over_arrival" in head and "ring180256.empty[0]" in head
+    assert re.search(r"step +\d+  warp0_x4   conv2d_fprop_kernel\.mojo:1158\n  step end", out)
+    # steps of the MMA warp's tile sections name their lines (the accumulator wait and commit
+    # at :1085, the CLC fetch at :1083)
+    assert re.search(r"step +8  warp6      conv2d_fprop_kernel\.mojo:1085\n", out)
+    assert "warp6      conv2d_fprop_kernel.mojo:1083" in out
+
+
+def test_sm100_reads_as_tiles_of_k_blocks_too(monkeypatch):
+    # the nested reading where the stretched one is refused; on sm100 (which stretches) it is
+    # the same verdict and state count
+    import pipeproof.spec.mojo.build as build
+    monkeypatch.setattr(build, "_pairs_ok", lambda kernel, b: False)
+    with shared_readings():
+        code, out = run(FIX / "sm100_bf16.ll.gz", *SM100)
+    assert code == 0, out
+    assert "ok (23 states" in out and "tiles = 2" in out and 'level = "tile"' in out
+
+
+# block-scaled NVFP4 matmul 1-SM (sm100_structured/block_scaled, 128x128x32, 5 stages; the
+# harness block_scaled_nvfp4.mojo; the IR's mojo_source_name strings cut to 200 characters):
+# 2 tiles x 4 k-blocks (K = 512 fp4: 4 x 128 bytes). Its load warp's k-loop is rotated (the
+# first wait + expect_tx before the loop, the last tile's CLC fetch after it): before issue 47
+# the stretched reading put that fetch's read in the epilogue, which the loader refuses ("an
+# epilogue read of a ring filled only in the loop body").
+BLOCK_SCALED = ("--block-dim", "224", "--tiles", "2", "--arg", "6=1,1,1", "--arg", "7=1024,1024,512")
+
+
+def test_block_scaled_nvfp4_reads_as_tiles_of_k_blocks_and_is_ok():
+    code, out = run(FIX / "block_scaled_nvfp4.ll.gz", *BLOCK_SCALED)
+    assert code == 0, out
+    assert "ok (22 states" in out and "tiles = 2\nk_blocks = 4" in out
+    load = out.split('name = "warp5"')[1].split("epilogue = [")[0]
+    assert '"wait_full ring=ring217200 every=4 at=3"' in load   # the CLC fetch ends every tile
+    assert "wait_empty ring=ring217232 every=4 at=0" in load      # the CLC throttle starts it
+
+
+def test_block_scaled_nvfp4_accumulator_commit_removed_is_deadlock(tmp_path):
+    ir = gzip.open(FIX / "block_scaled_nvfp4.ll.gz", "rt").read()
+    from benchmarks.mojo_frontend import MUTANTS
+    f = tmp_path / "bs.ll"
+    f.write_text(MUTANTS["sm100_drop_acc_commit"](ir))
+    code, out = run(f, *BLOCK_SCALED, "--max-states", "50000")
+    assert code == 1, out
+    head = out.split("step  agent")[0]
+    assert "deadlock" in head and "warp0_x4[0..3] wait on ring217168.full[0]" in head
+    assert "warp0_x4   block_scaled_matmul_kernel.mojo:1150  (where it stands at the end)" in out

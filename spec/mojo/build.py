@@ -11,6 +11,7 @@ from math import gcd
 
 from pipeproof.backends.capabilities import backend
 from pipeproof.spec.frontend_core import EMPTY, FULL, Builder, Ring, ident
+from pipeproof.spec.mojo.nest import nest_items, nest_main, nest_text, tile_sections
 from pipeproof.spec.mojo.parse import Data, Event, Kernel, Partition, Ref
 from pipeproof.spec.schema import SpecError
 
@@ -25,6 +26,7 @@ class NotExpressible(SpecError):
 class MojoBuilder(Builder):
     TOOL = "pipeproof mojo"
     COMMIT_FULL = True   # tcgen05.commit onto full: sm100's accumulator ring (release_from_mma)
+    ONE_STAGE_LAP = True  # conv2d's LoadOrderBarrier: one barrier, a parity toggled per tile
     HEADER = ("# Rings are the kernel's PipelineBackend barrier pairs (full, empty); roles its",
               "# warp (or warpgroup) programs. Each op's Mojo line is in the comment after it.")
     START_OP = "start"
@@ -35,6 +37,8 @@ class MojoBuilder(Builder):
         self.data = {}
         self.barrier_counts = {}
         self.cluster_agents = 0
+        self.nest = None   # a Nest (spec/mojo/nest.py) when roles run as tiles of k-blocks
+        self.role_k = None  # the k_blocks of the role being built (nested loops)
 
     # ------------------------------------------------------------ rings
     def _rings(self):
@@ -115,9 +119,28 @@ class MojoBuilder(Builder):
         return out
 
     def _role(self, p):
+        self.role_k = self.nest.role_k.get(p.name) if self.nest is not None else None
         r = super()._role(p)
         r["ctas"] = p.ctas
         return r
+
+    def _period(self, item_e) -> int:
+        """Nested loops: period K_r where every tile reads alike, the last tile's items
+        lacking only the advances toward a next use that never comes (spec/mojo/nest.py)."""
+        k = self.role_k
+        if k is None or len(item_e) <= k:
+            return super()._period(item_e)
+        n = len(item_e)
+        if all(self._same(item_e[i], item_e[i + k], i + k >= n - k) for i in range(n - k)):
+            return k
+        return super()._period(item_e)
+
+    def _complete_tail(self, item_e, period, state):
+        k = self.role_k
+        if k is None or period != k or len(item_e) <= k:
+            return super()._complete_tail(item_e, period, state)
+        for i in range(len(item_e) - k, len(item_e)):   # the last tile's items
+            self._complete(item_e[i], item_e[i - k], state)
 
 
 def prepare(kernel: Kernel) -> None:
@@ -406,11 +429,15 @@ def build(kernel: Kernel, name: str):
 
     def rings():
         orig()
+        if b.nest is not None:
+            b.main = nest_main(b, b.nest)
         to_core(kernel, b)
         if backend(kernel.backend).counters:
             amd_phases(kernel, b)
     b._rings = rings
     text, source = b.toml()
+    if b.nest is not None:
+        text = tile_sections(nest_text(text, b, b.nest), source, b.nest)
     if b.barrier_counts:
         extra = []
         for bar, n in b.barrier_counts.items():
@@ -589,6 +616,10 @@ def align_items(kernel: Kernel, b: MojoBuilder) -> None:
             return
     for p in coarse:
         p.starts, p.ends = saved[p.name]
+    # tiles of k-blocks (spec/mojo/nest.py), the reads paired by the same FIFO check
+    b.nest = nest_items(kernel, b, loops, counts, lambda k, bb, tag_of: _sections_tags_ok(k, bb, tag_of))
+    if b.nest is not None:
+        return
     names = ", ".join(p.name for p in coarse)
     raise NotExpressible(
         f"{kernel.path}: roles {names} loop once per {n_fine // counts[coarse[0].name]} items of "
@@ -631,6 +662,12 @@ def _pairs_ok(kernel: Kernel, b: MojoBuilder) -> bool:
     """Does each reader's n-th read of every data slot carry the item of the n-th fill of it?
     (Fills and reads outside the item loop carry the prologue's / epilogue's tag: the core
     pairs those, so they are not compared here.)"""
+    return _sections_tags_ok(kernel, b, lambda p, ev, item: item)
+
+
+def _sections_tags_ok(kernel: Kernel, b: MojoBuilder, tag_of) -> bool:
+    """_pairs_ok with the tag of a body op given by tag_of(partition, event, item) (nested
+    loops: a tile-level ring's tag is the tile, spec/mojo/nest.py)."""
     fills, reads = {}, {}
     for p in kernel.partitions:
         pro, items, epi = b._sections(p)
@@ -640,12 +677,18 @@ def _pairs_ok(kernel: Kernel, b: MojoBuilder) -> bool:
             if data is None or ev.kind not in ("copy", "write", "read", "read_async"):
                 continue
             tag = item_of.get(id(ev))
+            tag = None if tag is None else tag_of(p, ev, tag)
             key = (data.array, data.index)
             if ev.kind in ("copy", "write"):
                 fills.setdefault(key, {}).setdefault(p.name, []).append(tag)
             else:
                 reads.setdefault(key, {}).setdefault(p.name, []).append(tag)
+    # a read outside the item loop of a ring only bodies fill pairs with no fill (the loader
+    # refuses it): that numbering is no pairing either
+    outside = {k[0] for k, per in fills.items() for tags in per.values() if None in tags}
     for key, per_reader in reads.items():
+        if key[0] not in outside and any(None in got for got in per_reader.values()):
+            return False
         filled = fills.get(key, {})
         for role_fills in filled.values():
             tags = []   # the copies of one item into one slot (A and B tiles) are one fill

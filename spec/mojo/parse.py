@@ -316,6 +316,7 @@ class Kernel:
     unsupported: list    # (what, Op): ops read but not expressible in the spec language
     globals: dict = field(default_factory=dict)
     warp_size: int = 32  # threads per warp (nvptx) or wavefront (amdgcn: 64), from the triple
+    tiles: int | None = None  # --tiles: the work tiles per CTA (CLC query answers), if given
 
 
 def attr(m: LLModule, kernel, key):
@@ -547,7 +548,7 @@ class Extractor:
         data = {}
         return Kernel(self.path, self.k.name.lstrip("@"), self.backend,
                       self.cluster, self.block_dim, parts, arrays, pairs, data, [], self.m.globals,
-                      self.ws)
+                      self.ws, self.tiles)
 
     def _unnamed_signals(self, arrays):
         """Barrier arrays no PipelineBackend method names and no TMA copy completes (raw
