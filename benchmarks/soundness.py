@@ -391,6 +391,28 @@ def write_async_mutation(rng, d) -> bool:
     return _turn_one_op(rng, d, "write", "write_async")
 
 
+def write_to_mutation(rng, d) -> bool:
+    """In a cluster spec, give one `write` or `write_async` a (new) target CTA
+    (`to=leader|peer|all`: a 2-SM leader MMA writing both CTAs' accumulators): True when
+    there was one. Its own stream (`generate`), so the other specs of a seed stay what they
+    were."""
+    if d["pipeline"].get("cluster_size", 1) < 2:
+        return False
+    at = [(role, sec, j) for role in d["roles"] for sec in SECTIONS
+          for j, op in enumerate(role.get(sec, ()))
+          if _words(op)[0] in ("write", "write_async")]
+    if not at:
+        return False
+    role, sec, j = rng.choice(at)
+    ops = list(role[sec])
+    w = _words(ops[j])
+    lead = "@leader" in w
+    ops[j] = " ".join([x for x in w if x != "@leader" and not x.startswith("to=")]
+                      + ["to=" + rng.choice(("leader", "peer", "all"))] + (["@leader"] if lead else []))
+    role[sec] = ops
+    return True
+
+
 def generate(seed: int, i: int, base_list=None) -> tuple[str, str, str]:
     """(base name, mutations, spec text) of spec i of a run. commit_full (issue 34) comes from
     a stream of its own, so the other specs of a seed stay what they were: one spec in 8 is
@@ -402,6 +424,9 @@ def generate(seed: int, i: int, base_list=None) -> tuple[str, str, str]:
     name, base = base_list[rng.randrange(len(base_list))]
     if base_list is BASES and extra.random() < 1 / 8:
         name, base = COMMIT_FULL_BASES[extra.randrange(len(COMMIT_FULL_BASES))]
+    chosen = random.Random(f"write_to base {seed} {i}")  # its own stream (issue 47)
+    if base_list is BASES and chosen.random() < 1 / 8:
+        name, base = WRITE_TO_BASES[chosen.randrange(len(WRITE_TO_BASES))]
     d = json.loads(json.dumps(base))
     _shrink_sizes(rng, d)
     kinds = [mutate(rng, d) for _ in range(1 if rng.random() < 0.7 else 2)]
@@ -410,6 +435,9 @@ def generate(seed: int, i: int, base_list=None) -> tuple[str, str, str]:
     writes = random.Random(f"write_async {seed} {i}")
     if writes.random() < 1 / 4 and write_async_mutation(writes, d):
         kinds.append("write_async")
+    targets = random.Random(f"write_to {seed} {i}")  # its own stream too (issue 47)
+    if targets.random() < 1 / 2 and write_to_mutation(targets, d):
+        kinds.append("write_to")
     if _nested(d):   # a stream of its own too (issue 47): flat specs stay what they were
         more = random.Random(f"nested {seed} {i}")
         if more.random() < 1 / 2:
@@ -460,6 +488,46 @@ COMMIT_FULL_BASES = [
                    "body": ["wait_empty", "write", "commit_full", "advance"]},
                   {"name": "epilogue", "side": "consumer", "count": 1,
                    "body": ["wait_full", "read", "arrive_empty", "advance"]}]}),
+]
+# 2-CTA designs whose accumulator a leader's MMA writes in both CTAs (issue 47: sm100 2-SM,
+# write/write_async to=all, commits multicast, each CTA's epilogue reading its own half and
+# releasing the leader's): one spec in 8 of the examples' family is made from one of these
+# (its own stream), and write_to_mutation retargets their writes.
+_EPI = {"name": "epilogue", "side": "consumer", "count": 1,
+        "body": ["wait_full ring=acc", "read ring=acc", "arrive_empty ring=acc to=leader",
+                 "advance ring=acc"]}
+WRITE_TO_BASES = [
+    ("write_to_2sm_commit", {
+        "pipeline": {"backend": "nvidia", "stages": 2, "cluster_size": 2,
+                     "producer_arrive_count": 1, "consumer_arrive_count": 1, "items": 2},
+        "rings": {"acc": {"stages": 2, "producer_arrive_count": 1, "consumer_arrive_count": 2}},
+        "barriers": {},
+        "roles": [{"name": "mma", "side": "producer", "count": 1, "ctas": [0],
+                   "body": ["wait_empty ring=acc", "write_async ring=acc to=all",
+                            "commit_full ring=acc to=all", "advance ring=acc"],
+                   "epilogue": ["drain ring=acc"]}, _EPI]}),
+    ("write_to_2sm_sync", {
+        "pipeline": {"backend": "nvidia", "stages": 2, "cluster_size": 2,
+                     "producer_arrive_count": 1, "consumer_arrive_count": 1, "items": 2},
+        "rings": {"acc": {"stages": 1, "producer_arrive_count": 1, "consumer_arrive_count": 2}},
+        "barriers": {},
+        "roles": [{"name": "mma", "side": "producer", "count": 1, "ctas": [0],
+                   "body": ["wait_empty ring=acc", "write ring=acc to=all",
+                            "arrive_full ring=acc to=all", "advance ring=acc"],
+                   "epilogue": ["drain ring=acc"]}, _EPI]}),
+    ("write_to_2sm_gemm", {
+        "pipeline": {"backend": "nvidia", "stages": 2, "cluster_size": 2,
+                     "producer_arrive_count": 1, "consumer_arrive_count": 1, "items": 2},
+        "rings": {"acc": {"stages": 1, "producer_arrive_count": 1, "consumer_arrive_count": 2}},
+        "barriers": {},
+        "roles": [{"name": "tma", "side": "producer", "count": 1, "ctas": [0],
+                   "body": ["wait_empty", "expect_tx 64", "copy 64", "advance"],
+                   "epilogue": ["drain"]},
+                  {"name": "mma", "side": "consumer", "count": 1, "ctas": [0],
+                   "body": ["wait_full", "read_async", "wait_empty ring=acc",
+                            "write_async ring=acc to=all", "commit_empty",
+                            "commit_full ring=acc to=all", "advance", "advance ring=acc"],
+                   "epilogue": ["drain ring=acc"]}, _EPI]}),
 ]
 USER_SHAPED_BASES = user_shaped_bases()
 WARPS_BASES = warps_bases()
