@@ -323,7 +323,8 @@ def mutate(rng, d):
         role["ctas"], twin["ctas"] = [0], [1]
         twin["name"] = role["name"] + "_b"
         if rng.random() < 0.5:
-            twin["items"] = max(0, twin.get("items", p["items"]) + rng.choice([-1, 1]))
+            key = "items" if "items" in p or "items" in twin else "tiles"  # (nested: tiles)
+            twin[key] = max(0, twin.get(key, p[key]) + rng.choice([-1, 1]))
         d["roles"].append(twin)
     elif kind == "backend":
         uses = json.dumps(d)
