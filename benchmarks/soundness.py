@@ -20,7 +20,11 @@ user-shaped GEMM instead, `--warps-shaped` from per-warp models of the Triton ke
 (issue 47: tiles 1..3 of k_blocks 1..3; one in two also gets a k_blocks, level or loop-section
 change from a stream of its own). One spec in 4 that has a `write` gets one turned into a
 `write_async` (issue 47's async accumulator write; a stream of its own); `--only write_async`
-compares just those.
+compares just those. A 2-SM leader MMA (issue 47: `to=` on write/write_async) has two streams of
+its own: one spec in 8 of the examples' family starts from a WRITE_TO_BASES design (a leader's
+MMA in CTA 0 writing both CTAs' accumulators, `to=all`), and one cluster spec in 2 with a
+write has one retargeted (`to=leader|peer|all`, mutation "write_to"; `--clusters --only
+write_to` compares just those).
 
 For each spec that loads, compared on verdict, the set of kinds and the minimal depth:
 - `verify` as shipped (partial-order and symmetry reduction) against `verify(por=False,
