@@ -397,24 +397,18 @@ def write_async_mutation(rng, d) -> bool:
 
 
 def write_to_mutation(rng, d) -> bool:
-    """In a cluster spec, give one `write` or `write_async` a (new) target CTA
-    (`to=leader|peer|all`: a 2-SM leader MMA writing both CTAs' accumulators): True when
-    there was one. Its own stream (`generate`), so the other specs of a seed stay what they
-    were."""
-    if d["pipeline"].get("cluster_size", 1) < 2:
-        return False
+    """In a cluster spec, give one `write`/`write_async` a (new) target, `to=leader|peer|all`
+    (issue 47: a 2-SM leader MMA): True when there was one. A stream of its own (`generate`)."""
     at = [(role, sec, j) for role in d["roles"] for sec in SECTIONS
-          for j, op in enumerate(role.get(sec, ()))
-          if _words(op)[0] in ("write", "write_async")]
-    if not at:
+          for j, op in enumerate(role.get(sec, ())) if _words(op)[0] in ("write", "write_async")]
+    if d["pipeline"].get("cluster_size", 1) < 2 or not at:
         return False
     role, sec, j = rng.choice(at)
-    ops = list(role[sec])
-    w = _words(ops[j])
-    lead = "@leader" in w
-    ops[j] = " ".join([x for x in w if x != "@leader" and not x.startswith("to=")]
-                      + ["to=" + rng.choice(("leader", "peer", "all"))] + (["@leader"] if lead else []))
-    role[sec] = ops
+    w = [x for x in _words(role[sec][j]) if not x.startswith("to=")]
+    lead = ["@leader"] if "@leader" in w else []
+    to = "to=" + rng.choice(("leader", "peer", "all"))
+    role[sec] = role[sec][:j] + [" ".join([x for x in w if x != "@leader"] + [to] + lead)] \
+        + role[sec][j + 1:]
     return True
 
 
@@ -494,46 +488,7 @@ COMMIT_FULL_BASES = [
                   {"name": "epilogue", "side": "consumer", "count": 1,
                    "body": ["wait_full", "read", "arrive_empty", "advance"]}]}),
 ]
-# 2-CTA designs whose accumulator a leader's MMA writes in both CTAs (issue 47: sm100 2-SM,
-# write/write_async to=all, commits multicast, each CTA's epilogue reading its own half and
-# releasing the leader's): one spec in 8 of the examples' family is made from one of these
-# (its own stream), and write_to_mutation retargets their writes.
-_EPI = {"name": "epilogue", "side": "consumer", "count": 1,
-        "body": ["wait_full ring=acc", "read ring=acc", "arrive_empty ring=acc to=leader",
-                 "advance ring=acc"]}
-WRITE_TO_BASES = [
-    ("write_to_2sm_commit", {
-        "pipeline": {"backend": "nvidia", "stages": 2, "cluster_size": 2,
-                     "producer_arrive_count": 1, "consumer_arrive_count": 1, "items": 2},
-        "rings": {"acc": {"stages": 2, "producer_arrive_count": 1, "consumer_arrive_count": 2}},
-        "barriers": {},
-        "roles": [{"name": "mma", "side": "producer", "count": 1, "ctas": [0],
-                   "body": ["wait_empty ring=acc", "write_async ring=acc to=all",
-                            "commit_full ring=acc to=all", "advance ring=acc"],
-                   "epilogue": ["drain ring=acc"]}, _EPI]}),
-    ("write_to_2sm_sync", {
-        "pipeline": {"backend": "nvidia", "stages": 2, "cluster_size": 2,
-                     "producer_arrive_count": 1, "consumer_arrive_count": 1, "items": 2},
-        "rings": {"acc": {"stages": 1, "producer_arrive_count": 1, "consumer_arrive_count": 2}},
-        "barriers": {},
-        "roles": [{"name": "mma", "side": "producer", "count": 1, "ctas": [0],
-                   "body": ["wait_empty ring=acc", "write ring=acc to=all",
-                            "arrive_full ring=acc to=all", "advance ring=acc"],
-                   "epilogue": ["drain ring=acc"]}, _EPI]}),
-    ("write_to_2sm_gemm", {
-        "pipeline": {"backend": "nvidia", "stages": 2, "cluster_size": 2,
-                     "producer_arrive_count": 1, "consumer_arrive_count": 1, "items": 2},
-        "rings": {"acc": {"stages": 1, "producer_arrive_count": 1, "consumer_arrive_count": 2}},
-        "barriers": {},
-        "roles": [{"name": "tma", "side": "producer", "count": 1, "ctas": [0],
-                   "body": ["wait_empty", "expect_tx 64", "copy 64", "advance"],
-                   "epilogue": ["drain"]},
-                  {"name": "mma", "side": "consumer", "count": 1, "ctas": [0],
-                   "body": ["wait_full", "read_async", "wait_empty ring=acc",
-                            "write_async ring=acc to=all", "commit_empty",
-                            "commit_full ring=acc to=all", "advance", "advance ring=acc"],
-                   "epilogue": ["drain ring=acc"]}, _EPI]}),
-]
+from write_to_bases import WRITE_TO_BASES  # noqa: E402  (issue 47: 2-SM leader MMAs)
 USER_SHAPED_BASES = user_shaped_bases()
 WARPS_BASES = warps_bases()
 # Nested loops (issue 47): the examples with tiles and k_blocks, made small (tiles and k_blocks
