@@ -20,7 +20,11 @@ user-shaped GEMM instead, `--warps-shaped` from per-warp models of the Triton ke
 (issue 47: tiles 1..3 of k_blocks 1..3; one in two also gets a k_blocks, level or loop-section
 change from a stream of its own). One spec in 4 that has a `write` gets one turned into a
 `write_async` (issue 47's async accumulator write; a stream of its own); `--only write_async`
-compares just those.
+compares just those. A 2-SM leader MMA (issue 47: `to=` on write/write_async) has two streams of
+its own: one spec in 8 of the examples' family starts from a WRITE_TO_BASES design (a leader's
+MMA in CTA 0 writing both CTAs' accumulators, `to=all`), and one cluster spec in 2 with a
+write has one retargeted (`to=leader|peer|all`, mutation "write_to"; `--clusters --only
+write_to` compares just those).
 
 For each spec that loads, compared on verdict, the set of kinds and the minimal depth:
 - `verify` as shipped (partial-order and symmetry reduction) against `verify(por=False,
@@ -323,7 +327,8 @@ def mutate(rng, d):
         role["ctas"], twin["ctas"] = [0], [1]
         twin["name"] = role["name"] + "_b"
         if rng.random() < 0.5:
-            twin["items"] = max(0, twin.get("items", p["items"]) + rng.choice([-1, 1]))
+            key = "items" if "items" in p or "items" in twin else "tiles"  # (nested: tiles)
+            twin[key] = max(0, twin.get(key, p[key]) + rng.choice([-1, 1]))
         d["roles"].append(twin)
     elif kind == "backend":
         uses = json.dumps(d)
@@ -391,6 +396,22 @@ def write_async_mutation(rng, d) -> bool:
     return _turn_one_op(rng, d, "write", "write_async")
 
 
+def write_to_mutation(rng, d) -> bool:
+    """In a cluster spec, give one `write`/`write_async` a (new) target, `to=leader|peer|all`
+    (issue 47: a 2-SM leader MMA): True when there was one. A stream of its own (`generate`)."""
+    at = [(role, sec, j) for role in d["roles"] for sec in SECTIONS
+          for j, op in enumerate(role.get(sec, ())) if _words(op)[0] in ("write", "write_async")]
+    if d["pipeline"].get("cluster_size", 1) < 2 or not at:
+        return False
+    role, sec, j = rng.choice(at)
+    w = [x for x in _words(role[sec][j]) if not x.startswith("to=")]
+    lead = ["@leader"] if "@leader" in w else []
+    to = "to=" + rng.choice(("leader", "peer", "all"))
+    role[sec] = role[sec][:j] + [" ".join([x for x in w if x != "@leader"] + [to] + lead)] \
+        + role[sec][j + 1:]
+    return True
+
+
 def generate(seed: int, i: int, base_list=None) -> tuple[str, str, str]:
     """(base name, mutations, spec text) of spec i of a run. commit_full (issue 34) comes from
     a stream of its own, so the other specs of a seed stay what they were: one spec in 8 is
@@ -402,6 +423,9 @@ def generate(seed: int, i: int, base_list=None) -> tuple[str, str, str]:
     name, base = base_list[rng.randrange(len(base_list))]
     if base_list is BASES and extra.random() < 1 / 8:
         name, base = COMMIT_FULL_BASES[extra.randrange(len(COMMIT_FULL_BASES))]
+    chosen = random.Random(f"write_to base {seed} {i}")  # its own stream (issue 47)
+    if base_list is BASES and chosen.random() < 1 / 8:
+        name, base = WRITE_TO_BASES[chosen.randrange(len(WRITE_TO_BASES))]
     d = json.loads(json.dumps(base))
     _shrink_sizes(rng, d)
     kinds = [mutate(rng, d) for _ in range(1 if rng.random() < 0.7 else 2)]
@@ -410,6 +434,9 @@ def generate(seed: int, i: int, base_list=None) -> tuple[str, str, str]:
     writes = random.Random(f"write_async {seed} {i}")
     if writes.random() < 1 / 4 and write_async_mutation(writes, d):
         kinds.append("write_async")
+    targets = random.Random(f"write_to {seed} {i}")  # its own stream too (issue 47)
+    if targets.random() < 1 / 2 and write_to_mutation(targets, d):
+        kinds.append("write_to")
     if _nested(d):   # a stream of its own too (issue 47): flat specs stay what they were
         more = random.Random(f"nested {seed} {i}")
         if more.random() < 1 / 2:
@@ -461,6 +488,7 @@ COMMIT_FULL_BASES = [
                   {"name": "epilogue", "side": "consumer", "count": 1,
                    "body": ["wait_full", "read", "arrive_empty", "advance"]}]}),
 ]
+from write_to_bases import WRITE_TO_BASES  # noqa: E402  (issue 47: 2-SM leader MMAs)
 USER_SHAPED_BASES = user_shaped_bases()
 WARPS_BASES = warps_bases()
 # Nested loops (issue 47): the examples with tiles and k_blocks, made small (tiles and k_blocks

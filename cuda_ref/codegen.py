@@ -204,6 +204,9 @@ class _Gen(Layout, OpEmitter):
                     raise self.fail(f"agent {a.name}: '{op.text}': fills for a later item (ahead=) "
                                     f"have no GPU implementation yet")
                 eff = OP_EFFECTS[op.name]
+                if eff.stores and eff.issues != "copy" and op.to != "self" and self.model.ctas > 1:
+                    raise self.fail(f"agent {a.name}: '{op.text}': a write into another CTA (to=) "
+                                    f"has no GPU implementation yet")
                 if eff.tx and not self.caps.tx_bytes:  # TMA byte counts
                     raise self.fail(f"agent {a.name}: op {op.name!r} exists only on "
                                     f"{_only('tx_bytes')}")

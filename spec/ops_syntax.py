@@ -20,7 +20,8 @@ def _ops(pred) -> tuple:
 # Op families (docs/model.md "Ops"), read off each op's effects (spec/ops.py).
 COUNT_OPS = _ops(lambda e: e.arrives_n)                      # optional count N
 BYTE_OPS = _ops(lambda e: e.tx != 0)                         # required byte count N
-TARGET_OPS = COUNT_OPS + BYTE_OPS                            # take to=
+STORE_OPS = _ops(lambda e: e.stores and e.issues != "copy")  # write, write_async
+TARGET_OPS = COUNT_OPS + BYTE_OPS + STORE_OPS                # take to=
 WAIT_OPS = _ops(lambda e: e.observes >= 0 and e.blocks and not e.move)  # take unless=ready
 BARRIER_OPS = _ops(lambda e: bool(e.barrier))                # take a barrier name
 NVIDIA_ONLY_OPS = BYTE_OPS                                   # tx bytes: TMA, nvidia only

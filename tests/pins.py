@@ -21,6 +21,7 @@ PINNED_STATES = {
     "x_fa3_persistent_ok.toml": 1660,  # nested loops (issue 47)
     "x_tcgen05_gemm_acc_ring_ok.toml": 3531,
     "x_tcgen05_gemm_acc_async_ok.toml": 4482,  # write_async (issue 47)
+    "x_tcgen05_2sm_ok.toml": 115911,  # write_async to=all: a 2-SM leader MMA (issue 47)
     "x_fa3_q_once_per_tile.toml": 187,
     "x_prologue_tile_ok.toml": 237,
     "x_async_read_ok.toml": 2551, # 2659 before R1
@@ -48,6 +49,7 @@ PINNED_STATES_POR = {
     "x_fa3_persistent_ok.toml": 2,
     "x_tcgen05_gemm_acc_ring_ok.toml": 35,
     "x_tcgen05_gemm_acc_async_ok.toml": 52,  # an async write's finishing is never merged
+    "x_tcgen05_2sm_ok.toml": 31,  # write_async to=all (a 2-SM leader MMA)
     "x_fa3_q_once_per_tile.toml": 2,  # 5 before finishing steps
     "x_prologue_tile_ok.toml": 2,  # 5 before finishing steps; 14 before issue 35 (landings of different byte counts merged)
     "x_async_read_ok.toml": 11,  # 18 before finishing steps; 107 before issue 35 (async reads merged: issue, finish, read_wait)
@@ -75,6 +77,7 @@ PINNED_STATES_NO_SYMMETRY = {
     "x_fa3_persistent_ok.toml": 2900,
     "x_tcgen05_gemm_acc_ring_ok.toml": 3531,
     "x_tcgen05_gemm_acc_async_ok.toml": 4482,
+    "x_tcgen05_2sm_ok.toml": 115911,  # no agents to interchange; CTAs run different roles
     "x_fa3_q_once_per_tile.toml": 187,
     "x_prologue_tile_ok.toml": 237,
     "x_async_read_ok.toml": 2551,
@@ -115,6 +118,7 @@ PINNED_TRACE_LENGTH = {
     "x_fa3_persistent_q_released_early.toml": 34,  # nested loops (issue 47)
     "x_tcgen05_gemm_acc_freed_early.toml": 111,
     "x_tcgen05_gemm_acc_arrive_not_commit.toml": 49,  # write_async handed over by an arrive
+    "x_tcgen05_2sm_arrive_not_commit.toml": 30,  # the same in 2-SM (write_async to=all)
     "x_fa3_q_released_early.toml": 29,
     "bug_prologue_tile_released_early.toml": 15,
     "x_async_release_before_wait.toml": 16,

@@ -422,8 +422,7 @@ def _slot_parts(spec: Spec) -> tuple[dict, dict]:
                         continue
                     if op.name in FILLS:
                         part = found.setdefault(base + j, Part(set()))
-                        part.ctas |= (set(_dests(spec, cta, op.to)) if op.name == "copy"
-                                      else {cta})
+                        part.ctas |= set(_dests(spec, cta, op.to))  # copy, write: to=
                         part_of[(agent_name(spec, cta, role.name, i), start + k)] = base + j
                         j += 1
                         width = max(width, j)
@@ -922,13 +921,17 @@ def _apply_agent_op(world: World, a: Agent) -> set:
             if name == "commit_full":
                 entry["signal"] = "full"
             world.inflight.append(entry)
-    elif name == "write":
-        kinds |= _store(world, a.cta, ring, stage, ins.tag, ins.part)
-    elif name == "write_async":        # stores now; the slot is busy until it finishes
-        kinds |= _store(world, a.cta, ring, stage, ins.tag, ins.part)
-        world.inflight.append({"kind": "read", "cta": a.cta, "ring": ring, "stage": stage,
-                               "tag": ins.tag, "agent": a.name,
-                               "seq": len(_reads_in_flight(world, a)), "writes": True})
+    elif name in ("write", "write_async"):
+        # stores now at each target CTA (to=: a 2-SM leader MMA writes both CTAs' tensor
+        # memory); an async write's slot is busy until its entry (one per target, in CTA
+        # order in the agent's FIFO) finishes
+        for dst in _targets(world, a.cta, op.to):
+            kinds |= _aimed(world, dst)
+            kinds |= _store(world, dst, ring, stage, ins.tag, ins.part)
+            if name == "write_async":
+                world.inflight.append({"kind": "read", "cta": dst, "ring": ring, "stage": stage,
+                                       "tag": ins.tag, "agent": a.name,
+                                       "seq": len(_reads_in_flight(world, a)), "writes": True})
     elif name == "read":
         if _read_before_fill(world, a.cta, ring, stage, ins.tag):
             kinds.add("read_before_fill")

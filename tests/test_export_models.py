@@ -117,9 +117,12 @@ def test_the_new_examples_export():
     assert {"x_tcgen05_gemm_acc_async_ok.toml", "x_tcgen05_gemm_acc_arrive_not_commit.toml",
             "x_tcgen05_gemm_acc_freed_early.toml", "x_tcgen05_gemm_acc_ring_ok.toml",
             "x_fa3_persistent_ok.toml", "x_fa3_persistent_q_released_early.toml"} <= set(EXPORTABLE)
-    # what is left out: AMD's counters
-    assert NOT_EXPORTABLE and all(load_spec(EXAMPLES_DIR / n).backend == "amd" for n in NOT_EXPORTABLE), \
-        NOT_EXPORTABLE
+    # what is left out: AMD's counters, and a write into another CTA (a 2-SM leader MMA's
+    # write_async to=all, issue 47: the exports refuse it in one line)
+    two_sm = {"x_tcgen05_2sm_ok.toml", "x_tcgen05_2sm_arrive_not_commit.toml"}
+    assert two_sm <= set(NOT_EXPORTABLE)
+    assert NOT_EXPORTABLE and all(load_spec(EXAMPLES_DIR / n).backend == "amd"
+                                  for n in NOT_EXPORTABLE if n not in two_sm), NOT_EXPORTABLE
 
 
 @pytest.mark.parametrize("name, text, expected", PART_AND_RESET_SPECS, ids=[n for n, _, _ in PART_AND_RESET_SPECS])

@@ -169,8 +169,8 @@ def slot_parts(spec: Spec, agents: list[Agent]) -> tuple[tuple[Part, ...], ...]:
                         continue
                     e = OP_EFFECTS[op.name]
                     if e.stores:
-                        # a copy stores at its targets; a write or an async write in its CTA
-                        dests = targets(spec.cluster_size, a.cta, op.to) if e.issues == "copy" else (a.cta,)
+                        # a copy, a write or an async write stores at its targets (to=)
+                        dests = targets(spec.cluster_size, a.cta, op.to)
                         by_section.setdefault(section, {}).setdefault(base + j, []).append((i, pc, dests))
                         j += 1
                         width = max(width, j)

@@ -523,7 +523,10 @@ def act_step(T, st, out, det, a, row):
         return bits  # (an async read or write stores or reads: nothing else issues ENTRY_READ)
     tag = op_tag(T, row, st[base + F_ITEM])
     if writes and issued != ENTRY_COPY:
-        bits |= store_tag(T, out, cta, r, stage, T.prog[row, P_PART], tag, det)
+        more = store_at_targets(T, st, out, det, a, row, r, stage, tag, issued)
+        if more == INFLIGHT_FULL:
+            return INFLIGHT_FULL
+        bits |= more
     if T.prog[row, P_EFF + EF_READS]:
         pos = read_miss(T, st, cta, r, stage, tag)
         if pos >= 0 or fill_in_flight_to(T, st, cta, r, stage):
@@ -531,11 +534,36 @@ def act_step(T, st, out, det, a, row):
                 pos = slot_pos(T, cta, r, stage)
             note(det, READ_BEFORE_FILL, pos, a, st[pos], tag)
             bits |= READ_BEFORE_FILL
-    if issued == ENTRY_READ:   # an async read, or an async write (READ_WRITES)
-        e = make_entry(T, ENTRY_READ, cta, r, stage, tag + 1, READ_WRITES if writes else 0, a,
-                       reads_in_flight(T, st, a), 0)
-        if not add_entry(T, out, e):
-            return INFLIGHT_FULL
+        if issued == ENTRY_READ:   # an async read: in the agent's FIFO, finishes later
+            e = make_entry(T, ENTRY_READ, cta, r, stage, tag + 1, 0, a,
+                           reads_in_flight(T, st, a), 0)
+            if not add_entry(T, out, e):
+                return INFLIGHT_FULL
+    return bits
+
+
+@jit
+def store_at_targets(T, st, out, det, a, row, r, stage, tag, issued):
+    """A write's or an async write's store at each of its target CTAs (`to=`, default the
+    agent's own: a 2-SM leader MMA writes both CTAs' tensor memory), in CTA order; an async
+    write (issued ENTRY_READ) also leaves one entry per target CTA in the agent's FIFO (the
+    entry's CTA the target, its agent the issuer), so the target's slot is being written until
+    that entry finishes. A store into a gone CTA is inflight_at_exit (as a copy issued to it).
+    Its violation bits, or INFLIGHT_FULL alone."""
+    mask = targets_mask(T, a, T.prog[row, P_TARGET])
+    bits = 0
+    for dst in range(T.cfg[C_CTAS]):
+        if mask & (1 << dst) == 0:
+            continue
+        if cta_gone(T, st, dst):
+            note(det, INFLIGHT_AT_EXIT, dst, a, -1, 2)
+            bits |= INFLIGHT_AT_EXIT
+        bits |= store_tag(T, out, dst, r, stage, T.prog[row, P_PART], tag, det)
+        if issued == ENTRY_READ:
+            e = make_entry(T, ENTRY_READ, dst, r, stage, tag + 1, READ_WRITES, a,
+                           reads_in_flight(T, out, a), 0)
+            if not add_entry(T, out, e):
+                return INFLIGHT_FULL
     return bits
 
 

@@ -351,7 +351,7 @@ def cta_automorphisms(model) -> list[tuple[list[int], list[int], list[int]]]:
     of every agent, the image of every part index r * C_MAXP + p). Candidates: every
     permutation for K <= 4 CTAs, the rotations for more (both groups; so is the filtered set)."""
     K = model.ctas
-    if K == 1:
+    if K == 1 or _queues_by_cta(model):
         return []
     if K <= 4:
         candidates = list(permutations(range(K)))
@@ -366,6 +366,17 @@ def cta_automorphisms(model) -> list[tuple[list[int], list[int], list[int]]]:
         if image is not None:
             found.append((list(pi),) + image)
     return found
+
+
+def _queues_by_cta(model) -> bool:
+    """Does an async write aim at several CTAs (`write_async to=all`, a 2-SM leader MMA)? Its
+    entries join its agent's FIFO in absolute CTA order (semantics.store_at_targets), an order
+    no renaming of the CTAs keeps: the issuer in CTA 1 queues CTA 0's entry first too. Such a
+    model gets no CTA symmetry (docs/reductions.md "CTA symmetry")."""
+    from pipeproof.spec.ops import OP_EFFECTS
+    from pipeproof.spec.schema import targets
+    return any(OP_EFFECTS[op.name].async_write and len(targets(model.ctas, a.cta, op.to)) > 1
+               for a in model.agents for op, _ in a.ops)
 
 
 def _automorphism(model, pi):

@@ -112,6 +112,15 @@ def check_exportable(spec: Spec, fmt: str = "promela or murphi") -> None:
                     refuse(where, f"op '{op.text or op.name}': {UNSUPPORTED_OPS[op.name]}")
                 if op.ahead is not None:
                     refuse(where, f"op '{op.text or op.name}': a fill for a later item (ahead=)")
+                if _store_elsewhere(spec, op):
+                    refuse(where, f"op '{op.text or op.name}': a write into another CTA (to=)")
+
+
+def _store_elsewhere(spec: Spec, op) -> bool:
+    """A `write` or `write_async` aimed at CTAs other than its own (`to=` other than self in
+    a cluster: a 2-SM leader MMA), which the exports do not express yet (issue 47)."""
+    e = OP_EFFECTS[op.name]
+    return e.stores and e.issues != "copy" and op.to != "self" and spec.cluster_size > 1
 
 
 # ---------------------------------------------------------------------------------- the IR

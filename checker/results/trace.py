@@ -265,7 +265,7 @@ def explain_step(model: Model, k: int, det, state, code) -> str:
     if kind == "inflight_at_exit":
         what = {0: f"cta{x} exits ({actor} finishes) while a copy, commit or async read still targets it",
                 1: f"{actor} updates {model.sig_name(z) if z >= 0 else 'a signal'} of cta{x}, which has exited",
-                2: f"{actor} issues a copy or commit to cta{x}, which has exited",
+                2: f"{actor} issues a copy, commit or write to cta{x}, which has exited",
                 3: f"{actor} targets cta{x}, which has exited"}
         return what.get(w, f"cta{x} is targeted after it exited")
     return kind

@@ -291,7 +291,7 @@ def _instance_key(model: Model, enc: Encoding, vals: dict, i: int) -> tuple:
     inst = enc.instances[i]
     copy, read = inst.kind == S.ENTRY_COPY, inst.kind == S.ENTRY_READ
     several = copy and len(model.parts[inst.ring]) > 1
-    reads = [j for kk, j in enc.reads_of[inst.agent] if kk < inst.k]
+    reads = enc.reads_before(inst.agent, inst.k, i)
     commits = [j for kk, j in enc.commits_of[inst.agent] if kk < inst.k]
     return (_instance_name(inst), inst.cta, inst.ring, inst.stage, inst.value,
             inst.part if several else None,

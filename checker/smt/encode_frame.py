@@ -159,7 +159,8 @@ class _Frames:
                     for d in self._targets(a, ins):
                         ch |= self._sig_fields((d, r, s, e.updates), e.tx > 0)
                 if e.stores and e.issues != "copy":  # a write, an async write (at issue)
-                    ch |= {("slot", c, r, s, p) for p in self.stored_parts(c, r, ins.part)}
+                    ch |= {("slot", d, r, s, p) for d in self._targets(a, ins)
+                           for p in self.stored_parts(d, r, ins.part)}
         for i, inst in enumerate(self.instances):
             ch.add(("inf", i))
             key = (inst.cta, inst.ring, inst.stage)

@@ -82,8 +82,8 @@ class _Program:
         return [d for d in range(self.ctas) if mask & (1 << d)]
 
     def _issue_targets(self, a: int, ins: Instr) -> list:
-        if ins.eff.issues == "read":
-            return [self.model.agents[a].cta]
+        # (an async read's target is its own CTA; an async write's are its to= CTAs, one
+        # instance each, in CTA order: its agent's FIFO holds them in that order)
         return self._targets(a, ins) if ins.eff.issues else []
 
     def _static_tables(self):
@@ -125,13 +125,19 @@ class _Program:
         # issued before it (R1, DESIGN revised 2026-12-02: an agent's commits fire in issue
         # order; the instances of one `to=all` commit, at one position, not among themselves).
         self.waits_on = []
-        for inst in self.instances:
+        for i, inst in enumerate(self.instances):
             before = []
             if inst.kind in (S.ENTRY_READ, S.ENTRY_COMMIT):
-                before += [j for kk, j in self.reads_of[inst.agent] if kk < inst.k]
+                before += self.reads_before(inst.agent, inst.k, i)
             if inst.kind == S.ENTRY_COMMIT:
                 before += [j for kk, j in self.commits_of[inst.agent] if kk < inst.k]
             self.waits_on.append(before)
+
+    def reads_before(self, a: int, k: int, i: int) -> list:
+        """Agent a's async read (or write) instances ahead of instance i (issued at position k)
+        in its FIFO: those issued before k, and an async write's instances to lower CTAs of the
+        same op (semantics.store_at_targets adds them in CTA order)."""
+        return [j for kk, j in self.reads_of[a] if kk < k or (kk == k and j < i)]
 
     def stored_parts(self, cta: int, r: int, part: int) -> list:
         """The parts of slot (cta, r, .) a fill of `part` stores into: its own, or every part

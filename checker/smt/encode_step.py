@@ -147,8 +147,11 @@ class _Steps:
         """The slot: a store now (a copy's lands with its instance; an async write's is now,
         its slot busy until its instance finishes), a read's check."""
         cta, e, r, s = self.model.agents[a].cta, ins.eff, ins.ring, ins.stage
-        if e.stores and e.issues != "copy":  # a write, or an async write's store at issue
-            self._store_tag(f, P, cond, cta, r, s, ins.part, ins.tag)
+        if e.stores and e.issues != "copy":  # a write, or an async write's store at issue,
+            for d in self._targets(a, ins):   # at each of its to= CTAs (a gone one: exit)
+                if d != cta:
+                    P.bit(S.INFLIGHT_AT_EXIT, cond, self.gone(f, d))
+                self._store_tag(f, P, cond, d, r, s, ins.part, ins.tag)
         if e.checks_read:
             # a checked part holds another tag, or a copy into the slot or an async write of
             # it is in flight (semantics.read_miss, fill_in_flight_to)
@@ -156,9 +159,10 @@ class _Steps:
                     for p in self.checked_parts(cta, r, s, ins.tag)]
             landing = [f.v[("inf", i)] for i in self.fills_into.get((cta, r, s), [])]
             P.bit(S.READ_BEFORE_FILL, cond, _or(miss + landing))
-        if e.issues == "read":   # an async read's or async write's instance
-            P.put(("inf", self.inst_of[(a, k, cta)]), cond, z3.BoolVal(True))
-            P.touch(("inf", self.inst_of[(a, k, cta)]), ("w",), cond)
+        if e.issues == "read":   # an async read's or async write's instances (one per target)
+            for d in self._issue_targets(a, ins):
+                P.put(("inf", self.inst_of[(a, k, d)]), cond, z3.BoolVal(True))
+                P.touch(("inf", self.inst_of[(a, k, d)]), ("w",), cond)
 
     def _store_tag(self, f: Frame, P: _Parts, cond, cta, r, s, part, tag):
         """A fill stores `tag` into its part (-1: every part) of slot (cta, r, s);
