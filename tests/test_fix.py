@@ -133,7 +133,7 @@ NO_SMALL_FIX = [
     # stages there (checker/fix/order.py), none of which fixes it
     "x_fa3_persistent_q_released_early.toml", "x_tcgen05_gemm_acc_freed_early.toml",
     # an arrive where a commit belongs (write_async): an op, not a count
-    "x_tcgen05_gemm_acc_arrive_not_commit.toml",
+    "x_tcgen05_gemm_acc_arrive_not_commit.toml", "x_tcgen05_2sm_arrive_not_commit.toml",
     "x_named_arrive_mix_bug.toml", "x_fa3_q_released_early.toml",
     "bug_prologue_tile_released_early.toml",
 ]

@@ -88,6 +88,8 @@ EXPECTED = {
     "x_persistent_tiles_ok.toml": [],
     "x_persistent_reset_ok.toml": [],  # a reset that keeps parity: in the window after it
     "x_rings_scales_ok.toml": [],
+    "x_tcgen05_2sm_ok.toml": [],
+    "x_tcgen05_2sm_arrive_not_commit.toml": [],  # an op's order (arrive for commit): no count
 }
 
 

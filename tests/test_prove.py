@@ -24,11 +24,14 @@ LARGE_OK = ["cutlass_tma_async_cluster2", "x_mojo_sm100_matmul", "mojo_input_til
 # Correct examples with fills outside the body: the lap abstraction does not take them, so
 # prove says unknown (tests/test_prologue_fills.py pins the reason).
 OUTSIDE_ABSTRACTION = {"x_fa3_q_once_per_tile", "x_prologue_tile_ok"}
+# Correct examples whose abstract search does not end in minutes: the 2-SM leader MMA (an async
+# write to both CTAs; 6.7 million abstract states after 300 s). Verified at their counts only.
+PROVE_UNFINISHED = {"x_tcgen05_2sm_ok"}
 
 
 def test_every_example_is_classified():
     ok = {p.stem for p in EXAMPLE_PATHS if load_spec(p).expect == "ok"}
-    assert ok == set(PROVED) | OUTSIDE_ABSTRACTION
+    assert ok == set(PROVED) | OUTSIDE_ABSTRACTION | PROVE_UNFINISHED
     assert set(PROVED) == set(PROVED_NO_POR) | set(LARGE_OK)
 
 

@@ -203,7 +203,7 @@ CASES = [
     ("operand_on_no_operand_op", producer_body("write 3"),
      ["op 'write 3'", "unexpected operand '3'", "write takes no operand"]),
     ("bad_key_on_op", producer_body("write rng=acc"),
-     ["op 'write rng=acc'", "unknown key 'rng'", "allowed on write: ring=..., every=..., at=...",
+     ["op 'write rng=acc'", "unknown key 'rng'", "allowed on write: to=..., ring=..., every=..., at=...",
       "did you mean 'ring'"]),
     ("every_key_typo_on_wait", producer_body("wait_empty evry=2"),
      ["op 'wait_empty evry=2'", "unknown key 'evry'", "allowed on wait_empty: unless=",
