@@ -23,6 +23,8 @@ FRONT_ENDS: dict[str, FrontEnd] = {
                        "pipeproof.checker.cli.triton:triton"),
     "mojo": FrontEnd("mojo", "pipeproof.checker.frontends.mojo:READER",
                      "pipeproof.checker.cli.mojo:mojo"),
+    "ptx": FrontEnd("ptx", "pipeproof.checker.frontends.ptx:READER",
+                    "pipeproof.checker.cli.ptx:ptx"),
 }
 
 

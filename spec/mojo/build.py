@@ -268,7 +268,10 @@ def copy_strides(kernel: Kernel) -> dict:
                     g = -1
                     break
                 g = gcd(g, abs(d // (s1 - s0)))
-        stride[k] = g
+        # a multicast tile split between the CTAs that each copy their part into every CTA of
+        # the mask (the PTX reader counts them: `split`): each copy is a part of the stride
+        split = getattr(kernel, "split", {}).get(k, 1)
+        stride[k] = g // split if g > 0 and g % split == 0 else g
     return stride
 
 
@@ -401,11 +404,11 @@ def amd_phases(kernel: Kernel, b: MojoBuilder) -> None:
                     ev.value = (t // cac + 1) % 2
 
 
-def build(kernel: Kernel, name: str):
-    """(TOML text, SourceMap)."""
+def build(kernel: Kernel, name: str, builder=None):
+    """(TOML text, SourceMap); `builder` a MojoBuilder subclass (the PTX reader's names its tool)."""
     prepare(kernel)
     check_pairing(kernel)
-    b = MojoBuilder(kernel, name)
+    b = (builder or MojoBuilder)(kernel, name)
     b.parts = kernel.partitions
     drop_start_barrier(kernel)
     drop_start_cluster_barrier(kernel)

@@ -205,9 +205,10 @@ def _keys(events):
     return [_key(r, occ) for r in events]
 
 
-def run_warp(m, kernel, loops, warp, cta, ncta, block_dim, args, ws, tiles=None):
+def run_warp(m, kernel, loops, warp, cta, ncta, block_dim, args, ws, tiles=None, thread=Thread):
+    """Run one warp's lanes (`thread`: the interpreter, LLVM IR's or PTX's)."""
     def one(lane):
-        t = Thread(m, kernel, warp * ws + lane, cta, ncta, block_dim, args, loops, tiles)
+        t = thread(m, kernel, warp * ws + lane, cta, ncta, block_dim, args, loops, tiles)
         t.run()
         return t
 
@@ -421,13 +422,28 @@ class Extractor:
         inst = err.inst
         if inst is None:
             raise SpecError(f"{self.path}: {err}")
-        op = describe(self.debug, inst)
+        op = self.describe(inst)
         line = self.m.lines[inst.index] if inst.index < len(self.m.lines) else 0
         raise SpecError(f"{op.where} ({self.path}:{line}, `{inst.text[:70]}`): {err}")
 
     # ------------------------------------------------------------ running
+    thread = Thread           # the interpreter a warp's lanes run on
+    FULL_WORDS, EMPTY_WORDS = FULL_WORDS, EMPTY_WORDS   # the pipeline methods that name a signal
+
+    def seen(self, thread) -> None:
+        """What a front end keeps of each warp's lane-0 run (the PTX reader: guessed arguments)."""
+
+    def describe(self, inst, stack=()) -> Op:
+        return describe(self.debug, inst, stack)
+
+    def frame_names(self, inst, stack) -> list:
+        return [short_name(n) for _, _, n in self.debug.stack(inst, stack)]
+
+    def loops(self) -> dict:
+        return {name: natural_loops(f) for name, f in self.m.functions.items()}
+
     def run(self) -> Kernel:
-        loops = {name: natural_loops(f) for name, f in self.m.functions.items()}
+        loops = self.loops()
         warps = self.block_dim // self.ws
         per_cta = []
         try:
@@ -435,7 +451,8 @@ class Extractor:
                 runs = []
                 for w in range(warps):
                     t, evs = run_warp(self.m, self.k, loops, w, cta, self.cdims, self.block_dim,
-                                      self.args, self.ws, self.tiles)
+                                      self.args, self.ws, self.tiles, self.thread)
+                    self.seen(t)
                     for r in evs:
                         r.iters = tuple(x for x in r.iters if x[0] not in t.spin)
                     runs.append(AgentRun((w,), cta, evs,
@@ -474,9 +491,9 @@ class Extractor:
                     if r.kind == "init":
                         b.count = r.value
                         b.init = r
-                    names = [short_name(n) for _, _, n in self.debug.stack(r.inst, r.stack)]
-                    sig = FULL if any(n in FULL_WORDS for n in names) else \
-                        EMPTY if any(n in EMPTY_WORDS for n in names) else None
+                    names = self.frame_names(r.inst, r.stack)
+                    sig = FULL if any(n in self.FULL_WORDS for n in names) else \
+                        EMPTY if any(n in self.EMPTY_WORDS for n in names) else None
                     if sig and r.kind in ("wait", "poll", "arrive", "atomic", "try"):
                         b.signal = b.signal or sig
         return bars
@@ -685,11 +702,11 @@ class Extractor:
         for r in agent.events:
             if r.kind in ("load", "store", "mma", "sync", "bar_arrive", "csync"):
                 if r.kind in ("sync", "bar_arrive", "csync"):
-                    out.append(Event(r.kind, describe(self.debug, r.inst, r.stack), None,
+                    out.append(Event(r.kind, self.describe(r.inst, r.stack), None,
                                      r.value, None, r.iters, (r.addr,), r.seq))
                     out[-1].tgt = None
                 elif r.kind in ("load", "store"):
-                    out.append(Event(r.kind, describe(self.debug, r.inst, r.stack), None, 0,
+                    out.append(Event(r.kind, self.describe(r.inst, r.stack), None, 0,
                                      r.addr, r.iters, (), r.seq))
                 continue
             if r.kind == "atomic":
@@ -702,7 +719,7 @@ class Extractor:
             if key not in self.by_addr:
                 continue
             arr, idx = self.by_addr[key]
-            op = describe(self.debug, r.inst, r.stack)
+            op = self.describe(r.inst, r.stack)
             ev = Event(r.kind, op, Ref(arr, idx), 0, None, r.iters, (), r.seq)
             c = agent.cta
             ev.tgt = frozenset({a.cta if a.cta is not None else c})

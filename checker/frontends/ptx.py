@@ -1,0 +1,111 @@
+"""The PTX front end's reader: a kernel's PTX (`.ptx`, `.ptx.gz`: the output of nvcc, ptxas's
+input from any compiler: CUTLASS C++, the CuTe DSL, Triton, TileLang, Mojo), a `.cu` file
+compiled with the CUDA compiler of the optional extra `pipeproof[cuda]`, or a `.cubin`
+(its SASS checked against ... ; docs/ptx.md). A thin adapter over spec/ptx/: run each warp
+of the kernel, build through spec/frontend_core.py as the Mojo reader does.
+"""
+from __future__ import annotations
+
+import gzip
+from dataclasses import replace
+from pathlib import Path
+
+from pipeproof.checker.frontends.protocol import KernelIR, Reading, ReadOptions, TripCounts, program_of
+from pipeproof.spec.schema import SpecError
+
+INSTALL = "pip install 'pipeproof[cuda]'"
+TILES = "--tiles"
+
+
+def read_text(path: str) -> str:
+    try:
+        if path.endswith(".gz"):
+            with gzip.open(path, "rt") as fh:
+                return fh.read()
+        with open(path) as fh:
+            return fh.read()
+    except OSError as err:
+        raise SpecError(f"{path}: cannot read it ({err.strerror or err})") from None
+    except (UnicodeDecodeError, gzip.BadGzipFile):
+        raise SpecError(f"{path}: not a text file (expected PTX: nvcc -ptx, or a .cu / .cubin "
+                        f"with {INSTALL})") from None
+
+
+class PtxReader:
+    """Reader (checker/frontends/protocol.py) of a kernel's PTX, through spec/ptx/."""
+
+    name = "ptx"
+    ir = "PTX of a CUDA kernel"
+    rerun_hint = "`pipeproof ptx` without --prove"
+    TILES = TILES
+
+    def load(self, target: str, options: ReadOptions) -> KernelIR:
+        if target.endswith(".cu"):
+            from pipeproof.spec.ptx.toolchain import compile_cu
+            return KernelIR(compile_cu(target, options.extra.get("arch") or "sm_90a",
+                                       options.extra.get("include") or ()), target)
+        if target.endswith(".cubin"):
+            from pipeproof.spec.ptx.toolchain import cubin_ptx
+            return KernelIR(cubin_ptx(target), target)
+        text = read_text(target)
+        if ".entry" not in text and ".version" not in text:
+            raise SpecError(f"{target}: not PTX (no .version / .entry); pipeproof ptx reads "
+                            f".ptx, .ptx.gz, .cu ({INSTALL}) and .cubin")
+        return KernelIR(text, target)
+
+    def extractor(self, ir: KernelIR, options: ReadOptions):
+        from pipeproof.spec.ptx.extract import PtxExtractor
+        args = dict(options.args)
+        tiles = args.pop(TILES, None)
+        return PtxExtractor(ir.text, ir.where, options.function, args,
+                            options.extra.get("block_dim"), tiles, options.extra.get("cluster")), tiles
+
+    def read(self, ir: KernelIR, options: ReadOptions) -> Reading:
+        from pipeproof.spec.mojo.build import build
+        from pipeproof.spec.ptx.build import PtxBuilder
+        ex, tiles = self.extractor(ir, options)
+        kernel = ex.run()
+        name = Path(ir.where).name.split(".")[0] + "::" + ex.kname.split("::")[-1][:60]
+        launch = {"backend": "nvidia", "cluster": kernel.cluster, "block_dim": kernel.block_dim,
+                  "warp_size": 32, "tiles": tiles, "args": dict(options.args),
+                  "from": ex.launch_from, "guessed": ex.guessed_args()}
+        return Reading(ir, options, name, kernel.partitions, launch,
+                       lambda: build(kernel, name, PtxBuilder))
+
+    def trip_counts(self, reading: Reading, toml_text: str, target: str) -> TripCounts:
+        """--prove: re-read with every given or guessed argument at v + 3 and 2v + 5 and compare
+        the programs (as the Mojo reader does), so the proof for every item count speaks for
+        the kernel's other trip counts where its index and phase arithmetic gives the same
+        program."""
+        from pipeproof.spec.ptx.interp import GUESS
+        args = dict(reading.options.args)
+        for name, off in reading.launch.get("guessed", ()):
+            args.setdefault(f"{name}+{off}" if off else name, GUESS)
+        numeric = {k: v for k, v in args.items() if isinstance(v, int) and k != TILES}
+        if not numeric:
+            return TripCounts(None, (f"{target}: no loop bound is a kernel argument: the kernel's "
+                                     f"trip count is one of the item counts proved",))
+        base = program_of(toml_text)
+        tried, same = [dict(numeric)], True
+        for f in (lambda v: v + 3, lambda v: 2 * v + 5):
+            other = {**args, **{k: f(v) for k, v in numeric.items()}}
+            tried.append({k: other[k] for k in numeric})
+            try:
+                text, _ = self.read(reading.ir, replace(reading.options, args=other)).build()
+            except SpecError:
+                same = False
+                break
+            if program_of(text) != base:
+                same = False
+                break
+        vals = "; ".join(", ".join(f"{k}={v}" for k, v in t.items()) for t in tried)
+        line = (f"{target}: the extracted program is {'the same' if same else 'NOT the same'}"
+                f" at --arg {vals}" + ("" if same else ": the proof covers the arguments given only"))
+        return TripCounts(same, (line,), {"same": same, "args": tried})
+
+    @staticmethod
+    def step_text(step: dict) -> str:
+        return f"{step['partition']:<10} {step['line']}"
+
+
+READER = PtxReader()

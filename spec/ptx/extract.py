@@ -1,0 +1,293 @@
+"""From a PTX kernel to per-role event sequences: the Mojo front end's extractor
+(spec/mojo/parse.py: run every warp of every CTA of the cluster, group warps with equal programs
+into roles, barriers into rings) over the PTX interpreter (spec/ptx/interp.py).
+
+What PTX adds: the launch configuration from `.reqntid` / `.maxntid` and
+`.reqnctapercluster` (else --block-dim / --cluster); arguments by `.param` name, position or
+`N+OFFSET` for a word of a struct parameter; the source of each op from `.loc` lines and
+their `function_name` / `inlined_at` chains (`$L__info_string` names, demangled); the
+signal of a barrier from the pipeline method on that chain (CUTLASS's `producer_acquire`
+waits on empty, `consumer_wait` on full, ...), else what completes it.
+"""
+from __future__ import annotations
+
+import os
+import re
+
+from pipeproof.spec.mojo.parse import EMPTY_WORDS, FULL_WORDS, Extractor, Op
+from pipeproof.spec.mojo.llvm import IRError
+from pipeproof.spec.ptx.interp import GUESS, PtxThread
+from pipeproof.spec.ptx.module import demangle, parse_module
+from pipeproof.spec.schema import SpecError
+
+# pipeline methods (CUTLASS C++ and CuTe DSL, TileLang, DeepGEMM, hand-written wrappers) whose
+# barrier is the ring's full signal or its empty one
+PTX_FULL = FULL_WORDS + ("consumer_wait", "consumer_try_wait", "producer_commit",
+                         "producer_expect_transaction", "producer_get_barrier", "wait_full_barrier",
+                         "arrive_full")
+PTX_EMPTY = EMPTY_WORDS + ("producer_acquire", "producer_try_acquire", "consumer_release",
+                           "producer_tail", "wait_empty_barrier", "arrive_empty")
+# a frame is the pipeline API (its caller's line is the kernel's) when its name has one of these
+API_WORDS = ("acquire", "release", "commit", "wait", "arrive", "expect", "tail", "barrier",
+             "mbar", "sync", "produce", "consume", "copy", "tma", "fence", "elect", "cluster")
+
+
+class PtxDebug:
+    """Frames [(file, line, function)] innermost first, from an Inst's `.loc` chain."""
+
+    def __init__(self, m):
+        self.m = m
+        self.cache = {}
+
+    def frames(self, loc, kernel_name):
+        if loc is None:
+            return []
+        key = (loc, kernel_name)
+        if key in self.cache:
+            return self.cache[key]
+        out, cur = [], loc
+        while cur is not None:
+            fn = cur.function
+            name = demangle(self.m.strings.get(fn, fn)) if fn else kernel_name
+            out.append((os.path.basename(self.m.files.get(cur.file, "?")), cur.line, name,
+                        self.m.files.get(cur.file, "?")))
+            cur = cur.inlined_at
+        # the function of each frame is the one its Loc is inside: the inlined callee's name
+        # belongs to the frame it was inlined into's callee, i.e. the frame itself
+        self.cache[key] = out
+        return out
+
+    def stack(self, inst, calls=(), kernel_name="?"):
+        out = list(self.frames(inst.loc, kernel_name)) if inst is not None else []
+        for c in reversed(calls):
+            out += self.frames(c.loc, kernel_name)
+        return [(f, line, n) for f, line, n, _ in out]
+
+
+def short(name: str) -> str:
+    return name.split("::")[-1]
+
+
+class PtxExtractor(Extractor):
+    thread = PtxThread
+    FULL_WORDS, EMPTY_WORDS = PTX_FULL, PTX_EMPTY
+
+    def __init__(self, text: str, path: str, kernel: str | None = None, args: dict | None = None,
+                 block_dim: int | None = None, tiles: int | None = None, cluster=None):
+        self.path = path
+        self.tiles = tiles
+        try:
+            self.m = parse_module(text, path)
+        except IRError as err:
+            raise SpecError(f"{err}") from None
+        self.m.pair = "cta_group::2" in text
+        ks = [k for k in self.m.kernels() if "mbarrier" in " ".join(i.opcode for i in k.insts)
+              or kernel]
+        if kernel:
+            ks = [k for k in self.m.kernels() if kernel in k.name or kernel in demangle(k.name)]
+        if len(ks) != 1:
+            names = ", ".join(demangle(k.name)[:60] for k in self.m.kernels()) or "none"
+            raise SpecError(f"{path}: {'no' if not ks else 'several'} kernel"
+                            f"{'' if kernel is None else ' matching ' + repr(kernel)}"
+                            f"{'' if kernel else ' with mbarrier ops'} (kernels: {names}); name "
+                            f"one with --kernel")
+        self.k = ks[0]
+        self.kname = demangle(self.k.name)
+        self.debug = PtxDebug(self.m)
+        self.args = self._args(args or {})
+        self.backend = "nvidia"
+        from pipeproof.backends.capabilities import backend
+        self.caps = backend(self.backend)
+        self.ws = 32
+        d = self.k.directives
+        bd = block_dim
+        if bd is None:
+            for key in ("reqntid", "maxntid"):
+                if key in d:
+                    bd = 1
+                    for x in d[key]:
+                        bd *= x
+                    break
+        if bd is None:
+            raise SpecError(f"{path}: the kernel {self.kname} states no block size (.reqntid / "
+                            f".maxntid); give it with --block-dim N")
+        self.block_dim = bd
+        cl = cluster or d.get("reqnctapercluster")
+        if cl is None and "explicitcluster" in d:
+            raise SpecError(f"{path}: the kernel {self.kname} is launched with a cluster whose "
+                            f"size it does not state (.explicitcluster without .reqnctapercluster); "
+                            f"give it with --cluster N")
+        dims = tuple(cl) if isinstance(cl, (tuple, list)) else (cl or 1,)
+        self.cdims = tuple((list(dims) + [1, 1, 1])[:3])
+        self.cluster = self.cdims[0] * self.cdims[1] * self.cdims[2]
+        self.guessed = set()
+        self.launch_from = {"block_dim": "flag" if block_dim else
+                            ("reqntid" if "reqntid" in d else "maxntid"),
+                            "cluster": "flag" if cluster else
+                            ("reqnctapercluster" if "reqnctapercluster" in d else "none")}
+
+    def _args(self, given: dict) -> dict:
+        """--arg KEY=V: KEY a .param name (or its suffix after `_param_`), a position, or
+        `N+OFFSET` (a word at byte OFFSET of struct parameter N)."""
+        names = [n for n, t, _ in self.k.params if t != "local"]
+        out = {}
+        for key, v in given.items():
+            key = str(key)
+            m = re.fullmatch(r"(\w+?)\+(\d+|0x[0-9a-fA-F]+)", key)
+            base, off = (m.group(1), int(m.group(2), 0)) if m else (key, None)
+            if base.isdigit() and int(base) < len(names):
+                n = int(base)
+            elif base in names:
+                n = names.index(base)
+            elif any(x.endswith("_" + base) for x in names):
+                n = next(i for i, x in enumerate(names) if x.endswith("_" + base))
+            else:
+                shown = ", ".join(f"{i}:{x.split('_param_')[-1] if '_param_' in x else x}"
+                                  for i, x in enumerate(names))
+                raise SpecError(f"--arg {key}: the kernel's parameters are {shown} (a name, a "
+                                f"position, or N+OFFSET for a word of a struct parameter)")
+            out[(n, off) if off is not None else n] = v
+        return out
+
+    # ------------------------------------------------------------ the shared extractor's hooks
+    def describe(self, inst, stack=()) -> Op:
+        """The op's name: the pipeline method its chain goes through (the outermost frame that
+        reads as the pipeline API); its line: that method's call site."""
+        frames = self.debug.stack(inst, stack, self.kname)
+        if not frames:
+            return Op(inst.words[0] if inst is not None else "?", 0, "?",
+                      inst.opcode[:60] if inst is not None else "?")
+        api = 0
+        for i, (_, _, name) in enumerate(frames):
+            if any(w in short(name).lower() for w in API_WORDS) and i < len(frames) - 1:
+                api = i
+        site = frames[api + 1] if api + 1 < len(frames) and len(frames) > 1 else frames[api]
+        label = short(frames[api][2]) if len(frames) > 1 else inst.words[0]
+        return Op(label, site[1], f"{site[0]}:{site[1]}", inst.opcode[:60])
+
+    def frame_names(self, inst, stack) -> list:
+        return [short(n) for _, _, n in self.debug.stack(inst, stack, self.kname)]
+
+    def fail(self, err: IRError):
+        inst = err.inst
+        if inst is None:
+            raise SpecError(f"{self.path}: {err}")
+        op = self.describe(inst)
+        raise SpecError(f"{op.where} ({self.path}:{inst.index + 1}, `{inst.text[:70]}`): {err}")
+
+    def loops(self) -> dict:
+        return {name: loops_of(f) for name, f in self.m.functions.items()}
+
+    def seen(self, thread) -> None:
+        self.guessed |= thread.guessed
+        for r in thread.events:
+            if r.kind == "copy" and r.extra[1] is not None and hasattr(r.addr, "offset") \
+                    and hasattr(r.extra[0], "offset"):
+                key = (r.inst.index, r.extra[0].offset, r.iters and r.iters[-1][1])
+                self.copy_dsts.setdefault(r.inst, {}).setdefault(key, set()).add(r.addr.offset)
+
+    def multicast_split(self) -> dict:
+        """Per multicast copy (its op's line and name): the number of CTAs that copy a part of
+        one slot's tile into it (their destinations differ within the slot), so each copy's
+        bytes are the slot stride over that number (CUTLASS and the hand-written kernels split
+        a multicast operand between the cluster's CTAs)."""
+        out = {}
+        for inst, by in self.copy_dsts.items():
+            n = max((len(v) for v in by.values()), default=1)
+            if n > 1:
+                op = self.describe(inst)
+                out[(op.where, op.name)] = n
+        return out
+
+    def _uses(self, words) -> bool:
+        return any(i.words[0] in words for i in self.k.insts)
+
+    def run(self):
+        loops = self.loops()
+        spin = {name: v[2] for name, v in loops.items()}
+        self.spin_loops = spin
+        outer = self
+
+        class Bound(PtxThread):
+            def __init__(self, m, kernel, tid, cta, ncta, block_dim, args, lp, tiles):
+                super().__init__(m, kernel, tid, cta, ncta, block_dim, args,
+                                 {n: (v[0], v[1]) for n, v in lp.items()}, tiles, outer.spin_loops)
+        self.thread = Bound
+        self.copy_dsts = {}
+        kernel = super().run()
+        kernel.split = self.multicast_split()
+        return kernel
+
+    def guessed_args(self) -> list:
+        """[(parameter name, offset)] read by a branch without a value given."""
+        names = [n for n, t, _ in self.k.params if t != "local"]
+        return [(names[n], off) for n, off in sorted(self.guessed)]
+
+
+SYNC_OPS = ("mbarrier", "cp", "tcgen05", "bar", "barrier", "clusterlaunchcontrol")
+
+
+def loops_of(f):
+    """(block starts, natural loops: header index -> body index set, spin loops: headers of
+    loops whose body synchronises only by waiting on an mbarrier: a wait's retry loop)."""
+    insts = f.insts
+    leaders = {0}
+    for lab, i in f.labels.items():
+        leaders.add(i)
+    for i, inst in enumerate(insts):
+        if inst.words[0] in ("bra", "ret", "exit", "trap"):
+            leaders.add(i + 1)
+    starts = sorted(x for x in leaders if x <= len(insts))
+    block_of = {}
+    succ = {}
+    for k, s in enumerate(starts):
+        e = starts[k + 1] if k + 1 < len(starts) else len(insts)
+        if s >= len(insts):
+            continue
+        for i in range(s, e):
+            block_of[i] = s
+        last = insts[e - 1]
+        out = []
+        w = last.words[0]
+        if w == "bra":
+            out.append(f.labels[last.args[-1]])
+            if last.guard is not None and e < len(insts):
+                out.append(e)
+        elif w not in ("ret", "exit", "trap") and e < len(insts):
+            out.append(e)
+        succ[s] = out
+    pred = {}
+    for b, outs in succ.items():
+        for t in outs:
+            pred.setdefault(t, []).append(b)
+    loops = {}
+    for b, outs in succ.items():
+        for t in outs:
+            if t <= b:
+                body = loops.setdefault(t, {t})
+                work = [b]
+                while work:
+                    x = work.pop()
+                    if x in body:
+                        continue
+                    body.add(x)
+                    work += pred.get(x, [])
+    # loop membership by instruction index (the interpreter asks by pc)
+    full = {}
+    for h, blocks in loops.items():
+        idx = set()
+        for s in blocks:
+            k = starts.index(s)
+            e = starts[k + 1] if k + 1 < len(starts) else len(insts)
+            idx.update(range(s, e))
+        full[h] = idx
+    spin = set()
+    for h, idx in full.items():
+        ops = [insts[i] for i in idx if insts[i].words[0] in SYNC_OPS]
+        if ops and all(i.words[0] == "mbarrier" and i.words[1] in ("try_wait", "test_wait")
+                       for i in ops):
+            spin.add(h)
+    return {s: True for s in starts}, full, spin
+
+
+__all__ = ["PtxExtractor", "GUESS"]
