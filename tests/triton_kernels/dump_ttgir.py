@@ -1,6 +1,6 @@
 """Compile the kernels of this folder on CPU and write their TTGIR (and optionally PTX).
 
-    python tests/triton_kernels/dump_ttgir.py OUT_DIR [--only NAME ...] [--ptx] [--llir]
+    python tests/triton_kernels/dump_ttgir.py OUT_DIR [--only NAME ...] [--ptx] [--llir] [--cubin]
 
 Each kernel module here (ws_matmul, ws_attention, gluon_mbarrier, sm90_pipelined,
 ws_persistent, persistent_swp) exports
@@ -63,6 +63,8 @@ def main(argv=None):
     parser.add_argument("--only", nargs="*", default=None, help="kernel names to compile (default: all)")
     parser.add_argument("--ptx", action="store_true", help="also write NAME.ptx")
     parser.add_argument("--llir", action="store_true", help="also write NAME.llir")
+    parser.add_argument("--cubin", action="store_true",
+                        help="also write NAME.cubin (Triton's own ptxas run; needs its ptxas)")
     args = parser.parse_args(argv)
     os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", "1")   # silences a 3.9 warning; same default
     out = pathlib.Path(args.out_dir)
@@ -86,6 +88,8 @@ def main(argv=None):
         for ext, flag in (("ptx", args.ptx), ("llir", args.llir)):
             if flag:
                 (out / f"{name}.{ext}").write_text(compiled.asm[ext])
+        if args.cubin and "cubin" in compiled.asm:
+            (out / f"{name}.cubin").write_bytes(compiled.asm["cubin"])
         print(f"ok {name} {target} {path}")
     return 1 if failed else 0
 
