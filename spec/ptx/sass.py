@@ -364,12 +364,15 @@ def _writes(inst: SassInst, reg: str) -> bool:
     ops = [o.split(".")[0].lstrip("!-|") for o in inst.operands]
     b = inst.base
     if reg.startswith(("P", "UP")):
+        if b in ("IADD3", "UIADD3"):                    # IADD3 R4, P0, PT, R2, 0x80, RZ
+            return reg in ops[:3]
         if b in ("ISETP", "UISETP", "FSETP", "DSETP", "HSETP2", "PLOP3", "UPLOP3", "LOP3", "ULOP3",
-                 "IADD3", "UIADD3", "VOTE", "VOTEU", "R2P", "PRMT", "SHFL", "ELECT", "FCHK"):
+                 "VOTE", "ELECT", "FCHK", "LEA", "ULEA", "IMAD", "SHFL"):
             return reg in ops[:2]
-        if b in ("SYNCS", "USYNCS", "USETMAXREG", "UTCATOMSWS", "BAR", "LDS", "ATOMS", "ATOM"):
+        if b in ("VOTEU", "SYNCS", "USYNCS", "USETMAXREG", "UTCATOMSWS", "BAR", "LDS", "ATOMS",
+                 "ATOM", "ISETP", "P2R", "UP2UR"):
             return ops[0] == reg
-        return False
+        return b in ("R2P", "R2UR") and reg.startswith("P")   # R2P writes several: unknown
     return ops[0] == reg and b not in ("ST", "STS", "STG", "STL", "BRA", "EXIT", "RET", "BAR",
                                         "SYNCS", "UTMALDG", "UBLKCP", "UTCBAR", "CALL")
 
