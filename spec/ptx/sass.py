@@ -10,24 +10,26 @@ API
   list of `SassInst` (address, guard, opcode, operands, source loc chain) plus its labels.
 - `classify(inst) -> SyncOp | None`: what a sync instruction does on an mbarrier (section
   "Forms" below).
-- `lanes_per_warp(func, index) -> int | None` and `elected(func, index, max_lanes=1) -> bool`:
+- `SyncOp.arrivals(lanes, active=32, count=1) -> int`: the arrivals one warp makes.
+- `lanes_per_warp(func, index) -> int` and `elected(func, index, max_lanes=1) -> bool`:
   how many lanes of a full warp can execute the instruction at `index`, from its guard and the
   conditional branches that control it (section "Elected" below).
-- `run_nvdisasm(cubin_path, inline=True) -> str`.
+- `over_arrival(func, index, ptx_lanes=1) -> bool`: the triton#11858 test for one arrive.
+- `run_nvdisasm(cubin_path, inline=True) -> str` (`find_nvdisasm() -> str | None`).
 
 Forms (measured: ptxas 13.0/13.5, sm_90a and sm_100a; see
 tests/fixtures/ptx/sass_forms/README.md and the reference table "What each PTX form becomes in
 SASS")
 -----------------------------------------------------------------------------------------------
-=========================================  ==========================================================
+=========================================  ========================================================
 SASS                                        SyncOp
-=========================================  ==========================================================
+=========================================  ========================================================
 SYNCS.EXCH.64 URZ, [b], URc                init (count encoded in the 64-bit value URc)
 SYNCS.ARRIVE.TRANS64.A1T0 RZ, [b], RZ      arrive, count_form "one_per_thread"
 SYNCS.ARRIVE.TRANS64.ART0 RZ, [b], Rn      arrive, count_form "count_reg" (count in Rn)
 SYNCS.ARRIVE.TRANS64.TMASK.ART0 ...        arrive, "count_reg", no_complete (arrive.noComplete)
 SYNCS.ARRIVE.TRANS64 RZ, [b], Rtx          arrive, count_form "with_tx" (arrive.expect_tx)
-SYNCS.ARRIVE.TRANS64.RED[.A1T0] ...        the same, remote=True (shared::cluster arrive after mapa)
+SYNCS.ARRIVE.TRANS64.RED[.A1T0] ...        the same, remote=True (shared::cluster arrive, mapa)
 SYNCS.ARRIVE.TRANS64.RED.A0TR RZ,[b],Rtx   expect (expect_tx, no arrival), count_form "tx_only"
 SYNCS.ARRIVE.TRANS64.RED.A0TX RZ,[b],Rtx   complete_tx (no arrival), count_form "tx_only"
 USYNCS.ARRIVE.TRANS64.ACT0 ...             arrive, count_form "per_active_lane" (triton#11858)
@@ -37,7 +39,7 @@ UTMALDG.nD[.MULTICAST][.2CTA]              tma_load (multicast mask register = 3
 UBLKCP.S.G[.MULTICAST]                     bulk_load
 UTCBAR[.2CTA][.MULTICAST] [b], URZ[, m]    commit (tcgen05.commit ... mbarrier::arrive::one)
 ARRIVES.LDGSTSBAR.64.ARVCNT [b]            arrive_cpasync (cp.async.mbarrier.arrive.noinc)
-=========================================  ==========================================================
+=========================================  ========================================================
 
 For UTMALDG and UBLKCP the mbarrier address is not an operand of its own: it rides in the
 uniform-register group of the first operand, so `SyncOp.barrier` is None there.
@@ -60,16 +62,15 @@ triton#11858: what ptxas 13.4's over-arrival looks like
 https://github.com/triton-lang/triton/pull/11858 ("[NVIDIA] Work around ptxas 13.4 barrier
 over-arrival on Rubin", 2026-09-18). ptxas 13.4, on the divergent-warp path of a ConSan-
 instrumented two-CTA Gluon attention kernel for SM107, replaced a *predicated count-one*
-`mbarrier.arrive` (PTX: `@p mbarrier.arrive`, one lane has p) with
-
-    VOTEU.ALL UPx, Px            ; uniform predicate: does any lane want to arrive?
-    @UPx USYNCS.ARRIVE.TRANS64.ACT0 ...   ; uniform arrive, count mode ACT0
-
-The uniform predicate keeps *whether* some lane arrives, but ACT0 counts every active lane,
-not the predicate-true ones: measured 1, 2, 8, 16, 31, 32 arrivals for 1, 2, 8, 16, 31, 32
+`mbarrier.arrive` (PTX: `@p mbarrier.arrive`, one lane has p) with `VOTEU.ALL` (a uniform
+predicate made from the per-lane one) plus a uniform `USYNCS.ARRIVE.TRANS64.ACT0` under it (the
+thread names the opcodes, not their operands; tests/test_ptx_sass.py spells out a hand-written
+example). The uniform predicate keeps *whether* some lane arrives, but ACT0 counts every active
+lane, not the predicate-true ones: measured 1, 2, 8, 16, 31, 32 arrivals for 1, 2, 8, 16, 31, 32
 active lanes; in the attention kernel 16 active lanes with P0 true in one lane took a count-128
 barrier to 112 instead of 127 ("Warp Barrier Arrival Mismatch"). The workaround was -O0 for
-ConSan on SM107 with ptxas 13.4.
+ConSan on SM107 with ptxas 13.4 (the `ptxas-blackwell` that Triton 3.9 ships and uses for
+sm_90 and up).
 
 So the SASS check flags an over-arrival where the PTX arrive at a source line runs in one lane
 per warp (predicated / elected) but the SASS arrive at that line counts more than one lane:
@@ -92,7 +93,7 @@ instruction. Best effort, documented limits:
   bound. Understood writers: `ELECT P` (one lane), `ISETP.cmp[.U32].AND|OR|XOR P, Q, Ra, Rb|imm,
   Pc` and `LOP3.LUT P, RZ, Ra, imm, RZ, 0xc0|0xfc, !PT` on values derived from `SR_TID.X` /
   `SR_LANEID` (through `LOP3.LUT` AND/OR/XOR with immediates, `SHF.R.U32.HI`, `VIADD`/`IADD3`
-  with an immediate, `MOV`, `IMAD.MOV.U32`), `PLOP3.LUT` with a PT/!PT shape of AND/OR. A
+  with an immediate, `MOV`, `IMAD.MOV.U32`), `PLOP3.LUT` (any truth table). A
   uniform predicate (`UPn`) is the same in every lane: 32 unless it is always false.
 - an unguarded instruction (or one whose guard allows more lanes) is also bounded by the
   conditional branches that decide whether it is reached: the instruction's basic block is
@@ -154,7 +155,8 @@ class SassFunction:
         raise KeyError(f"{self.name}: no instruction at {addr:#x}")
 
 
-_INST = re.compile(r"^\s*/\*([0-9a-fA-F]+)\*/\s+(?:@(\S+)\s+)?([A-Z0-9_][A-Za-z0-9_.]*)\s*(.*?)\s*;")
+_INST = re.compile(r"^\s*/\*([0-9a-fA-F]+)\*/\s+(?:@(\S+)\s+)?"
+                   r"([A-Z0-9_][A-Za-z0-9_.]*)\s*(.*?)\s*;")
 _LABEL = re.compile(r"^\s*([A-Za-z_.$][\w.$]*):\s*$")
 _FILE = re.compile(r'File "([^"]*)", line (\d+)')
 _SECTION = re.compile(r"^\s*\.section\s+\.text\.([^,\s]+)")
@@ -228,7 +230,6 @@ def parse_sass(text: str) -> list[SassFunction]:
         m = _LABEL.match(line)
         if m and not stripped.startswith(".text."):
             pending_labels.append(m.group(1))
-            in_group = False if not loc else in_group
     return funcs
 
 
@@ -657,7 +658,8 @@ def _cfg(func: SassFunction):
         if (i in targets or inst.base in ("EXIT", "RET", "BRX", "JMX")) and i + 1 < n:
             leaders.add(i + 1)
     starts = sorted(leaders)
-    blocks = [(st, (starts[k + 1] if k + 1 < len(starts) else n) - 1) for k, st in enumerate(starts)]
+    ends = [st - 1 for st in starts[1:]] + [n - 1]
+    blocks = list(zip(starts, ends))
     block_of = {}
     for k, (st, e) in enumerate(blocks):
         for i in range(st, e + 1):
