@@ -349,3 +349,21 @@ def test_run_nvdisasm_on_path(monkeypatch, tmp_path):
                    "exit 1\n")
     with pytest.raises(SpecError, match="nvdisasm failed: nvdisasm fatal"):
         run_nvdisasm("k.cubin")
+
+
+def test_elect_under_a_guard():
+    """`@P0 ELECT P1` (ptxas's pattern before uniform ops) elects one lane among P0's lanes, even
+    when lane 0 is not one of them."""
+    text = TRITON_11858.replace("ISETP.NE.AND P0, PT, R0, RZ, PT ;",
+                                "ISETP.GE.U32.AND P0, PT, R0, 0x4, PT ;").replace(
+        "VOTEU.ALL UP0, P0 ;", "@P0 ELECT P1, URZ, PT ;").replace(
+        "@!P0 SYNCS.ARRIVE.TRANS64.A1T0", "@P1 SYNCS.ARRIVE.TRANS64.A1T0")
+    (f,) = parse_sass(text)
+    assert f.insts[2].opcode == "ELECT" and f.insts[4].guard == "P1"
+    # P1 is not written where P0 is false (lanes 0..3): unknown there, so the bound is 1 + 4
+    assert lanes_per_warp(f, 4) == 5
+    clear = "        /*0008*/                   PLOP3.LUT P1, PT, PT, PT, PT, 0x0, 0x0 ;"
+    text2 = text.replace("S2R R0, SR_LANEID ;", "S2R R0, SR_LANEID ;\n" + clear)
+    (f2,) = parse_sass(text2)
+    assert f2.insts[1].opcode == "PLOP3.LUT"
+    assert lanes_per_warp(f2, 5) == 1 and elected(f2, 5)

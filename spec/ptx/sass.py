@@ -558,6 +558,13 @@ def _pred_def(func: SassFunction, j: int, p: str, depth: int):
         return inner
     g = _pred(func, j, d.guard, depth + 1)
     old = _pred(func, j, p, depth + 1)     # the value the write leaves alone where g is false
+    if d.base == "ELECT" and d.operands and d.operands[0] == p:
+        # `@P0 ELECT P1`: one lane among those where P0 holds (taken as the first that may)
+        def elect_among(t):
+            w = t - t % 32
+            first = next((u for u in range(w, w + 32) if g(u) is not False), None)
+            return t == first if g(t) is True else (old(t) if g(t) is False else _UNK)
+        return elect_among
 
     def guarded(t):
         gv, o = g(t), old(t)
