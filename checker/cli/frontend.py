@@ -32,6 +32,12 @@ def run_frontend(reader, target: str, read_kernel, *, emit, as_json, trace_file,
             sarif.write(sarif_file, unreadable_findings(str(err), target))
         sys.exit(EXIT_USAGE)
     out = show_extracted(target, extracted.toml_text, emit, as_json)
+    guessed = extracted.reading.launch.get("guessed")
+    if guessed:
+        # a loop bound that is a kernel argument not given (the PTX reader): say what was picked
+        out(f"{target}: no --arg for " + ", ".join(f"{n}{'+' + str(o) if o else ''}" for n, o in guessed)
+            + f", which decide{'s' if len(guessed) == 1 else ''} a branch: read as "
+            f"{extracted.reading.launch.get('guess')} (give --arg NAME=V for the kernel's own)")
     counts = reader.trip_counts(extracted.reading, extracted.toml_text, target) if do_prove else None
     checked = check(extracted, do_prove=do_prove, counts=counts, max_states=max_states,
                     timeout=timeout, strict_exit=strict_exit)

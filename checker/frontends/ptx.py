@@ -63,12 +63,13 @@ class PtxReader:
     def read(self, ir: KernelIR, options: ReadOptions) -> Reading:
         from pipeproof.spec.mojo.build import build
         from pipeproof.spec.ptx.build import PtxBuilder
+        from pipeproof.spec.ptx.interp import GUESS
         ex, tiles = self.extractor(ir, options)
         kernel = ex.run()
         name = Path(ir.where).name.split(".")[0] + "::" + ex.kname.split("::")[-1][:60]
         launch = {"backend": "nvidia", "cluster": kernel.cluster, "block_dim": kernel.block_dim,
                   "warp_size": 32, "tiles": tiles, "args": dict(options.args),
-                  "from": ex.launch_from, "guessed": ex.guessed_args()}
+                  "from": ex.launch_from, "guessed": ex.guessed_args(), "guess": GUESS}
         return Reading(ir, options, name, kernel.partitions, launch,
                        lambda: build(kernel, name, PtxBuilder))
 

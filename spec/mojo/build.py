@@ -268,10 +268,8 @@ def copy_strides(kernel: Kernel) -> dict:
                     g = -1
                     break
                 g = gcd(g, abs(d // (s1 - s0)))
-        # a multicast tile split between the CTAs that each copy their part into every CTA of
-        # the mask (the PTX reader counts them: `split`): each copy is a part of the stride
-        split = getattr(kernel, "split", {}).get(k, 1)
-        stride[k] = g // split if g > 0 and g % split == 0 else g
+        # the PTX reader's bytes from where the copies into one slot land (`copy_bytes`)
+        stride[k] = getattr(kernel, "copy_bytes", {}).get(k, g)
     return stride
 
 
@@ -340,6 +338,8 @@ def data_ref(ev):
 
 
 def buffer_bytes(kernel, name):
+    if hasattr(kernel, "buffer_sizes"):   # the PTX reader: the .shared arrays' sizes
+        return kernel.buffer_sizes.get(name) or 0
     t = kernel.globals.get(name, (0, None))[1]
     from pipeproof.spec.mojo.llvm import size_of
     return size_of(t) if t is not None else 0

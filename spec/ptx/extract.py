@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import re
+from math import gcd
 
 from pipeproof.spec.mojo.parse import EMPTY_WORDS, FULL_WORDS, Extractor, Op
 from pipeproof.spec.mojo.llvm import IRError
@@ -181,26 +182,68 @@ class PtxExtractor(Extractor):
     def seen(self, thread) -> None:
         self.guessed |= thread.guessed
         for r in thread.events:
-            if r.kind == "copy" and r.extra[1] is not None and hasattr(r.addr, "offset") \
-                    and hasattr(r.extra[0], "offset"):
-                key = (r.inst.index, r.extra[0].offset, r.iters and r.iters[-1][1])
-                self.copy_dsts.setdefault(r.inst, {}).setdefault(key, set()).add(r.addr.offset)
+            if r.kind == "copy" and len(r.extra) == 2 and hasattr(r.addr, "offset") \
+                    and hasattr(r.extra[0], "offset") and isinstance(r.addr.offset, int):
+                bar = r.extra[0]
+                key = (bar.base[1] if bar.base[0] == "global" else bar.base, bar.offset)
+                self.copy_dsts.setdefault(r.inst, set()).add((key, r.addr.offset))
 
-    def multicast_split(self) -> dict:
-        """Per multicast copy (its op's line and name): the number of CTAs that copy a part of
-        one slot's tile into it (their destinations differ within the slot), so each copy's
-        bytes are the slot stride over that number (CUTLASS and the hand-written kernels split
-        a multicast operand between the cluster's CTAs)."""
+    def copy_bytes(self) -> dict:
+        """The bytes of each TMA copy (by its op's line and name), from where the copies land:
+        PTX does not state a tensor copy's size (the tensor map does), but the copies into one
+        slot tile it. Copies whose destinations step by the same stride between slots share
+        one region per slot (A and B interleaved, or a multicast tile split between the
+        cluster's CTAs, each copying its part into every CTA); each copy's bytes are the
+        distance to the next destination in its region (the last: to the region's end). A
+        copy whose bytes differ between slots keeps the stride (spec/mojo/build.py)."""
+        per_op = {}
+        for inst, pairs in self.copy_dsts.items():
+            by_slot = {}
+            for (bar, off) in pairs:
+                got = self.by_addr.get(bar)
+                if got is not None:
+                    by_slot.setdefault(got, set()).add(off)
+            per_op[inst] = by_slot
+        stride = {}
+        for inst, by_slot in per_op.items():
+            g = 0
+            pts = sorted((idx, o) for (arr, idx), offs in by_slot.items() for o in offs)
+            for (s0, o0), (s1, o1) in zip(pts, pts[1:]):
+                if s1 != s0 and (o1 - o0) % (s1 - s0) == 0:
+                    g = gcd(g, abs((o1 - o0) // (s1 - s0)))
+            stride[inst] = g
         out = {}
-        for inst, by in self.copy_dsts.items():
-            n = max((len(v) for v in by.values()), default=1)
-            if n > 1:
-                op = self.describe(inst)
-                out[(op.where, op.name)] = n
-        return out
+        for inst, by_slot in per_op.items():
+            st = stride[inst]
+            if st <= 0:
+                continue
+            sizes = set()
+            for slot, offs in by_slot.items():
+                same = sorted({o for other, b in per_op.items() if stride[other] == st
+                               for o in b.get(slot, ())})
+                windows = []
+                for x in same:   # a window starts where the last one's stride ends
+                    if not windows or x >= windows[-1][0] + st:
+                        windows.append([x])
+                    else:
+                        windows[-1].append(x)
+                for o in offs:
+                    w = next(w for w in windows if o in w)
+                    nxt = [x for x in w if x > o]
+                    sizes.add((nxt[0] if nxt else w[0] + st) - o)
+            op = self.describe(inst)
+            key = (op.where, op.name)
+            if len(sizes) == 1 and out.get(key, sizes.copy().pop()) == next(iter(sizes)):
+                out[key] = sizes.pop()
+            else:
+                out[key] = None     # differs between slots or between copies of one line
+        return {k: v for k, v in out.items() if v is not None}
 
     def _uses(self, words) -> bool:
-        return any(i.words[0] in words for i in self.k.insts)
+        """setmaxnreg does not make warpgroups the agents here (the Mojo reader's rule): in
+        PTX from Triton and the CuTe DSL a warpgroup's warps run different partitions. Each
+        warp is an agent; warps with equal programs are one role."""
+        return False
 
     def run(self):
         loops = self.loops()
@@ -208,20 +251,96 @@ class PtxExtractor(Extractor):
         self.spin_loops = spin
         outer = self
 
+        logs = {}   # per CTA: its shared memory's stores (spec/ptx/interp.py load_bytes)
+
         class Bound(PtxThread):
             def __init__(self, m, kernel, tid, cta, ncta, block_dim, args, lp, tiles):
                 super().__init__(m, kernel, tid, cta, ncta, block_dim, args,
                                  {n: (v[0], v[1]) for n, v in lp.items()}, tiles, outer.spin_loops)
+                self.log = logs.setdefault(cta, {})
+                self.lane0 = logs.setdefault(("lane0", cta), {})
         self.thread = Bound
         self.copy_dsts = {}
         kernel = super().run()
-        kernel.split = self.multicast_split()
+        kernel.copy_bytes = self.copy_bytes()
+        kernel.buffer_sizes = {n: size for n, (size, _) in self.m.shared.items()}
+        drop_dispatch(kernel)
+        pair_by_use(kernel)
+        self.refuse_own_fills(kernel)
         return kernel
+
+    def refuse_own_fills(self, kernel) -> None:
+        """A warp that copies into a ring and waits on that ring's full signal reads its own
+        fills (a software-pipelined loop: loads run `stages - 1` ahead of the reads, in one
+        warp). The shared builder pairs a fill with the read of the same item, which that loop
+        does not do, so such a kernel is refused rather than checked wrong (`pipeproof triton`
+        reads Triton's from TTGIR). The CLC response ring (sm100 schedulers) is the exception
+        the builder handles (spec/mojo/build.py drop_own_fill_waits)."""
+        for p in kernel.partitions:
+            filled = {ev.barrier.array for ev in p.events if ev.kind == "copy"
+                      and ev.barrier is not None and not getattr(ev, "clc", False)}
+            for ev in p.events:
+                if ev.kind == "wait" and ev.barrier is not None and ev.barrier.array in filled:
+                    raise SpecError(f"{ev.op.where} ({self.path}, {ev.op.name}): {p.name} copies into "
+                                    f"a ring and waits on its full signal itself (a software-"
+                                    f"pipelined loop): not read from PTX yet (docs/ptx.md); "
+                                    f"pipeproof triton reads Triton's from TTGIR")
 
     def guessed_args(self) -> list:
         """[(parameter name, offset)] read by a branch without a value given."""
         names = [n for n, t, _ in self.k.params if t != "local"]
         return [(names[n], off) for n, off in sorted(self.guessed)]
+
+
+def pair_by_use(kernel) -> None:
+    """Rings by how the barriers are used where no pipeline method names them and the arrays
+    are not laid out full-then-empty (Triton pads its barrier arrays): an array nothing fills
+    (no copy, expect or commit completes it) that a filler waits on right before it fills slot
+    i of a full array F is F's empty array."""
+    from pipeproof.spec.frontend_core import EMPTY, FULL
+    completed = {ev.barrier.array for p in kernel.partitions for ev in p.events
+                 if ev.kind in ("copy", "expect", "commit") and ev.barrier is not None}
+    found = {}
+    for p in kernel.partitions:
+        last = None
+        for ev in p.events:
+            if ev.kind == "wait" and ev.barrier is not None:
+                last = ev.barrier
+            elif ev.kind in ("expect", "copy") and ev.barrier is not None and last is not None:
+                e, f = last.array, ev.barrier.array
+                if e is not f and e not in completed and f in completed \
+                        and last.index == ev.barrier.index and e.slots == f.slots:
+                    found.setdefault(f, set()).add(e)
+    for f, es in found.items():
+        if len(es) != 1 or kernel.pairs.get(f) is not None:
+            continue
+        e = next(iter(es))
+        if any(e in v for v in found.values() if v is not es):
+            continue
+        e.signal = EMPTY
+        e.name = f"{EMPTY}@{e.base[1]}"
+        for b in e.barriers:
+            b.signal = EMPTY
+        kernel.pairs.pop(e, None)
+        kernel.pairs[f] = e
+        assert f.signal == FULL
+
+
+def drop_dispatch(kernel) -> None:
+    """Warps that only pass named barriers (no mbarrier op: Triton's idle partitions in the
+    warp-specialisation dispatch loop, whose barrier hands each warp its partition and waits for
+    all at the end) are not agents of the protocol, and the named barriers they pass order only
+    the partitions' start and end: the model starts every agent at once with the barriers
+    initialised and ends each when its program ends. Both are dropped. Dropping a barrier only
+    adds interleavings, so no violation of the kernel is lost (docs/ptx.md)."""
+    idle = [p for p in kernel.partitions
+            if p.events and all(e.kind in ("sync", "bar_arrive") for e in p.events)]
+    if not idle or len(idle) == len(kernel.partitions):
+        return
+    ids = {e.extra[0] for p in idle for e in p.events}
+    for p in kernel.partitions:
+        p.events = [e for e in p.events if not (e.kind in ("sync", "bar_arrive") and e.extra[0] in ids)]
+    kernel.partitions = [p for p in kernel.partitions if p not in idle and p.events]
 
 
 SYNC_OPS = ("mbarrier", "cp", "tcgen05", "bar", "barrier", "clusterlaunchcontrol")

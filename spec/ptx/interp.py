@@ -96,6 +96,11 @@ class PtxThread(Thread):
         self.pair = module.pair
         self.guessed = set()    # the argument words a branch read without a value given
         self.calls = 0
+        self.syncs = {}         # named-barrier waits and arrivals so far, per barrier id (epochs)
+        self.stores = 0
+        self.log = {}           # the CTA's shared stores: (base, cta, byte) -> [(epoch, tid, byte)]
+        self.lane0 = {}         # the CTA's lane-0 values broadcast by shfl.sync.idx (spec/ptx/sync.py)
+        self.shfls = {}         # shfl instances so far, per instruction
 
     # ------------------------------------------------------------ running
     def run(self):
@@ -321,6 +326,9 @@ class PtxThread(Thread):
             return
         if bits and isinstance(v, int) and not isinstance(v, (T, Guess)):
             v = v & ((1 << bits) - 1)
+        elif isinstance(v, Ptr) and isinstance(v.offset, int) and not -(1 << 31) <= v.offset < (1 << 31):
+            # a shared-window address: 32 bits, signed offsets from the symbol
+            v = Ptr(v.base, (v.offset + (1 << 31)) % (1 << 32) - (1 << 31), v.cta)
         regs[dest] = v
 
     def execute(self, regs, inst, stack):
@@ -534,17 +542,19 @@ def h_ld(th, regs, inst, stack, words, a):
     if isinstance(addr, tuple) and addr[0] == "param":
         v = th.load_param(regs, addr, bits, inst)
     elif isinstance(addr, Ptr) and isinstance(addr.offset, int):
-        v = th.mem.get((addr.base, addr.cta, addr.offset), OPAQUE)
+        v = load_bytes(th, addr, max(bits // 8, 1))
     else:
         v = OPAQUE
+    if isinstance(addr, Ptr) and addr.base[0] == "global" and addr.base[1] in th.m.shared \
+            and th.m.shared[addr.base[1]][0]:
+        th.record("load", inst, stack, addr=addr)   # a read of a static shared buffer (a ring's?)
     if a[0].startswith("{"):
         n = len(split_vec(a[0]))
+        step = max(bits // 8, 1)
         if isinstance(addr, tuple) and addr[0] == "param":
-            step = bits // 8
             v = [th.load_param(regs, (addr[0], addr[1], addr[2] + k * step), bits, inst) for k in range(n)]
         elif isinstance(addr, Ptr) and isinstance(addr.offset, int):
-            step = bits // 8
-            v = [th.mem.get((addr.base, addr.cta, addr.offset + k * step), OPAQUE) for k in range(n)]
+            v = [load_bytes(th, addr.add(k * step), step) for k in range(n)]
         else:
             v = [OPAQUE] * n
     th.set(regs, a[0], OPAQUE if flt and not isinstance(v, list) else v)
@@ -565,13 +575,50 @@ def h_st(th, regs, inst, stack, words, a):
         return
     p = th.address(regs, addr, inst)
     v = th.value(regs, a[1], inst)
+    if isinstance(p, Ptr) and p.base[0] == "global" and p.base[1] in th.m.shared \
+            and th.m.shared[p.base[1]][0]:
+        th.record("store", inst, stack, addr=p, value=v)
     if isinstance(p, Ptr) and isinstance(p.offset, int):
-        if isinstance(v, list):
-            step = bits // 8
-            for k, x in enumerate(v):
-                th.mem[(p.base, p.cta, p.offset + k * step)] = x
-        else:
-            th.mem[(p.base, p.cta, p.offset)] = v
+        step = max(bits // 8, 1)
+        for k, x in enumerate(v if isinstance(v, list) else [v]):
+            store_bytes(th, p.add(k * step), step, x)
+
+
+def store_bytes(th, p, n, v):
+    """A store of n bytes, little-endian (a pointer or an unknown value: every byte unknown).
+    Shared memory is the CTA's: other threads read it after a named barrier (`load_bytes`)."""
+    th.stores += 1
+    snap = dict(th.syncs)
+    for k in range(n):
+        byte = (v >> (8 * k)) & 0xFF if isinstance(v, int) and not isinstance(v, T) else \
+            (("obj", v, k) if isinstance(v, Ptr) else OPAQUE)
+        th.log.setdefault((p.base, p.cta, p.offset + k), []).append((snap, th.stores, th.tid, byte))
+
+
+def load_bytes(th, p, n):
+    """A load of n bytes: for each byte, this thread's own last store or another thread's
+    store made before its k-th arrival at a named barrier this thread has passed k times
+    (`syncs`, per barrier id: exact for code that orders its shared memory with bar.sync, as
+    Triton's warp specialisation does with the state words of its partitions); else unknown.
+    Among visible stores, the storer's latest."""
+    out = 0
+    for k in range(n):
+        best = None
+        for snap, seq, tid, byte in th.log.get((p.base, p.cta, p.offset + k), ()):
+            if tid != th.tid and not any(c > snap.get(b, 0) for b, c in th.syncs.items()):
+                continue
+            rank = (tid == th.tid, seq)
+            if best is None or rank >= best[0]:
+                best = (rank, byte)
+        if best is None:
+            return OPAQUE
+        byte = best[1]
+        if isinstance(byte, tuple):
+            return byte[1] if k == 0 and n >= 1 else OPAQUE
+        if byte is OPAQUE:
+            return OPAQUE
+        out |= byte << (8 * k)
+    return out
 
 
 def h_prmt(th, regs, inst, stack, words, a):

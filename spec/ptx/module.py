@@ -61,6 +61,7 @@ class Function:
     insts: list = field(default_factory=list)
     labels: dict = field(default_factory=dict)   # label -> index into insts
     line: int = 0              # the .entry line (0-based)
+    shared: dict = field(default_factory=dict)   # function-scope .shared arrays
 
 
 @dataclass
@@ -184,6 +185,8 @@ def parse_module(text: str, path: str) -> PtxModule:
             i = parse_function(lines, i, head.group(1) == "entry", functions, path)
             continue
         i += 1
+    for f in functions.values():
+        shared.update(f.shared)
     return PtxModule(path, target.strip(), files, shared, functions, strings, list(range(1, n + 1)))
 
 
@@ -252,6 +255,7 @@ def parse_body(lines, i, f: Function, path) -> int:
     i += 1
     depth = 1
     local_names = [set()]
+    in_asm = False
     while depth > 0:
         if not pending:
             if i >= len(lines):
@@ -259,6 +263,10 @@ def parse_body(lines, i, f: Function, path) -> int:
             pending.append((i, lines[i]))
             i += 1
         idx, raw = pending.pop(0)
+        if "// begin inline asm" in raw:
+            in_asm = True      # LLVM's .loc lines inside an asm body count its text lines from
+        elif "// end inline asm" in raw:   # the statement's line: not source lines; the op's
+            in_asm = False     # line is the statement's (the .loc before the block)
         s = COMMENT.sub("", raw).strip()
         if not s:
             continue
@@ -269,8 +277,10 @@ def parse_body(lines, i, f: Function, path) -> int:
                 if m.group(4):
                     key = (int(m.group(5)), int(m.group(6)), int(m.group(7)))
                     at = chain.get(key) or Loc(*key)
-                loc = Loc(int(m.group(1)), int(m.group(2)), int(m.group(3)), m.group(4), at)
-                chain[(loc.file, loc.line, loc.col)] = loc
+                here = Loc(int(m.group(1)), int(m.group(2)), int(m.group(3)), m.group(4), at)
+                chain[(here.file, here.line, here.col)] = here
+                if not in_asm:
+                    loc = here
             continue
         if s.startswith("{"):
             depth += 1
@@ -320,10 +330,10 @@ def parse_body(lines, i, f: Function, path) -> int:
                 p = PARAM.match(stmt)
                 if p:
                     renames[-1][p.group(2)] = f"{p.group(2)}__s{scopes[-1]}"
-            if stmt.startswith(".local") or stmt.startswith(".shared"):
-                d = re.search(r"([\w$]+)\[(\d+)\]", stmt)
+            if stmt.startswith(".shared"):   # a function-scope shared array: the CTA's, like a module's
+                d = re.search(r"(?:\.align\s+(\d+)\s+)?\.\w+\s+([\w$]+)(?:\[(\d*)\])?\s*$", stmt)
                 if d:
-                    f.params.append((d.group(1), "local", int(d.group(2))))
+                    f.shared[d.group(2)] = (int(d.group(3)) if d.group(3) else None, int(d.group(1) or 1))
             continue
         if stmt.startswith("."):
             continue

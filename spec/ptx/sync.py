@@ -72,9 +72,11 @@ def sync_op(th, regs, inst, stack, words, a):
                 bid = th.value(regs, a[1], inst)
                 cnt = th.value(regs, a[2], inst) if len(a) > 3 else th.block_dim
             th.record("sync", inst, stack, addr=bid, value=cnt)
+            th.syncs[bid] = th.syncs.get(bid, 0) + 1
             return None
         if kind == "arrive":
             th.record("bar_arrive", inst, stack, addr=bid, value=cnt)
+            th.syncs[bid] = th.syncs.get(bid, 0) + 1
             return None
         raise IRError(f"{op}: a barrier form pipeproof does not read", inst)
     if w0 == "elect":
@@ -125,11 +127,15 @@ def mbarrier(th, regs, inst, stack, words, a):
                           inst)
         bar = barrier_addr(th, regs, a[1], inst)
         parity = th.value(regs, a[2], inst)
+        key = th.loop_stack[-1][0] if th.loop_stack else None
+        if key is None or key[-1] not in th.spin_loops.get(key[-2], ()):
+            # a peek (no retry loop around it: CUTLASS's consumer_try_wait, the DSL's
+            # prefetched try_wait, `if (!test_wait) wait`): taken as not ready, so the kernel
+            # goes on to its blocking wait, which is recorded where it blocks
+            th.set(regs, a[0], 0)
+            return None
+        th.spin.add(key)
         th.record("wait", inst, stack, addr=bar, value=parity)
-        if th.loop_stack:
-            key = th.loop_stack[-1][0]
-            if key[-1] in th.spin_loops.get(key[-2], ()):
-                th.spin.add(key)
         th.set(regs, a[0], 1)   # taken as passed: whether it would is the model's question
         return None
     if kind == "arrive" and "expect_tx" in words:
@@ -204,14 +210,20 @@ def vote(th, regs, inst, words, a):
 
 
 def shfl(th, regs, inst, words, a):
-    """shfl.sync.idx with a constant source lane is a warp-uniform broadcast: a value that is
-    tid.x plus a uniform amount reads as the source lane's; a uniform value as itself."""
+    """shfl.sync.idx from lane 0 is a warp-uniform broadcast (CUTLASS's and Triton's warp
+    index, the DSL's shared-memory base): every lane reads what lane 0 had there, which lane 0's
+    run (always the first of its warp) left in `th.lane0` at the same dynamic instance. A
+    uniform value reads as itself; anything else is unknown."""
     dest = a[0].split("|")[0]
     x, src = th.value(regs, a[1], inst), th.value(regs, a[2], inst)
-    if isinstance(x, int) and not isinstance(x, T):
+    key = (th.tid // 32, inst.index, th.shfls.get(inst.index, 0))
+    th.shfls[inst.index] = key[2] + 1
+    if "idx" in words and isinstance(src, int) and not isinstance(src, T) and src & 31 == 0:
+        if th.lane == 0:
+            th.lane0[key] = int(x) if isinstance(x, int) else x
+        th.set(regs, dest, th.lane0.get(key, OPAQUE))
+    elif isinstance(x, int) and not isinstance(x, T):
         th.set(regs, dest, x)
-    elif "idx" in words and isinstance(x, T) and x.tid and isinstance(src, int) and not isinstance(src, T):
-        th.set(regs, dest, int(x) - th.lane + (src & 31))
     else:
         th.set(regs, dest, OPAQUE)
     if "|" in a[0]:
