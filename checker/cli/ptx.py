@@ -1,11 +1,10 @@
 """`pipeproof ptx KERNEL`: check a CUDA kernel's synchronisation from its PTX (docs/ptx.md).
 
-KERNEL is a `.ptx` / `.ptx.gz` file (read only, never run), a `.cu` file compiled with the CUDA
-compiler of the optional extra `pipeproof[cuda]` (`--arch`, `-I`), or a `.cubin`. The launch
+KERNEL is a `.ptx` / `.ptx.gz` file (read only, never run) or a `.cu` file compiled with the
+CUDA compiler of the optional extra `pipeproof[cuda]` (`--arch`, `-I`). The launch
 configuration comes from the kernel's `.reqntid` / `.maxntid` and `.reqnctapercluster`, else
 `--block-dim` / `--cluster`; a loop bound that is a kernel argument comes from `--arg`, else
-pipeproof picks a small value and says which. `--sass` (or a `.cubin`) also checks that ptxas
-kept the protocol the PTX states. Exit codes as `verify`; a kernel it cannot read is one line
+pipeproof picks a small value and says which. Exit codes as `verify`; a kernel it cannot read is one line
 naming the PTX line and the source line, exit 2.
 """
 from __future__ import annotations
@@ -18,7 +17,7 @@ from pipeproof.checker.cli.mojo import _kv
 @click.command()
 @click.argument("target")
 @click.option("--arch", type=click.Choice(["sm_90a", "sm_100a"]),
-              help="KERNEL.cu / --sass: the architecture to compile for (default: the PTX's .target).")
+              help="KERNEL.cu: the architecture to compile for (default sm_90a).")
 @click.option("--kernel", metavar="NAME", help="The kernel (a module with several): part of its name.")
 @click.option("--arg", "args", multiple=True, metavar="NAME=V",
               help="A kernel argument's value (loop bounds): by .param name or position (3=8), "
@@ -31,8 +30,6 @@ from pipeproof.checker.cli.mojo import _kv
 @click.option("--tiles", type=click.IntRange(min=1), metavar="N",
               help="Work tiles per CTA, for a kernel whose scheduler asks the hardware for its "
                    "next tile (clusterlaunchcontrol).")
-@click.option("--sass", "sass", is_flag=True,
-              help="Also assemble the PTX with ptxas and check that the SASS keeps its protocol.")
 @click.option("--prove", "do_prove", is_flag=True,
               help="Prove the extracted spec for every item count (the lap abstraction).")
 @click.option("--emit-spec", "emit", metavar="F.toml", help="Write the extracted spec here (else print it).")
@@ -40,10 +37,10 @@ from pipeproof.checker.cli.mojo import _kv
 @click.option("--trace", "trace_file", metavar="F", help="Write the counterexample (*.itf.json or *.trace.json).")
 @click.option("--max-states", type=click.IntRange(min=1), help="Stop (inconclusive) after this many states.")
 @click.option("--timeout", type=click.FloatRange(min=0, min_open=True), help="Stop (inconclusive) after this many seconds.")
-def ptx(target, arch, kernel, args, include, block_dim, cluster, tiles, sass, do_prove, emit,
+def ptx(target, arch, kernel, args, include, block_dim, cluster, tiles, do_prove, emit,
         as_json, trace_file, max_states, timeout):
-    """Extract the synchronisation of a CUDA kernel from its PTX (.ptx, .cu with the CUDA
-    compiler, .cubin) and check it."""
+    """Extract the synchronisation of a CUDA kernel from its PTX (.ptx, or .cu with the CUDA
+    compiler) and check it."""
     from pipeproof.checker.cli.frontend import run_frontend
     from pipeproof.checker.frontends import ReadOptions, reader
     ptx_reader = reader("ptx")  # checker/frontends/ptx.py
@@ -53,7 +50,7 @@ def ptx(target, arch, kernel, args, include, block_dim, cluster, tiles, sass, do
         options = ReadOptions(function=kernel,
                               args={**_kv(args), **({TILES: tiles} if tiles is not None else {})},
                               extra={"block_dim": block_dim, "cluster": cluster, "arch": arch,
-                                     "include": include, "sass": sass})
+                                     "include": include})
         return ptx_reader.load(target, options), options
 
     run_frontend(ptx_reader, target, read_kernel, emit=emit, as_json=as_json,

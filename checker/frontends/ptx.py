@@ -1,7 +1,6 @@
 """The PTX front end's reader: a kernel's PTX (`.ptx`, `.ptx.gz`: the output of nvcc, ptxas's
 input from any compiler: CUTLASS C++, the CuTe DSL, Triton, TileLang, Mojo), a `.cu` file
-compiled with the CUDA compiler of the optional extra `pipeproof[cuda]`, or a `.cubin`
-(its SASS checked against ... ; docs/ptx.md). A thin adapter over spec/ptx/: run each warp
+compiled with the CUDA compiler of the optional extra `pipeproof[cuda]` (docs/ptx.md). A thin adapter over spec/ptx/: run each warp
 of the kernel, build through spec/frontend_core.py as the Mojo reader does.
 """
 from __future__ import annotations
@@ -45,8 +44,9 @@ class PtxReader:
             return KernelIR(compile_cu(target, options.extra.get("arch") or "sm_90a",
                                        options.extra.get("include") or ()), target)
         if target.endswith(".cubin"):
-            from pipeproof.spec.ptx.toolchain import cubin_ptx
-            return KernelIR(cubin_ptx(target), target)
+            raise SpecError(f"{target}: a cubin holds SASS, not the PTX the protocol is read from; "
+                            f"give the kernel's .ptx (the SASS check against ptxas's output is "
+                            f"not built yet: docs/ptx.md)")
         text = read_text(target)
         if ".entry" not in text and ".version" not in text:
             raise SpecError(f"{target}: not PTX (no .version / .entry); pipeproof ptx reads "

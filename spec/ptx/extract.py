@@ -196,25 +196,25 @@ class PtxExtractor(Extractor):
         cluster's CTAs, each copying its part into every CTA); each copy's bytes are the
         distance to the next destination in its region (the last: to the region's end). A
         copy whose bytes differ between slots keeps the stride (spec/mojo/build.py)."""
-        per_op = {}
+        per_op = {}    # the op's (line, name): every instance of it (unrolled copies too)
         for inst, pairs in self.copy_dsts.items():
-            by_slot = {}
+            op = self.describe(inst)
+            by_slot = per_op.setdefault((op.where, op.name), {})
             for (bar, off) in pairs:
                 got = self.by_addr.get(bar)
                 if got is not None:
                     by_slot.setdefault(got, set()).add(off)
-            per_op[inst] = by_slot
         stride = {}
-        for inst, by_slot in per_op.items():
-            g = 0
-            pts = sorted((idx, o) for (arr, idx), offs in by_slot.items() for o in offs)
+        for key, by_slot in per_op.items():
+            g = 0     # between slots, from each slot's first destination (parts sit above it)
+            pts = sorted((idx, min(offs)) for (arr, idx), offs in by_slot.items())
             for (s0, o0), (s1, o1) in zip(pts, pts[1:]):
                 if s1 != s0 and (o1 - o0) % (s1 - s0) == 0:
                     g = gcd(g, abs((o1 - o0) // (s1 - s0)))
-            stride[inst] = g
+            stride[key] = g
         out = {}
-        for inst, by_slot in per_op.items():
-            st = stride[inst]
+        for key, by_slot in per_op.items():
+            st = stride[key]
             if st <= 0:
                 continue
             sizes = set()
@@ -231,13 +231,9 @@ class PtxExtractor(Extractor):
                     w = next(w for w in windows if o in w)
                     nxt = [x for x in w if x > o]
                     sizes.add((nxt[0] if nxt else w[0] + st) - o)
-            op = self.describe(inst)
-            key = (op.where, op.name)
-            if len(sizes) == 1 and out.get(key, sizes.copy().pop()) == next(iter(sizes)):
+            if len(sizes) == 1:
                 out[key] = sizes.pop()
-            else:
-                out[key] = None     # differs between slots or between copies of one line
-        return {k: v for k, v in out.items() if v is not None}
+        return out
 
     def _uses(self, words) -> bool:
         """setmaxnreg does not make warpgroups the agents here (the Mojo reader's rule): in
