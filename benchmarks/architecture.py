@@ -61,7 +61,7 @@ NOT_RULES = {"__init__", "base", "capabilities", "printed", "numba_cache", "regi
 # A specific front end's modules: a file with one of these words as a folder or its stem
 # (spec/ttgir/*, spec/mojo/*, checker/cli/triton.py, checker/cli/mojo.py,
 # checker/frontends/triton.py, ...; not checker/integrations/triton_api/ or triton_watch.py).
-FRONT_END_WORDS = {"ttgir", "triton", "mojo"}
+FRONT_END_WORDS = {"ttgir", "triton", "mojo", "ptx"}
 FRONT_END_WING = "frontends"    # checker/frontends: the front ends' own wing
 FRONT_END_FIXED = 3             # a third front end's reader module, registry entry and command
 THIRD_BACKEND_FIXED = 2         # backends/<new>.py and the registry (backends/capabilities.py),

@@ -13,6 +13,22 @@ import sys
 import click
 
 
+def parse_args(values) -> dict:
+    """--arg NAME=V: an integer, or integers joined by commas for an array argument (sm100's
+    problem shape `6=1024,1024,1024`)."""
+    out = {}
+    for text in values:
+        name, sep, val = text.partition("=")
+        try:
+            parts = [int(v, 0) for v in val.split(",")]
+        except ValueError:
+            sep = ""
+        if not sep or not name.strip():
+            raise click.BadParameter(f"{text!r}: expected NAME=INTEGER or NAME=I,J,K", param_hint="--arg")
+        out[name.strip()] = parts[0] if len(parts) == 1 else parts
+    return out
+
+
 def run_frontend(reader, target: str, read_kernel, *, emit, as_json, trace_file, do_prove,
                  max_states, timeout, strict_exit=False, sarif_file=None):
     """`read_kernel()`: (KernelIR, ReadOptions), reading the kernel and parsing the command's

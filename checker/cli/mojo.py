@@ -14,21 +14,7 @@ from __future__ import annotations
 
 import click
 
-
-def _kv(values) -> dict:
-    """--arg NAME=V: an integer, or integers joined by commas for an array argument (sm100's
-    problem shape `6=1024,1024,1024`)."""
-    out = {}
-    for text in values:
-        name, sep, val = text.partition("=")
-        try:
-            parts = [int(v, 0) for v in val.split(",")]
-        except ValueError:
-            sep = ""
-        if not sep or not name.strip():
-            raise click.BadParameter(f"{text!r}: expected NAME=INTEGER or NAME=I,J,K", param_hint="--arg")
-        out[name.strip()] = parts[0] if len(parts) == 1 else parts
-    return out
+from pipeproof.checker.cli.frontend import parse_args as _kv
 
 
 @click.command()

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import click
 
-from pipeproof.checker.cli.mojo import _kv
+from pipeproof.checker.cli.frontend import parse_args as _kv
 
 
 @click.command()
