@@ -27,6 +27,9 @@ from pipeproof.checker.cli.frontend import parse_args as _kv
               help="Threads per block, where the PTX does not state it (.reqntid / .maxntid).")
 @click.option("--cluster", type=click.IntRange(min=1), metavar="N",
               help="CTAs per cluster, where the PTX does not state it (.reqnctapercluster).")
+@click.option("--grid", type=click.IntRange(min=1), metavar="N",
+              help="CTAs in the grid along x (%nctaid.x; default: one cluster): a persistent "
+                   "kernel's loop over tiles runs tiles / N times.")
 @click.option("--tiles", type=click.IntRange(min=1), metavar="N",
               help="Work tiles per CTA, for a kernel whose scheduler asks the hardware for its "
                    "next tile (clusterlaunchcontrol).")
@@ -37,7 +40,7 @@ from pipeproof.checker.cli.frontend import parse_args as _kv
 @click.option("--trace", "trace_file", metavar="F", help="Write the counterexample (*.itf.json or *.trace.json).")
 @click.option("--max-states", type=click.IntRange(min=1), help="Stop (inconclusive) after this many states.")
 @click.option("--timeout", type=click.FloatRange(min=0, min_open=True), help="Stop (inconclusive) after this many seconds.")
-def ptx(target, arch, kernel, args, include, block_dim, cluster, tiles, do_prove, emit,
+def ptx(target, arch, kernel, args, include, block_dim, cluster, grid, tiles, do_prove, emit,
         as_json, trace_file, max_states, timeout):
     """Extract the synchronisation of a CUDA kernel from its PTX (.ptx, or .cu with the CUDA
     compiler) and check it."""
@@ -49,7 +52,7 @@ def ptx(target, arch, kernel, args, include, block_dim, cluster, tiles, do_prove
     def read_kernel():
         options = ReadOptions(function=kernel,
                               args={**_kv(args), **({TILES: tiles} if tiles is not None else {})},
-                              extra={"block_dim": block_dim, "cluster": cluster, "arch": arch,
+                              extra={"block_dim": block_dim, "cluster": cluster, "grid": grid, "arch": arch,
                                      "include": include})
         return ptx_reader.load(target, options), options
 

@@ -58,14 +58,22 @@ class PtxReader:
         args = dict(options.args)
         tiles = args.pop(TILES, None)
         return PtxExtractor(ir.text, ir.where, options.function, args,
-                            options.extra.get("block_dim"), tiles, options.extra.get("cluster")), tiles
+                            options.extra.get("block_dim"), tiles, options.extra.get("cluster"),
+                            options.extra.get("grid")), tiles
 
     def read(self, ir: KernelIR, options: ReadOptions) -> Reading:
         from pipeproof.spec.mojo.build import build
         from pipeproof.spec.ptx.build import PtxBuilder
         from pipeproof.spec.ptx.interp import GUESS
         ex, tiles = self.extractor(ir, options)
-        kernel = ex.run()
+        try:
+            kernel = ex.run()
+        except (SpecError, KeyboardInterrupt):
+            raise
+        except Exception as err:   # a reader bug: one line naming it, never a traceback
+            raise SpecError(f"{ir.where}: pipeproof ptx failed to read this kernel (internal "
+                            f"error {type(err).__name__}: {' '.join(str(err).split())[:120]}); "
+                            f"please report it with the PTX") from None
         name = Path(ir.where).name.split(".")[0] + "::" + ex.kname.split("::")[-1][:60]
         launch = {"backend": "nvidia", "cluster": kernel.cluster, "block_dim": kernel.block_dim,
                   "warp_size": 32, "tiles": tiles, "args": dict(options.args),

@@ -74,7 +74,7 @@ class PtxExtractor(Extractor):
     FULL_WORDS, EMPTY_WORDS = PTX_FULL, PTX_EMPTY
 
     def __init__(self, text: str, path: str, kernel: str | None = None, args: dict | None = None,
-                 block_dim: int | None = None, tiles: int | None = None, cluster=None):
+                 block_dim: int | None = None, tiles: int | None = None, cluster=None, grid=None):
         self.path = path
         self.tiles = tiles
         try:
@@ -82,6 +82,7 @@ class PtxExtractor(Extractor):
         except IRError as err:
             raise SpecError(f"{err}") from None
         self.m.pair = "cta_group::2" in text
+        self.m.grid = grid
         ks = [k for k in self.m.kernels() if "mbarrier" in " ".join(i.opcode for i in k.insts)
               or kernel]
         if kernel:

@@ -16,6 +16,7 @@ import re
 from pipeproof.spec.mojo.interp import MAX_STEPS, T, Thread, taint
 from pipeproof.spec.mojo.llvm import IRError, OPAQUE, Ptr
 
+PTX_MAX_STEPS = 1_000_000   # per thread: about 10 s of interpretation
 GUESS = 4   # an argument not given that a branch reads (a loop bound): docs/ptx.md
 
 
@@ -96,6 +97,7 @@ class PtxThread(Thread):
         self.pair = module.pair
         self.guessed = set()    # the argument words a branch read without a value given
         self.calls = 0
+        self.grid = getattr(module, "grid", None)
         self.syncs = {}         # named-barrier waits and arrivals so far, per barrier id (epochs)
         self.stores = 0
         self.log = {}           # the CTA's shared stores: (base, cta, byte) -> [(epoch, tid, byte)]
@@ -145,9 +147,10 @@ class PtxThread(Thread):
                     self.starts.setdefault(key, []).append(self.seq)
             inst = insts[pc]
             self.steps += 1
-            if self.steps > MAX_STEPS:
-                raise IRError("more than 5 million instructions for one thread: give smaller "
-                              "trip counts (--arg)", inst)
+            if self.steps > PTX_MAX_STEPS:
+                raise IRError(f"more than {PTX_MAX_STEPS:,} instructions for one thread: give "
+                              f"smaller trip counts (--arg), or a grid of more CTAs (--grid N) "
+                              f"for a persistent loop over tiles", inst)
             if inst.guard is not None:
                 g = self.reg(regs, inst.guard[0], inst)
                 if not isinstance(g, int):
@@ -241,16 +244,18 @@ class PtxThread(Thread):
             return self.tid // 32
         if base in ("ctaid", "cluster_ctaid"):
             return (self.cta % dx, self.cta // dx % dy, self.cta // (dx * dy))[i]
-        if base in ("nctaid", "cluster_nctaid"):
+        if base == "nctaid":   # the grid: one cluster, or --grid N CTAs along x (persistent loops)
+            return self.grid if i == 0 and self.grid else self.cdims[i]
+        if base == "cluster_nctaid":
             return self.cdims[i]
+        if base == "nclusterid":
+            return max(1, (self.grid or 0) // self.cdims[0]) if i == 0 else 1
         if base == "cluster_ctarank":
             return self.cta
         if base == "cluster_nctarank":
             return self.ncta
         if base == "clusterid":
             return 0
-        if base == "nclusterid":
-            return 1
         if base == "is_explicit_cluster":
             return 1
         if base.startswith("lanemask_"):
@@ -265,8 +270,8 @@ class PtxThread(Thread):
         t = text.strip()
         if INT.match(t):
             return int(t.rstrip("U"), 0) if not t.startswith("-") else -int(t[1:].rstrip("U"), 0)
-        if t.startswith("0f") or t.startswith("0d"):
-            return OPAQUE
+        if re.fullmatch(r"0[fF][0-9a-fA-F]{8}|0[dD][0-9a-fA-F]{16}", t):
+            return int(t[2:], 16)   # a float literal: its bits (setp on floats reads them)
         if t.startswith("{"):
             return [self.value(regs, x, inst) for x in split_vec(t)]
         if t.startswith("!"):
@@ -297,8 +302,8 @@ class PtxThread(Thread):
         return OPAQUE
 
     def load_param(self, regs, addr, bits, inst):
-        _, name, off = addr
-        where = regs[("param", name)]
+        name, off = addr[1], addr[2]
+        where = regs[("param", name)] if name is not None else addr[3]
         if isinstance(where, tuple) and where[0] == "arg":   # a .func parameter
             return where[1].get(off, OPAQUE)
         n = where                                             # a kernel parameter's position
@@ -479,13 +484,34 @@ def h_unary(th, regs, inst, stack, words, a):
     th.set(regs, a[0], r)
 
 
+def float_of(v, words):
+    import struct
+    if "f64" in words:
+        return struct.unpack("<d", struct.pack("<Q", v & (1 << 64) - 1))[0]
+    return struct.unpack("<f", struct.pack("<I", v & 0xFFFFFFFF))[0]
+
+
 def h_setp(th, regs, inst, stack, words, a):
     bits, signed, flt = type_bits(words)
     cmp = words[1]
-    if flt:
-        th.set(regs, a[0], OPAQUE)
-        return
     x, y = th.value(regs, a[1], inst), th.value(regs, a[2], inst)
+    if flt:
+        # a float compare of known values (a kernel argument such as CUTLASS's beta == 0)
+        if not (isinstance(x, int) and isinstance(y, int)) or isinstance(x, T) or isinstance(y, T) \
+                or words[2:3] != ["f32"] and "f64" not in words:
+            th.set(regs, a[0], OPAQUE)
+            return
+        fx, fy = float_of(x, words), float_of(y, words)
+        base = cmp.rstrip("u") if cmp not in ("num", "nan") else cmp
+        r = {"eq": fx == fy, "ne": fx != fy, "lt": fx < fy, "le": fx <= fy, "gt": fx > fy,
+             "ge": fx >= fy}.get(base)
+        if r is None:
+            th.set(regs, a[0], OPAQUE)
+            return
+        g = guess_of(x, y)
+        r = Guess(int(r), g) if g else int(r)
+        th.set(regs, a[0], r)
+        return
     r = th.compare(cmp, bits, signed, x, y, inst)
     if len(a) > 3 and len(words) > 2 and words[2] in ("and", "or", "xor"):
         c = th.value(regs, a[3], inst)
@@ -539,8 +565,14 @@ def h_cvta(th, regs, inst, stack, words, a):
 def h_ld(th, regs, inst, stack, words, a):
     bits, _, flt = type_bits(words)
     addr = th.address(regs, a[1], inst) if a[1].startswith("[") else OPAQUE
+    if isinstance(addr, Ptr) and addr.base[0] == "param" and isinstance(addr.base[1], int) \
+            and isinstance(addr.offset, int):
+        addr = ("param", None, addr.offset, addr.base[1])   # a struct parameter's word, by address
     if isinstance(addr, tuple) and addr[0] == "param":
         v = th.load_param(regs, addr, bits, inst)
+        if flt and isinstance(v, Guess):
+            v = Guess(0, v.keys)   # a float argument not given reads as 0.0 (said, as any guess)
+        flt = False
     elif isinstance(addr, Ptr) and isinstance(addr.offset, int):
         v = load_bytes(th, addr, max(bits // 8, 1))
     else:
@@ -552,7 +584,8 @@ def h_ld(th, regs, inst, stack, words, a):
         n = len(split_vec(a[0]))
         step = max(bits // 8, 1)
         if isinstance(addr, tuple) and addr[0] == "param":
-            v = [th.load_param(regs, (addr[0], addr[1], addr[2] + k * step), bits, inst) for k in range(n)]
+            v = [th.load_param(regs, (addr[0], addr[1], addr[2] + k * step) + tuple(addr[3:]), bits, inst)
+                 for k in range(n)]
         elif isinstance(addr, Ptr) and isinstance(addr.offset, int):
             v = [load_bytes(th, addr.add(k * step), step) for k in range(n)]
         else:
