@@ -186,3 +186,11 @@ def test_mangled_names_read_as_their_scope():
         == "cutlass::PipelineTmaAsync::producer_acquire"
     assert demangle("_ZN7cutlass4arch14ClusterBarrier4waitEPKmj") == "cutlass::arch::ClusterBarrier::wait"
     assert demangle("_Z7pc_sm9014CUtensorMap_stPKhPfi") == "pc_sm90"
+
+
+def test_the_readme_ptx_command_is_ok():
+    readme = (PTX.parents[2] / "README.md").read_text()
+    (line,) = [ln for ln in readme.splitlines() if ln.startswith("pipeproof ptx ")]
+    args = line.split("#")[0].split()[2:]
+    code, out = run_command("ptx", *args, cwd=PTX.parents[2])
+    assert code == 0 and "ok (" in out, out
