@@ -83,6 +83,8 @@ class PtxExtractor(Extractor):
             raise SpecError(f"{err}") from None
         self.m.pair = "cta_group::2" in text
         self.m.grid = grid
+        from pipeproof.spec.ptx.interp import PTX_MAX_TOTAL
+        self.m.budget = [PTX_MAX_TOTAL]   # instructions left for every thread of this read
         ks = [k for k in self.m.kernels() if "mbarrier" in " ".join(i.opcode for i in k.insts)
               or kernel]
         if kernel:

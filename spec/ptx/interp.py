@@ -16,7 +16,8 @@ import re
 from pipeproof.spec.mojo.interp import MAX_STEPS, T, Thread, taint
 from pipeproof.spec.mojo.llvm import IRError, OPAQUE, Ptr
 
-PTX_MAX_STEPS = 1_000_000   # per thread: about 10 s of interpretation
+PTX_MAX_STEPS = 1_000_000   # per thread (about 20 s of interpretation on this machine)
+PTX_MAX_TOTAL = 3_000_000   # over every thread run for one kernel: the read stays near a minute
 GUESS = 4   # an argument not given that a branch reads (a loop bound): docs/ptx.md
 
 
@@ -98,6 +99,7 @@ class PtxThread(Thread):
         self.guessed = set()    # the argument words a branch read without a value given
         self.calls = 0
         self.grid = getattr(module, "grid", None)
+        self.budget = module.budget if hasattr(module, "budget") else [PTX_MAX_TOTAL]
         self.syncs = {}         # named-barrier waits and arrivals so far, per barrier id (epochs)
         self.stores = 0
         self.log = {}           # the CTA's shared stores: (base, cta, byte) -> [(epoch, tid, byte)]
@@ -147,8 +149,10 @@ class PtxThread(Thread):
                     self.starts.setdefault(key, []).append(self.seq)
             inst = insts[pc]
             self.steps += 1
-            if self.steps > PTX_MAX_STEPS:
-                raise IRError(f"more than {PTX_MAX_STEPS:,} instructions for one thread: give "
+            self.budget[0] -= 1
+            if self.steps > PTX_MAX_STEPS or self.budget[0] < 0:
+                raise IRError(f"more than {PTX_MAX_STEPS:,} instructions for one thread or "
+                              f"{PTX_MAX_TOTAL:,} for the kernel: give "
                               f"smaller trip counts (--arg), or a grid of more CTAs (--grid N) "
                               f"for a persistent loop over tiles", inst)
             if inst.guard is not None:
