@@ -194,3 +194,41 @@ def test_the_readme_ptx_command_is_ok():
     args = line.split("#")[0].split()[2:]
     code, out = run_command("ptx", *args, cwd=PTX.parents[2])
     assert code == 0 and "ok (" in out, out
+
+
+# ---------------------------------------------------------------- the SASS check
+SASS = PTX / "sass_forms" / "pc_sm90.gi.sass.gz"   # nvdisasm -gi of the same source (README there)
+
+
+def test_the_sass_of_the_hand_written_kernel_keeps_its_arrives():
+    code, out = ptx(HAND, "--arg", "3=6", "--sass", SASS)
+    assert code == 0, out
+    assert "SASS check: 10 SASS arrives at the source lines of 10 PTX arrives, 0 over-arriving" in out
+
+
+SASS_MUTATIONS = [
+    # the consumers' remote release (2 lanes of a warp) with its lane guard dropped: every lane
+    ("@!P0 SYNCS.ARRIVE.TRANS64.RED.A1T0 RZ, [R5+URZ], RZ ;",
+     "     SYNCS.ARRIVE.TRANS64.RED.A1T0 RZ, [R5+URZ], RZ ;", 4),
+    # the elected producer's arrive.expect_tx as the uniform arrive that counts every active
+    # lane (the ptxas 13.4 lowering of triton-lang/triton#11858)
+    ("SYNCS.ARRIVE.TRANS64 RZ, [R16+URZ+0x2400], R13 ;", "USYNCS.ARRIVE.TRANS64.ACT0 URZ, [UR4], URZ ;", 1),
+]
+
+
+@pytest.mark.parametrize("old,new,n", SASS_MUTATIONS, ids=["lane guard dropped", "ACT0"])
+def test_an_arrive_that_ptxas_made_count_every_lane_is_an_over_arrival(tmp_path, old, new, n):
+    text = gzip.open(SASS, "rt").read()
+    assert old in text
+    f = tmp_path / "bad.sass"
+    f.write_text(text.replace(old, new))
+    code, out = ptx(HAND, "--arg", "3=6", "--sass", f)
+    assert code == 1, out
+    assert f", {n} over-arriving" in out
+    assert out.count("over_arrival in the SASS") == n
+    assert "ptx_ops.cuh:" in out   # the source line of the arrive
+
+
+def test_sass_that_cannot_be_read_is_one_line_exit_2(tmp_path):
+    code, out = ptx(HAND, "--arg", "3=6", "--sass", tmp_path / "missing.sass")
+    assert code == 2 and len(out.strip().splitlines()) == 1 and "cannot read it" in out, out

@@ -9,6 +9,8 @@ naming the PTX line and the source line, exit 2.
 """
 from __future__ import annotations
 
+import sys
+
 import click
 
 from pipeproof.checker.cli.frontend import parse_args as _kv
@@ -33,6 +35,9 @@ from pipeproof.checker.cli.frontend import parse_args as _kv
 @click.option("--tiles", type=click.IntRange(min=1), metavar="N",
               help="Work tiles per CTA, for a kernel whose scheduler asks the hardware for its "
                    "next tile (clusterlaunchcontrol).")
+@click.option("--sass", "sass", metavar="FILE|ptxas",
+              help="Also check that ptxas kept the PTX's arrives: FILE a .cubin or nvdisasm -gi "
+                   "output (.sass, .sass.gz); `ptxas` assembles the PTX first (the cuda extra).")
 @click.option("--prove", "do_prove", is_flag=True,
               help="Prove the extracted spec for every item count (the lap abstraction).")
 @click.option("--emit-spec", "emit", metavar="F.toml", help="Write the extracted spec here (else print it).")
@@ -40,7 +45,7 @@ from pipeproof.checker.cli.frontend import parse_args as _kv
 @click.option("--trace", "trace_file", metavar="F", help="Write the counterexample (*.itf.json or *.trace.json).")
 @click.option("--max-states", type=click.IntRange(min=1), help="Stop (inconclusive) after this many states.")
 @click.option("--timeout", type=click.FloatRange(min=0, min_open=True), help="Stop (inconclusive) after this many seconds.")
-def ptx(target, arch, kernel, args, include, block_dim, cluster, grid, tiles, do_prove, emit,
+def ptx(target, arch, kernel, args, include, block_dim, cluster, grid, tiles, sass, do_prove, emit,
         as_json, trace_file, max_states, timeout):
     """Extract the synchronisation of a CUDA kernel from its PTX (.ptx, or .cu with the CUDA
     compiler) and check it."""
@@ -56,5 +61,35 @@ def ptx(target, arch, kernel, args, include, block_dim, cluster, grid, tiles, do
                                      "include": include})
         return ptx_reader.load(target, options), options
 
-    run_frontend(ptx_reader, target, read_kernel, emit=emit, as_json=as_json,
-                 trace_file=trace_file, do_prove=do_prove, max_states=max_states, timeout=timeout)
+    found = sass_findings(ptx_reader, target, read_kernel, sass, arch) if sass else []
+    try:
+        run_frontend(ptx_reader, target, read_kernel, emit=emit, as_json=as_json,
+                     trace_file=trace_file, do_prove=do_prove, max_states=max_states, timeout=timeout)
+    except SystemExit as done:
+        code = done.code or 0
+        for f in found:   # after the model's verdict, on the report's stream
+            click.echo(f.text(), err=as_json)
+        if found and code == 0:
+            sys.exit(1)   # the SASS counts more arrivals than the PTX: a violation of the binary
+        raise
+
+
+def sass_findings(ptx_reader, target, read_kernel, sass, arch) -> list:
+    """The SASS check (spec/ptx/sass_check.py): its findings, after a line saying what it
+    compared. A kernel or SASS it cannot read is one line, exit 2."""
+    from pipeproof.spec.ptx.sass_check import assemble, check_arrives, sass_text
+    from pipeproof.spec.schema import SpecError
+    try:
+        ir, options = read_kernel()
+        ex, _ = ptx_reader.extractor(ir, options)
+        ex.run()
+        text = assemble(ir.text, target, arch or ex.m.target.split(",")[0].strip()) \
+            if sass == "ptxas" else sass_text(sass)
+        found, compared = check_arrives(ex.m, ex.arrive_lanes, text)
+    except SpecError as err:
+        click.echo(str(err), err=True)
+        sys.exit(2)
+    click.echo(f"{target}: SASS check: {compared} SASS arrive{'s' if compared != 1 else ''} at "
+               f"the source lines of {len(ex.arrive_lanes)} PTX arrive"
+               f"{'s' if len(ex.arrive_lanes) != 1 else ''}, {len(found)} over-arriving", err=True)
+    return found

@@ -184,6 +184,9 @@ class PtxExtractor(Extractor):
 
     def seen(self, thread) -> None:
         self.guessed |= thread.guessed
+        for r in thread.events:   # lanes per warp of each arrive (the SASS check compares them)
+            if r.kind in ("arrive", "expect"):
+                self.arrive_lanes[r.inst] = max(self.arrive_lanes.get(r.inst, 0), r.lanes)
         for r in thread.events:
             if r.kind == "copy" and len(r.extra) == 2 and hasattr(r.addr, "offset") \
                     and hasattr(r.extra[0], "offset") and isinstance(r.addr.offset, int):
@@ -260,6 +263,7 @@ class PtxExtractor(Extractor):
                 self.lane0 = logs.setdefault(("lane0", cta), {})
         self.thread = Bound
         self.copy_dsts = {}
+        self.arrive_lanes = {}
         kernel = super().run()
         kernel.copy_bytes = self.copy_bytes()
         kernel.buffer_sizes = {n: size for n, (size, _) in self.m.shared.items()}

@@ -30,6 +30,7 @@ class Inst:
     text: str
     loc: object = None
     parsed: object = None
+    raw_loc: object = None    # the last .loc before it, also one inside an asm body (SASS's line)
 
     @property
     def dbg(self):
@@ -256,6 +257,7 @@ def parse_body(lines, i, f: Function, path) -> int:
     depth = 1
     local_names = [set()]
     in_asm = False
+    last_loc = None
     while depth > 0:
         if not pending:
             if i >= len(lines):
@@ -279,6 +281,7 @@ def parse_body(lines, i, f: Function, path) -> int:
                     at = chain.get(key) or Loc(*key)
                 here = Loc(int(m.group(1)), int(m.group(2)), int(m.group(3)), m.group(4), at)
                 chain[(here.file, here.line, here.col)] = here
+                last_loc = here
                 if not in_asm:
                     loc = here
             continue
@@ -345,7 +348,7 @@ def parse_body(lines, i, f: Function, path) -> int:
         parts = stmt.split(None, 1)
         opcode = parts[0]
         args = [rename_operand(a, renames) for a in split_args(parts[1])] if len(parts) > 1 else []
-        inst = Inst(opcode, args, guard, idx, stmt, loc)
+        inst = Inst(opcode, args, guard, idx, stmt, loc, None, last_loc)
         if opcode.startswith("bra") or opcode.startswith("brx"):
             inst.parsed = tuple(scopes)   # resolved below: a label may come after its branch
         f.insts.append(inst)
