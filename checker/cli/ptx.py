@@ -75,21 +75,16 @@ def ptx(target, arch, kernel, args, include, block_dim, cluster, grid, tiles, sa
 
 
 def sass_findings(ptx_reader, target, read_kernel, sass, arch) -> list:
-    """The SASS check (spec/ptx/sass_check.py): its findings, after a line saying what it
-    compared. A kernel or SASS it cannot read is one line, exit 2."""
-    from pipeproof.spec.ptx.sass_check import assemble, check_arrives, sass_text
+    """The SASS check (checker/frontends/ptx.py: the reader's): its findings, after a line
+    saying what it compared. A kernel or SASS it cannot read is one line, exit 2."""
     from pipeproof.spec.schema import SpecError
     try:
         ir, options = read_kernel()
-        ex, _ = ptx_reader.extractor(ir, options)
-        ex.run()
-        text = assemble(ir.text, target, arch or ex.m.target.split(",")[0].strip()) \
-            if sass == "ptxas" else sass_text(sass)
-        found, compared = check_arrives(ex.m, ex.arrive_lanes, text)
+        found, compared, arrives = ptx_reader.sass_check(ir, options, sass, arch)
     except SpecError as err:
         click.echo(str(err), err=True)
         sys.exit(2)
     click.echo(f"{target}: SASS check: {compared} SASS arrive{'s' if compared != 1 else ''} at "
-               f"the source lines of {len(ex.arrive_lanes)} PTX arrive"
-               f"{'s' if len(ex.arrive_lanes) != 1 else ''}, {len(found)} over-arriving", err=True)
+               f"the source lines of {arrives} PTX arrive{'s' if arrives != 1 else ''}, "
+               f"{len(found)} over-arriving", err=True)
     return found

@@ -94,3 +94,31 @@ class Refusal(SpecError):
 def program_of(toml_text: str) -> str:
     """The extracted spec without its item counts (what must not depend on the trip count)."""
     return re.sub(r"(?m)^items = \d+$", "", toml_text)
+
+
+def compare_at_other_args(reader, reading, toml_text: str, target: str, args: dict,
+                          numeric: dict) -> TripCounts:
+    """Re-read the kernel with every `numeric` argument at v + 3 and 2v + 5 (lists elementwise)
+    and compare the programs, so a proof for every item count speaks for the kernel's other
+    trip counts where its index and phase arithmetic gives the same program (the Mojo and PTX
+    readers' --prove)."""
+    from dataclasses import replace
+    base = program_of(toml_text)
+    tried, same = [dict(numeric)], True
+    for f in (lambda v: v + 3, lambda v: 2 * v + 5):
+        other = {**args, **{k: [f(x) for x in v] if isinstance(v, list) else f(v)
+                             for k, v in numeric.items()}}
+        tried.append({k: other[k] for k in numeric})
+        try:
+            text, _ = reader.read(reading.ir, replace(reading.options, args=other)).build()
+        except SpecError:
+            same = False
+            break
+        if program_of(text) != base:
+            same = False
+            break
+    vals = "; ".join(", ".join(f"{k}={v}" for k, v in t.items()) for t in tried)
+    line = (f"{target}: the extracted program is {'the same' if same else 'NOT the same'}"
+            f" at --arg {vals}" + ("" if same else ": the proof covers the arguments given only"))
+    return TripCounts(same, (line,), {"same": same, "args": tried})
+

@@ -5,11 +5,10 @@ of the kernel, build through spec/frontend_core.py as the Mojo reader does.
 """
 from __future__ import annotations
 
-import gzip
-from dataclasses import replace
 from pathlib import Path
 
-from pipeproof.checker.frontends.protocol import KernelIR, Reading, ReadOptions, TripCounts, program_of
+from pipeproof.checker.frontends.protocol import (KernelIR, Reading, ReadOptions, TripCounts,
+                                                  compare_at_other_args)
 from pipeproof.spec.schema import SpecError
 
 INSTALL = "pip install 'pipeproof[cuda]'"
@@ -17,17 +16,8 @@ TILES = "--tiles"
 
 
 def read_text(path: str) -> str:
-    try:
-        if path.endswith(".gz"):
-            with gzip.open(path, "rt") as fh:
-                return fh.read()
-        with open(path) as fh:
-            return fh.read()
-    except OSError as err:
-        raise SpecError(f"{path}: cannot read it ({err.strerror or err})") from None
-    except (UnicodeDecodeError, gzip.BadGzipFile):
-        raise SpecError(f"{path}: not a text file (expected PTX: nvcc -ptx, or a .cu / .cubin "
-                        f"with {INSTALL})") from None
+    from pipeproof.spec.mojo.parse import read_ir
+    return read_ir(path, f"PTX: nvcc -ptx, or a .cu with {INSTALL}")
 
 
 class PtxReader:
@@ -94,23 +84,18 @@ class PtxReader:
         if not numeric:
             return TripCounts(None, (f"{target}: no loop bound is a kernel argument: the kernel's "
                                      f"trip count is one of the item counts proved",))
-        base = program_of(toml_text)
-        tried, same = [dict(numeric)], True
-        for f in (lambda v: v + 3, lambda v: 2 * v + 5):
-            other = {**args, **{k: f(v) for k, v in numeric.items()}}
-            tried.append({k: other[k] for k in numeric})
-            try:
-                text, _ = self.read(reading.ir, replace(reading.options, args=other)).build()
-            except SpecError:
-                same = False
-                break
-            if program_of(text) != base:
-                same = False
-                break
-        vals = "; ".join(", ".join(f"{k}={v}" for k, v in t.items()) for t in tried)
-        line = (f"{target}: the extracted program is {'the same' if same else 'NOT the same'}"
-                f" at --arg {vals}" + ("" if same else ": the proof covers the arguments given only"))
-        return TripCounts(same, (line,), {"same": same, "args": tried})
+        return compare_at_other_args(self, reading, toml_text, target, args, numeric)
+
+    def sass_check(self, ir: KernelIR, options: ReadOptions, sass: str, arch: str | None):
+        """(findings, SASS arrives compared, PTX arrives) of spec/ptx/sass_check.py for `sass`:
+        a .cubin or nvdisasm text, or "ptxas" (assemble the PTX first)."""
+        from pipeproof.spec.ptx.sass_check import assemble, check_arrives, sass_text
+        ex, _ = self.extractor(ir, options)
+        ex.run()
+        text = assemble(ir.text, ir.where, arch or ex.m.target.split(",")[0].strip()) \
+            if sass == "ptxas" else sass_text(sass)
+        found, compared = check_arrives(ex.m, ex.arrive_lanes, text)
+        return found, compared, len(ex.arrive_lanes)
 
     @staticmethod
     def step_text(step: dict) -> str:

@@ -39,7 +39,8 @@ FULL_WORDS = ("wait_full", "try_full", "arrive_full", "wait_producer", "acquire_
 EMPTY_WORDS = ("wait_empty", "try_empty", "arrive_empty", "wait_consumer", "acquire_producer")
 
 
-def read_ir(path: str) -> str:
+def read_ir(path: str, expected: str = "LLVM IR from `mojo build --emit llvm`") -> str:
+    """A text file (gzipped where it ends in .gz); a missing or binary one is one line."""
     try:
         if path.endswith(".gz"):
             with gzip.open(path, "rt") as fh:
@@ -48,8 +49,8 @@ def read_ir(path: str) -> str:
             return fh.read()
     except OSError as err:
         raise SpecError(f"{path}: cannot read it ({err.strerror or err})") from None
-    except UnicodeDecodeError:
-        raise SpecError(f"{path}: not a text file (expected LLVM IR from `mojo build --emit llvm`)") from None
+    except (UnicodeDecodeError, gzip.BadGzipFile):
+        raise SpecError(f"{path}: not a text file (expected {expected})") from None
 
 
 # ---------------------------------------------------------------- debug locations

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-from pipeproof.spec.mojo.interp import MAX_STEPS, T, Thread, taint
+from pipeproof.spec.mojo.interp import T, Thread, taint
 from pipeproof.spec.mojo.llvm import IRError, OPAQUE, Ptr
 
 PTX_MAX_STEPS = 1_000_000   # per thread (about 20 s of interpretation on this machine)

@@ -324,19 +324,8 @@ def parse_body(lines, i, f: Function, path) -> int:
         if tail.strip():
             pending.insert(0, (idx, tail))
         stmt = stmt.strip()
-        if stmt.startswith(".reg") or stmt.startswith(".local") or stmt.startswith(".shared") \
-                or stmt.startswith(".param") or stmt.startswith(".pragma"):
-            if stmt.startswith(".reg") and len(scopes) > 1:
-                for name in re.findall(r"(%?[\w$]+)\s*(?:,|$)", stmt.split(None, 2)[-1]):
-                    renames[-1][name] = f"{name}__s{scopes[-1]}"
-            if stmt.startswith(".param") and len(scopes) > 1:
-                p = PARAM.match(stmt)
-                if p:
-                    renames[-1][p.group(2)] = f"{p.group(2)}__s{scopes[-1]}"
-            if stmt.startswith(".shared"):   # a function-scope shared array: the CTA's, like a module's
-                d = re.search(r"(?:\.align\s+(\d+)\s+)?\.\w+\s+([\w$]+)(?:\[(\d*)\])?\s*$", stmt)
-                if d:
-                    f.shared[d.group(2)] = (int(d.group(3)) if d.group(3) else None, int(d.group(1) or 1))
+        if stmt.split(None, 1)[0] in (".reg", ".local", ".shared", ".param", ".pragma"):
+            declare(stmt, scopes, renames, f)
             continue
         if stmt.startswith("."):
             continue
@@ -365,6 +354,22 @@ def parse_body(lines, i, f: Function, path) -> int:
             inst.args[-1] = lab
             inst.parsed = None
     return i
+
+
+def declare(stmt, scopes, renames, f) -> None:
+    """A declaration in a body: a scope's registers and parameters are its own (renamed apart);
+    a function-scope shared array is the CTA's, like a module's."""
+    if stmt.startswith(".reg") and len(scopes) > 1:
+        for name in re.findall(r"(%?[\w$]+)\s*(?:,|$)", stmt.split(None, 2)[-1]):
+            renames[-1][name] = f"{name}__s{scopes[-1]}"
+    if stmt.startswith(".param") and len(scopes) > 1:
+        p = PARAM.match(stmt)
+        if p:
+            renames[-1][p.group(2)] = f"{p.group(2)}__s{scopes[-1]}"
+    if stmt.startswith(".shared"):
+        d = re.search(r"(?:\.align\s+(\d+)\s+)?\.\w+\s+([\w$]+)(?:\[(\d*)\])?\s*$", stmt)
+        if d:
+            f.shared[d.group(2)] = (int(d.group(3)) if d.group(3) else None, int(d.group(1) or 1))
 
 
 NAME = re.compile(r"%?[A-Za-z_$][\w$]*")

@@ -115,6 +115,7 @@ import sys
 import sysconfig
 from dataclasses import dataclass, field
 
+from pipeproof.spec.ptx.module import split_args
 from pipeproof.spec.schema import SpecError
 
 # ---------------------------------------------------------------------------------------------
@@ -163,22 +164,7 @@ _SECTION = re.compile(r"^\s*\.section\s+\.text\.([^,\s]+)")
 _TARGET = re.compile(r"`\(([^)]+)\)")
 
 
-def _split_operands(s: str) -> list[str]:
-    out, depth, cur = [], 0, []
-    for ch in s:
-        if ch in "[(":
-            depth += 1
-        elif ch in "])":
-            depth -= 1
-        if ch == "," and depth == 0:
-            out.append("".join(cur).strip())
-            cur = []
-        else:
-            cur.append(ch)
-    tail = "".join(cur).strip()
-    if tail:
-        out.append(tail)
-    return out
+_split_operands = split_args   # top-level commas (brackets nest), as in PTX
 
 
 def parse_sass(text: str) -> list[SassFunction]:
