@@ -212,6 +212,25 @@ class Thread:
             self.ends.setdefault(key, []).append(self.seq + 0.5)
         self.loop_stack = []
 
+    def leave_loops(self, depth, inside=lambda key: False):
+        """Close the loops above `depth` on the loop stack that the next block is not `inside`
+        (a loop's end: just after its last event)."""
+        while len(self.loop_stack) > depth:
+            key = self.loop_stack[-1][0]
+            if inside(key):
+                break
+            self.loop_stack.pop()
+            self.ends.setdefault(key, []).append(self.seq + 0.5)
+
+    def enter_loop(self, key, depth):
+        """A loop header reached: the loop's next iteration, or its first."""
+        self.seq += 1
+        if len(self.loop_stack) > depth and self.loop_stack[-1][0] == key:
+            self.loop_stack[-1] = (key, self.loop_stack[-1][1] + 1)
+        else:
+            self.loop_stack.append((key, 0))
+        self.starts.setdefault(key, []).append(self.seq)
+
     def call(self, f, args, stack):
         frame = {}
         for (t, name), v in zip(f.params, args):
@@ -222,20 +241,9 @@ class Thread:
         prev, block = None, f.order[0]
         while True:
             # leave loops whose body the new block is not in; enter / iterate a header
-            while len(self.loop_stack) > depth:
-                key, it = self.loop_stack[-1]
-                if block in loops[key[-1]]:
-                    break
-                self.loop_stack.pop()
-                self.ends.setdefault(key, []).append(self.seq + 0.5)
+            self.leave_loops(depth, lambda key: block in loops[key[-1]])
             if block in loops:
-                key = tuple(c.index for c in stack) + (f.name, block)
-                self.seq += 1
-                if len(self.loop_stack) > depth and self.loop_stack[-1][0] == key:
-                    self.loop_stack[-1] = (key, self.loop_stack[-1][1] + 1)
-                else:
-                    self.loop_stack.append((key, 0))
-                self.starts.setdefault(key, []).append(self.seq)
+                self.enter_loop(tuple(c.index for c in stack) + (f.name, block), depth)
             insts = f.blocks[block]
             # phis first, all at once
             new = {}
@@ -253,9 +261,7 @@ class Thread:
                 out = self.step(frame, inst, stack)
                 if out is not None:
                     if out[0] == "ret":
-                        while len(self.loop_stack) > depth:
-                            key, _ = self.loop_stack.pop()
-                            self.ends.setdefault(key, []).append(self.seq + 0.5)
+                        self.leave_loops(depth)
                         return out[1]
                     nxt = out[1]
                     break

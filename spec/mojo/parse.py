@@ -144,10 +144,16 @@ def natural_loops(f) -> dict:
         succ[b] = targets
         for t in targets:
             pred.setdefault(t, []).append(b)
+    return loop_bodies(f.order, succ, pred, lambda t, b: t in order and order[t] <= order[b])
+
+
+def loop_bodies(blocks, succ, pred, back) -> dict:
+    """header -> the blocks of its natural loop, for every edge b -> t that `back(t, b)` calls a
+    back edge (the LLVM IR and PTX readers' loops)."""
     loops = {}
-    for b in f.order:
+    for b in blocks:
         for t in succ[b]:
-            if t in order and order[t] <= order[b]:
+            if back(t, b):
                 body = loops.setdefault(t, {t})
                 work = [b]
                 while work:

@@ -15,7 +15,7 @@ import os
 import re
 from math import gcd
 
-from pipeproof.spec.mojo.parse import EMPTY_WORDS, FULL_WORDS, Extractor, Op
+from pipeproof.spec.mojo.parse import EMPTY_WORDS, FULL_WORDS, Extractor, Op, loop_bodies
 from pipeproof.spec.mojo.llvm import IRError
 from pipeproof.spec.ptx.interp import GUESS, PtxThread
 from pipeproof.spec.ptx.module import demangle, parse_module
@@ -382,18 +382,7 @@ def loops_of(f):
     for b, outs in succ.items():
         for t in outs:
             pred.setdefault(t, []).append(b)
-    loops = {}
-    for b, outs in succ.items():
-        for t in outs:
-            if t <= b:
-                body = loops.setdefault(t, {t})
-                work = [b]
-                while work:
-                    x = work.pop()
-                    if x in body:
-                        continue
-                    body.add(x)
-                    work += pred.get(x, [])
+    loops = loop_bodies(list(succ), succ, pred, lambda t, b: t <= b)
     # loop membership by instruction index (the interpreter asks by pc)
     full = {}
     for h, blocks in loops.items():

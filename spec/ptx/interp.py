@@ -131,22 +131,12 @@ class PtxThread(Thread):
                 break
             block = blocks.get(pc)
             if block is not None:
-                while len(self.loop_stack) > depth:
-                    key, it = self.loop_stack[-1]
-                    if pc in loops[key[-1]]:
-                        break
-                    self.loop_stack.pop()
-                    self.ends.setdefault(key, []).append(self.seq + 0.5)
+                self.leave_loops(depth, lambda key: pc in loops[key[-1]])
                 if pc in loops:
                     key = tuple(c.index for c in stack) + (f.name, pc)
                     if pc in spin:
                         self.spin.add(key)
-                    self.seq += 1
-                    if len(self.loop_stack) > depth and self.loop_stack[-1][0] == key:
-                        self.loop_stack[-1] = (key, self.loop_stack[-1][1] + 1)
-                    else:
-                        self.loop_stack.append((key, 0))
-                    self.starts.setdefault(key, []).append(self.seq)
+                    self.enter_loop(key, depth)
             inst = insts[pc]
             self.steps += 1
             self.budget[0] -= 1
@@ -168,9 +158,7 @@ class PtxThread(Thread):
                 pc = f.labels[inst.args[-1]]
                 continue
             if op in ("ret", "exit"):
-                while len(self.loop_stack) > depth:
-                    key, _ = self.loop_stack.pop()
-                    self.ends.setdefault(key, []).append(self.seq + 0.5)
+                self.leave_loops(depth)
                 return regs
             if op == "trap":
                 raise IRError("reached `trap` (an abort path: an assertion that fails for these "
@@ -180,9 +168,7 @@ class PtxThread(Thread):
             else:
                 self.execute(regs, inst, stack)
             pc += 1
-        while len(self.loop_stack) > depth:
-            key, _ = self.loop_stack.pop()
-            self.ends.setdefault(key, []).append(self.seq + 0.5)
+        self.leave_loops(depth)
         return regs
 
     def note_branch(self, g, inst):

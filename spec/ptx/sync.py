@@ -134,8 +134,7 @@ def mbarrier(th, regs, inst, stack, words, a):
             # goes on to its blocking wait, which is recorded where it blocks
             th.set(regs, a[0], 0)
             return None
-        th.spin.add(key)
-        th.record("wait", inst, stack, addr=bar, value=parity)
+        th.record("wait", inst, stack, addr=bar, value=parity)   # (its loop is marked spin on entry)
         th.set(regs, a[0], 1)   # taken as passed: whether it would is the model's question
         return None
     if kind == "arrive" and "expect_tx" in words:
