@@ -278,6 +278,17 @@ __device__ void arrive_expect_tx(const Ctx& c, u32 mask, u32 sig, u32 bytes) {
 #endif
 }
 
+__device__ void expect_tx_only(const Ctx& c, u32 mask, u32 sig, u32 bytes) {
+  note_late(c, mask, c.last_seq);
+#if NV
+#if K_CTAS > 1
+  for (u32 d = 0; d < K_CTAS; ++d) if (mask & (1u << d)) mbar_expect_tx_cluster(mapa(sig, d), bytes);
+#else
+  (void)mask; mbar_expect_tx(sig, bytes);
+#endif
+#endif
+}
+
 // ---- copies: a record per destination, then the bulk copy
 __device__ void issue_copy(const Ctx& c, Ev e, i32 agent, i32 pc, u32 mask, u32 ring, u32 stage,
                            i32 item, u32 region, u32 bytes, u32 slot_off, const u32* src,

@@ -116,11 +116,13 @@ class OpEmitter:
                 "__syncwarp();"]
 
     def e_arrive(self, a, pc, op, step, r):
-        """An update now: n arrivals, or (tx > 0) one arrival that also expects n bytes."""
+        """An update now: n arrivals, or (tx > 0) one arrival that also expects n bytes, or
+        (tx > 0, no arrival units) n bytes expected alone (mbarrier.expect_tx)."""
         eff = OP_EFFECTS[op.name]
         st, _, _ = self.ring_vars(r)
         mask = self.dest_mask(a, op.to)
-        call = "arrive_expect_tx" if eff.tx > 0 else "signal_arrive"
+        call = ("signal_arrive" if eff.tx <= 0 else
+                "expect_tx_only" if eff.units == 0 else "arrive_expect_tx")
         return self.locked(a, pc, op.name, r,
                            f"{call}(c, {mask}u, {self.sig(r, st, eff.updates)}, {op.n}u);",
                            x0=str(op.n))

@@ -186,8 +186,9 @@ class Builder:
                 return [(ring, s, ev.value, f"wait_{kind}")]
             if ev.kind == "arrive":
                 return [(ring, s, None, f"arrive_{kind}" + (f" {ev.value}" if ev.value != 1 else ""))]
-            if ev.kind == "expect":
-                return [(ring, s, None, f"expect_tx {ev.value}")]
+            if ev.kind == "expect":   # arrive.expect_tx, or mbarrier.expect_tx alone
+                return [(ring, s, None, f"{'expect_bytes' if ev.extra == ('bare',) else 'expect_tx'} "
+                                        f"{ev.value}")]
             if ev.kind == "copy":
                 return [(ring, s, None, f"copy {ev.value}")]
             if kind != EMPTY and not self.COMMIT_FULL:
@@ -455,7 +456,8 @@ class Builder:
                 if ev.kind in ("arrive", "expect", "commit"):
                     ring = self.rings[ev.barrier.array]
                     key = (ring.name, ev.barrier.index)
-                    arrivals[key] = arrivals.get(key, 0) + (ev.value if ev.kind == "arrive" else 1)
+                    arrivals[key] = arrivals.get(key, 0) + (ev.value if ev.kind == "arrive" else
+                                                            0 if ev.extra == ("bare",) else 1)
         return {k: n // self.by_name[k[0]].count for k, n in arrivals.items()}
 
     def _part_barrier(self, p) -> str:

@@ -89,6 +89,9 @@ OP_EFFECTS = {
     # finishes, oldest first among the agent's async ops (a commit waits for it); a read of the
     # slot meanwhile is read_before_fill (issue 47; docs/rules.md "Async writes")
     "write_async": Effects(stores=True, issues="read"),
+    # mbarrier.expect_tx without an arrival (issue 48: CUTLASS's epilogue loads, TileLang):
+    # tx += bytes on full, the arrival is a separate arrive_full (docs/rules.md "expect_bytes")
+    "expect_bytes": Effects(updates=FULL, units=0, tx=1),
 }
 
 OPS = tuple(OP_EFFECTS)

@@ -883,9 +883,9 @@ def _apply_agent_op(world: World, a: Agent) -> set:
         for dst in _targets(world, a.cta, op.to):
             kinds |= _aimed(world, dst)
             kinds |= _arrive(world, dst, ring, kind, stage, op.n)
-    elif name == "expect_tx":
+    elif name in ("expect_tx", "expect_bytes"):   # expect_bytes: mbarrier.expect_tx, no arrival
         if spec.backend != "nvidia":
-            raise ReplayError("expect_tx on the amd backend")
+            raise ReplayError(f"{name} on the amd backend")
         if op.n > TX_LIMIT:
             # expect_tx(2^20) faults (docs/rules.md "Transaction bytes (`tx_range`)")
             world.trapped = True
@@ -893,7 +893,7 @@ def _apply_agent_op(world: World, a: Agent) -> set:
         for dst in _targets(world, a.cta, op.to):
             kinds |= _aimed(world, dst)
             kinds |= _nvidia_update(world, _signal(world, dst, "full", stage, ring),
-                                    add_tx=op.n, arrive=1)
+                                    add_tx=op.n, arrive=int(name == "expect_tx"))
     elif name == "copy":
         if spec.backend != "nvidia":
             raise ReplayError("copy on the amd backend")

@@ -200,6 +200,21 @@ def trim_loops(agent, evs):
     return starts, {k: v for k, v in agent.ends.items() if k in starts}
 
 
+def next_line(prev, loc) -> bool:
+    """Is `loc` the init of the next barrier of an array whose inits are unrolled in the source
+    (TileLang: `mbarrier[0].init(1); mbarrier[1].init(1); ...`, one statement a line): the same
+    location as `prev` but for the kernel's own line, one further."""
+    if prev is None or loc is None or not hasattr(loc, "inlined_at"):
+        return False
+    a, b = prev, loc
+    while a.inlined_at is not None and b.inlined_at is not None:
+        if (a.file, a.line, a.col, a.function) != (b.file, b.line, b.col, b.function):
+            return False
+        a, b = a.inlined_at, b.inlined_at
+    return a.inlined_at is None and b.inlined_at is None and a.file == b.file \
+        and a.function == b.function and b.line == a.line + 1
+
+
 def _key(r: Raw, occ: dict):
     k = (r.kind, r.inst.index, tuple(c.index for c in r.stack))
     n = occ.get(k, 0)
@@ -234,14 +249,21 @@ def run_warp(m, kernel, loops, warp, cta, ncta, block_dim, args, ws, tiles=None,
     else:
         runs = {0: t0, **{lane: one(lane) for lane in range(1, ws)}}
         weights = {lane: 1 for lane in runs}
-    base = _keys(t0.events)
+    # the warp's ops are those of a lane that makes every op any lane makes: lane 0, or the
+    # lane with the most ops where some lanes skip one (CUTLASS's consumer release: only every
+    # eighth lane arrives, each on its own CTA's barrier, and lane 0 may not be one of them)
+    keys = {lane: _keys(t.events) for lane, t in runs.items()}
+    top = max(runs, key=lambda lane: (len(keys[lane]), -lane))
+    t0 = runs[top]
+    events = t0.events
+    base = keys[top]
     count = {k: 0 for k in base}
     targets = {k: {} for k in base}   # the CTA each lane's op lands on (mapa per lane)
     for lane, t in runs.items():
-        for k, r in zip(_keys(t.events), t.events):
+        for k, r in zip(keys[lane], t.events):
             if k not in count:
-                raise IRError(f"lane {lane} of warp {warp} makes an op lane 0 does not: a per-lane "
-                              f"split pipeproof cannot model", r.inst)
+                raise IRError(f"lane {lane} of warp {warp} makes an op lane {top} does not: a "
+                              f"per-lane split pipeproof cannot model", r.inst)
             count[k] += weights[lane]
             a = r.addr
             c = a.cta if isinstance(a, Ptr) and a.cta is not None else cta
@@ -543,13 +565,15 @@ class Extractor:
                                 f"initialised (mbarrier.init)")
             site = b.init.inst.dbg if b.init else None
             if cur and cur.base[0] == k[0] and k[1] == cur.base[1] + 8 * cur.slots \
-                    and cur.signal == b.signal and cur.count == b.count and cur.site == site:
+                    and cur.signal == b.signal and cur.count == b.count \
+                    and (cur.site == site or next_line(cur.last_site, site)):
                 cur.slots += 1
                 cur.barriers.append(b)
             else:
                 cur = Array(f"{b.signal}@{k[1]}", 1, b.signal, b.count, k, [b])
                 cur.site = site
                 arrays.append(cur)
+            cur.last_site = site
         self._unnamed_signals(arrays)
         if self.caps.counters:
             self._amd_arrays(arrays, bars)
@@ -777,9 +801,10 @@ class Extractor:
                 if not isinstance(r.value, int):
                     self.fail(IRError("expect_tx bytes pipeproof cannot evaluate", r.inst))
                 if lanes != 1:
-                    self.fail(IRError(f"arrive.expect_tx by {r.lanes} lanes of one warp: not "
-                                      f"expressible yet", r.inst))
+                    self.fail(IRError(f"{'' if r.extra == 'bare' else 'arrive.'}expect_tx by "
+                                      f"{r.lanes} lanes of one warp: not expressible yet", r.inst))
                 ev.value = r.value
+                ev.extra = ("bare",) if r.extra == "bare" else ()   # mbarrier.expect_tx: no arrival
             elif r.kind == "copy":
                 if r.lanes != 1:
                     self.fail(IRError(f"a TMA copy by {r.lanes} lanes of one warp: not "

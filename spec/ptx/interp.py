@@ -148,7 +148,8 @@ class PtxThread(Thread):
             if inst.guard is not None:
                 g = self.reg(regs, inst.guard[0], inst)
                 if not isinstance(g, int):
-                    raise IRError(f"a guard predicate {inst.guard[0]} pipeproof cannot evaluate", inst)
+                    pc = self.unknown_guard(f, pc, regs, inst)
+                    continue
                 self.note_branch(g, inst)
                 if bool(g & 1) == inst.guard[1]:
                     pc += 1
@@ -170,6 +171,29 @@ class PtxThread(Thread):
             pc += 1
         self.leave_loops(depth)
         return regs
+
+    def unknown_guard(self, f, pc, regs, inst):
+        """An instruction guarded by a predicate pipeproof does not know (data: a value from
+        global memory, a float): a branch whose sides do nothing the protocol sees is skipped
+        to their join, and an instruction that does nothing the protocol sees leaves its
+        registers unknown (spec/ptx/regions.py says why no violation is lost). Else refused.
+        Returns the next pc."""
+        from pipeproof.spec.ptx.regions import dests, quiet, regions_of
+        what = f"a guard predicate {inst.guard[0]} pipeproof cannot evaluate"
+        if inst.words[0] == "bra":
+            r = regions_of(self.m, f).skip(pc)
+            if isinstance(r, str):
+                raise IRError(f"{what} (the branch's sides differ: {r})", inst)
+            join, written = r
+            for d in written:
+                self.set(regs, d, OPAQUE)
+            return join
+        why = quiet(inst)
+        if why or inst.words[0] in ("ret", "exit", "trap"):
+            raise IRError(what, inst)
+        for d in dests(inst):
+            self.set(regs, d, OPAQUE)
+        return pc + 1
 
     def note_branch(self, g, inst):
         if isinstance(g, T):
@@ -406,6 +430,8 @@ def h_binary(th, regs, inst, stack, words, a):
         return
     x, y = th.value(regs, a[1], inst), th.value(regs, a[2], inst)
     if op == "mul" and ("wide" in words):
+        # the operands are `bits` wide (an immediate such as -21845 in a .u16 multiply is 0xAAAB)
+        x, y = (wide_operand(th, v, bits, signed) for v in (x, y))
         r = th.arith("mul", bits * 2, signed, x, y, inst)
         th.set(regs, a[0], r)
         return
@@ -432,6 +458,14 @@ def h_binary(th, regs, inst, stack, words, a):
     th.set(regs, a[0], th.arith(op, bits, signed, x, y, inst), bits)
 
 
+def wide_operand(th, v, bits, signed):
+    """An operand of a .wide multiply, read at its type's width (sign-extended if signed)."""
+    if not isinstance(v, int) or isinstance(v, T):
+        return v
+    r = th.signed(v, bits) if signed else th.mask(v, bits)
+    return Guess(r, v.keys) if isinstance(v, Guess) else r
+
+
 def h_mad(th, regs, inst, stack, words, a):
     bits, signed, flt = type_bits(words)
     if flt:
@@ -439,6 +473,8 @@ def h_mad(th, regs, inst, stack, words, a):
         return
     x, y, z = (th.value(regs, s, inst) for s in a[1:4])
     wide = "wide" in words
+    if wide:
+        x, y = (wide_operand(th, v, bits, signed) for v in (x, y))
     r = th.arith("mul", bits * 2 if wide else bits, signed, x, y, inst)
     th.set(regs, a[0], th.arith("add", bits * 2 if wide else bits, signed, r, z, inst))
 

@@ -153,9 +153,13 @@ def mbarrier(th, regs, inst, stack, words, a):
         th.record("arrive", inst, stack, addr=bar, value=count)
         th.set(regs, a[0], OPAQUE)
         return None
-    if kind in ("expect_tx", "complete_tx"):
-        raise IRError(f"{op}: a transaction count without an arrival (mbarrier.{kind}) is not "
-                      f"expressible yet", inst)
+    if kind == "expect_tx":   # bytes announced without an arrival (docs/rules.md expect_bytes)
+        bar = barrier_addr(th, regs, a[0], inst)
+        th.record("expect", inst, stack, addr=bar, value=th.value(regs, a[1], inst), extra="bare")
+        return None
+    if kind == "complete_tx":
+        raise IRError(f"{op}: a transaction count completed by a thread (mbarrier.complete_tx) is "
+                      f"not expressible yet", inst)
     raise IRError(f"{op}: an mbarrier op pipeproof does not read", inst)
 
 
