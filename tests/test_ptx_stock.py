@@ -115,3 +115,50 @@ def test_a_release_only_some_lanes_make_is_the_warps_with_those_lanes():
     assert code == 2 and len(out.strip().splitlines()) == 1, out
     assert "per-lane split" not in out and "guard predicate" not in out
     assert "lands on CTAs [0, 4] from CTA 0" in out, out
+
+
+# A data branch spliced into the hand-written kernel (a value loaded through its pointer
+# argument, which the reader does not know): the reading is the unmodified kernel's, and the
+# kernel's bugs are still caught (the skip loses no violation).
+HAND = PTX / "hand_pc_sm90.ptx.gz"
+PARAM3 = "ld.param.u32 \t%r44, [_Z7pc_sm9014CUtensorMap_stPKhPfi_param_3];\n"
+DATA_BRANCH = ("\t.reg .b32 %rU<4>;\n\t.reg .pred %pU<3>;\n\tld.global.u32 %rU1, [%rd7];\n"
+               "\tsetp.eq.u32 %pU1, %rU1, 0;\n\t@%pU1 bra $L__U1;\n\tadd.s32 %rU2, %rU1, 1;\n"
+               "\tmov.u32 %rU3, %rU2;\n$L__U1:\n")
+
+
+def spliced(tmp_path, extra="", edits=()):
+    text = gzip.open(HAND, "rt").read()
+    assert PARAM3 in text
+    text = text.replace(PARAM3, PARAM3 + DATA_BRANCH + extra)
+    for old, new in edits:
+        assert old in text
+        text = text.replace(old, new)
+    f = tmp_path / "spliced.ptx"
+    f.write_text(text)
+    return f
+
+
+def states(out):
+    return re.search(r"([\d,]+) states", out).group(1)
+
+
+def test_a_data_branch_in_a_working_kernel_changes_nothing(tmp_path):
+    code0, out0 = run_pipeproof("ptx", HAND, "--arg", "3=6")
+    code, out = run_pipeproof("ptx", spliced(tmp_path), "--arg", "3=6")
+    assert code == code0 == 0 and ": ok (" in out, out
+    assert states(out) == states(out0)
+
+
+def test_a_data_branch_keeps_the_kernels_bug(tmp_path):
+    drop = [("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [ra];", "")]
+    code, out = run_pipeproof("ptx", spliced(tmp_path, edits=drop), "--arg", "3=6")
+    assert code == 1 and re.search(r": deadlock after \d+ steps", out), out
+
+
+def test_a_register_the_data_branch_wrote_is_unknown_after_it(tmp_path):
+    # a later branch on it is refused in one line, not guessed
+    f = spliced(tmp_path, "\tsetp.eq.u32 %pU2, %rU3, 0;\n\t@%pU2 bra $L__U2;\n\tbar.sync 9;\n$L__U2:\n")
+    code, out = run_pipeproof("ptx", f, "--arg", "3=6")
+    assert code == 2 and len(out.strip().splitlines()) == 1, out
+    assert "guard predicate %pU2" in out and "bar.sync" in out
