@@ -162,3 +162,34 @@ def test_a_register_the_data_branch_wrote_is_unknown_after_it(tmp_path):
     code, out = run_pipeproof("ptx", f, "--arg", "3=6")
     assert code == 2 and len(out.strip().splitlines()) == 1, out
     assert "guard predicate %pU2" in out and "bar.sync" in out
+
+
+# The CuTe DSL's Hopper persistent GEMM (cluster 2x1, 6 stages, 64 k-blocks of a 4096^3 problem
+# fixed at compile time): one tile per CTA at --grid 1024. Its consumer waits for the first
+# k-block before the loop that does the other 63 (a peeled iteration): each wait on the ring
+# starts an item (spec/mojo/build.py _cuts).
+DSL_HOPPER = PTX / "dsl_hopper_gemm_sm90a.ptx.gz"
+
+
+def test_the_dsl_hopper_gemm_is_ok_at_one_tile_per_cta(tmp_path):
+    f = tmp_path / "h.toml"
+    code, out = run_pipeproof("ptx", DSL_HOPPER, "--cluster", "2", "--grid", "1024", "--emit-spec", f)
+    assert code == 0 and re.search(r"h.toml: ok \(", out), out[-2000:]
+    text = f.read_text()
+    for line in ("cluster_size = 2", "stages = 6", "consumer_arrive_count = 8", "items = 64"):
+        assert re.search(rf"^{line}$", text, re.M), line
+    producer = re.findall(r'"([^"]+)",\s+# \w+ dense_gemm_persistent.py:(\d+)', text.split("[[role]]")[1])
+    # A from its own CTA, B multicast: each CTA copies half of B into both (8192 of 16384)
+    assert producer[:4] == [("wait_empty", "744"), ("expect_tx 32768", "744"), ("copy 16384", "753"),
+                            ("copy 8192 to=all", "762")], producer
+
+
+def test_the_dsl_hopper_gemm_with_halved_expect_bytes_reads_before_fill(tmp_path):
+    text = gzip.open(DSL_HOPPER, "rt").read()
+    halved = re.sub(r"(mov\.b32 \t%r\d+, )32768;", r"\g<1>16384;", text)
+    assert halved.count("16384;") > text.count("16384;")
+    f = tmp_path / "halved.ptx"
+    f.write_text(halved)
+    code, out = run_pipeproof("ptx", f, "--cluster", "2", "--grid", "1024")
+    assert code == 1 and re.search(r"\(extracted\): read_before_fill after 6 steps", out), out[-2000:]
+    assert "dense_gemm_persistent.py:753" in out.split("in the kernel:")[1]

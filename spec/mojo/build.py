@@ -645,6 +645,18 @@ def _cuts(p, loop, n_fine):
                if (e.kind, e.op.where, e.op.name, e.barrier and e.barrier.array.name) == key]
         if occ not in cuts:
             cuts.append(occ)
+    # a loop whose first iterations are peeled (the CuTe DSL's consumer waits for its first
+    # k-block before the loop that does the rest, at another line): each wait on the ring's
+    # signal, those before the loop too, starts an item
+    for ev in events:
+        if ev.kind != "wait" or ev.seq >= starts[0] or ev.barrier is None:
+            continue
+        arr = ev.barrier.array
+        occ = [e.seq - 0.5 for e in events if e.seq <= end and e.kind == "wait"
+               and e.barrier is not None and e.barrier.array is arr]
+        if occ not in cuts and occ[-1] > starts[0]:
+            cuts.append(occ)
+    in_loop = [ev for ev in events if min(min(c) for c in cuts if c) < ev.seq <= end]
     last_seq = max((ev.seq for ev in in_loop), default=end)
     for cut in cuts:
         if not cut or n_fine % len(cut):

@@ -15,6 +15,7 @@ import re
 
 from pipeproof.spec.mojo.interp import T, Thread, taint
 from pipeproof.spec.mojo.llvm import IRError, OPAQUE, Ptr
+from pipeproof.spec.ptx.regions import SYNC_WORDS, dests, quiet, regions_of, split_vec
 
 PTX_MAX_STEPS = 1_000_000   # per thread (about 20 s of interpretation on this machine)
 PTX_MAX_TOTAL = 3_000_000   # over every thread run for one kernel: the read stays near a minute
@@ -45,8 +46,6 @@ FLOATS = ("f16", "f16x2", "bf16", "bf16x2", "f32", "f64", "tf32", "e4m3", "e5m2"
 CMP = {"eq": "eq", "ne": "ne", "lt": "lt", "le": "le", "gt": "gt", "ge": "ge", "lo": "ult",
        "ls": "ule", "hi": "ugt", "hs": "uge"}
 INT = re.compile(r"^-?(?:0[xX][0-9a-fA-F]+|\d+)U?$")
-SYNC_WORDS = ("mbarrier", "cp.async", "tcgen05.commit", "bar.", "barrier", "clusterlaunchcontrol",
-              "red.async", "st.async", "cp.reduce.async")
 
 
 def guess_of(*xs):
@@ -178,7 +177,6 @@ class PtxThread(Thread):
         to their join, and an instruction that does nothing the protocol sees leaves its
         registers unknown (spec/ptx/regions.py says why no violation is lost). Else refused.
         Returns the next pc."""
-        from pipeproof.spec.ptx.regions import dests, quiet, regions_of
         what = f"a guard predicate {inst.guard[0]} pipeproof cannot evaluate"
         if inst.words[0] == "bra":
             r = regions_of(self.m, f).skip(pc)
@@ -405,10 +403,6 @@ class PtxThread(Thread):
         if g and isinstance(r, int) and not isinstance(r, T):
             return Guess(r, g)
         return r
-
-
-def split_vec(t):
-    return [x.strip() for x in t.strip()[1:-1].split(",") if x.strip()]
 
 
 # ---------------------------------------------------------------- integer instructions

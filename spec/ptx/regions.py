@@ -14,9 +14,11 @@ from __future__ import annotations
 
 import networkx as nx
 
-from pipeproof.spec.ptx.interp import SYNC_WORDS, split_vec
-
 EXIT = -1
+# the words that make an opcode a synchronisation op (spec/ptx/interp.py refuses one it does
+# not read; here one in a branch's sides keeps the branch)
+SYNC_WORDS = ("mbarrier", "cp.async", "tcgen05.commit", "bar.", "barrier", "clusterlaunchcontrol",
+              "red.async", "st.async", "cp.reduce.async")
 QUIET_CALLS = ("vprintf", "__assertfail")
 
 
@@ -110,6 +112,11 @@ def dests(inst) -> set:
     if d.startswith("{"):
         return set(split_vec(d))
     return set(d.split("|"))
+
+
+def split_vec(t):
+    """The registers of a vector operand `{%r1, %r2}`."""
+    return [x.strip() for x in t.strip()[1:-1].split(",") if x.strip()]
 
 
 def regions_of(module, f) -> Regions:
