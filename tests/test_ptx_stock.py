@@ -7,6 +7,8 @@ some lanes make (CUTLASS's consumer release).
 import gzip
 import re
 
+import pytest
+
 from tests.mojo_support import run_pipeproof
 from tests.replay_support import check_replay
 
@@ -193,3 +195,34 @@ def test_the_dsl_hopper_gemm_with_halved_expect_bytes_reads_before_fill(tmp_path
     code, out = run_pipeproof("ptx", f, "--cluster", "2", "--grid", "1024")
     assert code == 1 and re.search(r"\(extracted\): read_before_fill after 6 steps", out), out[-2000:]
     assert "dense_gemm_persistent.py:753" in out.split("in the kernel:")[1]
+
+
+# The CuTe DSL's Blackwell persistent GEMM (2-SM tcgen05, cluster 2x1, 8 stages): each CTA's
+# TMA copies complete on the pair's leader (the barrier address `& 0xFEFFFFF8`: the peer bit
+# cleared), whose MMA warp reads both halves and releases both CTAs' slots (commit multicast).
+DSL_BLACKWELL = PTX / "dsl_blackwell_gemm_sm100a.ptx.gz"
+
+
+def test_the_dsl_blackwell_2sm_gemm_is_ok_at_one_tile_per_cta(tmp_path):
+    f = tmp_path / "b.toml"
+    code, out = run_pipeproof("ptx", DSL_BLACKWELL, "--cluster", "2", "--grid", "1024", "--emit-spec", f)
+    assert code == 0 and re.search(r"b.toml: ok \(", out), out[-2000:]
+    text = f.read_text()
+    assert re.search(r"^stages = 8$", text, re.M) and "cluster_size = 2" in text
+    roles = {r.split('"')[1]: r for r in text.split("[[role]]")[1:]}
+    # the leader expects both CTAs' bytes; the peer's copies land on the leader's barrier
+    assert '"expect_tx 49152"' in roles["warp5_cta0"] and '"copy 16384"' in roles["warp5_cta0"]
+    assert '"copy 16384 to=peer"' in roles["warp5_cta1"] and "expect_tx" not in roles["warp5_cta1"]
+    assert '"commit_empty to=all' in roles["warp4_cta0"]
+
+
+@pytest.mark.slow
+def test_the_dsl_blackwell_copies_completing_on_their_own_cta_deadlock(tmp_path):
+    text = gzip.open(DSL_BLACKWELL, "rt").read()
+    old = "and.b32 \t%r22, %r20, -16777224;"
+    assert text.count(old) == 1
+    f = tmp_path / "own.ptx"
+    f.write_text(text.replace(old, "mov.b32 \t%r22, %r20;"))
+    code, out = run_pipeproof("ptx", f, "--cluster", "2", "--grid", "1024")
+    assert code == 1 and re.search(r"\(extracted\): deadlock after \d+ steps", out), out[-2000:]
+    assert "cta0.warp4_cta0[0] waits on cta0.full[0]" in out

@@ -432,12 +432,22 @@ class Extractor:
                         if b and b.signal is None:
                             b.signal = FULL
         # barriers no run touched (a short trip count): the signal of those from the same init
+        # (a barrier some run does use keeps no signal here: the CuTe DSL initialises a ring's
+        # full and empty barriers at one line, and its empty ones are told by their place)
+        used = set()
+        for runs in per_cta[:1]:
+            for run in runs:
+                for r in run.events:
+                    a = r.extra[0] if r.kind == "copy" else r.addr
+                    if r.kind != "init" and isinstance(a, Ptr) and isinstance(a.offset, int):
+                        used.add((a.base[1] if a.base[0] == "global" else a.base, a.offset))
         by_site = {}
         for b in bars.values():
             if b.signal and b.init is not None:
                 by_site.setdefault(b.init.inst.dbg, set()).add(b.signal)
-        for b in bars.values():
-            if b.signal is None and b.init is not None and len(by_site.get(b.init.inst.dbg, ())) == 1:
+        for key, b in bars.items():
+            if b.signal is None and b.init is not None and key not in used \
+                    and len(by_site.get(b.init.inst.dbg, ())) == 1:
                 b.signal = next(iter(by_site[b.init.inst.dbg]))
         if self.caps.counters:
             # AMD counters: the storage array holds full[0..n) then empty[0..n)

@@ -449,7 +449,26 @@ def h_binary(th, regs, inst, stack, words, a):
         else:
             th.set(regs, a[0], OPAQUE)
         return
+    if op == "and" and isinstance(x, Ptr) and isinstance(y, int) and not isinstance(y, T):
+        th.set(regs, a[0], peer_bit_cleared(th, x, y))
+        return
     th.set(regs, a[0], th.arith(op, bits, signed, x, y, inst), bits)
+
+
+PEER_BIT = 1 << 24   # a shared::cluster address's CTA-pair bit (sm100 2-SM: CUTLASS's Sm100MmaPeerBitMask)
+
+
+def peer_bit_cleared(th, p, mask):
+    """`and` of a shared address with a mask that clears the CTA-pair bit (and at most the
+    alignment bits of an 8-byte barrier): the same barrier in the pair's even CTA, where the
+    2-SM TMA copies complete their bytes (PTX ISA cp.async.bulk.tensor `.cta_group::2`: the
+    mbarrier may be in either CTA of the pair). Any other mask of an address: unknown."""
+    m = mask & 0xFFFFFFFF
+    if m | 0x7 | PEER_BIT != 0xFFFFFFFF or m & PEER_BIT or not isinstance(p.offset, int) \
+            or p.offset % 8 != 0 and m & 0x7 != 0x7:
+        return OPAQUE
+    cta = p.cta if p.cta is not None else th.cta
+    return Ptr(p.base, p.offset & ~(~m & 0x7), cta & ~1)
 
 
 def wide_operand(th, v, bits, signed):
