@@ -226,3 +226,15 @@ def test_the_dsl_blackwell_copies_completing_on_their_own_cta_deadlock(tmp_path)
     code, out = run_pipeproof("ptx", f, "--cluster", "2", "--grid", "1024")
     assert code == 1 and re.search(r"\(extracted\): deadlock after \d+ steps", out), out[-2000:]
     assert "cta0.warp4_cta0[0] waits on cta0.full[0]" in out
+
+
+def test_a_builder_bug_is_one_line_exit_4_not_a_traceback(monkeypatch):
+    import pipeproof.spec.mojo.build as build
+
+    def broken(*args, **kw):
+        raise AttributeError("'Opaque' object has no attribute 'offset'")
+    monkeypatch.setattr(build, "prepare", broken)
+    code, out = run_pipeproof("ptx", TILELANG)
+    # DESIGN's exit codes: 4 is an internal error (issue 49: one line)
+    assert code == 4 and len(out.strip().splitlines()) == 1, out
+    assert "internal error AttributeError" in out and "Traceback" not in out

@@ -35,7 +35,8 @@ def run_frontend(reader, target: str, read_kernel, *, emit, as_json, trace_file,
     other options in the order the command's messages have always come in. Exits."""
     from pipeproof.checker.cli.command import check_trace_name
     from pipeproof.checker.frontends import check, extract, kernel_findings, unreadable_findings
-    from pipeproof.checker.results import EXIT_USAGE, sarif
+    from pipeproof.checker.frontends.driver import InternalError
+    from pipeproof.checker.results import EXIT_INTERNAL, EXIT_USAGE, sarif
     from pipeproof.spec.schema import SpecError
 
     check_trace_name(trace_file)
@@ -46,7 +47,7 @@ def run_frontend(reader, target: str, read_kernel, *, emit, as_json, trace_file,
         click.echo(str(err), err=True)
         if sarif_file:
             sarif.write(sarif_file, unreadable_findings(str(err), target))
-        sys.exit(EXIT_USAGE)
+        sys.exit(EXIT_INTERNAL if isinstance(err, InternalError) else EXIT_USAGE)
     out = show_extracted(target, extracted.toml_text, emit, as_json)
     guessed = extracted.reading.launch.get("guessed")
     if guessed:

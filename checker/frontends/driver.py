@@ -37,10 +37,35 @@ class Checked:
     proof: object = None      # --prove: the ProofResult
 
 
+def _internal_error_class():
+    from pipeproof.spec.schema import SpecError
+
+    class InternalError(SpecError):
+        """A reader or builder bug: one line (never a traceback), exit 4 (EXIT_INTERNAL)."""
+    return InternalError
+
+
+InternalError = _internal_error_class()
+
+
+def internal_error(where: str, err: Exception) -> InternalError:
+    """A reader or builder bug as the one line every front end gives."""
+    return InternalError(f"{where}: pipeproof failed to read this kernel (internal error "
+                         f"{type(err).__name__}: {' '.join(str(err).split())[:120]}); please "
+                         f"report it with the kernel's compiler output")
+
+
 def extract_text(reader: Reader, ir: KernelIR, options: ReadOptions) -> Extracted:
-    """Read the kernel and build its spec's TOML text (a refusal raises its one-line SpecError)."""
-    reading = reader.read(ir, options)
-    toml_text, source = reading.build()
+    """Read the kernel and build its spec's TOML text (a refusal raises its one-line SpecError,
+    a bug of the reader or builder an InternalError)."""
+    from pipeproof.spec.schema import SpecError
+    try:
+        reading = reader.read(ir, options)
+        toml_text, source = reading.build()
+    except (SpecError, KeyboardInterrupt):
+        raise
+    except Exception as err:
+        raise internal_error(ir.where, err) from None
     return Extracted(reading, toml_text, source)
 
 

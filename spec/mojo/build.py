@@ -213,7 +213,8 @@ def prepare(kernel: Kernel) -> None:
             if ev.kind in ("store", "load"):
                 ring = last_ring
                 a = ev.buffer
-                if ring is None or not isinstance(a.offset, int) or a.base[0] != "global":
+                if ring is None or not isinstance(getattr(a, "offset", None), int) \
+                        or a.base[0] != "global":
                     continue
                 size = buffer_bytes(kernel, a.base[1])
                 full = ring
