@@ -238,3 +238,22 @@ def test_a_builder_bug_is_one_line_exit_4_not_a_traceback(monkeypatch):
     # DESIGN's exit codes: 4 is an internal error (issue 49: one line)
     assert code == 4 and len(out.strip().splitlines()) == 1, out
     assert "internal error AttributeError" in out and "Traceback" not in out
+
+
+def test_a_one_slot_rings_copy_bytes_reach_the_next_buffer(monkeypatch):
+    # FA4's Q tile: one slot, two 16384-byte halves (hdim 128 in two 64-wide TMA boxes) at
+    # +66560 and +82944, the K ring's first slot at +99328: no stride between slots gives them
+    import pipeproof.spec.ptx.extract as E
+    got = {}
+    orig = E.PtxExtractor.one_slot_bytes
+
+    def spy(self, per_op, stride):
+        got.update(orig(self, per_op, stride))
+        return got
+    monkeypatch.setattr(E.PtxExtractor, "one_slot_bytes", spy)
+    shape = [a for p in range(4) for a in ("--arg", f"{p}+0=1024", "--arg", f"{p}+4=128",
+                                           "--arg", f"{p}+8=16", "--arg", f"{p}+12=2")]
+    code, out = run_pipeproof("ptx", PTX / "fa4_fwd_sm90a.ptx.gz", *shape)
+    assert got == {("flash_fwd_sm90.py:879", "cp"): 16384}
+    # what stops it next: the epilogue's named barrier 1 synced by 256 threads, then by 288
+    assert code == 2 and "named barrier 1 used with different thread counts" in out, out

@@ -193,6 +193,7 @@ class PtxExtractor(Extractor):
                 bar = r.extra[0]
                 key = (bar.base[1] if bar.base[0] == "global" else bar.base, bar.offset)
                 self.copy_dsts.setdefault(r.inst, set()).add((key, r.addr.offset))
+                self.copy_at.setdefault(r.addr.base, set()).add(r.addr.offset)
 
     def copy_bytes(self) -> dict:
         """The bytes of each TMA copy (by its op's line and name), from where the copies land:
@@ -239,6 +240,29 @@ class PtxExtractor(Extractor):
                     sizes.add((nxt[0] if nxt else w[0] + st) - o)
             if len(sizes) == 1:
                 out[key] = sizes.pop()
+        out.update(self.one_slot_bytes(per_op, stride))
+        return out
+
+    def one_slot_bytes(self, per_op, stride) -> dict:
+        """A copy into a ring of one slot (FA4's Q tile) has no stride between slots: its
+        bytes are the distance from its destination to the next destination any copy of the
+        kernel lands on above it in the same shared buffer (the next buffer's start). A gap
+        between buffers overstates them (a false alarm, never a missed one); with no copy
+        above it, the bytes are not read (refused)."""
+        out = {}
+        for key, by_slot in per_op.items():
+            if stride[key] > 0 or len(by_slot) != 1:
+                continue
+            (arr, _), offs = next(iter(by_slot.items()))
+            if arr.slots != 1:
+                continue     # a ring of several slots this trip count fills one of: refused
+            sizes = set()
+            for at in self.copy_at.values():
+                for o in offs & at:
+                    above = [x for x in at if x > o]
+                    sizes.add(min(above) - o if above else None)
+            if len(sizes) == 1 and None not in sizes:
+                out[key] = sizes.pop()
         return out
 
     def _uses(self, words) -> bool:
@@ -263,6 +287,7 @@ class PtxExtractor(Extractor):
                 self.lane0 = logs.setdefault(("lane0", cta), {})
         self.thread = Bound
         self.copy_dsts = {}
+        self.copy_at = {}     # every copy destination, per shared base (one-slot rings' bytes)
         self.arrive_lanes = {}
         kernel = super().run()
         kernel.copy_bytes = self.copy_bytes()
