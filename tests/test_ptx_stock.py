@@ -173,11 +173,16 @@ def test_a_register_the_data_branch_wrote_is_unknown_after_it(tmp_path):
 DSL_HOPPER = PTX / "dsl_hopper_gemm_sm90a.ptx.gz"
 
 
+def ok_at_one_tile_per_cta(path, tmp_path) -> str:
+    """`pipeproof ptx PATH --cluster 2 --grid 1024` is ok; the extracted spec's text."""
+    f = tmp_path / "one_tile.toml"
+    code, out = run_pipeproof("ptx", path, "--cluster", "2", "--grid", "1024", "--emit-spec", f)
+    assert code == 0 and re.search(r"one_tile.toml: ok \(", out), out[-2000:]
+    return f.read_text()
+
+
 def test_the_dsl_hopper_gemm_is_ok_at_one_tile_per_cta(tmp_path):
-    f = tmp_path / "h.toml"
-    code, out = run_pipeproof("ptx", DSL_HOPPER, "--cluster", "2", "--grid", "1024", "--emit-spec", f)
-    assert code == 0 and re.search(r"h.toml: ok \(", out), out[-2000:]
-    text = f.read_text()
+    text = ok_at_one_tile_per_cta(DSL_HOPPER, tmp_path)
     for line in ("cluster_size = 2", "stages = 6", "consumer_arrive_count = 8", "items = 64"):
         assert re.search(rf"^{line}$", text, re.M), line
     producer = re.findall(r'"([^"]+)",\s+# \w+ dense_gemm_persistent.py:(\d+)', text.split("[[role]]")[1])
@@ -204,10 +209,7 @@ DSL_BLACKWELL = PTX / "dsl_blackwell_gemm_sm100a.ptx.gz"
 
 
 def test_the_dsl_blackwell_2sm_gemm_is_ok_at_one_tile_per_cta(tmp_path):
-    f = tmp_path / "b.toml"
-    code, out = run_pipeproof("ptx", DSL_BLACKWELL, "--cluster", "2", "--grid", "1024", "--emit-spec", f)
-    assert code == 0 and re.search(r"b.toml: ok \(", out), out[-2000:]
-    text = f.read_text()
+    text = ok_at_one_tile_per_cta(DSL_BLACKWELL, tmp_path)
     assert re.search(r"^stages = 8$", text, re.M) and "cluster_size = 2" in text
     roles = {r.split('"')[1]: r for r in text.split("[[role]]")[1:]}
     # the leader expects both CTAs' bytes; the peer's copies land on the leader's barrier
