@@ -35,24 +35,26 @@ ROOT = Path(__file__).resolve().parent.parent
 FIX = ROOT / "tests" / "fixtures" / "ptx"
 TIMEOUT = 300
 
-# (fixture relative to tests/fixtures/ptx/, kernel arguments {position: value}, block_dim, cluster)
+# (fixture relative to tests/fixtures/ptx/, kernel arguments {position: value}, block_dim,
+# cluster, grid (CTAs along x: a persistent kernel's tiles per CTA))
+FA4_SHAPES = {f"{p}+{o}": v for p in range(4) for o, v in ((0, 1024), (4, 128), (8, 16), (12, 2))}
 ROWS = [
-    ("hand_pc_sm90.ptx.gz", {"3": 6}, None, None),
-    ("hand_pc_sm90.ptx.gz", {"3": 9}, None, None),
-    ("triton/gluon_ring_rowsum_sm90.ptx.gz", {"6": 5}, None, None),
-    ("triton/gluon_ring_rowsum_sm100.ptx.gz", {"6": 5}, None, None),
-    ("triton/gluon_ring_matmul_sm90.ptx.gz", {"15": 512}, None, None),
-    ("mojo/pc_nvidia.ptx.gz", {"2": 8}, 64, None),
-    ("mojo/backend_phase_bug.ptx.gz", {"2": 8}, 64, None),
-    ("mojo/backend_count_bug.ptx.gz", {"2": 8}, 64, None),
-    ("cutlass_ex48_sm90a.ptx.gz", {}, None, 8),
-    ("cutlass_pingpong_sm90a.ptx.gz", {}, None, 2),
-    ("cutlass_ex70_sm100a.ptx.gz", {}, None, 4),
-    ("dsl_hopper_gemm_sm90a.ptx.gz", {}, None, 2),
-    ("dsl_blackwell_gemm_sm100a.ptx.gz", {}, None, 2),
-    ("quack_gemm_sm90a.ptx.gz", {}, None, 2),
-    ("fa4_fwd_sm90a.ptx.gz", {}, None, None),
-    ("tilelang_gemm_sm90a.ptx.gz", {}, None, None),
+    ("hand_pc_sm90.ptx.gz", {"3": 6}, None, None, None),
+    ("hand_pc_sm90.ptx.gz", {"3": 9}, None, None, None),
+    ("triton/gluon_ring_rowsum_sm90.ptx.gz", {"6": 5}, None, None, None),
+    ("triton/gluon_ring_rowsum_sm100.ptx.gz", {"6": 5}, None, None, None),
+    ("triton/gluon_ring_matmul_sm90.ptx.gz", {"15": 512}, None, None, None),
+    ("mojo/pc_nvidia.ptx.gz", {"2": 8}, 64, None, None),
+    ("mojo/backend_phase_bug.ptx.gz", {"2": 8}, 64, None, None),
+    ("mojo/backend_count_bug.ptx.gz", {"2": 8}, 64, None, None),
+    ("cutlass_ex48_sm90a.ptx.gz", {}, None, 8, None),
+    ("cutlass_pingpong_sm90a.ptx.gz", {}, None, 2, None),
+    ("cutlass_ex70_sm100a.ptx.gz", {}, None, 4, None),
+    ("dsl_hopper_gemm_sm90a.ptx.gz", {}, None, 2, 1024),
+    ("dsl_blackwell_gemm_sm100a.ptx.gz", {}, None, 2, 1024),
+    ("quack_gemm_sm90a.ptx.gz", {}, None, 2, None),
+    ("fa4_fwd_sm90a.ptx.gz", FA4_SHAPES, None, None, None),
+    ("tilelang_gemm_sm90a.ptx.gz", {}, None, None, None),
 ]
 LARGEST = "cutlass_ex70_sm100a.ptx.gz"
 
@@ -63,7 +65,7 @@ out = {}
 try:
     from pipeproof.spec.schema import SpecError
     from pipeproof.checker.frontends import reader, ReadOptions
-    extra = {k: cfg[k] for k in ("block_dim", "cluster") if cfg[k] is not None}
+    extra = {k: cfg[k] for k in ("block_dim", "cluster", "grid") if cfg[k] is not None}
     r = reader("ptx")
     o = ReadOptions(args=cfg["args"], extra=extra)
     t = time.perf_counter()
@@ -143,14 +145,16 @@ def main() -> None:
     print(head)
     print("-" * len(head))
     reasons = []
-    for rel, args, bd, cl in ROWS:
+    for rel, args, bd, cl, grid in ROWS:
         if opts.only and opts.only not in rel:
             continue
         path = FIX / rel
-        cfg = {"path": rel, "args": args, "block_dim": bd, "cluster": cl}
+        cfg = {"path": rel, "args": args, "block_dim": bd, "cluster": cl, "grid": grid}
         got = child(ROW_CHILD, json.dumps(cfg))
-        launch = ",".join([f"{k}={v}" for k, v in args.items()]
-                          + ([f"bd={bd}"] if bd else []) + ([f"cl={cl}"] if cl else []))
+        shown = {} if args is FA4_SHAPES else args   # the tensor shapes: "shapes"
+        launch = ",".join([f"{k}={v}" for k, v in shown.items()] + (["shapes"] if shown is not args else [])
+                          + ([f"bd={bd}"] if bd else []) + ([f"cl={cl}"] if cl else [])
+                          + ([f"grid={grid}"] if grid else []))
         if got.get("timeout"):
             what = f"timeout ({TIMEOUT} s)"
         elif "error" in got:
