@@ -35,7 +35,7 @@ def run_frontend(reader, target: str, read_kernel, *, emit, as_json, trace_file,
     other options in the order the command's messages have always come in. Exits."""
     from pipeproof.checker.cli.command import check_trace_name
     from pipeproof.checker.frontends import check, extract, kernel_findings, unreadable_findings
-    from pipeproof.checker.frontends.driver import InternalError
+    from pipeproof.checker.frontends import InternalError
     from pipeproof.checker.results import EXIT_INTERNAL, EXIT_USAGE, sarif
     from pipeproof.spec.schema import SpecError
 

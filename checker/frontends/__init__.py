@@ -13,8 +13,8 @@ __getattr__, __dir__, __all__ = _lazy.attach(
     __name__,
     submodules=["driver", "protocol", "registry"],
     submod_attrs={
-        "driver": ["Checked", "Extracted", "check", "extract", "extract_text", "kernel_findings",
-                   "source_lines", "unreadable_findings"],
+        "driver": ["Checked", "Extracted", "InternalError", "check", "extract", "extract_text",
+                   "kernel_findings", "source_lines", "unreadable_findings"],
         "protocol": ["KernelIR", "ReadOptions", "Reader", "Reading", "Refusal", "TripCounts",
                      "program_of"],
         "registry": ["FrontEnd", "commands", "front_ends", "reader", "register", "unregister"],

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pipeproof.checker.frontends.protocol import KernelIR, Reader, Reading, ReadOptions, TripCounts
+from pipeproof.spec.schema import SpecError
 
 
 @dataclass
@@ -37,15 +38,8 @@ class Checked:
     proof: object = None      # --prove: the ProofResult
 
 
-def _internal_error_class():
-    from pipeproof.spec.schema import SpecError
-
-    class InternalError(SpecError):
-        """A reader or builder bug: one line (never a traceback), exit 4 (EXIT_INTERNAL)."""
-    return InternalError
-
-
-InternalError = _internal_error_class()
+class InternalError(SpecError):
+    """A reader or builder bug: one line (never a traceback), exit 4 (EXIT_INTERNAL)."""
 
 
 def internal_error(where: str, err: Exception) -> InternalError:
@@ -58,7 +52,6 @@ def internal_error(where: str, err: Exception) -> InternalError:
 def extract_text(reader: Reader, ir: KernelIR, options: ReadOptions) -> Extracted:
     """Read the kernel and build its spec's TOML text (a refusal raises its one-line SpecError,
     a bug of the reader or builder an InternalError)."""
-    from pipeproof.spec.schema import SpecError
     try:
         reading = reader.read(ir, options)
         toml_text, source = reading.build()
