@@ -259,3 +259,42 @@ def test_a_one_slot_rings_copy_bytes_reach_the_next_buffer(monkeypatch):
     assert got == {("flash_fwd_sm90.py:879", "cp"): 16384}
     # what stops it next: the epilogue's named barrier 1 synced by 256 threads, then by 288
     assert code == 2 and "named barrier 1 used with different thread counts" in out, out
+
+
+def flip_parity(text, lines):
+    """The try_wait at each of `lines` (1-based) waits on the other parity (its scope gets a
+    register holding the flipped bit)."""
+    out = text.split("\n")
+    for n in lines:
+        m = re.match(r"(\s*)mbarrier.try_wait.parity.shared.b64 P1, (\[%r\d+\]), (%r\d+), 10000000;", out[n - 1])
+        assert m, out[n - 1]
+        out[n - 1] = (f"{m.group(1)}xor.b32 flp, {m.group(3)}, 1; "
+                      f"mbarrier.try_wait.parity.shared.b64 P1, {m.group(2)}, flp, 10000000;")
+        k = next(k for k in range(n - 2, n - 8, -1) if ".reg .pred" in out[k])
+        out[k] += " .reg .b32 flp;"
+    return "\n".join(out)
+
+
+DSL_MUTATIONS = [
+    # (what, edit of the PTX text, kind, the kernel line the trace names)
+    ("the B multicast mask missing CTA 1",
+     lambda t: re.sub(r"(mov\.b16 \t%rs\d+, )3;", r"\g<1>1;", t), "deadlock", "dense_gemm_persistent.py:762"),
+    ("the consumer's release dropped",
+     lambda t: re.sub(r"mbarrier\.arrive\.shared::cluster\.b64 _, \[%r\d+\], %r\d+;", "", t),
+     "deadlock", "dense_gemm_persistent.py:862"),
+    ("the consumer's wait parity flipped", lambda t: flip_parity(t, (950, 1264, 1455)),
+     "read_before_fill", "dense_gemm_persistent.py:862"),
+]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("what,edit,kind,line", DSL_MUTATIONS, ids=[m[0] for m in DSL_MUTATIONS])
+def test_a_mutation_of_the_dsl_hopper_gemm_is_caught(tmp_path, what, edit, kind, line):
+    text = gzip.open(DSL_HOPPER, "rt").read()
+    mutant = edit(text)
+    assert mutant != text
+    f = tmp_path / "mutant.ptx"
+    f.write_text(mutant)
+    code, out = run_pipeproof("ptx", f, "--cluster", "2", "--grid", "1024")
+    assert code == 1 and re.search(rf"\(extracted\): {kind} after \d+ steps", out), out[-2000:]
+    assert line in out.split("in the kernel:")[1], out[-3000:]
