@@ -764,7 +764,14 @@ def main():
     ap.add_argument("--warps-shaped", action="store_true",
                     help="make the specs from per-warp models of the Triton kernels "
                          "(benchmarks/warps_bases/, `pipeproof triton --warps`)")
+    ap.add_argument("--bases", default="",
+                    help="make the specs only from the examples and templates whose name contains "
+                         "one of these (comma-separated, e.g. expect_bytes)")
     args = ap.parse_args()
+    if args.bases:
+        BASES[:] = [b for b in BASES if any(w in b[0] for w in args.bases.split(","))]
+        if not BASES:
+            ap.error(f"--bases {args.bases}: no example or template base has that in its name")
     from pipeproof.checker.engines.verifier import warm_up
     warm_up()  # compile (or load) the engines once, before the workers fork
     from pipeproof.checker.engines.prover import warm_up_prove
@@ -779,7 +786,8 @@ def main():
           f"--laps-every {args.laps_every} --max-states {args.max_states}"
           + (" --clusters" if args.clusters else "") + (" --user-shaped" if args.user_shaped else "")
           + (" --nested" if args.nested else "") + (f" --only {args.only}" if args.only else "")
-          + (" --warps-shaped" if args.warps_shaped else ""))
+          + (" --warps-shaped" if args.warps_shaped else "")
+          + (f" --bases {args.bases}" if args.bases else ""))
     print(f"specs generated {t.get('generated', 0)}, loaded {t.get('loaded', 0)}, "
           f"invalid (spec errors) {t.get('invalid', 0)}, over the state limit {t.get('limit', 0)}")
     print(f"verdicts of the compared specs (unreduced search): {out['verdicts']}")

@@ -35,7 +35,10 @@ _ISSUE47_ON_GPU = ["x_fa3_persistent_ok.toml", "x_fa3_persistent_q_released_earl
 # a write into another CTA (to=, a 2-SM leader MMA): the generator refuses it, no crosscheck
 _NO_GPU = ["x_tcgen05_2sm_ok.toml", "x_tcgen05_2sm_arrive_not_commit.toml"]
 _NESTED = _ISSUE47_ON_GPU + _NO_GPU
-assert set(_NESTED) <= set(EXAMPLE_NAMES)
+# expect_bytes, mbarrier.expect_tx without an arrival (issue 48): crosscheck_issue48.json
+_ISSUE48_ON_GPU = ["x_expect_bytes_ok.toml", "bug_arrive_before_expect_bytes.toml"]
+_LATER = _NESTED + _ISSUE48_ON_GPU   # the examples that came after the issue-31 crosscheck
+assert set(_LATER) <= set(EXAMPLE_NAMES)
 
 
 def load_pair(stem: Path):
@@ -284,7 +287,7 @@ def test_crosscheck_table_was_saved():
     text = (GPU_FIXTURES / "crosscheck_issue31.txt").read_text()
     assert "crosscheck on NVIDIA H200" in text
     # every example but those of issue 47 (nested loops, async writes), which came after the run
-    on_gpu = [n for n in EXAMPLE_NAMES if n not in _NESTED]
+    on_gpu = [n for n in EXAMPLE_NAMES if n not in _LATER]
     assert len(_NESTED) == 8  # 6 of issue 47, and its two 2-SM examples (to= on writes)
     for name in on_gpu:
         assert f"| {name}" in text, name
@@ -309,6 +312,22 @@ def test_the_issue47_crosscheck_covers_the_nested_and_async_write_examples():
     assert [r["spec"] for r in doc["rows"] if "not_run" in r or r["broken"]] == []
     for row in doc["rows"]:
         reports = [report(x["outcome"], x["kinds"], run=x["run"]) for x in row["runs"]]
+        broken, _ = check_rules(_ModelFacts(load_spec(row["spec"])), reports, None)
+        assert broken == [], row["spec"]
+
+
+def test_the_issue48_crosscheck_covers_the_expect_bytes_examples():
+    """The crosscheck of the two expect_bytes examples (a bare mbarrier.expect_tx;
+    tests/fixtures/gpu/README.md says the command): 10 runs of each on an H100 or H200, both
+    run, no rule broken, each run judged again by today's model."""
+    doc = json.loads((GPU_FIXTURES / "crosscheck_issue48.json").read_text())
+    assert doc["schema"] == "pipeproof-crosscheck/1" and doc["runs"] == 10
+    assert doc["device"].startswith(("NVIDIA H100", "NVIDIA H200"))
+    assert sorted(os.path.basename(r["spec"]) for r in doc["rows"]) == sorted(_ISSUE48_ON_GPU)
+    assert [r["spec"] for r in doc["rows"] if "not_run" in r or r["broken"]] == []
+    for row in doc["rows"]:
+        reports = [report(x["outcome"], x["kinds"], run=x["run"]) for x in row["runs"]]
+        assert len(reports) == 10
         broken, _ = check_rules(_ModelFacts(load_spec(row["spec"])), reports, None)
         assert broken == [], row["spec"]
 
@@ -402,7 +421,7 @@ def test_the_h200_crosscheck_under_the_current_rules(name, runs, covers, extra):
         ["bug_expect_tx_over_limit.toml"]
     names = {os.path.basename(r["spec"]) for r in doc["rows"]}
     if covers == "every example":   # of its day: the nested-loop examples (issue 47) came later
-        assert names >= set(EXAMPLE_NAMES) - set(_NESTED)
+        assert names >= set(EXAMPLE_NAMES) - set(_LATER)
     else:   # examples added since are in the later crosscheck
         assert len(names & set(EXAMPLE_NAMES)) >= 40
     assert extra is None or extra in names

@@ -241,7 +241,7 @@ class _Rates(_CheckBase):
             # follows a wait on empty, every release of empty follows a wait on full, and
             # both kinds of wait are on the right lap, so the next lap's bytes need this
             # phase consumed first. And some wait must need the phase.
-            if not (self._after_wait(ring, c, ("expect_tx", "copy"), EMPTY)
+            if not (self._after_wait(ring, c, tuple(n for n, e in OP_EFFECTS.items() if e.tx), EMPTY)
                     and self._after_wait(ring, c, RELEASES, FULL)
                     and self._laps_ok(ring, c) and self._deadlocks()):
                 return
