@@ -81,13 +81,13 @@ $L__C:
     k = parse_module(text, "k.ptx").kernels()[0]
     r = Regions(k)
     branches = [i for i, inst in enumerate(k.insts) if inst.opcode == "bra" and inst.guard]
-    join, written = r.skip(branches[0])
-    assert k.insts[join].opcode == "setp.eq.s64" and written == {"%f1", "%r1"}
+    join, written, stores = r.skip(branches[0])
+    assert k.insts[join].opcode == "setp.eq.s64" and written == {"%f1", "%r1"} and not stores
     why = r.skip(branches[1])
     assert isinstance(why, str) and "bar.sync" in why
     # a side that ends in trap (a failed assertion) is not a path: the assertion holds
-    join, written = r.skip(branches[2])
-    assert k.insts[join].opcode == "ret" and written == set()
+    join, written, stores = r.skip(branches[2])
+    assert k.insts[join].opcode == "ret" and written == set() and not stores
 
 
 def test_a_wide_multiply_reads_its_immediate_at_the_operand_width():
@@ -298,3 +298,35 @@ def test_a_mutation_of_the_dsl_hopper_gemm_is_caught(tmp_path, what, edit, kind,
     code, out = run_pipeproof("ptx", f, "--cluster", "2", "--grid", "1024")
     assert code == 1 and re.search(rf"\(extracted\): {kind} after \d+ steps", out), out[-2000:]
     assert line in out.split("in the kernel:")[1], out[-3000:]
+
+
+def test_a_data_branch_that_stores_is_skipped_only_for_global_memory():
+    from pipeproof.spec.ptx.module import parse_module
+    from pipeproof.spec.ptx.regions import Regions
+    text = """
+.version 8.0
+.target sm_90a
+.address_size 64
+.visible .entry k(.param .u64 k_param_0)
+{
+  .reg .pred %p<3>; .reg .b32 %r<3>; .reg .b64 %rd<3>;
+  ld.param.u64 %rd1, [k_param_0];
+  ld.global.u32 %r1, [%rd1];
+  setp.eq.u32 %p1, %r1, 0;
+  @%p1 bra $L__A;
+  st.global.u32 [%rd1], %r1;
+$L__A:
+  setp.eq.u32 %p2, %r1, 1;
+  @%p2 bra $L__B;
+  st.shared.u32 [%r1], %r1;
+$L__B:
+  ret;
+}
+"""
+    k = parse_module(text, "k.ptx").kernels()[0]
+    r = Regions(k)
+    first, second = [i for i, inst in enumerate(k.insts) if inst.opcode == "bra" and inst.guard]
+    # a global store goes through a pointer argument (memory the interpreter never keeps); the
+    # skip says it stored, so the module's own .global variables read as unknown after it
+    assert r.skip(first)[2] is True
+    assert "a store to shared or generic memory" in r.skip(second)

@@ -104,6 +104,7 @@ class PtxThread(Thread):
         self.log = {}           # the CTA's shared stores: (base, cta, byte) -> [(epoch, tid, byte)]
         self.lane0 = {}         # the CTA's lane-0 values broadcast by shfl.sync.idx (spec/ptx/sync.py)
         self.shfls = {}         # shfl instances so far, per instruction
+        self.globals_unknown = False   # a store was skipped: the module's .global variables unknown
 
     # ------------------------------------------------------------ running
     def run(self):
@@ -182,15 +183,17 @@ class PtxThread(Thread):
             r = regions_of(self.m, f).skip(pc)
             if isinstance(r, str):
                 raise IRError(f"{what} (the branch's sides differ: {r})", inst)
-            join, written = r
+            join, written, stores = r
             for d in written:
                 self.set(regs, d, OPAQUE)
+            self.globals_unknown |= stores   # a skipped store may have written a .global variable
             return join
         why = quiet(inst)
         if why or inst.words[0] in ("ret", "exit", "trap"):
             raise IRError(what, inst)
         for d in dests(inst):
             self.set(regs, d, OPAQUE)
+        self.globals_unknown |= inst.words[0] in ("st", "stmatrix")
         return pc + 1
 
     def note_branch(self, g, inst):
@@ -612,7 +615,8 @@ def h_ld(th, regs, inst, stack, words, a):
         if flt and isinstance(v, Guess):
             v = Guess(0, v.keys)   # a float argument not given reads as 0.0 (said, as any guess)
         flt = False
-    elif isinstance(addr, Ptr) and isinstance(addr.offset, int):
+    elif isinstance(addr, Ptr) and isinstance(addr.offset, int) and not (
+            th.globals_unknown and addr.base[0] == "global" and addr.base[1] not in th.m.shared):
         v = load_bytes(th, addr, max(bits // 8, 1))
     else:
         v = OPAQUE

@@ -4,8 +4,9 @@ register either side writes reads as unknown after it.
 
 Why no violation is lost (docs/ptx.md, "Branches on unknown data"): the region between the
 branch and its immediate post-dominator holds no synchronisation op, no call, no shared or
-generic store and no exit, so every path through it records the same events (none) and leaves
-shared memory and the thread's control the same; the only difference between its paths is
+generic store (a global one goes through a pointer argument, memory the interpreter never
+keeps; a module's own `.global` variables read as unknown after such a skip) and no exit, so every path through it records the same events (none) and leaves the
+memory the interpreter keeps and the thread's control the same; the only difference between its paths is
 the registers it writes, which become unknown, so a later branch, address or count that reads
 them is refused as before rather than guessed. A side that ends in `trap` (a failed
 assertion) is not a path to the join: the kernel's assertions are taken to hold.
@@ -52,8 +53,8 @@ class Regions:
         self.memo = {}
 
     def skip(self, pc):
-        """(join pc, registers written) for the data branch at `pc`, or a reason (str) why
-        its sides cannot be skipped."""
+        """(join pc, registers written, whether it stores to global memory) for the data
+        branch at `pc`, or a reason (str) why its sides cannot be skipped."""
         if pc not in self.memo:
             self.memo[pc] = self._skip(pc)
         return self.memo[pc]
@@ -71,14 +72,15 @@ class Regions:
                 return "one side leaves the function"
             region.add(i)
             work += list(self.g.successors(i))
-        written = set()
+        written, stores = set(), False
         for i in sorted(region):
             inst = self.f.insts[i]
             why = quiet(inst)
             if why:
                 return f"{why} at line {inst.index + 1}"
             written |= dests(inst)
-        return join, frozenset(written)
+            stores |= inst.words[0] in ("st", "stmatrix") and "global" in inst.words
+        return join, frozenset(written), stores
 
 
 def quiet(inst):
@@ -95,6 +97,8 @@ def quiet(inst):
             "vote", "red", "atom", "wgmma", "setmaxnreg", "griddepcontrol", "clusterlaunchcontrol"):
         return f"`{inst.opcode}`"
     if w[0] in ("st", "stmatrix") and "global" not in w and "param" not in w:
+        # shared and generic memory the interpreter keeps for later loads; a global store goes
+        # through a pointer argument, whose memory it never keeps (spec/ptx/interp.py h_st)
         return f"a store to shared or generic memory (`{inst.opcode}`)"
     if w[0] in ("ld", "ldu") and "shared" in " ".join(w):
         return f"a shared-memory read (`{inst.opcode}`)"
