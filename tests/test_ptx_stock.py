@@ -49,15 +49,17 @@ def test_the_tilelang_counterexample_replays(tmp_path):
     check_replay(spec, result, "phase_alias")
 
 
-def test_a_data_branch_without_protocol_ops_is_skipped_and_its_registers_unknown():
+def tiny_kernel(body: str):
+    """A one-parameter sm_90a kernel of `body` (its register declarations first), parsed."""
     from pipeproof.spec.ptx.module import parse_module
+    text = (".version 8.0\n.target sm_90a\n.address_size 64\n"
+            ".visible .entry k(.param .u64 k_param_0)\n{\n" + body + "}\n")
+    return parse_module(text, "k.ptx").kernels()[0]
+
+
+def test_a_data_branch_without_protocol_ops_is_skipped_and_its_registers_unknown():
     from pipeproof.spec.ptx.regions import Regions
-    text = """
-.version 8.0
-.target sm_90a
-.address_size 64
-.visible .entry k(.param .u64 k_param_0)
-{
+    k = tiny_kernel("""
   .reg .pred %p<4>; .reg .b32 %r<9>; .reg .b64 %rd<4>; .reg .f32 %f<3>;
   ld.param.u64 %rd1, [k_param_0];
   ld.global.u64 %rd2, [%rd1];
@@ -76,9 +78,7 @@ $L__B:
   trap;
 $L__C:
   ret;
-}
-"""
-    k = parse_module(text, "k.ptx").kernels()[0]
+""")
     r = Regions(k)
     branches = [i for i, inst in enumerate(k.insts) if inst.opcode == "bra" and inst.guard]
     join, written, stores = r.skip(branches[0])
@@ -301,14 +301,8 @@ def test_a_mutation_of_the_dsl_hopper_gemm_is_caught(tmp_path, what, edit, kind,
 
 
 def test_a_data_branch_that_stores_is_skipped_only_for_global_memory():
-    from pipeproof.spec.ptx.module import parse_module
     from pipeproof.spec.ptx.regions import Regions
-    text = """
-.version 8.0
-.target sm_90a
-.address_size 64
-.visible .entry k(.param .u64 k_param_0)
-{
+    k = tiny_kernel("""
   .reg .pred %p<3>; .reg .b32 %r<3>; .reg .b64 %rd<3>;
   ld.param.u64 %rd1, [k_param_0];
   ld.global.u32 %r1, [%rd1];
@@ -321,9 +315,7 @@ $L__A:
   st.shared.u32 [%r1], %r1;
 $L__B:
   ret;
-}
-"""
-    k = parse_module(text, "k.ptx").kernels()[0]
+""")
     r = Regions(k)
     first, second = [i for i, inst in enumerate(k.insts) if inst.opcode == "bra" and inst.guard]
     # a global store goes through a pointer argument (memory the interpreter never keeps); the
