@@ -295,3 +295,37 @@ def test_cli_depth_and_max_states_belong_to_one_engine():
     out = _cli("--engine", "bmc", "--max-states", "9", path)
     assert out.exit_code == 2 and "--max-states applies only to --engine explicit" in out.output
     assert _cli("--engine", "z3", path).exit_code == 2
+
+
+AMD_RESET_EVERY_2 = """
+[pipeline]
+producer_arrive_count = 1
+consumer_arrive_count = 1
+backend = "amd"
+stages = 2
+items = 3
+
+[[role]]
+name = "producer"
+side = "producer"
+count = 1
+body = ["wait_empty", "write", "arrive_full", "advance", "reset every=2"]
+
+[[role]]
+name = "consumer"
+side = "consumer"
+count = 1
+body = ["wait_full", "read", "arrive_empty", "advance", "reset"]
+"""
+
+
+def test_bmc_on_counters_with_a_reset_records_a_plain_number_phase():
+    """Soundness harness spec 2240 of seed 20261201 (bug_persistent_reset on the amd backend,
+    a reset every other item): the phase a passed wait records was a plain number there, and
+    the encoder handed it to z3.simplify (an exception, not an answer)."""
+    from pipeproof.spec.load import load_spec_text
+    spec = load_spec_text(AMD_RESET_EVERY_2, "amd_reset.toml")
+    explicit = verify(spec, por=False, symmetry=False)
+    got = verify_bmc(spec, depth=explicit.depth, timeout=120)
+    assert (explicit.verdict, got.verdict) == ("violation", "violation")
+    assert set(got.kinds) <= set(explicit.kinds) and got.kinds

@@ -123,7 +123,9 @@ class _Steps:
         rec = self.window_passed(f, a, ins)
         if rec is not None:
             key = (a, ins.ring, ins.stage, ins.eff.observes)
-            P.put(("wk",) + key, cond, z3.simplify(rec[0]))
+            # (a counter backend's intended phase can be a plain number: no expression to simplify)
+            k = rec[0]
+            P.put(("wk",) + key, cond, z3.simplify(k) if z3.is_expr(k) else self.num(k))
             P.put(("wp",) + key, cond, rec[1])
 
     def _signal_update(self, f: Frame, P: _Parts, key, cond, count, tx_delta):
